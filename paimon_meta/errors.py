@@ -1,0 +1,109 @@
+"""The error hierarchy of paimon_meta.
+
+Every error raised on purpose by this package derives from :class:`PaimonMetaError` and carries
+structured fields (not only a message) so callers and the event log can record *what* went wrong.
+The commit path distinguishes three outcomes, and the distinction is load-bearing:
+
+* :class:`CommitConflictError`: the commit definitely did not land; retrying (or giving up and deleting
+  the attempt's files) is safe.
+* :class:`CommitOutcomeUnknownError`: the commit may or may not have landed. Never delete anything the
+  attempt wrote; resolve by reading storage (the snapshot directory) before doing anything else.
+* :class:`CommitFailedError`: the commit definitely did not land and retrying cannot help.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PaimonMetaError(Exception):
+    """Root of every error raised on purpose by paimon_meta."""
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields: dict[str, Any] = dict(fields)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ValidationError(PaimonMetaError):
+    """Input that cannot be accepted: a bad identifier, schema, option, row or CommitMessage."""
+
+
+class UnsupportedError(ValidationError):
+    """A valid Paimon feature that paimon_meta does not implement (named in the message)."""
+
+
+class CorruptMetadataError(PaimonMetaError):
+    """A metadata file or byte string could not be decoded. ``path`` names the file when there is one."""
+
+    def __init__(self, message: str, *, path: str | None = None, **fields: Any) -> None:
+        full = f"{message} (file: {path})" if path else message
+        super().__init__(full, path=path, **fields)
+        self.path = path
+
+
+class FileIOError(PaimonMetaError):
+    """A storage operation failed for a reason other than 'not found' or 'already exists'."""
+
+    def __init__(self, message: str, *, path: str | None = None, **fields: Any) -> None:
+        super().__init__(f"{message}: {path}" if path else message, path=path, **fields)
+        self.path = path
+
+
+class FileNotFound(FileIOError):  # noqa: N818 - mirrors FileNotFoundError, which it does not derive from
+    """The file does not exist."""
+
+
+class FileAlreadyExistsError(FileIOError):
+    """A create-if-absent found the file already there (S3: HTTP 412 on ``If-None-Match: *``)."""
+
+
+class TableNotFoundError(PaimonMetaError):
+    """No table with that identifier (or at that path)."""
+
+
+class TableAlreadyExistsError(PaimonMetaError):
+    """A table with that identifier already exists."""
+
+
+class DatabaseNotFoundError(PaimonMetaError):
+    """No database with that name."""
+
+
+class DatabaseAlreadyExistsError(PaimonMetaError):
+    """A database with that name already exists."""
+
+
+class CommitError(PaimonMetaError):
+    """Base class of commit outcomes that are not success."""
+
+
+class CommitConflictError(CommitError):
+    """The commit conflicts with the table's current state and definitely did not land. Retry is safe."""
+
+
+class CommitFailedError(CommitError):
+    """The commit definitely did not land and retrying will not help (e.g. retries exhausted)."""
+
+
+class CommitOutcomeUnknownError(CommitError):
+    """The snapshot publish may or may not have happened. Never clean up; resolve by reading storage."""
+
+
+class LockError(PaimonMetaError):
+    """Base class of lock failures."""
+
+
+class LockTimeoutError(LockError):
+    """The lock was not acquired within the acquire timeout."""
+
+
+class LockLostError(LockError):
+    """The lease expired or was taken over: the holder must not publish (its fencing token is stale)."""
+
+
+class LockNotHeldError(LockError):
+    """A release or renewal by a caller that does not hold the lock."""

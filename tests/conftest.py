@@ -1,0 +1,8 @@
+"""Fixtures live in tests/fixtures/ plugins; this file only registers them."""
+
+pytest_plugins = [
+    "tests.fixtures.golden",
+    "tests.fixtures.s3",
+    "tests.fixtures.postgres",
+    "tests.fixtures.interop",
+]
