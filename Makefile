@@ -1,0 +1,47 @@
+# paimon_meta developer entry points. `make test` is what CI runs (.ci/run calls it).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed-stamp
+
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SPARK_LOCAL_IP ?= 127.0.0.1
+
+.PHONY: venv run test lint typecheck unit interop-venv bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[s3,embedded,spark,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## The main job: embedded Postgres, a local warehouse, the Spark demo.
+run: venv
+	$(PY) -m paimon_meta.cli demo
+
+lint: venv
+	$(VENV)/bin/ruff check paimon_meta spark_jobs tests bench migrations
+	$(VENV)/bin/ruff format --check paimon_meta spark_jobs tests bench migrations
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+interop-venv:
+	$(PY) tests/interop/pypaimon_env.py
+
+## Lint, type-check and the whole test suite (interop, Postgres, S3 and Spark tests included).
+test: venv lint typecheck interop-venv
+	$(VENV)/bin/pytest tests -q
+
+unit: venv
+	$(VENV)/bin/pytest tests -q -m "not interop and not spark"
+
+bench: venv
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .venv-pypaimon .mypy_cache .ruff_cache .pytest_cache
