@@ -112,7 +112,7 @@ class AtomicType(DataType):
             return f"{r.value}({self.precision})"
         if r is TypeRoot.TIMESTAMP_LTZ:
             return f"TIMESTAMP({self.precision}) WITH LOCAL TIME ZONE"
-        return r.value
+        return str(r.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +142,10 @@ class MultisetType(DataType):
         return f"MULTISET<{self.element}>"
 
     def to_json(self) -> Any:
-        return {"type": "MULTISET" + ("" if self.nullable else " NOT NULL"), "element": self.element.to_json()}
+        return {
+            "type": "MULTISET" + ("" if self.nullable else " NOT NULL"),
+            "element": self.element.to_json(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,75 +234,75 @@ def _atomic(root: TypeRoot, nullable: bool = True, **kw: int | None) -> AtomicTy
     return AtomicType(nullable, root, **kw)
 
 
-def BOOLEAN(nullable: bool = True) -> AtomicType:  # noqa: N802 - mirrors Java's DataTypes.BOOLEAN()
+def BOOLEAN(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.BOOLEAN, nullable)
 
 
-def TINYINT(nullable: bool = True) -> AtomicType:  # noqa: N802
+def TINYINT(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.TINYINT, nullable)
 
 
-def SMALLINT(nullable: bool = True) -> AtomicType:  # noqa: N802
+def SMALLINT(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.SMALLINT, nullable)
 
 
-def INT(nullable: bool = True) -> AtomicType:  # noqa: N802
+def INT(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.INT, nullable)
 
 
-def BIGINT(nullable: bool = True) -> AtomicType:  # noqa: N802
+def BIGINT(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.BIGINT, nullable)
 
 
-def FLOAT(nullable: bool = True) -> AtomicType:  # noqa: N802
+def FLOAT(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.FLOAT, nullable)
 
 
-def DOUBLE(nullable: bool = True) -> AtomicType:  # noqa: N802
+def DOUBLE(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.DOUBLE, nullable)
 
 
-def DECIMAL(precision: int, scale: int, nullable: bool = True) -> AtomicType:  # noqa: N802
+def DECIMAL(precision: int, scale: int, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.DECIMAL, nullable, precision=precision, scale=scale)
 
 
-def STRING(nullable: bool = True) -> AtomicType:  # noqa: N802
+def STRING(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.VARCHAR, nullable, length=MAX_LENGTH)
 
 
-def VARCHAR(length: int, nullable: bool = True) -> AtomicType:  # noqa: N802
+def VARCHAR(length: int, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.VARCHAR, nullable, length=length)
 
 
-def CHAR(length: int, nullable: bool = True) -> AtomicType:  # noqa: N802
+def CHAR(length: int, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.CHAR, nullable, length=length)
 
 
-def BYTES(nullable: bool = True) -> AtomicType:  # noqa: N802
+def BYTES(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.VARBINARY, nullable, length=MAX_LENGTH)
 
 
-def VARBINARY(length: int, nullable: bool = True) -> AtomicType:  # noqa: N802
+def VARBINARY(length: int, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.VARBINARY, nullable, length=length)
 
 
-def BINARY(length: int, nullable: bool = True) -> AtomicType:  # noqa: N802
+def BINARY(length: int, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.BINARY, nullable, length=length)
 
 
-def DATE(nullable: bool = True) -> AtomicType:  # noqa: N802
+def DATE(nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.DATE, nullable)
 
 
-def TIME(precision: int = 0, nullable: bool = True) -> AtomicType:  # noqa: N802
+def TIME(precision: int = 0, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.TIME, nullable, precision=precision)
 
 
-def TIMESTAMP(precision: int = 6, nullable: bool = True) -> AtomicType:  # noqa: N802
+def TIMESTAMP(precision: int = 6, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.TIMESTAMP, nullable, precision=precision)
 
 
-def TIMESTAMP_LTZ(precision: int = 6, nullable: bool = True) -> AtomicType:  # noqa: N802
+def TIMESTAMP_LTZ(precision: int = 6, nullable: bool = True) -> AtomicType:
     return _atomic(TypeRoot.TIMESTAMP_LTZ, nullable, precision=precision)
 
 

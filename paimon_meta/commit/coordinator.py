@@ -1,0 +1,520 @@
+"""The commit coordinator: prepare -> lock -> dedupe -> conflict check -> stage -> publish -> record.
+
+This is the only commit path. Whether the guard is the Postgres lock + event log or storage-only
+optimistic concurrency, the steps and their invariants are the same (docs/DESIGN.md, "Commit protocol"):
+
+* I1 exactly-once: a (commit user, identifier, kind) is published at most once — checked under the
+  guard before staging, and again (by reading storage) whenever an attempt's outcome is unknown.
+* I2 no overwrite: ``snapshot-N`` is only ever created with ``create_if_absent``; losing that race is a
+  definite failure of the attempt, never a replace.
+* I3 cleanup only on definite failure: files of an attempt are deleted only when the attempt is known not
+  to have published; an unknown outcome deletes nothing.
+* I4 contiguity: snapshot N+1 is staged from snapshot N read under the guard, so ids have no gaps.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimon_meta.commit.changes import ChangeSet, collect_changes
+from paimon_meta.commit.conflicts import KeyDecoder, check_conflicts, merge_for_commit
+from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
+from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests
+from paimon_meta.commit.retry import RetryPolicy
+from paimon_meta.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitOutcomeUnknownError,
+    FileAlreadyExistsError,
+    FileIOError,
+    LockLostError,
+    ValidationError,
+)
+from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
+from paimon_meta.serde.json import snapshot_to_json
+from paimon_meta.spec.binary_row import deserialize_row
+from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.spec.manifest import (
+    FileKind,
+    IndexManifestEntry,
+    ManifestEntry,
+    ManifestFileMeta,
+)
+from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from paimon_meta.table.table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+_PUBLISH_UNKNOWN_RETRIES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """What ``commit()`` returns once every snapshot of the call is durable on storage."""
+
+    commit_id: str
+    snapshot_ids: tuple[int, ...]
+    deduplicated: bool
+    attempts: int
+
+
+class _RaceLost(Exception):
+    """snapshot-N was created by someone else between our read and our create: retry on top of it."""
+
+
+@dataclass(slots=True)
+class _Staged:
+    snapshot: Snapshot
+    body: bytes
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One snapshot to commit (one kind of one ``commit()`` call) and what its attempts have written."""
+
+    commit_id: str
+    kind: CommitKind
+    changes: ChangeSet
+    identifier: int
+    overwrite: Mapping[str, Any] | None
+    properties: Mapping[str, str] | None
+    watermark: int | None
+    writer: ManifestWriter
+    delta: list[ManifestFileMeta] | None = None
+    changelog: list[ManifestFileMeta] = field(default_factory=list)
+
+
+class CommitCoordinator:
+    """Commits CommitMessages to one table through a :class:`CommitGuard`.
+
+    One coordinator per writer (its ``commit_user``); it is not meant to be shared between threads.
+    """
+
+    def __init__(
+        self,
+        table: FileStoreTable,
+        guard: CommitGuard,
+        *,
+        commit_user: str,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.table = table
+        self.file_io = table.file_io
+        self.table_path = table.path
+        self.schema = table.schema
+        self.guard = guard
+        self.commit_user = commit_user
+        opts = table.options
+        self.retry = retry or RetryPolicy.from_options(opts)
+        self.merge_options = MergeOptions(
+            target_file_size=opts.manifest_target_file_size,
+            full_compaction_threshold=opts.manifest_full_compaction_threshold,
+            merge_min_count=opts.manifest_merge_min_count,
+        )
+        self.snapshots = table.snapshot_manager
+        self.reader = table.manifest_reader
+        self.manifest_dir = self.file_io.join(self.table_path, "manifest")
+        self._partition_types = [f.type for f in self.schema.partition_type.fields]
+        key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
+        self._key_decoder: KeyDecoder | None = (
+            (lambda raw: deserialize_row(raw, key_types)) if key_types else None
+        )
+
+    # ---- public API -------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
+        *,
+        overwrite: Mapping[str, Any] | None = None,
+        properties: Mapping[str, str] | None = None,
+        watermark: int | None = None,
+    ) -> CommitResult:
+        """Commit ``messages`` as one APPEND (or OVERWRITE) snapshot and, if they carry compaction
+        results, one COMPACT snapshot. Returns once both are durable; raises ``CommitConflictError``
+        (nothing landed), ``CommitFailedError`` or ``CommitOutcomeUnknownError`` (resolve by reading
+        storage; nothing was cleaned up)."""
+        self._validate(messages)
+        commit_id = str(uuid.uuid4())
+        changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
+        plan: list[tuple[CommitKind, ChangeSet]] = []
+        if overwrite is not None:
+            plan.append((CommitKind.OVERWRITE, changes.append))
+        elif not changes.append.is_empty():
+            kind = CommitKind.APPEND
+            plan.append((kind, changes.append))
+        if not changes.compact.is_empty():
+            plan.append((CommitKind.COMPACT, changes.compact))
+        counts = {k.value: cs.counts() for k, cs in plan}
+        self.guard.prepared(
+            CommitRecord(
+                commit_id=commit_id,
+                commit_user=self.commit_user,
+                commit_identifier=identifier,
+                kinds=tuple(k for k, _ in plan),
+                counts=counts,
+                messages=serialize_commit_messages(list(messages), CURRENT_VERSION),
+                messages_version=CURRENT_VERSION,
+            )
+        )
+        ids: list[int] = []
+        deduplicated = False
+        attempts = 0
+        try:
+            for kind, change_set in plan:
+                pending = _Pending(
+                    commit_id,
+                    kind,
+                    change_set,
+                    identifier,
+                    overwrite if kind is CommitKind.OVERWRITE else None,
+                    properties,
+                    watermark,
+                    self._new_writer(),
+                )
+                sid, dedup, n = self._commit_kind(pending)
+                ids.append(sid)
+                deduplicated = deduplicated or dedup
+                attempts += n
+        except CommitOutcomeUnknownError:
+            self.guard.finished(commit_id, outcome="unknown")
+            raise
+        except Exception as e:
+            self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
+            raise
+        self.guard.finished(
+            commit_id, outcome="deduplicated" if deduplicated else "published", snapshot_ids=ids
+        )
+        return CommitResult(commit_id, tuple(ids), deduplicated, attempts)
+
+    def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
+        """Java ``filterCommitted``: the identifiers not yet committed by this user (restart recovery of a
+        streaming writer). Identifiers of one user only grow, so anything <= its latest is committed."""
+        latest_of_user = self._latest_identifier_of_user()
+        if latest_of_user is None:
+            return list(identifiers)
+        return [i for i in identifiers if i > latest_of_user]
+
+    # ---- one snapshot -----------------------------------------------------------------------------
+
+    def _new_writer(self) -> ManifestWriter:
+        return ManifestWriter(
+            self.file_io,
+            self.manifest_dir,
+            self._partition_types,
+            self.schema.id,
+            compression=self.schema.core_options.manifest_compression,
+            target_file_size=self.merge_options.target_file_size,
+        )
+
+    def _commit_kind(self, pending: _Pending) -> tuple[int, bool, int]:
+        kind, changes, writer, commit_id = pending.kind, pending.changes, pending.writer, pending.commit_id
+        # The delta of APPEND and COMPACT does not depend on the latest snapshot: write it once, before
+        # taking the lock, to keep the critical section short. OVERWRITE's delta does, so it is staged later.
+        if kind is not CommitKind.OVERWRITE:
+            pending.delta = writer.write_manifests(changes.table_files)
+        pending.changelog = writer.write_manifests(changes.changelog_files)
+        started = time.monotonic()
+        # An unknown outcome raises out of this loop (see _publish), so every retry below follows a
+        # definite failure: earlier attempts' files can never be referenced by a published snapshot.
+        attempt = 0
+        while True:
+            attempt += 1
+            mark = len(writer.written)
+            try:
+                with self.guard.session(commit_id, attempt) as session:
+                    sid, dedup = self._attempt(session, attempt, pending)
+                if dedup:
+                    # Nothing of ours can be referenced: the match is an earlier commit() call.
+                    self._delete(writer.written)
+                return sid, dedup, attempt
+            except CommitConflictError as e:
+                # Definite: nothing was published. Java does not retry a real conflict either.
+                self._delete(writer.written)
+                raise e
+            except (_RaceLost, LockLostError) as e:
+                # Definite failure of this attempt only: drop what it staged and retry on the new state.
+                self._delete(writer.written[mark:])
+                del writer.written[mark:]
+                if not self.retry.may_retry(attempt, started):
+                    self._delete(writer.written)
+                    raise CommitFailedError(
+                        f"commit {commit_id} gave up after {attempt} attempts: {e}",
+                        commit_id=commit_id,
+                        attempts=attempt,
+                    ) from e
+                wait = self.retry.wait_ms(attempt)
+                self._record_retry(commit_id, attempt, str(e), wait)
+                time.sleep(wait / 1000)
+
+    def _attempt(self, session: GuardSession, attempt: int, p: _Pending) -> tuple[int, bool]:
+        latest = self.snapshots.latest_snapshot()
+        # I1: exactly-once, decided under the guard against the state we are about to build on.
+        existing = session.find_committed(self.commit_user, p.identifier, p.kind, latest)
+        if existing is not None:
+            session.record("deduplicated", attempt=attempt, kind=p.kind.value, snapshot_id=existing)
+            return existing, True
+        t0 = time.monotonic()
+        table_files = p.changes.table_files
+        if p.overwrite is not None:
+            table_files = self._overwrite_entries(latest, p.overwrite, p.changes.table_files)
+            p.delta = p.writer.write_manifests(table_files)
+        outcome: dict[str, Any] = {"outcome": "ok"}
+        try:
+            self._check(latest, p.kind, p.changes, table_files)
+        except CommitConflictError as e:
+            outcome = {"outcome": "conflict", "reason": e.fields.get("reason"), "message": str(e)}
+            raise
+        finally:
+            session.record(
+                "conflict_checked",
+                attempt=attempt,
+                kind=p.kind.value,
+                duration_ms=round((time.monotonic() - t0) * 1000, 3),
+                **outcome,
+            )
+        staged = self._stage(latest, p, table_files)
+        # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
+        session.before_publish()
+        self._publish(staged)
+        snap = staged.snapshot
+        details = {
+            "kind": p.kind.value,
+            "base_manifest_list": snap.base_manifest_list,
+            "delta_manifest_list": snap.delta_manifest_list,
+            "record_delta": snap.delta_record_count,
+            "total_records": snap.total_record_count,
+            "snapshot_uuid": snap.uuid,
+            **p.changes.counts(),
+        }
+        try:
+            session.published(snap, attempt=attempt, details=details)
+        except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
+            log.exception(
+                "snapshot %s is published but recording it failed; recovery will record it", snap.id
+            )
+        self._hints(snap.id)
+        return snap.id, False
+
+    # ---- steps ------------------------------------------------------------------------------------
+
+    def _check(
+        self,
+        latest: Snapshot | None,
+        kind: CommitKind,
+        changes: ChangeSet,
+        table_files: Sequence[ManifestEntry],
+    ) -> None:
+        needs_base = kind is not CommitKind.APPEND or changes.has_deletes or bool(changes.index_files)
+        if latest is None:
+            check_conflicts([], table_files, key_decoder=self._key_decoder)
+            return
+        if not needs_base:
+            # Java skips the base scan for pure appends (level-0 ADDs of fresh names cannot conflict), but
+            # still refuses a bucket count that differs from the table's.
+            n = self.schema.num_buckets
+            for e in table_files:
+                if n > 0 and e.total_buckets not in (n, 0):
+                    raise CommitConflictError(
+                        f"file {e.file.file_name} was written for {e.total_buckets} buckets, "
+                        f"the table has {n}",
+                        reason="bucket_count_changed",
+                        file=e.file.file_name,
+                    )
+            merge_for_commit(table_files)
+            return
+        partitions = {e.partition for e in table_files}
+        base = [e for e in self._live_entries(latest) if e.partition in partitions]
+        check_conflicts(base, table_files, key_decoder=self._key_decoder)
+
+    def _overwrite_entries(
+        self, latest: Snapshot | None, spec: Mapping[str, Any], adds: Sequence[ManifestEntry]
+    ) -> list[ManifestEntry]:
+        keys = list(self.schema.partition_keys)
+        unknown = set(spec) - set(keys)
+        if unknown:
+            raise ValidationError(
+                f"overwrite names non-partition columns {sorted(unknown)}", fields=sorted(unknown)
+            )
+
+        def matches(partition: bytes) -> bool:
+            if not spec:
+                return True
+            values = dict(zip(keys, deserialize_row(partition, self._partition_types)))
+            return all(str(values[k]) == str(v) for k, v in spec.items())
+
+        for e in adds:
+            if not matches(e.partition):
+                raise ValidationError(
+                    f"file {e.file.file_name} does not belong to the overwritten partition {dict(spec)}",
+                    file=e.file.file_name,
+                )
+        deletes = []
+        if latest is not None:
+            for e in self._live_entries(latest):
+                if matches(e.partition):
+                    deletes.append(
+                        ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                    )
+        return [*deletes, *adds]
+
+    def _stage(self, latest: Snapshot | None, p: _Pending, table_files: Sequence[ManifestEntry]) -> _Staged:
+        assert p.delta is not None
+        writer, watermark = p.writer, p.watermark
+        previous: list[ManifestFileMeta] = []
+        prev_total = 0
+        index_manifest = None
+        if latest is not None:
+            previous = self._read_list(latest.base_manifest_list) + self._read_list(
+                latest.delta_manifest_list
+            )
+            prev_total = latest.total_record_count or 0
+            index_manifest = latest.index_manifest
+            if latest.watermark is not None:
+                watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
+        base_after = merge_manifests(
+            previous, read=self._read_manifest, writer=writer, options=self.merge_options
+        )
+        base_name, base_size = writer.write_manifest_list(base_after)
+        delta_name, delta_size = writer.write_manifest_list(p.delta)
+        changelog_name, changelog_size = (None, None)
+        if p.changelog:
+            changelog_name, changelog_size = writer.write_manifest_list(p.changelog)
+        if p.changes.index_files:
+            index_manifest = writer.write_index_manifest(
+                self._merge_index(index_manifest, p.changes.index_files)
+            )
+        record_delta = sum(
+            e.file.row_count if e.kind is FileKind.ADD else -e.file.row_count for e in table_files
+        )
+        snapshot = Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=self.schema.id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_name,
+            changelog_manifest_list_size=changelog_size,
+            index_manifest=index_manifest,
+            commit_user=self.commit_user,
+            commit_identifier=p.identifier,
+            commit_kind=p.kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=prev_total + record_delta,
+            delta_record_count=record_delta,
+            changelog_record_count=sum(e.file.row_count for e in p.changes.changelog_files),
+            watermark=watermark,
+            properties=dict(p.properties) if p.properties else None,
+            next_row_id=latest.next_row_id if latest else None,
+            uuid=str(uuid.uuid4()),
+        )
+        return _Staged(snapshot, snapshot_to_json(snapshot).encode())
+
+    def _publish(self, staged: _Staged) -> None:
+        """I2: create snapshot-N only if absent. An error that leaves the outcome unknown is resolved by
+        repeating the same create and, if the file is there, comparing it with what we meant to write."""
+        path = self.snapshots.snapshot_path(staged.snapshot.id)
+        last_error: Exception | None = None
+        for _ in range(_PUBLISH_UNKNOWN_RETRIES):
+            try:
+                self.file_io.create_if_absent(path, staged.body)
+                return
+            except FileAlreadyExistsError:
+                try:
+                    existing = self.file_io.read(path)
+                except FileIOError as e:
+                    last_error = e
+                    continue
+                if existing == staged.body:
+                    return  # an earlier try of ours landed
+                raise _RaceLost(f"snapshot {staged.snapshot.id} was published by another writer") from None
+            except FileIOError as e:
+                last_error = e
+        raise CommitOutcomeUnknownError(
+            f"publishing snapshot {staged.snapshot.id} failed with an unknown outcome: {last_error}",
+            snapshot_id=staged.snapshot.id,
+            path=path,
+        )
+
+    def _hints(self, snapshot_id: int) -> None:
+        # Hints are only hints (readers verify them): a failure here never fails the commit.
+        try:
+            self.snapshots.commit_latest_hint(snapshot_id)
+            if snapshot_id == 1:
+                self.snapshots.commit_earliest_hint(1)
+        except FileIOError:
+            log.warning("could not update snapshot hints after snapshot %s", snapshot_id, exc_info=True)
+
+    # ---- reading ----------------------------------------------------------------------------------
+
+    def _read_list(self, name: str) -> list[ManifestFileMeta]:
+        return list(self.reader.manifest_list(name))
+
+    def _read_manifest(self, meta: ManifestFileMeta) -> list[ManifestEntry]:
+        # Manifests are immutable, so the table's cache by file name is always valid.
+        return list(self.reader.manifest(meta.file_name))
+
+    def _live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        entries: list[ManifestEntry] = []
+        for group in self.reader.manifests(self.reader.data_manifests(snapshot)):
+            entries.extend(group)
+        return [e for e in merge_for_commit(entries).values() if e.kind is FileKind.ADD]
+
+    def _merge_index(
+        self, previous: str | None, changes: Sequence[IndexManifestEntry]
+    ) -> list[IndexManifestEntry]:
+        entries: dict[tuple[bytes, int, str], IndexManifestEntry] = {}
+        if previous is not None:
+            for e in self.reader.index_manifest(previous):
+                entries[(e.partition, e.bucket, e.index_file.file_name)] = e
+        for e in changes:
+            key = (e.partition, e.bucket, e.index_file.file_name)
+            if e.kind is FileKind.ADD:
+                entries[key] = e
+            else:
+                entries.pop(key, None)
+        return list(entries.values())
+
+    def _latest_identifier_of_user(self) -> int | None:
+        snap = self.snapshots.latest_snapshot()
+        while snap is not None:
+            if snap.commit_user == self.commit_user:
+                return snap.commit_identifier
+            snap = self.snapshots.snapshot(snap.id - 1) if snap.id > 1 else None
+        return None
+
+    # ---- housekeeping -----------------------------------------------------------------------------
+
+    def _validate(self, messages: Sequence[CommitMessage]) -> None:
+        n = self.schema.num_buckets
+        arity = len(self._partition_types)
+        for m in messages:
+            if n > 0 and not 0 <= m.bucket < n:
+                raise ValidationError(
+                    f"commit message for bucket {m.bucket}, table has {n} buckets", bucket=m.bucket
+                )
+            try:
+                deserialize_row(m.partition, self._partition_types)
+            except Exception as e:
+                raise ValidationError(
+                    f"commit message partition does not decode as {arity} partition columns: {e}",
+                    partition=m.partition.hex(),
+                ) from e
+
+    def _record_retry(self, commit_id: str, attempt: int, reason: str, wait_ms: float) -> None:
+        self.guard.event(commit_id, "retried", attempt=attempt, reason=reason, wait_ms=round(wait_ms, 3))
+
+    def _delete(self, names: Sequence[str]) -> None:
+        for name in names:
+            try:
+                self.file_io.delete(self.file_io.join(self.manifest_dir, name))
+            except FileIOError:
+                log.warning("could not delete %s; orphan cleanup will", name)

@@ -1,0 +1,134 @@
+"""What the coordinator needs from its surroundings: mutual exclusion, fencing, exactly-once lookups and
+an audit trail. Two implementations share one commit path:
+
+* :class:`StorageGuard` — no metastore. Exclusion is optimistic: ``create_if_absent`` of
+  ``snapshot-N`` is the compare-and-set, so it requires a store with atomic create (local disk, S3 with
+  ``If-None-Match``). Dedupe scans snapshots on storage.
+* ``MetastoreGuard`` (``paimon_meta.commit.metastore_guard``) — the Postgres lock with lease, heartbeat
+  and fencing token, the event log, and the table pointer.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from paimon_meta.errors import ValidationError
+from paimon_meta.io.base import FileIO
+from paimon_meta.spec.snapshot import CommitKind, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRecord:
+    """What a guard is told when a commit starts (the ``prepared`` event)."""
+
+    commit_id: str
+    commit_user: str
+    commit_identifier: int
+    kinds: tuple[CommitKind, ...]
+    counts: dict[str, Any]
+    messages: bytes
+    messages_version: int
+
+
+class GuardSession(abc.ABC):
+    """One lock hold. Everything between ``__enter__`` and ``__exit__`` of ``CommitGuard.session`` is
+    serialised against other committers that respect the same guard."""
+
+    @abc.abstractmethod
+    def find_committed(
+        self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
+    ) -> int | None:
+        """Snapshot id that already holds this (user, identifier, kind), if any (exactly-once)."""
+
+    @abc.abstractmethod
+    def before_publish(self) -> None:
+        """Raise ``LockLostError`` if this holder may no longer publish (fencing)."""
+
+    @abc.abstractmethod
+    def record(self, event_type: str, *, attempt: int, **details: Any) -> None:
+        """Append an audit event (conflict_checked, retried, failed, aborted, deduplicated)."""
+
+    @abc.abstractmethod
+    def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
+        """Record the published snapshot (and advance the table pointer) after it is on storage."""
+
+
+class CommitGuard(abc.ABC):
+    @abc.abstractmethod
+    def prepared(self, record: CommitRecord) -> None:
+        """Record the intent (with the serialized messages) before any lock is taken."""
+
+    @abc.abstractmethod
+    def session(self, commit_id: str, attempt: int) -> Any:
+        """A context manager yielding a :class:`GuardSession` while the table lock is held."""
+
+    def event(self, commit_id: str, event_type: str, *, attempt: int, **details: Any) -> None:  # noqa: B027
+        """Append an audit event that needs no lock (``retried``)."""
+
+    def finished(self, commit_id: str, *, outcome: str, **details: Any) -> None:  # noqa: B027 - optional hook
+        """Called once when ``commit()`` returns or raises."""
+
+
+@dataclass(slots=True)
+class _StorageSession(GuardSession):
+    guard: StorageGuard
+
+    def find_committed(
+        self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
+    ) -> int | None:
+        # Walk back from the latest snapshot to the previous one of this user: identifiers of one user only
+        # grow, so anything older cannot match (Java's ``latestSnapshotOfUser`` walk).
+        snap = latest
+        while snap is not None:
+            if snap.commit_user == user:
+                if snap.commit_identifier == identifier and snap.commit_kind is kind:
+                    return snap.id
+                if snap.commit_identifier < identifier:
+                    return None
+            snap = self.guard.load_snapshot(snap.id - 1)
+        return None
+
+    def before_publish(self) -> None:
+        return None
+
+    def record(self, event_type: str, *, attempt: int, **details: Any) -> None:
+        return None
+
+    def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
+        return None
+
+
+@dataclass(slots=True)
+class StorageGuard(CommitGuard):
+    """Metastore-less guard: optimistic concurrency on ``create_if_absent(snapshot-N)``."""
+
+    file_io: FileIO
+    table_path: str
+    load_snapshot_fn: Any = field(default=None)
+
+    def __post_init__(self) -> None:
+        if not self.file_io.capabilities.atomic_create:
+            raise ValidationError(
+                f"the store of {self.table_path} has no atomic create-if-absent; concurrent commits need "
+                "the metastore lock (paimon_meta.connect(...))",
+                table=self.table_path,
+            )
+
+    def load_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        if snapshot_id < 1 or self.load_snapshot_fn is None:
+            return None
+        result: Snapshot | None = self.load_snapshot_fn(snapshot_id)
+        return result
+
+    def prepared(self, record: CommitRecord) -> None:
+        return None
+
+    @contextmanager
+    def session(self, commit_id: str, attempt: int) -> Iterator[GuardSession]:
+        # No exclusion here: two committers may build snapshot-N at once and the loser of
+        # create_if_absent retries on top of the winner (optimistic concurrency, as Java without a lock).
+        yield _StorageSession(self)
