@@ -56,6 +56,9 @@ class CommitMessage:
     total_buckets: int | None
     data_increment: DataIncrement = field(default_factory=DataIncrement)
     compact_increment: CompactIncrement = field(default_factory=CompactIncrement)
+    # The snapshot the writer based its files on; the committer checks conflicts from there (pypaimon 2.1's
+    # CommitMessage.check_from_snapshot, carried only by CommitMessage bytes version 14). None = not set.
+    check_from_snapshot: int | None = None
 
     def is_empty(self) -> bool:
         return self.data_increment.is_empty() and self.compact_increment.is_empty()
