@@ -1,21 +1,30 @@
 """The FileIO interface: a handful of whole-object operations, chosen by URI scheme.
 
 File formats live outside FileIO (pyiceberg's lesson). Paths are strings: a local absolute path, a
-``file://`` URI or an ``s3://bucket/key`` URI; a FileIO accepts the forms of its own scheme only.
+``file://`` URI or an ``s3://bucket/key`` URI; a FileIO accepts the forms of its own scheme only and
+returns paths in the form it was given (a listing of ``file:///w`` yields ``file:///w/...``).
 """
 
 from __future__ import annotations
 
 import abc
+import builtins
+import re
 from dataclasses import dataclass
+
+from paimon_meta.errors import ValidationError
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 @dataclass(frozen=True, slots=True)
 class FileStatus:
+    """One file (object): its path in the caller's form, size in bytes, modification time in epoch ms."""
+
     path: str
     size: int
     mtime_ms: int
-    etag: str | None = None  # S3 ETag / a local (inode, mtime_ns) token: lets tests prove nothing was replaced
+    etag: str | None = None  # S3 ETag / local "inode-mtime_ns": lets tests prove nothing was replaced
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +38,12 @@ class Capabilities:
 
 
 class FileIO(abc.ABC):
-    """Whole-object storage operations. Errors: ``FileNotFound``, ``FileAlreadyExistsError``, ``FileIOError``."""
+    """Whole-object storage operations. Errors: ``FileNotFound``, ``FileAlreadyExistsError``, ``FileIOError``.
+
+    Only files (objects) exist: directories are implied by the paths below them, as on S3, so
+    ``exists``/``status`` of a directory report it absent and an absent directory lists as empty.
+    Implementations are safe to share between threads.
+    """
 
     @property
     @abc.abstractmethod
@@ -46,10 +60,13 @@ class FileIO(abc.ABC):
     @abc.abstractmethod
     def create_if_absent(self, path: str, data: bytes) -> None:
         """Create the object only if absent, atomically where ``capabilities.atomic_create``.
-        Raises ``FileAlreadyExistsError`` when it exists; on success the object is durable."""
+        Raises ``FileAlreadyExistsError`` when it exists; on success the object is durable.
+        A ``FileIOError`` carrying ``fields["outcome_unknown"] is True`` means the object may or may
+        not have been created by this call: resolve by reading it back, never by deleting it."""
 
     @abc.abstractmethod
-    def exists(self, path: str) -> bool: ...
+    def exists(self, path: str) -> bool:
+        """Whether a file (object) is at ``path``."""
 
     @abc.abstractmethod
     def status(self, path: str) -> FileStatus:
@@ -57,18 +74,69 @@ class FileIO(abc.ABC):
 
     @abc.abstractmethod
     def list(self, directory: str) -> list[FileStatus]:
-        """Direct children that are files (not recursive); an absent directory lists as empty."""
+        """Direct children that are files (not recursive), sorted by path; an absent directory lists
+        as empty."""
 
     @abc.abstractmethod
-    def list_recursive(self, directory: str) -> list[FileStatus]:
-        """Every file below ``directory``."""
+    def list_recursive(self, directory: str) -> builtins.list[FileStatus]:  # `list` is shadowed here
+        """Every file below ``directory``, sorted by path."""
 
     @abc.abstractmethod
     def delete(self, path: str) -> None:
         """Delete the object; deleting an absent object is not an error."""
 
     def join(self, base: str, *parts: str) -> str:
-        out = base.rstrip("/")
-        for p in parts:
-            out = out + "/" + p.strip("/")
-        return out
+        """``base/part/...``; see :func:`join_uri`."""
+        return join_uri(base, *parts)
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most stores hold nothing to release
+        """Release connections; the FileIO must not be used afterwards."""
+
+
+def scheme_of(uri: str) -> str:
+    """The lower-cased URI scheme; ``file`` for a plain absolute path. ``ValidationError`` for a
+    relative path (a warehouse location must not depend on the working directory)."""
+    m = _SCHEME.match(uri)
+    if m is not None:
+        return m.group(1).lower()
+    if not uri.startswith("/"):
+        raise ValidationError(f"not an absolute path or URI: {uri!r}", uri=uri)
+    return "file"
+
+
+def join_uri(base: str, *parts: str) -> str:
+    """Join path segments with single slashes, keeping the base's form (``s3://b/w`` + ``t`` ->
+    ``s3://b/w/t``). Empty parts are skipped; a part may itself contain slashes."""
+    out = base.rstrip("/")
+    if not out or out.endswith(":"):
+        out = base  # a root ("/", "file:///"): its slashes are the path itself
+    for p in parts:
+        p = p.strip("/")
+        if p:
+            out = out + p if out.endswith("/") else out + "/" + p
+    return out
+
+
+def normalise_uri(uri: str) -> str:
+    """A canonical spelling of a location: scheme lower-cased, ``file:/p`` / ``file://localhost/p`` /
+    ``file:///p`` all as ``file:///p``, repeated slashes in the path collapsed, no trailing slash.
+    Plain absolute paths stay plain. ``.``/``..`` segments are kept (object stores do not resolve them)."""
+    scheme = scheme_of(uri)
+    m = _SCHEME.match(uri)
+    rest = uri[m.end() :] if m is not None else uri
+    if scheme == "file":
+        if rest.startswith("//"):
+            authority, _, tail = rest[2:].partition("/")
+            if authority not in ("", "localhost"):
+                raise ValidationError(f"file URI with a remote host is not supported: {uri!r}", uri=uri)
+            rest = "/" + tail
+        path = re.sub("/{2,}", "/", rest)
+        path = path.rstrip("/") or "/"
+        return f"file://{path}" if m is not None else path
+    if not rest.startswith("//"):
+        raise ValidationError(f"URI without an authority (bucket): {uri!r}", uri=uri)
+    authority, _, tail = rest[2:].partition("/")
+    if not authority:
+        raise ValidationError(f"URI without an authority (bucket): {uri!r}", uri=uri)
+    key = re.sub("/{2,}", "/", tail).strip("/")
+    return f"{scheme}://{authority}/{key}" if key else f"{scheme}://{authority}"

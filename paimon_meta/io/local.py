@@ -1,0 +1,233 @@
+"""FileIO on the local file system (POSIX).
+
+Writes go to a hidden temporary file in the target's directory, are fsynced, then published with
+``os.replace`` (replace) or ``os.link`` (create-if-absent, which fails atomically with ``EEXIST``), and
+the directory is fsynced so the new name survives a crash. Paths are ``/abs/path`` or
+``file:///abs/path`` (also ``file:/abs/path``, as Hadoop spells it); results keep the caller's form.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+
+from paimon_meta.errors import FileAlreadyExistsError, FileIOError, FileNotFound, ValidationError
+from paimon_meta.io.base import Capabilities, FileIO, FileStatus, join_uri
+
+# errnos meaning "this file system cannot hard-link", where create_if_absent falls back to O_EXCL.
+_NO_LINK_ERRNOS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
+
+
+def local_path(path: str) -> str:
+    """The OS path of ``/abs/path``, ``file:/abs/path``, ``file:///abs/path`` or
+    ``file://localhost/abs/path``. ``ValidationError`` for anything else."""
+    p = path
+    if p[:5].lower() == "file:":
+        p = p[5:]
+        if p.startswith("//"):
+            authority, sep, tail = p[2:].partition("/")
+            if authority not in ("", "localhost"):
+                raise ValidationError(f"file URI with a remote host is not supported: {path!r}", path=path)
+            p = sep + tail
+    if not p.startswith("/"):
+        raise ValidationError(f"local path must be absolute: {path!r}", path=path)
+    return p
+
+
+@contextlib.contextmanager
+def _os_errors(op: str, path: str) -> Iterator[None]:
+    """Map OS errors to the FileIO error hierarchy, naming the operation and the caller's path."""
+    try:
+        yield
+    except FileNotFoundError as e:
+        raise FileNotFound(f"{op}: no such file", path=path) from e
+    except FileExistsError as e:
+        raise FileAlreadyExistsError(f"{op}: file already exists", path=path) from e
+    except OSError as e:
+        raise FileIOError(f"{op} failed: {e.strerror or e}", path=path, errno=e.errno) from e
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _ensure_dir(directory: str) -> None:
+    """``mkdir -p`` that fsyncs each parent whose entry it created (a new directory is only durable
+    once its parent's entry is)."""
+    if os.path.isdir(directory):
+        return
+    parent = os.path.dirname(directory)
+    if parent != directory:
+        _ensure_dir(parent)
+    try:
+        os.mkdir(directory)
+    except FileExistsError:
+        if not os.path.isdir(directory):
+            # a file is in the way; not "already exists" in the create_if_absent sense
+            raise NotADirectoryError(errno.ENOTDIR, "a path component is a file", directory) from None
+        return  # a concurrent creator made it (and fsyncs its parent)
+    _fsync_dir(parent)
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+    os.fsync(fd)
+
+
+def _write_temp(directory: str, name: str, data: bytes) -> str:
+    """A fsynced hidden temp file beside the target. Hidden (dot-prefixed) so Paimon readers, which
+    match ``snapshot-``/``manifest-`` prefixes, never pick it up."""
+    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        _write_fd(fd, data)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
+def _status(path: str, st: os.stat_result) -> FileStatus:
+    return FileStatus(
+        path=path,
+        size=st.st_size,
+        mtime_ms=st.st_mtime_ns // 1_000_000,
+        etag=f"{st.st_ino}-{st.st_mtime_ns}",
+    )
+
+
+class LocalFileIO(FileIO):
+    """FileIO on a POSIX file system: atomic replace, atomic create-if-absent, durable on return."""
+
+    _CAPABILITIES = Capabilities(atomic_create=True, atomic_rename=True)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._CAPABILITIES
+
+    def read(self, path: str) -> bytes:
+        with _os_errors("read", path), open(local_path(path), "rb") as f:
+            return f.read()
+
+    def write(self, path: str, data: bytes) -> None:
+        target = local_path(path)
+        directory, name = os.path.split(target)
+        with _os_errors("write", path):
+            _ensure_dir(directory)
+            temp = _write_temp(directory, name, data)
+            try:
+                os.replace(temp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+            _fsync_dir(directory)
+
+    def create_if_absent(self, path: str, data: bytes) -> None:
+        """Atomic: a hard link of a complete temp file either takes the name or fails with ``EEXIST``,
+        so concurrent creators see exactly one winner and readers never see partial content. On file
+        systems without hard links it falls back to ``O_CREAT|O_EXCL`` (still one winner, but a
+        reader may then observe the file while it is being written)."""
+        target = local_path(path)
+        directory, name = os.path.split(target)
+        with _os_errors("create_if_absent", path):
+            _ensure_dir(directory)
+            temp = _write_temp(directory, name, data)
+            try:
+                os.link(temp, target)
+            except FileExistsError:
+                raise
+            except OSError as e:
+                if e.errno not in _NO_LINK_ERRNOS:
+                    raise
+                self._create_exclusive(target, data)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+            _fsync_dir(directory)
+
+    @staticmethod
+    def _create_exclusive(target: str, data: bytes) -> None:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            _write_fd(fd, data)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(target)  # ours (O_EXCL made it): never leave a partial file under the name
+            raise
+        os.close(fd)
+
+    def exists(self, path: str) -> bool:
+        with _os_errors("exists", path):
+            return os.path.isfile(local_path(path))
+
+    def status(self, path: str) -> FileStatus:
+        with _os_errors("status", path):
+            st = os.stat(local_path(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise FileNotFound("status: not a file", path=path)
+        return _status(path, st)
+
+    def list(self, directory: str) -> list[FileStatus]:
+        out: list[FileStatus] = []
+        with _os_errors("list", directory):
+            try:
+                entries = list(os.scandir(local_path(directory)))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            for entry in entries:
+                st = self._file_stat(entry.path)
+                if st is not None:
+                    out.append(_status(join_uri(directory, entry.name), st))
+        out.sort(key=lambda s: s.path)
+        return out
+
+    def list_recursive(self, directory: str) -> builtins.list[FileStatus]:
+        root = local_path(directory)
+        out: builtins.list[FileStatus] = []
+        errors: builtins.list[OSError] = []
+        with _os_errors("list_recursive", directory):
+            for dirpath, _dirs, files in os.walk(root, onerror=errors.append):
+                for name in files:
+                    full = os.path.join(dirpath, name)
+                    st = self._file_stat(full)
+                    if st is not None:
+                        out.append(_status(join_uri(directory, os.path.relpath(full, root)), st))
+            # os.walk reports the unreadable root (or subdirectories) through onerror only
+            fatal = [e for e in errors if not isinstance(e, FileNotFoundError | NotADirectoryError)]
+            if fatal:
+                raise fatal[0]
+        out.sort(key=lambda s: s.path)
+        return out
+
+    @staticmethod
+    def _file_stat(full: str) -> os.stat_result | None:
+        """Stat of a regular file; None for directories and for files deleted while listing."""
+        try:
+            st = os.stat(full)
+        except FileNotFoundError:
+            return None
+        return st if stat.S_ISREG(st.st_mode) else None
+
+    def delete(self, path: str) -> None:
+        with _os_errors("delete", path):
+            try:
+                os.unlink(local_path(path))
+            except FileNotFoundError:
+                return

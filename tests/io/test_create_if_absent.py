@@ -1,0 +1,184 @@
+"""create_if_absent under contention: exactly one winner, locally and on (moto) S3; the capability
+probe; the non-atomic fallback for stores without conditional writes."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+
+from paimon_meta.errors import FileAlreadyExistsError
+from paimon_meta.io import FileIO, LocalFileIO, S3FileIO, get_file_io
+from tests.fixtures.s3 import MotoS3
+
+THREADS = 8
+
+
+def _payload(i: int) -> bytes:
+    return f"writer-{i}:".encode() * 4096  # ~40 KB, distinct per writer
+
+
+def _race(fio: FileIO, path: str) -> list[str]:
+    """THREADS creators released together; their outcomes ("won"/"lost"/repr of another error)."""
+    barrier = threading.Barrier(THREADS)
+    outcomes = [""] * THREADS
+
+    def create(i: int) -> None:
+        barrier.wait()
+        try:
+            fio.create_if_absent(path, _payload(i))
+            outcomes[i] = "won"
+        except FileAlreadyExistsError:
+            outcomes[i] = "lost"
+        except Exception as e:
+            outcomes[i] = repr(e)
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
+
+
+def _assert_one_winner(fio: FileIO, path: str, outcomes: list[str]) -> None:
+    assert sorted(outcomes) == ["lost"] * (THREADS - 1) + ["won"], outcomes
+    assert fio.read(path) == _payload(outcomes.index("won"))
+
+
+def test_local_race_has_one_winner(tmp_path: Path) -> None:
+    fio = LocalFileIO()
+    for round_ in range(5):
+        path = f"{tmp_path}/snapshot/snapshot-{round_}"
+        _assert_one_winner(fio, path, _race(fio, path))
+    assert sorted(os.listdir(tmp_path / "snapshot")) == [f"snapshot-{r}" for r in range(5)]  # no temp left
+
+
+def test_local_fallback_without_hard_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_links(src: str, dst: str) -> None:
+        raise OSError(errno.EPERM, "hard links not supported", dst)
+
+    monkeypatch.setattr(os, "link", no_links)
+    fio = LocalFileIO()
+    path = f"{tmp_path}/snapshot/snapshot-1"
+    _assert_one_winner(fio, path, _race(fio, path))
+    assert os.listdir(tmp_path / "snapshot") == ["snapshot-1"]
+
+
+def test_local_capabilities() -> None:
+    caps = LocalFileIO().capabilities
+    assert caps.atomic_create and caps.atomic_rename
+
+
+@pytest.mark.s3
+def test_moto_answers_conditional_put_with_412(moto_server: MotoS3) -> None:
+    client = moto_server.client()
+    bucket = moto_server.create_bucket()
+    client.put_object(Bucket=bucket, Key="k", Body=b"1", IfNoneMatch="*")
+    with pytest.raises(ClientError) as e:
+        client.put_object(Bucket=bucket, Key="k", Body=b"2", IfNoneMatch="*")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    assert e.value.response["Error"]["Code"] == "PreconditionFailed"
+    moto_server.drop_bucket(bucket)
+
+
+def _count_puts(fio: S3FileIO) -> list[int]:
+    puts = [0]
+
+    def count(**_: object) -> None:
+        puts[0] += 1
+
+    fio.client.meta.events.register("before-call.s3.PutObject", count)
+    return puts
+
+
+@pytest.mark.s3
+def test_auto_probe_detects_conditional_writes_once(s3_warehouse: tuple[str, dict[str, str]]) -> None:
+    uri, options = s3_warehouse
+    fio = get_file_io(uri, options)
+    assert isinstance(fio, S3FileIO)
+    puts = _count_puts(fio)
+    assert fio.capabilities.atomic_create is True
+    assert fio.capabilities.atomic_rename is False
+    assert puts[0] == 2  # the probe's two PUTs, and only once
+    assert fio.list_recursive(uri) == []  # the probe object was removed
+    fio.create_if_absent(fio.join(uri, "x"), b"1")
+    assert puts[0] == 3
+
+
+@pytest.mark.s3
+def test_moto_race_has_one_winner(s3_warehouse: tuple[str, dict[str, str]]) -> None:
+    uri, options = s3_warehouse
+    fio = get_file_io(uri, options)
+    assert fio.capabilities.atomic_create is True
+    for round_ in range(3):
+        path = fio.join(uri, "t", "snapshot", f"snapshot-{round_}")
+        _assert_one_winner(fio, path, _race(fio, path))
+
+
+@pytest.mark.s3
+def test_auto_probe_detects_a_store_ignoring_if_none_match(
+    s3_warehouse_without_conditions: tuple[str, dict[str, str]],
+) -> None:
+    uri, options = s3_warehouse_without_conditions
+    fio = get_file_io(uri, options)
+    assert fio.capabilities.atomic_create is False
+    assert fio.list_recursive(uri) == []
+    path = fio.join(uri, "snapshot-1")
+    fio.create_if_absent(path, b"first")
+    with pytest.raises(FileAlreadyExistsError):
+        fio.create_if_absent(path, b"second")  # caught by the HEAD, not by the store
+    assert fio.read(path) == b"first"
+
+
+@pytest.mark.s3
+def test_forcing_conditional_writes_on_such_a_store_overwrites(
+    s3_warehouse_without_conditions: tuple[str, dict[str, str]],
+) -> None:
+    # Why the probe matters: trusting If-None-Match on a store that ignores it loses the first object.
+    uri, options = s3_warehouse_without_conditions
+    fio = get_file_io(uri, {**options, "s3.conditional-writes": "true"})
+    path = fio.join(uri, "snapshot-1")
+    fio.create_if_absent(path, b"first")
+    fio.create_if_absent(path, b"second")
+    assert fio.read(path) == b"second"
+
+
+@pytest.mark.s3
+def test_conditional_writes_false_uses_head_then_put(s3_warehouse: tuple[str, dict[str, str]]) -> None:
+    uri, options = s3_warehouse
+    fio = get_file_io(uri, {**options, "s3.conditional-writes": "false"})
+    assert isinstance(fio, S3FileIO)
+    heads = [0]
+    conditional_puts = [0]
+
+    def on_head(**_: object) -> None:
+        heads[0] += 1
+
+    def on_put(params: dict[str, object], **_: object) -> None:
+        conditional_puts[0] += "IfNoneMatch" in params
+
+    fio.client.meta.events.register("before-call.s3.HeadObject", on_head)
+    fio.client.meta.events.register("before-parameter-build.s3.PutObject", on_put)
+    assert fio.capabilities.atomic_create is False
+    path = fio.join(uri, "snapshot", "snapshot-1")
+    fio.create_if_absent(path, b"first")
+    with pytest.raises(FileAlreadyExistsError):
+        fio.create_if_absent(path, b"second")
+    assert fio.read(path) == b"first"
+    assert heads[0] == 2
+    assert conditional_puts[0] == 0  # no probe, no If-None-Match
+
+
+@pytest.mark.s3
+def test_conditional_writes_true_skips_the_probe(s3_warehouse: tuple[str, dict[str, str]]) -> None:
+    uri, options = s3_warehouse
+    fio = get_file_io(uri, {**options, "s3.conditional-writes": "true"})
+    assert isinstance(fio, S3FileIO)
+    puts = _count_puts(fio)
+    assert fio.capabilities.atomic_create is True
+    assert puts[0] == 0
