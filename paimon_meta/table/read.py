@@ -1,0 +1,279 @@
+"""Reading splits into Arrow: data files, deletion vectors, schema evolution, merge-on-read.
+
+* Append tables: each file's rows (minus deleted positions) mapped to the read schema, concatenated.
+* Primary-key tables (``merge-engine=deduplicate``): per key the row that sorts last wins, in Java's
+  ``SortMergeReaderWithMinHeap`` order: ``sequence.field`` values (nulls first, honouring
+  ``sequence.field.sort-order``), then ``_SEQUENCE_NUMBER``, then retractions before additions; a
+  winning ``-U``/``-D`` row removes the key (``DropDeleteReader``). Remaining ties (which Java leaves
+  to heap order) go to the newer file: lower level, then higher max sequence number, then the later
+  row. Only the value columns are returned.
+* Deletion-vector tables: positions marked in a file's vector are dropped before anything else.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import fastavro
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as pa_orc
+import pyarrow.parquet as pq
+
+from paimon_meta.errors import CorruptMetadataError, UnsupportedError, ValidationError
+from paimon_meta.io.base import FileIO
+from paimon_meta.spec.arrow import to_arrow_schema, to_arrow_type
+from paimon_meta.spec.binary_row import Timestamp
+from paimon_meta.spec.manifest import DataFileMeta
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.spec.types import BIGINT, TINYINT, DataField, DataType, TypeRoot
+from paimon_meta.table.deletion_vectors import DeletionFile, read_deletion_vector
+from paimon_meta.table.evolution import evolve_columns
+from paimon_meta.table.paths import join_path
+from paimon_meta.table.scan import Split
+from paimon_meta.table.snapshots import SchemaManager
+
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_PREFIX = "_KEY_"
+SEQUENCE_FIELD = "sequence.field"
+SEQUENCE_FIELD_SORT_ORDER = "sequence.field.sort-order"
+DATA_EVOLUTION_ENABLED = "data-evolution.enabled"
+_ADD_KINDS = pa.array([0, 2], pa.int8())  # +I, +U; -U (1) and -D (3) retract
+_COMPRESSION_EXTENSIONS = frozenset({"gz", "bz2", "deflate", "snappy", "lz4", "zst", "zstd"})
+
+FieldTarget = tuple[int, str, DataType]
+# pyarrow >= 25 takes null placement per sort key (the global option is deprecated).
+_PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
+
+
+def file_format_of(file_name: str) -> str:
+    """``DataFilePathFactory.formatIdentifier``: the extension, skipping a compression suffix."""
+    parts = file_name.rsplit(".", 2)
+    if len(parts) < 2:
+        raise CorruptMetadataError(f"data file name {file_name!r} has no format extension", path=file_name)
+    if parts[-1].lower() in _COMPRESSION_EXTENSIONS and len(parts) == 3:
+        return parts[-2].lower()
+    return parts[-1].lower()
+
+
+def read_data_file(
+    data: bytes, fmt: str, columns: Sequence[str], *, path: str, avro_schema: pa.Schema | None = None
+) -> pa.Table:
+    """The named columns (those present) of one data file's bytes."""
+    try:
+        if fmt == "parquet":
+            pf = pq.ParquetFile(pa.BufferReader(data))
+            present = set(pf.schema_arrow.names)
+            return pf.read(columns=[c for c in columns if c in present], use_threads=False)
+        if fmt == "orc":
+            of = pa_orc.ORCFile(pa.BufferReader(data))
+            present = set(of.schema.names)
+            return of.read(columns=[c for c in columns if c in present])
+        if fmt == "avro":
+            records = list(fastavro.reader(io.BytesIO(data)))
+            table = (
+                pa.Table.from_pylist(records, schema=avro_schema)
+                if avro_schema
+                else pa.Table.from_pylist(records)
+            )
+            return table.select([c for c in columns if c in table.column_names])
+    except (pa.ArrowException, ValueError, OSError) as e:
+        raise CorruptMetadataError(f"cannot read {fmt} data file: {e}", path=path) from e
+    raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc, avro)", path=path)
+
+
+def _constant(value: Any, data_type: DataType, n: int) -> pa.Array:
+    arrow_type = to_arrow_type(data_type)
+    if value is None:
+        return pa.nulls(n, arrow_type)
+    if isinstance(value, Timestamp):
+        nanos = pa.array(np.full(n, value.to_epoch_nanos(), dtype=np.int64)).cast(pa.timestamp("ns"))
+        return pc.cast(nanos, arrow_type, safe=False)
+    if data_type.root is TypeRoot.TIME and isinstance(value, int):
+        return pa.array([value] * n, pa.int32()).cast(arrow_type)
+    return pa.array([value] * n, arrow_type)
+
+
+def _sort_indices_nulls_first(table: pa.Table, keys: list[tuple[str, str]]) -> pa.Array:
+    if _PER_KEY_NULL_PLACEMENT:
+        return pc.sort_indices(table, sort_keys=[(name, order, "at_start") for name, order in keys])
+    return pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
+
+
+def _keep_mask(num_rows: int, deleted: np.ndarray) -> pa.Array:
+    keep = np.ones(num_rows, dtype=bool)
+    keep[deleted[deleted < num_rows]] = False
+    return pa.array(keep)
+
+
+class SplitReader:
+    """Reads splits of one table into Arrow tables holding the ``fields`` of ``schema`` (the read
+    schema: the table's latest schema, or a time-travelled snapshot's)."""
+
+    def __init__(
+        self, file_io: FileIO, schema: TableSchema, schemas: SchemaManager, fields: Sequence[DataField]
+    ):
+        self.file_io = file_io
+        self.schema = schema
+        self.schemas = schemas
+        self.fields = tuple(fields)
+        self.output_schema = to_arrow_schema(self.fields)
+        options = schema.core_options
+        self.has_pk = bool(schema.primary_keys)
+        if self.has_pk and options.merge_engine != "deduplicate":
+            raise UnsupportedError(f"merge-engine={options.merge_engine} is not supported (deduplicate only)")
+        if (options.get(DATA_EVOLUTION_ENABLED, "false") or "false").lower() == "true":
+            # files then hold column subsets stitched by row id, which this reader does not do
+            raise UnsupportedError("tables with data-evolution.enabled are not supported")
+        self.key_targets: list[FieldTarget] = [
+            (f.id, f.name, f.type) for f in (schema.field(k) for k in schema.trimmed_primary_keys)
+        ]
+        seq = options.get(SEQUENCE_FIELD) or ""
+        self.seq_targets: list[FieldTarget] = [
+            (f.id, f.name, f.type) for f in (schema.field(n.strip()) for n in seq.split(",") if n.strip())
+        ]
+        order = (options.get(SEQUENCE_FIELD_SORT_ORDER, "ascending") or "ascending").lower()
+        self.seq_order = "descending" if order == "descending" else "ascending"
+        self.out_targets: list[FieldTarget] = [(f.id, f.name, f.type) for f in self.fields]
+        self._index_files: dict[str, bytes] = {}
+
+    # -- one file --
+    def _deleted_positions(self, deletion_file: DeletionFile | None) -> np.ndarray | None:
+        if deletion_file is None:
+            return None
+        data = self._index_files.get(deletion_file.path)
+        if data is None:
+            data = self.file_io.read(deletion_file.path)
+            self._index_files[deletion_file.path] = data
+        return read_deletion_vector(data, deletion_file)
+
+    def _read_file(
+        self, split: Split, file: DataFileMeta, deletion_file: DeletionFile | None
+    ) -> tuple[pa.Table, dict[int, tuple[str, DataType]], dict[int, tuple[str, DataType]]]:
+        """The file's needed columns (deleted rows dropped), its value fields and key fields by id."""
+        file_schema = self.schema if file.schema_id == self.schema.id else self.schemas.schema(file.schema_id)
+        values = {f.id: (f.name, f.type) for f in file_schema.fields}
+        keys: dict[int, tuple[str, DataType]] = {}
+        wanted = {fid for fid, _, _ in (*self.out_targets, *self.seq_targets)}
+        columns = [values[fid][0] for fid in wanted if fid in values]
+        avro_fields = list(file_schema.fields)
+        if self.has_pk:
+            for name in file_schema.trimmed_primary_keys:
+                f = file_schema.field(name)
+                keys[f.id] = (KEY_PREFIX + name, f.type)
+                avro_fields.insert(0, DataField(f.id, KEY_PREFIX + name, f.type))
+            columns += [k for k, _ in keys.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
+            avro_fields += [
+                DataField(-1, SEQUENCE_NUMBER, BIGINT(False)),
+                DataField(-2, VALUE_KIND, TINYINT(False)),
+            ]
+        path = file.external_path or join_path(split.bucket_path, file.file_name)
+        fmt = file_format_of(file.file_name)
+        avro_schema = to_arrow_schema(avro_fields) if fmt == "avro" else None
+        table = read_data_file(self.file_io.read(path), fmt, columns, path=path, avro_schema=avro_schema)
+        if self.has_pk:
+            required = (SEQUENCE_NUMBER, VALUE_KIND, *(k for k, _ in keys.values()))
+            missing = [c for c in required if c not in table.column_names]
+            if missing:
+                raise CorruptMetadataError(f"primary-key data file lacks columns {missing}", path=path)
+        deleted = self._deleted_positions(deletion_file)
+        if deleted is not None and len(deleted):
+            table = table.filter(_keep_mask(table.num_rows, deleted))
+        return table, values, keys
+
+    def _partition_fill(self, split: Split, n: int) -> dict[int, pa.Array]:
+        """Partition columns as constants, for files that do not store them."""
+        out = {}
+        for f, value in zip(self.schema.partition_type.fields, split.partition_values):
+            out[f.id] = _constant(value, f.type, n)
+        return out
+
+    # -- one split --
+    def read_split(self, split: Split) -> pa.Table:
+        """The rows of one split as a table with :attr:`output_schema`."""
+        dvs = split.deletion_files or (None,) * len(split.files)
+        if not self.has_pk:
+            parts = []
+            for file, dv in zip(split.files, dvs):
+                table, values, _ = self._read_file(split, file, dv)
+                fill = self._partition_fill(split, table.num_rows)
+                cols = evolve_columns(table, values, self.out_targets, fill=fill)
+                parts.append(pa.Table.from_arrays(cols, schema=self.output_schema))
+            return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
+        return self._read_pk_split(split, dvs)
+
+    def _read_pk_split(self, split: Split, dvs: Sequence[DeletionFile | None]) -> pa.Table:
+        n_out, n_key, n_seq = len(self.out_targets), len(self.key_targets), len(self.seq_targets)
+        parts = []
+        # File age for tie-breaking: higher level = older; within a level, lower max sequence = older.
+        ages = sorted(
+            range(len(split.files)), key=lambda i: (-split.files[i].level, split.files[i].max_sequence_number)
+        )
+        rank_of = {file_index: age for age, file_index in enumerate(ages)}
+        for i, (file, dv) in enumerate(zip(split.files, dvs)):
+            table, values, keys = self._read_file(split, file, dv)
+            n = table.num_rows
+            cols = evolve_columns(table, values, self.out_targets)
+            if not split.raw_convertible:
+                cols += evolve_columns(table, keys, self.key_targets)
+                cols += evolve_columns(table, values, self.seq_targets)
+                cols += [
+                    table.column(SEQUENCE_NUMBER),
+                    pa.array(np.full(n, rank_of[i], dtype=np.int32)),
+                    pa.array(np.arange(n, dtype=np.int64)),
+                ]
+            cols.append(table.column(VALUE_KIND))
+            parts.append(pa.Table.from_arrays(cols, names=[f"c{j}" for j in range(len(cols))]))
+        if not parts:
+            return self.output_schema.empty_table()
+        merged = pa.concat_tables(parts)
+        kind = merged.column(merged.num_columns - 1)
+        if split.raw_convertible:
+            result = merged.filter(pc.is_in(kind, value_set=_ADD_KINDS))
+        else:
+            result = self._merge(merged, n_out, n_key, n_seq)
+        return pa.Table.from_arrays(result.columns[:n_out], schema=self.output_schema)
+
+    def _merge(self, merged: pa.Table, n_out: int, n_key: int, n_seq: int) -> pa.Table:
+        """Keep, per key, the row that sorts last; drop keys whose winner is a retraction."""
+        key_names = [f"c{n_out + j}" for j in range(n_key)]
+        seq_names = [f"c{n_out + n_key + j}" for j in range(n_seq)]
+        base = n_out + n_key + n_seq
+        seq_no, age, row, kind = (f"c{base + j}" for j in range(4))
+        is_add = pc.is_in(merged.column(kind), value_set=_ADD_KINDS)
+        merged = merged.append_column("add", is_add)
+        # Java's sequence-field comparator puts nulls first whatever the order (nullIsLast=false);
+        # the other keys are never null.
+        keys = [(s, self.seq_order) for s in seq_names]
+        keys += [(seq_no, "ascending"), ("add", "ascending"), (age, "ascending"), (row, "ascending")]
+        order = _sort_indices_nulls_first(merged, keys).to_numpy()
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        keyed = merged.select(key_names).append_column("rank", pa.array(rank))
+        winners = keyed.group_by(key_names, use_threads=False).aggregate([("rank", "max")])
+        picked = merged.take(pa.array(order[winners.column("rank_max").to_numpy()]))
+        picked = picked.filter(picked.column("add"))
+        if key_names:
+            picked = picked.take(pc.sort_indices(picked, sort_keys=[(k, "ascending") for k in key_names]))
+        return picked
+
+    def read(self, splits: Sequence[Split]) -> Iterator[pa.Table]:
+        for split in splits:
+            yield self.read_split(split)
+
+
+def resolve_projection(schema: TableSchema, projection: Sequence[str] | None) -> list[DataField]:
+    """The read fields for a projection (all fields when None); unknown names are an error."""
+    if projection is None:
+        return list(schema.fields)
+    by_name = {f.name: f for f in schema.fields}
+    missing = [n for n in projection if n not in by_name]
+    if missing:
+        raise ValidationError(
+            f"unknown columns {missing}; the table has {schema.field_names}", field=missing[0]
+        )
+    return [by_name[n] for n in projection]

@@ -1,0 +1,178 @@
+"""Snapshot and schema files of one table: hint rules, listing, cached immutable reads.
+
+Matches Java's ``SnapshotManager``/``HintFileUtils`` and ``SchemaManager``. Snapshot and schema
+files are immutable once written (a new version is a new file), so both managers cache what they
+have read; hint files are never cached.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+
+from paimon_meta.errors import CorruptMetadataError, FileAlreadyExistsError, FileNotFound
+from paimon_meta.io.base import FileIO
+from paimon_meta.serde.json import schema_from_json, schema_to_json, snapshot_from_json
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.paths import SCHEMA_PREFIX, SNAPSHOT_PREFIX, TablePaths
+
+_SNAPSHOT_NAME = re.compile(rf"^{SNAPSHOT_PREFIX}(\d+)$")
+_SCHEMA_NAME = re.compile(rf"^{SCHEMA_PREFIX}(\d+)$")
+
+
+def _decode_text(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorruptMetadataError(f"not UTF-8 text: {e}", path=path) from e
+
+
+def _list_versions(file_io: FileIO, directory: str, pattern: re.Pattern[str]) -> list[int]:
+    ids = []
+    for status in file_io.list(directory):
+        name = status.path.rstrip("/").rsplit("/", 1)[-1]
+        m = pattern.match(name)
+        if m:
+            ids.append(int(m.group(1)))
+    return sorted(ids)
+
+
+class SnapshotManager:
+    """Reads snapshots and the LATEST/EARLIEST hints of one table."""
+
+    def __init__(self, file_io: FileIO, table_path: str, *, cache_size: int = 256) -> None:
+        self.file_io = file_io
+        self.paths = TablePaths(table_path)
+        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def snapshot_path(self, snapshot_id: int) -> str:
+        return self.paths.snapshot_path(snapshot_id)
+
+    def _read_hint(self, path: str) -> int | None:
+        # HintFileUtils.readHint: any failure (absent, partial write, garbage) means "no hint".
+        try:
+            text = self.file_io.read(path).decode("utf-8").strip()
+            value = int(text)
+        except (FileNotFound, UnicodeDecodeError, ValueError):
+            return None
+        return value
+
+    def list_snapshot_ids(self) -> list[int]:
+        """Ids of every ``snapshot-<N>`` file, ascending."""
+        return _list_versions(self.file_io, self.paths.snapshot_dir, _SNAPSHOT_NAME)
+
+    def latest_snapshot_id(self) -> int | None:
+        """The newest snapshot id, or None for an empty table.
+
+        ``LATEST=N`` is trusted only if ``snapshot-(N+1)`` does not exist (the hint is written after
+        the snapshot, so it can lag, never lead); otherwise the directory is listed.
+        """
+        hint = self._read_hint(self.paths.latest_hint_path)
+        if hint is not None and hint > 0 and not self.file_io.exists(self.snapshot_path(hint + 1)):
+            return hint
+        ids = self.list_snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_snapshot_id(self) -> int | None:
+        """The oldest snapshot id: ``EARLIEST`` if that snapshot exists (expiration may have removed
+        it), else the smallest listed id; None for an empty table."""
+        hint = self._read_hint(self.paths.earliest_hint_path)
+        if hint is not None and self.file_io.exists(self.snapshot_path(hint)):
+            return hint
+        ids = self.list_snapshot_ids()
+        return ids[0] if ids else None
+
+    def snapshot_exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.snapshot_path(snapshot_id))
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot ``snapshot_id``. ``FileNotFound`` if absent, ``CorruptMetadataError`` naming the
+        file if it cannot be decoded (or holds another id)."""
+        with self._lock:
+            cached = self._cache.get(snapshot_id)
+            if cached is not None:
+                self._cache.move_to_end(snapshot_id)
+                return cached
+        path = self.snapshot_path(snapshot_id)
+        snapshot = snapshot_from_json(_decode_text(self.file_io.read(path), path), path=path)
+        if snapshot.id != snapshot_id:
+            raise CorruptMetadataError(
+                f"snapshot file holds id {snapshot.id}, expected {snapshot_id}", path=path
+            )
+        with self._lock:
+            self._cache[snapshot_id] = snapshot
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return snapshot
+
+    def latest_snapshot(self) -> Snapshot | None:
+        sid = self.latest_snapshot_id()
+        return None if sid is None else self.snapshot(sid)
+
+    def earliest_snapshot(self) -> Snapshot | None:
+        sid = self.earliest_snapshot_id()
+        return None if sid is None else self.snapshot(sid)
+
+    def commit_latest_hint(self, snapshot_id: int) -> None:
+        """Overwrite the LATEST hint (best effort by design: readers verify it)."""
+        self.file_io.write(self.paths.latest_hint_path, str(snapshot_id).encode())
+
+    def commit_earliest_hint(self, snapshot_id: int) -> None:
+        """Overwrite the EARLIEST hint (written by snapshot expiration)."""
+        self.file_io.write(self.paths.earliest_hint_path, str(snapshot_id).encode())
+
+
+class SchemaManager:
+    """Reads and creates ``schema/schema-<N>`` files of one table."""
+
+    def __init__(self, file_io: FileIO, table_path: str) -> None:
+        self.file_io = file_io
+        self.paths = TablePaths(table_path)
+        self._cache: dict[int, TableSchema] = {}
+        self._lock = threading.Lock()
+
+    def schema_path(self, schema_id: int) -> str:
+        return self.paths.schema_path(schema_id)
+
+    def list_ids(self) -> list[int]:
+        """Ids of every schema file, ascending."""
+        return _list_versions(self.file_io, self.paths.schema_dir, _SCHEMA_NAME)
+
+    def schema(self, schema_id: int) -> TableSchema:
+        """Schema ``schema_id`` (cached: schema files never change). ``FileNotFound`` if absent,
+        ``CorruptMetadataError`` naming the file if it cannot be decoded."""
+        with self._lock:
+            cached = self._cache.get(schema_id)
+        if cached is not None:
+            return cached
+        path = self.schema_path(schema_id)
+        schema = schema_from_json(_decode_text(self.file_io.read(path), path), path=path)
+        if schema.id != schema_id:
+            raise CorruptMetadataError(f"schema file holds id {schema.id}, expected {schema_id}", path=path)
+        with self._lock:
+            self._cache[schema_id] = schema
+        return schema
+
+    def latest(self) -> TableSchema | None:
+        """The schema with the highest id, or None if the table has none."""
+        ids = self.list_ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def commit_new_schema(self, schema: TableSchema) -> bool:
+        """Create ``schema-<schema.id>`` if absent. True if this call created it, False if a schema
+        with that id already exists (a concurrent ALTER won; re-read and retry).
+
+        Atomic only where ``file_io.capabilities.atomic_create``; elsewhere callers hold the table lock.
+        """
+        path = self.schema_path(schema.id)
+        try:
+            self.file_io.create_if_absent(path, schema_to_json(schema).encode("utf-8"))
+        except FileAlreadyExistsError:
+            return False
+        with self._lock:
+            self._cache[schema.id] = schema
+        return True
