@@ -30,6 +30,7 @@ from paimon_meta.spec.options import CoreOptions
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.spec.types import DataField
+from paimon_meta.table.builder import BatchWriteBuilder, StreamWriteBuilder
 from paimon_meta.table.cache import LruCache
 from paimon_meta.table.paths import TablePaths
 from paimon_meta.table.read import SplitReader, resolve_projection
@@ -47,6 +48,8 @@ from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from paimon_meta.table.builder import CommitterFactory
 
 
 class FileStoreTable:
@@ -83,6 +86,9 @@ class FileStoreTable:
             cache=self.manifest_cache,
             list_cache=self.manifest_list_cache,
         )
+        # Set by whoever opened the table for writing (``paimon_meta.open_table`` or a catalog): how
+        # ``new_commit()`` is guarded. None = read-only.
+        self.committer_factory: CommitterFactory | None = None
 
     @staticmethod
     def open(path_or_uri: str, options: Mapping[str, str] | None = None) -> FileStoreTable:
@@ -144,6 +150,14 @@ class FileStoreTable:
 
     def new_read_builder(self) -> ReadBuilder:
         return ReadBuilder(self)
+
+    def new_batch_write_builder(self) -> BatchWriteBuilder:
+        """Write and commit one batch (pypaimon's ``new_batch_write_builder``)."""
+        return BatchWriteBuilder(self)
+
+    def new_stream_write_builder(self) -> StreamWriteBuilder:
+        """Write and commit repeatedly with caller-chosen identifiers (exactly-once per identifier)."""
+        return StreamWriteBuilder(self)
 
 
 class ReadBuilder:

@@ -1,0 +1,791 @@
+"""TableWrite: Arrow batches -> Paimon data files -> CommitMessages (committing is done elsewhere).
+
+Matches Java's ``TableWriteImpl`` over ``AbstractFileStoreWrite``: rows are validated against the
+table's latest schema, split by partition (one BinaryRow per distinct partition tuple) and bucket
+(``spec.bucket.bucket_array`` over the bucket key), and handed to one writer per (partition, bucket):
+
+* append tables (``AppendOnlyWriter``): rows are written in arrival order and numbered with sequence
+  numbers; bucketed tables continue after the largest number in the bucket's live files of the latest
+  snapshot, bucket-unaware tables (``bucket = -1``) start at 0 every time and write bucket 0, recording
+  ``total_buckets = -1`` (``AppendFileStoreWrite`` ignores previous files);
+* primary-key tables (``MergeTreeWriter`` with the ``deduplicate`` merge engine): rows are numbered
+  (continuing after the bucket's largest live sequence number), buffered, then sorted by key and
+  folded so that the last row of each key wins, and written as level-0 files of one sorted run.
+
+``prepare_commit`` finishes every open file and returns one :class:`CommitMessage` per (partition,
+bucket) that got files; nothing is committed. ``abort`` deletes the files not yet handed out.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import enum
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.io.base import FileIO
+from paimon_meta.spec.arrow import to_arrow_type
+from paimon_meta.spec.binary_row import serialize_row
+from paimon_meta.spec.bucket import bucket_array
+from paimon_meta.spec.commit_message import CommitMessage, DataIncrement
+from paimon_meta.spec.manifest import DataFileMeta
+from paimon_meta.spec.options import parse_memory_size
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.spec.types import DataField
+from paimon_meta.table.data_file import (
+    MAX_CHUNK_BYTES,
+    SEQUENCE_NUMBER_FIELD,
+    FileLayout,
+    RollingDataFileWriter,
+    SizeEstimate,
+    arrow_to_internal,
+)
+from paimon_meta.table.paths import TablePaths
+from paimon_meta.table.scan import FileStoreScan, ManifestReader
+from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ROW_KIND_COLUMN = "_row_kind"
+WRITE_BUFFER_SIZE = "write-buffer-size"
+DEFAULT_WRITE_BUFFER_SIZE = "256 mb"
+DEFAULT_TARGET_FILE_SIZE_PK = 128 * 1024 * 1024  # CoreOptions.targetFileSize(true)
+DEFAULT_TARGET_FILE_SIZE_APPEND = 256 * 1024 * 1024  # CoreOptions.targetFileSize(false)
+UNAWARE_BUCKET = -1
+IGNORE_DELETE_KEYS = (
+    "ignore-delete",
+    "first-row.ignore-delete",
+    "deduplicate.ignore-delete",
+    "partial-update.ignore-delete",
+)
+
+
+class RowKind(enum.IntEnum):
+    """Java's ``RowKind`` byte values, as stored in ``_VALUE_KIND``."""
+
+    INSERT = 0
+    UPDATE_BEFORE = 1
+    UPDATE_AFTER = 2
+    DELETE = 3
+
+
+_ROW_KIND_TEXT = {
+    "+I": RowKind.INSERT,
+    "-U": RowKind.UPDATE_BEFORE,
+    "+U": RowKind.UPDATE_AFTER,
+    "-D": RowKind.DELETE,
+}
+
+
+class WritableTable(Protocol):
+    """What a TableWrite needs of a table (``FileStoreTable`` provides it)."""
+
+    @property
+    def file_io(self) -> FileIO: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def schema(self) -> TableSchema: ...
+
+
+# ---- what we can write -------------------------------------------------------------------------
+
+
+def _option(schema: TableSchema, key: str, default: str) -> str:
+    return (schema.options.get(key) or default).strip()
+
+
+def check_writable(schema: TableSchema) -> None:
+    """Raise ``UnsupportedError`` naming the feature when writing ``schema`` needs something
+    paimon_meta does not implement (dynamic/postpone buckets, non-deduplicate merge engines, ...)."""
+    opts = schema.core_options
+    buckets = opts.bucket
+    if buckets == 0 or buckets < -2:
+        raise ValidationError(f"bucket={buckets} is not a valid bucket number", option="bucket")
+    if buckets == -2:
+        raise UnsupportedError("postpone-bucket tables (bucket = -2) are not supported", option="bucket")
+    if schema.primary_keys:
+        if buckets == UNAWARE_BUCKET:
+            raise UnsupportedError(
+                "primary-key tables with dynamic bucket mode (bucket = -1) are not supported; "
+                "set a fixed 'bucket' number",
+                option="bucket",
+            )
+        if opts.merge_engine != "deduplicate":
+            raise UnsupportedError(
+                f"merge-engine={opts.merge_engine!r} is not supported (only deduplicate)",
+                option="merge-engine",
+            )
+        if schema.options.get("sequence.field"):
+            raise UnsupportedError(
+                "primary-key tables with 'sequence.field' are not supported", option="sequence.field"
+            )
+        if opts.deletion_vectors_enabled:
+            # Java readers skip level-0 files of deletion-vector tables until compaction, which we
+            # do not run: written rows would stay invisible.
+            raise UnsupportedError(
+                "primary-key tables with deletion-vectors.enabled are not supported (no compaction)",
+                option="deletion-vectors.enabled",
+            )
+        if _option(schema, "changelog-producer", "none").lower() == "input":
+            raise UnsupportedError(
+                "changelog-producer=input is not supported (changelog files are not written)",
+                option="changelog-producer",
+            )
+        if _option(schema, "data-file.thin-mode", "false").lower() == "true":
+            raise UnsupportedError("data-file.thin-mode is not supported", option="data-file.thin-mode")
+    for key in ("row-tracking.enabled", "data-evolution.enabled"):
+        if _option(schema, key, "false").lower() == "true":
+            raise UnsupportedError(f"{key} is not supported for writing", option=key)
+    FileLayout.for_schema(schema)  # file.format / file.compression
+
+
+def ignore_delete(schema: TableSchema) -> bool:
+    """``ignore-delete`` (or one of its fallback keys): retract rows are dropped on write."""
+    for key in IGNORE_DELETE_KEYS:
+        value = schema.options.get(key)
+        if value is not None:
+            return value.strip().lower() == "true"
+    return False
+
+
+def target_file_size(schema: TableSchema) -> int:
+    """``target-file-size``: 128 MB for primary-key tables, 256 MB for append tables by default."""
+    explicit = schema.core_options.target_file_size
+    if explicit:
+        return explicit
+    return DEFAULT_TARGET_FILE_SIZE_PK if schema.primary_keys else DEFAULT_TARGET_FILE_SIZE_APPEND
+
+
+# ---- input validation ----------------------------------------------------------------------------
+
+
+def _type_family(t: pa.DataType) -> str:
+    types = pa.types
+    if types.is_dictionary(t):
+        return _type_family(t.value_type)
+    if types.is_null(t):
+        return "null"
+    if types.is_integer(t) or types.is_floating(t) or types.is_decimal(t):
+        return "numeric"
+    if types.is_string(t) or types.is_large_string(t) or types.is_string_view(t):
+        return "string"
+    if (
+        types.is_binary(t)
+        or types.is_large_binary(t)
+        or types.is_fixed_size_binary(t)
+        or types.is_binary_view(t)
+    ):
+        return "binary"
+    if types.is_timestamp(t):
+        return "timestamp-tz" if t.tz is not None else "timestamp"
+    if types.is_list(t) or types.is_large_list(t) or types.is_fixed_size_list(t) or types.is_list_view(t):
+        return "list"
+    for name, check in (("bool", types.is_boolean), ("date", types.is_date), ("time", types.is_time)):
+        if check(t):
+            return name
+    for name, check in (("map", types.is_map), ("struct", types.is_struct)):
+        if check(t):
+            return name
+    return str(t)
+
+
+def _cast_column(name: str, column: pa.ChunkedArray, field: DataField) -> pa.ChunkedArray:
+    target = to_arrow_type(field.type)
+    if column.type == target:
+        return column
+    source_family, target_family = _type_family(column.type), _type_family(target)
+    if source_family not in ("null", target_family):
+        raise ValidationError(
+            f"column {name!r} has Arrow type {column.type}, which cannot be written to {field.type} "
+            f"(expected {target})",
+            field=name,
+            arrow_type=str(column.type),
+        )
+    try:
+        if target_family in ("timestamp", "timestamp-tz") and source_family == target_family:
+            return _floor_timestamps(column, target)
+        # Everything else must convert exactly (no overflow, no lost fraction, no decimal rounding).
+        return column.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise ValidationError(
+            f"column {name!r} ({column.type}) cannot be cast to {field.type}: {e}",
+            field=name,
+            arrow_type=str(column.type),
+        ) from e
+
+
+_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _floor_timestamps(column: pa.ChunkedArray, target: pa.TimestampType) -> pa.ChunkedArray:
+    """Timestamps at the target unit, finer digits dropped towards the past: Java keeps a
+    ``Timestamp``'s epoch millis floored (``Timestamp.getMillisecond``) and writes only the digits
+    of the column's precision. (Arrow's unsafe cast would round negative values towards zero.)"""
+    source_unit, target_unit = str(column.type.unit), str(target.unit)
+    ratio = _UNITS_PER_SECOND[source_unit] // _UNITS_PER_SECOND[target_unit]
+    if ratio <= 1:
+        return column.cast(target, safe=True)
+    chunks = []
+    for chunk in column.chunks:
+        values = np.asarray(pc.fill_null(chunk.cast(pa.int64()), 0)) // ratio
+        mask = np.asarray(chunk.is_null()) if chunk.null_count else None
+        chunks.append(pa.array(values, pa.int64(), mask=mask).cast(target))
+    return pa.chunked_array(chunks, target)
+
+
+def _row_kinds(column: pa.ChunkedArray, name: str) -> pa.Array:
+    """The ``_row_kind`` column as int8 Java RowKind bytes (ValidationError on anything else)."""
+    if column.null_count:
+        raise ValidationError(f"column {name!r} has {column.null_count} nulls", field=name)
+    family = _type_family(column.type)
+    if family == "string":
+        text = column.cast(pa.string())
+        codes = pc.index_in(text, value_set=pa.array(list(_ROW_KIND_TEXT)))
+        if codes.null_count:
+            bad = pc.filter(text, pc.is_null(codes)).to_pylist()[:3]
+            raise ValidationError(
+                f"column {name!r} holds {bad}, expected one of {list(_ROW_KIND_TEXT)}",
+                field=name,
+            )
+        return pa.array(np.asarray(codes.combine_chunks()).astype(np.int8), pa.int8())
+    if pa.types.is_integer(column.type):
+        values = np.asarray(column.combine_chunks()).astype(np.int64)
+        if values.size and (values.min() < 0 or values.max() > 3):
+            raise ValidationError(
+                f"column {name!r} holds values outside 0..3 (+I, -U, +U, -D)",
+                field=name,
+            )
+        return pa.array(values.astype(np.int8), pa.int8())
+    raise ValidationError(
+        f"column {name!r} must be int8 (0..3) or string (+I, -U, +U, -D), got {column.type}",
+        field=name,
+    )
+
+
+def normalize_input(
+    schema: TableSchema, data: pa.Table, *, row_kind_column: str = ROW_KIND_COLUMN
+) -> tuple[pa.Table, pa.Array | None]:
+    """Validate ``data`` against ``schema`` and return it in the table's column order and Arrow
+    types, plus the row kinds (None when there is no ``_row_kind`` column).
+
+    Raises ValidationError naming the column: unknown or missing columns, types that cannot be cast
+    exactly, nulls in NOT NULL columns, bad row kinds.
+    """
+    names = data.column_names
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValidationError(f"column {name!r} appears twice in the input", field=name)
+        seen.add(name)
+    table_names = set(schema.field_names)
+    for name in names:
+        if name not in table_names and name != row_kind_column:
+            raise ValidationError(
+                f"column {name!r} is not a column of the table {schema.field_names}", field=name
+            )
+    columns = []
+    for field in schema.fields:
+        if field.name not in seen:
+            raise ValidationError(f"column {field.name!r} is missing from the input", field=field.name)
+        column = _cast_column(field.name, data.column(field.name), field)
+        if not field.type.nullable and column.null_count:
+            raise ValidationError(
+                f"column {field.name!r} is NOT NULL but the input has {column.null_count} nulls in it",
+                field=field.name,
+                null_count=column.null_count,
+            )
+        columns.append(column)
+    arrow_schema = pa.schema(
+        [pa.field(f.name, to_arrow_type(f.type), f.type.nullable) for f in schema.fields]
+    )
+    table = pa.Table.from_arrays(columns, schema=arrow_schema)
+    kinds = _row_kinds(data.column(row_kind_column), row_kind_column) if row_kind_column in seen else None
+    if kinds is not None and not schema.primary_keys and pc.any(pc.not_equal(kinds, 0)).as_py():
+        raise ValidationError(
+            f"append tables accept only +I rows, but column {row_kind_column!r} holds other kinds",
+            field=row_kind_column,
+        )
+    return table, kinds
+
+
+# ---- splitting rows by (partition, bucket) --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BucketSlice:
+    """The rows of one input that go to one (partition, bucket), in arrival order."""
+
+    partition_values: tuple[Any, ...]
+    partition: bytes
+    bucket: int
+    rows: pa.Table
+    kinds: pa.Array | None
+
+
+def _partition_groups(table: pa.Table, keys: Sequence[str]) -> npt.NDArray[np.int64]:
+    """A dense id per distinct partition tuple (nulls included), for every row."""
+    groups = np.zeros(table.num_rows, dtype=np.int64)
+    for key in keys:
+        encoded = pc.dictionary_encode(table.column(key), null_encoding="encode").combine_chunks()
+        indices = np.asarray(encoded.indices).astype(np.int64)
+        combined = groups * len(encoded.dictionary) + indices
+        # Re-densify after every key so the combined ids never overflow.
+        groups = np.unique(combined, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    return groups
+
+
+def split_rows(schema: TableSchema, table: pa.Table, kinds: pa.Array | None) -> list[BucketSlice]:
+    """Group the rows of a normalized input by (partition, bucket), keeping arrival order."""
+    n = table.num_rows
+    if n == 0:
+        return []
+    num_buckets = schema.num_buckets
+    if num_buckets == UNAWARE_BUCKET:
+        buckets = np.zeros(n, dtype=np.int64)
+    else:
+        keys = schema.bucket_keys
+        types = [schema.field(k).type for k in keys]
+        buckets = bucket_array([table.column(k) for k in keys], types, num_buckets).astype(np.int64)
+    partition_keys = list(schema.partition_keys)
+    group_key = _partition_groups(table, partition_keys) * max(num_buckets, 1) + buckets
+    order = np.argsort(group_key, kind="stable")
+    sorted_keys = group_key[order]
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_keys)) + 1, [n]))
+    if len(starts) == 2:
+        rows, kind_rows = table, kinds
+    else:
+        take = pa.array(order)
+        rows, kind_rows = table.take(take), kinds.take(take) if kinds is not None else None
+    partition_type = [schema.field(k).type for k in partition_keys]
+    out = []
+    for lo, hi in itertools.pairwise(starts):
+        first = int(order[lo])
+        values = tuple(
+            arrow_to_internal(table.column(k)[first], t) for k, t in zip(partition_keys, partition_type)
+        )
+        out.append(
+            BucketSlice(
+                partition_values=values,
+                partition=serialize_row(values, partition_type),
+                bucket=int(buckets[first]),
+                rows=rows.slice(int(lo), int(hi - lo)),
+                kinds=kind_rows.slice(int(lo), int(hi - lo)) if kind_rows is not None else None,
+            )
+        )
+    return out
+
+
+# ---- per-bucket writers ---------------------------------------------------------------------------
+
+
+class _BucketWriter(abc.ABC):
+    """Common state of one (partition, bucket) writer."""
+
+    def __init__(self, rolling: RollingDataFileWriter, next_sequence: int) -> None:
+        self.rolling = rolling
+        self.next_sequence = next_sequence
+        self.pending: list[pa.Table] = []
+        self.pending_bytes = 0
+
+    @abc.abstractmethod
+    def write(self, rows: pa.Table, kinds: pa.Array | None) -> None:
+        """Take rows (and their row kinds) of this (partition, bucket), in arrival order."""
+
+    @abc.abstractmethod
+    def prepare_commit(self) -> list[DataFileMeta]:
+        """Finish every file and hand out the ones finished since the last call."""
+
+    def abort(self) -> None:
+        self.pending, self.pending_bytes = [], 0
+        self.rolling.abort()
+
+    def discard(self, files: Sequence[DataFileMeta]) -> None:
+        """Delete files this writer produced (used when they cannot be handed out after all)."""
+        for f in files:
+            self.rolling.file_io.delete(self.rolling.path_factory.to_path(f))
+
+
+class _AppendWriter(_BucketWriter):
+    """``AppendOnlyWriter``: rows go to files in arrival order, numbered from ``next_sequence``."""
+
+    def __init__(self, rolling: RollingDataFileWriter, next_sequence: int, chunk_bytes: int) -> None:
+        super().__init__(rolling, next_sequence)
+        self.chunk_bytes = chunk_bytes
+
+    def write(self, rows: pa.Table, kinds: pa.Array | None) -> None:
+        self.pending.append(rows)
+        self.pending_bytes += rows.nbytes
+        # Small input batches are gathered so each Parquet row group / ORC write is sizeable.
+        if self.pending_bytes >= self.chunk_bytes:
+            self._push()
+
+    def _push(self) -> None:
+        if not self.pending:
+            return
+        data = pa.concat_tables(self.pending) if len(self.pending) > 1 else self.pending[0]
+        self.pending, self.pending_bytes = [], 0
+        self.rolling.write(data, first_sequence=self.next_sequence)
+        self.next_sequence += data.num_rows
+
+    def prepare_commit(self) -> list[DataFileMeta]:
+        self._push()
+        self.rolling.flush()
+        return self.rolling.drain()
+
+
+class _KeyValueWriter(_BucketWriter):
+    """``MergeTreeWriter`` with ``DeduplicateMergeFunction``: buffer, sort by key, keep each key's
+    last row (deletes included: a ``-D`` row must reach the file to delete older rows), write."""
+
+    def __init__(self, rolling: RollingDataFileWriter, next_sequence: int, ignore_delete: bool) -> None:
+        super().__init__(rolling, next_sequence)
+        self.layout = rolling.layout
+        self.ignore_delete = ignore_delete
+        self._schema = self.layout.arrow_schema()
+        self._key_names = [f.name for f in self.layout.key_fields]
+        self._source_keys = [f.name.removeprefix("_KEY_") for f in self.layout.key_fields]
+
+    def write(self, rows: pa.Table, kinds: pa.Array | None) -> None:
+        if kinds is not None and self.ignore_delete:
+            keep = pc.is_in(kinds, pa.array([RowKind.INSERT, RowKind.UPDATE_AFTER], pa.int8()))
+            rows, kinds = rows.filter(keep), kinds.filter(keep)
+        n = rows.num_rows
+        if n == 0:
+            return
+        sequence = pa.array(np.arange(self.next_sequence, self.next_sequence + n, dtype=np.int64))
+        self.next_sequence += n
+        if kinds is None:
+            kinds = pa.array(np.zeros(n, dtype=np.int8))
+        columns = [rows.column(k) for k in self._source_keys] + [sequence, kinds] + rows.columns
+        table = pa.Table.from_arrays(columns, schema=self._schema)
+        self.pending.append(table)
+        self.pending_bytes += table.nbytes
+
+    def flush(self) -> None:
+        """Sort and fold the buffer and write it as one sorted run of level-0 files."""
+        if not self.pending:
+            return
+        data = pa.concat_tables(self.pending)
+        self.pending, self.pending_bytes = [], 0
+        order = pc.sort_indices(
+            data,
+            sort_keys=[(k, "ascending") for k in self._key_names]
+            + [(SEQUENCE_NUMBER_FIELD.name, "ascending")],
+        )
+        data = data.take(order).combine_chunks()
+        self.rolling.write(_keep_last_per_key(data, self._key_names))
+        self.rolling.flush()
+
+    def prepare_commit(self) -> list[DataFileMeta]:
+        self.flush()
+        return self.rolling.drain()
+
+
+def _keep_last_per_key(data: pa.Table, key_names: Sequence[str]) -> pa.Table:
+    """Rows sorted by (key, sequence): keep the last row of every run of equal keys."""
+    n = data.num_rows
+    if n <= 1:
+        return data
+    changes = np.zeros(n - 1, dtype=bool)
+    for name in key_names:
+        column = data.column(name)
+        differs = pc.not_equal(column.slice(0, n - 1), column.slice(1))
+        changes |= np.asarray(differs.combine_chunks() if isinstance(differs, pa.ChunkedArray) else differs)
+    keep = np.append(changes, True)
+    return data if keep.all() else data.filter(pa.array(keep))
+
+
+# ---- restoring sequence numbers ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredBucket:
+    """What a writer needs from a bucket's live files in the latest snapshot."""
+
+    max_sequence_number: int  # -1 when the bucket has no files
+    total_buckets: int | None
+
+
+class BucketRestorer:
+    """Reads, per partition, the max sequence number and total bucket count of every bucket's live
+    files in the latest snapshot (``AbstractFileStoreWrite.scanExistingFileMetas``)."""
+
+    def __init__(
+        self, file_io: FileIO, table_path: str, schema: TableSchema, *, reader: ManifestReader | None = None
+    ) -> None:
+        self.schema = schema
+        if reader is None:
+            paths = TablePaths.for_table(table_path, schema.partition_type.fields, schema.core_options)
+            reader = ManifestReader(file_io, paths, manifest_format=schema.core_options.manifest_format)
+        self.reader = reader
+        self.snapshot = SnapshotManager(file_io, table_path).latest_snapshot()
+        self._by_partition: dict[bytes, dict[int, RestoredBucket]] = {}
+
+    def restore(self, partition: bytes, partition_values: tuple[Any, ...], bucket: int) -> RestoredBucket:
+        buckets = self._by_partition.get(partition)
+        if buckets is None:
+            buckets = self._scan(partition, partition_values)
+            self._by_partition[partition] = buckets
+        return buckets.get(bucket, RestoredBucket(-1, None))
+
+    def _scan(self, partition: bytes, values: tuple[Any, ...]) -> dict[int, RestoredBucket]:
+        if self.snapshot is None:
+            return {}
+        keys = self.schema.partition_keys
+        # Equality specs prune manifests by partition stats; values that a spec would reinterpret
+        # (strings are parsed, the default-name string means null) go through a predicate instead.
+        spec: Mapping[str, Any] | None = None
+        if keys and not any(isinstance(v, (str, float)) for v in values):
+            spec = dict(zip(keys, values))
+        scan = FileStoreScan(
+            self.reader, self.schema, self.snapshot, partition_filter=spec if spec else (lambda _: True)
+        )
+        out: dict[int, RestoredBucket] = {}
+        for entry in scan.plan_files():
+            if entry.partition != partition:
+                continue
+            prev = out.get(entry.bucket)
+            seq = entry.file.max_sequence_number
+            if prev is None or seq > prev.max_sequence_number:
+                out[entry.bucket] = RestoredBucket(seq, entry.total_buckets)
+        return out
+
+
+# ---- TableWrite -----------------------------------------------------------------------------------
+
+
+class TableWrite:
+    """Turns Arrow data into data files of one table and hands them out as CommitMessages.
+
+    Use: ``write_arrow``/``write_arrow_batch`` any number of times, then ``prepare_commit`` (which may
+    be called again after more writes; sequence numbers continue), and ``close``. ``abort`` deletes
+    every file written but not yet returned by ``prepare_commit``; ``close`` deletes nothing.
+
+    Input: an Arrow table/batch holding every column of the table's latest schema (any order; types
+    are cast when the conversion is exact, timestamps are truncated to the column precision). Deletes
+    and updates on primary-key tables: add a column named ``_row_kind``, int8 (0 = +I insert, 1 = -U
+    update-before, 2 = +U update-after, 3 = -D delete) or string (``"+I"``, ``"-U"``, ``"+U"``,
+    ``"-D"``); a ``-D`` row needs its primary key (other columns may hold anything their types
+    allow). Without the column every row is +I. Append tables accept only +I. ``row_kind_column``
+    renames that column (needed only if the table has a column called ``_row_kind``).
+
+    ``parallelism`` bounds the threads that finish buckets' files in ``prepare_commit`` (default:
+    up to 4, one per core).
+
+    Not supported (``UnsupportedError``): dynamic-bucket and postpone-bucket primary-key tables, merge
+    engines other than ``deduplicate``, ``sequence.field``, deletion vectors on primary-key tables,
+    ``changelog-producer=input``, thin mode, row tracking; file formats other than Parquet and ORC.
+    """
+
+    def __init__(
+        self,
+        table: WritableTable,
+        *,
+        commit_user: str,
+        file_io: FileIO | None = None,
+        parallelism: int | None = None,
+        row_kind_column: str = ROW_KIND_COLUMN,
+    ) -> None:
+        self.commit_user = commit_user
+        self.row_kind_column = row_kind_column
+        self.parallelism = parallelism if parallelism is not None else min(4, os.cpu_count() or 1)
+        self.file_io = file_io or table.file_io
+        self.table_path = table.path
+        # Writers always use the newest schema (an ALTER may have happened since the table was
+        # loaded), with the table's dynamic options (``FileStoreTable(options=...)``) laid over it.
+        latest = SchemaManager(self.file_io, self.table_path).latest()
+        schema = table.schema
+        if latest is not None and latest.id > schema.id:
+            dynamic: Mapping[str, str] = getattr(table, "dynamic_options", None) or {}
+            schema = dataclasses.replace(latest, options={**latest.options, **dynamic})
+        self.schema = schema
+        self._manifest_reader: ManifestReader | None = getattr(table, "manifest_reader", None)
+        check_writable(self.schema)
+        if row_kind_column in self.schema.field_names:
+            raise ValidationError(
+                f"the table has a column named {row_kind_column!r}; pass another row_kind_column",
+                field=row_kind_column,
+            )
+        self.layout = FileLayout.for_schema(self.schema)
+        self.paths = TablePaths.for_table(
+            self.table_path, self.schema.partition_type.fields, self.schema.core_options
+        )
+        self.target_file_size = target_file_size(self.schema)
+        self.write_buffer_size = parse_memory_size(
+            _option(self.schema, WRITE_BUFFER_SIZE, DEFAULT_WRITE_BUFFER_SIZE), key=WRITE_BUFFER_SIZE
+        )
+        self.ignore_delete = ignore_delete(self.schema)
+        self._estimate = SizeEstimate()
+        self._writers: dict[tuple[bytes, int], _BucketWriter] = {}
+        self._restorer: BucketRestorer | None = None
+        self._closed = False
+
+    @property
+    def is_primary_key_table(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    # -- writing --
+    def write_arrow(self, data: pa.Table) -> None:
+        """Write the rows of an Arrow table (see the class docstring for the accepted input)."""
+        self._check_open()
+        if not isinstance(data, pa.Table):
+            raise ValidationError(f"write_arrow expects a pyarrow.Table, got {type(data).__name__}")
+        table, kinds = normalize_input(self.schema, data, row_kind_column=self.row_kind_column)
+        parts = split_rows(self.schema, table, kinds)
+        # Writers are created (and their buckets checked) before any row is written, so a rejected
+        # input changes nothing.
+        writers = [self._writer(part) for part in parts]
+        try:
+            for part, writer in zip(parts, writers):
+                writer.write(part.rows, part.kinds)
+            self._limit_buffers()
+        except Exception:
+            # Part of the input may sit in files nobody will commit: discard everything not yet
+            # handed out, so the caller can retry from its last prepare_commit.
+            self.abort()
+            raise
+
+    def write_arrow_batch(self, batch: pa.RecordBatch) -> None:
+        """Write the rows of an Arrow record batch."""
+        if not isinstance(batch, pa.RecordBatch):
+            raise ValidationError(
+                f"write_arrow_batch expects a pyarrow.RecordBatch, got {type(batch).__name__}"
+            )
+        self.write_arrow(pa.Table.from_batches([batch]))
+
+    def write_pandas(self, frame: pd.DataFrame) -> None:
+        """Write the rows of a pandas DataFrame (its index is ignored), as pypaimon's TableWrite."""
+        self.write_arrow(pa.Table.from_pandas(frame, preserve_index=False))
+
+    def _writer(self, part: BucketSlice) -> _BucketWriter:
+        key = (part.partition, part.bucket)
+        writer = self._writers.get(key)
+        if writer is None:
+            writer = self._new_writer(part)
+            self._writers[key] = writer
+        return writer
+
+    def _new_writer(self, part: BucketSlice) -> _BucketWriter:
+        factory = self.paths.data_file_factory(part.partition_values, part.bucket, self.schema.core_options)
+        rolling = RollingDataFileWriter(
+            self.file_io, self.layout, factory, self.target_file_size, estimate=self._estimate
+        )
+        num_buckets = self.schema.num_buckets
+        if num_buckets == UNAWARE_BUCKET:
+            # AppendFileStoreWrite ignores previous files: numbering restarts at 0.
+            return _AppendWriter(rolling, 0, _chunk_bytes(self.target_file_size))
+        restored = self._restore(part)
+        if restored.total_buckets is not None and restored.total_buckets != num_buckets:
+            raise ValidationError(
+                f"partition {part.partition_values} was written with {restored.total_buckets} buckets "
+                f"but the table now has bucket={num_buckets}; rescale it (INSERT OVERWRITE) first",
+                option="bucket",
+            )
+        start = restored.max_sequence_number + 1
+        if self.is_primary_key_table:
+            return _KeyValueWriter(rolling, start, self.ignore_delete)
+        return _AppendWriter(rolling, start, _chunk_bytes(self.target_file_size))
+
+    def _restore(self, part: BucketSlice) -> RestoredBucket:
+        if self._restorer is None:
+            self._restorer = BucketRestorer(
+                self.file_io, self.table_path, self.schema, reader=self._manifest_reader
+            )
+        return self._restorer.restore(part.partition, part.partition_values, part.bucket)
+
+    def _limit_buffers(self) -> None:
+        """Primary-key buffers share ``write-buffer-size``; when full, the largest is flushed (Java's
+        memory pool takes memory back from the biggest writer first)."""
+        kv = [w for w in self._writers.values() if isinstance(w, _KeyValueWriter)]
+        total = sum(w.pending_bytes for w in kv)
+        while kv and total > self.write_buffer_size:
+            largest = max(kv, key=lambda w: w.pending_bytes)
+            total -= largest.pending_bytes
+            largest.flush()
+
+    # -- handing out --
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Finish all open files; one CommitMessage per (partition, bucket) with new files."""
+        self._check_open()
+        total_buckets = self.schema.num_buckets
+        items = list(self._writers.items())
+        results = self._finish_all([writer for _, writer in items])
+        messages = []
+        for ((partition, bucket), _), files in zip(items, results):
+            if files:
+                messages.append(
+                    CommitMessage(
+                        partition=partition,
+                        bucket=bucket,
+                        total_buckets=total_buckets,
+                        data_increment=DataIncrement(new_files=tuple(files)),
+                    )
+                )
+        return messages
+
+    def _finish_all(self, writers: Sequence[_BucketWriter]) -> list[list[DataFileMeta]]:
+        """Every writer's ``prepare_commit``. Encoding and compressing files is most of the cost and
+        pyarrow releases the GIL while doing it, so buckets are finished in parallel (each writer is
+        touched by one thread). If any fails, the files the others just finished are deleted too
+        (they were never handed out) and the first error is raised."""
+
+        def finish(writer: _BucketWriter) -> list[DataFileMeta] | BaseException:
+            try:
+                return writer.prepare_commit()
+            except Exception as e:
+                return e
+
+        if self.parallelism > 1 and len(writers) > 1:
+            with ThreadPoolExecutor(max_workers=min(self.parallelism, len(writers))) as pool:
+                outcomes = list(pool.map(finish, writers))
+        else:
+            outcomes = [finish(w) for w in writers]
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors:
+            for writer, outcome in zip(writers, outcomes):
+                if not isinstance(outcome, BaseException):
+                    writer.discard(outcome)
+            self.abort()
+            raise errors[0]
+        return [o for o in outcomes if not isinstance(o, BaseException)]
+
+    def abort(self) -> None:
+        """Delete every file written but not yet handed out by ``prepare_commit`` and drop buffers."""
+        for writer in self._writers.values():
+            writer.abort()
+
+    def close(self) -> None:
+        """Release the writers. Deletes nothing: call ``abort`` first to discard unreturned files."""
+        self._writers.clear()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValidationError("this TableWrite is closed")
+
+    def __enter__(self) -> TableWrite:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:
+            self.abort()
+        self.close()
+
+
+def _chunk_bytes(target: int) -> int:
+    return max(1, min(MAX_CHUNK_BYTES, target // 2))
