@@ -8,6 +8,7 @@ path's ``SplitReader`` with splits built from the CommitMessages (nothing is com
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,23 +19,18 @@ import pyarrow.orc as pa_orc
 import pyarrow.parquet as pq
 import pytest
 
+from paimon_meta.client import storage_committer
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io
-from paimon_meta.serde.avro import encode_manifest, encode_manifest_list
-from paimon_meta.serde.json import snapshot_to_json
 from paimon_meta.spec.binary_row import EMPTY_ROW_BYTES, deserialize_row
 from paimon_meta.spec.bucket import bucket_of
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.manifest import (
     EMPTY_STATS,
     DataFileMeta,
-    FileKind,
     FileSource,
-    ManifestEntry,
-    ManifestFileMeta,
 )
 from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
 from paimon_meta.spec.types import BIGINT, DOUBLE, INT, STRING, DataField, DataType
 from paimon_meta.table.data_file import local_now_millis
 from paimon_meta.table.read import SplitReader
@@ -118,38 +114,11 @@ def read_back(table: FileStoreTable, messages: Sequence[CommitMessage]) -> pa.Ta
     return pa.concat_tables(parts) if parts else pa.table({})
 
 
-def publish_snapshot(table: FileStoreTable, messages: Sequence[CommitMessage], snapshot_id: int = 1) -> None:
-    """Test-only stand-in for the commit coordinator: one manifest, one manifest list (as base and
-    delta), ``snapshot-<id>`` and the LATEST hint, enough for writers to restore sequence numbers."""
-    entries = [
-        ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets or -1, f)
-        for m in messages
-        for f in m.data_increment.new_files
-    ]
-    fio, paths = table.file_io, table.paths
-    manifest = f"manifest-test-{snapshot_id}"
-    data = encode_manifest(entries)
-    fio.write(paths.manifest_path(manifest), data)
-    meta = ManifestFileMeta(manifest, len(data), len(entries), 0, EMPTY_STATS, table.schema.id)
-    listing = f"manifest-list-test-{snapshot_id}"
-    fio.write(paths.manifest_path(listing), encode_manifest_list([meta]))
-    empty = f"manifest-list-test-empty-{snapshot_id}"
-    fio.write(paths.manifest_path(empty), encode_manifest_list([]))
-    rows = sum(e.file.row_count for e in entries)
-    snap = Snapshot(
-        snapshot_id,
-        table.schema.id,
-        empty,
-        listing,
-        "test",
-        snapshot_id,
-        CommitKind.APPEND,
-        0,
-        total_record_count=rows,  # Java always writes both; pypaimon requires them
-        delta_record_count=rows,
-    )
-    fio.write(paths.snapshot_path(snapshot_id), snapshot_to_json(snap).encode())
-    fio.write(paths.latest_hint_path, str(snapshot_id).encode())
+def publish_snapshot(table: FileStoreTable, messages: Sequence[CommitMessage]) -> int:
+    """Commit through the real coordinator (storage-guarded) as a fresh batch user, as a batch write
+    builder does; returns the new snapshot id."""
+    result = storage_committer(table, str(uuid.uuid4())).commit(messages)
+    return result.snapshot_ids[-1]
 
 
 def write_all(table: FileStoreTable, *tables: pa.Table, commit_user: str = "u") -> list[CommitMessage]:
