@@ -53,7 +53,7 @@ class FileIOError(PaimonMetaError):
         self.path = path
 
 
-class FileNotFound(FileIOError):  # noqa: N818 - mirrors FileNotFoundError, which it does not derive from
+class FileNotFound(FileIOError):
     """The file does not exist."""
 
 
@@ -107,3 +107,7 @@ class LockLostError(LockError):
 
 class LockNotHeldError(LockError):
     """A release or renewal by a caller that does not hold the lock."""
+
+
+class SnapshotPointerConflictError(CommitConflictError):
+    """The table's latest-snapshot pointer was not the expected value (another commit advanced it)."""

@@ -1,0 +1,1 @@
+"""The metastore database: models, engine, migrations, embedded Postgres, LISTEN helpers."""

@@ -1,0 +1,491 @@
+"""The append-only event log of commits and locks.
+
+Every step of a commit is one row in ``paimon_commit_events`` written in the transaction that makes the
+step true (the ``snapshot_published`` event commits together with the table pointer advance), so the log
+is the authoritative history: ``pending_commits`` finds commits that were prepared and never finished,
+and their ``prepared`` event carries the serialized CommitMessages so any process can finish them.
+
+The database enforces the log's shape: a trigger rejects UPDATE/DELETE/TRUNCATE, CHECK constraints
+restrict event types and kinds, and a unique partial index makes a second ``snapshot_published`` (or
+``external``) for the same (table_id, snapshot_id) impossible.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import Connection, Engine, Row, func, insert, select
+
+from paimon_meta.db.models import (
+    TERMINAL_COMMIT_EVENT_TYPES,
+    CommitEventRecord,
+    CommitEventType,
+    LockEventRecord,
+    LockEventType,
+)
+from paimon_meta.errors import ValidationError
+from paimon_meta.spec.snapshot import CommitKind
+
+__all__ = [
+    "TERMINAL_COMMIT_EVENT_TYPES",
+    "Aborted",
+    "CommitEvent",
+    "CommitEventType",
+    "CommitRef",
+    "ConflictChecked",
+    "EventLog",
+    "External",
+    "Failed",
+    "LockEvent",
+    "LockEventType",
+    "PendingCommit",
+    "Prepared",
+    "Recovered",
+    "Retried",
+    "SnapshotPublished",
+    "StoredCommitEvent",
+    "StoredLockEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRef:
+    """The identity of one commit; every event of the commit repeats these fields."""
+
+    commit_id: uuid.UUID
+    table_id: int
+    table_identifier: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: CommitKind
+
+    @classmethod
+    def new(
+        cls,
+        *,
+        table_id: int,
+        table_identifier: str,
+        commit_user: str,
+        commit_identifier: int,
+        commit_kind: CommitKind,
+    ) -> CommitRef:
+        """A ref with a fresh random ``commit_id``."""
+        return cls(uuid.uuid4(), table_id, table_identifier, commit_user, commit_identifier, commit_kind)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitEvent:
+    """Fields shared by every commit event. Use the subclasses; each fixes ``event_type``.
+
+    ``attempt`` is the 1-based attempt during which the event happened. ``payload`` holds free-form
+    JSON details (counts, manifest lists, record deltas); the typed fields of a subclass are stored in
+    the payload too, under their own names, and may not be repeated there.
+    """
+
+    event_type: ClassVar[CommitEventType]
+
+    ref: CommitRef
+    attempt: int = 1
+    duration_ms: float | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def typed_payload(self) -> dict[str, Any]:
+        """Payload entries coming from this event type's own fields."""
+        return {}
+
+    def snapshot_id_column(self) -> int | None:
+        """The value of the ``snapshot_id`` column for this event."""
+        return None
+
+    def to_row(self) -> dict[str, Any]:
+        """The ``paimon_commit_events`` column values for this event.
+
+        Raises:
+            ValidationError: bad attempt/duration, payload key clash, or payload not JSON-serialisable.
+        """
+        if self.attempt < 1:
+            raise ValidationError(f"attempt must be >= 1, got {self.attempt}", attempt=self.attempt)
+        if self.duration_ms is not None and self.duration_ms < 0:
+            raise ValidationError(f"duration_ms must be >= 0, got {self.duration_ms}")
+        typed = self.typed_payload()
+        clash = sorted(set(typed) & set(self.payload))
+        if clash:
+            raise ValidationError(f"payload repeats typed fields {clash}", keys=clash)
+        payload = {**self.payload, **typed}
+        try:
+            json.dumps(payload)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"event payload is not JSON-serialisable: {exc}") from exc
+        ref = self.ref
+        return {
+            "commit_id": ref.commit_id,
+            "table_id": ref.table_id,
+            "table_identifier": ref.table_identifier,
+            "event_type": self.event_type.value,
+            "attempt": self.attempt,
+            "commit_user": ref.commit_user,
+            "commit_identifier": ref.commit_identifier,
+            "commit_kind": ref.commit_kind.value,
+            "snapshot_id": self.snapshot_id_column(),
+            "payload": payload,
+            "messages": None,
+            "messages_version": None,
+            "duration_ms": self.duration_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared(CommitEvent):
+    """The commit's CommitMessages were accepted; ``messages`` are their serialized bytes."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.PREPARED
+    messages: bytes
+    messages_version: int
+
+    def to_row(self) -> dict[str, Any]:
+        row = CommitEvent.to_row(self)
+        row["messages"] = self.messages
+        row["messages_version"] = self.messages_version
+        return row
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConflictChecked(CommitEvent):
+    """The conflict check ran against ``base_snapshot_id``; ``conflict`` says whether it failed."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.CONFLICT_CHECKED
+    conflict: bool
+    base_snapshot_id: int | None = None
+    reason: str | None = None
+
+    def typed_payload(self) -> dict[str, Any]:
+        return {"conflict": self.conflict, "base_snapshot_id": self.base_snapshot_id, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotPublished(CommitEvent):
+    """Snapshot ``snapshot_id`` is on storage; written in the transaction that advances the pointer."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.SNAPSHOT_PUBLISHED
+    snapshot_id: int
+
+    def snapshot_id_column(self) -> int | None:
+        return self.snapshot_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Retried(CommitEvent):
+    """Attempt ``attempt`` failed retryably; the next attempt starts after ``wait_ms``."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.RETRIED
+    reason: str
+    wait_ms: float
+
+    def typed_payload(self) -> dict[str, Any]:
+        return {"reason": self.reason, "wait_ms": self.wait_ms}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failed(CommitEvent):
+    """The commit definitely did not land and will not be retried (terminal)."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.FAILED
+    reason: str
+    error_type: str | None = None
+
+    def typed_payload(self) -> dict[str, Any]:
+        return {"reason": self.reason, "error_type": self.error_type}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Aborted(CommitEvent):
+    """The commit was abandoned on purpose (caller or operator) before publishing (terminal)."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.ABORTED
+    reason: str
+
+    def typed_payload(self) -> dict[str, Any]:
+        return {"reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recovered(CommitEvent):
+    """Recovery resolved a pending commit (terminal). ``snapshot_id`` is where it landed, if it did."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.RECOVERED
+    resolution: str
+    reason: str | None = None
+    snapshot_id: int | None = None
+
+    def typed_payload(self) -> dict[str, Any]:
+        return {"resolution": self.resolution, "reason": self.reason}
+
+    def snapshot_id_column(self) -> int | None:
+        return self.snapshot_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class External(CommitEvent):
+    """A snapshot published by another writer (e.g. Java Paimon), observed on storage."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.EXTERNAL
+    snapshot_id: int
+
+    def snapshot_id_column(self) -> int | None:
+        return self.snapshot_id
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCommitEvent:
+    """A commit event as read back from the log."""
+
+    event_id: int
+    ref: CommitRef
+    event_type: CommitEventType
+    attempt: int
+    snapshot_id: int | None
+    payload: dict[str, Any]
+    messages: bytes | None
+    messages_version: int | None
+    created_at: datetime
+    duration_ms: float | None
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> StoredCommitEvent:
+        """Build from a row selecting all ``paimon_commit_events`` columns."""
+        m = row._mapping
+        ref = CommitRef(
+            m["commit_id"],
+            m["table_id"],
+            m["table_identifier"],
+            m["commit_user"],
+            m["commit_identifier"],
+            CommitKind(m["commit_kind"]),
+        )
+        return cls(
+            event_id=m["event_id"],
+            ref=ref,
+            event_type=CommitEventType(m["event_type"]),
+            attempt=m["attempt"],
+            snapshot_id=m["snapshot_id"],
+            payload=dict(m["payload"]),
+            messages=m["messages"],
+            messages_version=m["messages_version"],
+            created_at=m["created_at"],
+            duration_ms=m["duration_ms"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCommit:
+    """A commit with a ``prepared`` event and no terminal event (published/failed/aborted/recovered)."""
+
+    prepared: StoredCommitEvent
+    last_event_type: CommitEventType
+    last_event_at: datetime
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockEvent:
+    """One lock log entry (written by :mod:`paimon_meta.catalog.lock` in the state-changing txn)."""
+
+    lock_id: str
+    event_type: LockEventType
+    owner: str | None = None
+    fencing_token: int | None = None
+    hostname: str | None = None
+    pid: int | None = None
+    operator: str | None = None
+    reason: str | None = None
+    previous_owner: str | None = None
+    previous_fencing_token: int | None = None
+    wait_ms: float | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_row(self) -> dict[str, Any]:
+        """The ``paimon_lock_events`` column values for this event."""
+        return {
+            "lock_id": self.lock_id,
+            "event_type": self.event_type.value,
+            "owner": self.owner,
+            "fencing_token": self.fencing_token,
+            "hostname": self.hostname,
+            "pid": self.pid,
+            "operator": self.operator,
+            "reason": self.reason,
+            "previous_owner": self.previous_owner,
+            "previous_fencing_token": self.previous_fencing_token,
+            "wait_ms": self.wait_ms,
+            "payload": dict(self.payload),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLockEvent:
+    """A lock event as read back from the log."""
+
+    event_id: int
+    event: LockEvent
+    created_at: datetime
+
+
+class EventLog:
+    """Append to and query the event log. Stateless apart from the engine used by the readers."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @contextmanager
+    def _reading(self, conn: Connection | None) -> Iterator[Connection]:
+        if conn is not None:
+            yield conn
+        else:
+            with self._engine.connect() as own:
+                yield own
+
+    @staticmethod
+    def append(conn: Connection, event: CommitEvent) -> int:
+        """Insert ``event`` in the caller's transaction; returns its ``event_id``.
+
+        Raises:
+            ValidationError: the event is malformed (see :meth:`CommitEvent.to_row`).
+            sqlalchemy.exc.IntegrityError: a database invariant refused it, e.g. a second
+                ``snapshot_published`` for the same (table_id, snapshot_id).
+        """
+        statement = insert(CommitEventRecord).returning(CommitEventRecord.event_id)
+        result = conn.execute(statement, event.to_row())
+        return int(result.scalar_one())
+
+    @staticmethod
+    def append_lock(conn: Connection, event: LockEvent) -> int:
+        """Insert a lock event in the caller's transaction; returns its ``event_id``."""
+        statement = insert(LockEventRecord).returning(LockEventRecord.event_id)
+        result = conn.execute(statement, event.to_row())
+        return int(result.scalar_one())
+
+    def events_for_commit(
+        self, commit_id: uuid.UUID, *, conn: Connection | None = None
+    ) -> list[StoredCommitEvent]:
+        """All events of one commit, oldest first."""
+        query = (
+            select(CommitEventRecord.__table__)
+            .where(CommitEventRecord.commit_id == commit_id)
+            .order_by(CommitEventRecord.event_id)
+        )
+        with self._reading(conn) as c:
+            return [StoredCommitEvent.from_row(r) for r in c.execute(query)]
+
+    def pending_commits(self, table_id: int, *, conn: Connection | None = None) -> list[PendingCommit]:
+        """Commits of ``table_id`` that were prepared and have no terminal event, oldest first.
+
+        Each carries its latest ``prepared`` event (with the CommitMessages bytes).
+        """
+        ev = CommitEventRecord
+        terminal = [t.value for t in TERMINAL_COMMIT_EVENT_TYPES]
+        finished = select(ev.commit_id).where(ev.table_id == table_id, ev.event_type.in_(terminal))
+        latest_prepared = (
+            select(func.max(ev.event_id))
+            .where(
+                ev.table_id == table_id,
+                ev.event_type == CommitEventType.PREPARED.value,
+                ev.commit_id.not_in(finished),
+            )
+            .group_by(ev.commit_id)
+        )
+        prepared = (
+            select(CommitEventRecord.__table__).where(ev.event_id.in_(latest_prepared)).order_by(ev.event_id)
+        )
+        with self._reading(conn) as c:
+            rows = [StoredCommitEvent.from_row(r) for r in c.execute(prepared)]
+            if not rows:
+                return []
+            summary = (
+                select(
+                    ev.commit_id,
+                    func.max(ev.event_id).label("last_event_id"),
+                    func.max(ev.attempt).label("attempts"),
+                )
+                .where(ev.commit_id.in_([r.ref.commit_id for r in rows]))
+                .group_by(ev.commit_id)
+                .subquery()
+            )
+            last = select(summary.c.commit_id, summary.c.attempts, ev.event_type, ev.created_at).join(
+                ev, ev.event_id == summary.c.last_event_id
+            )
+            latest = {r.commit_id: r for r in c.execute(last)}
+        return [
+            PendingCommit(
+                prepared=r,
+                last_event_type=CommitEventType(latest[r.ref.commit_id].event_type),
+                last_event_at=latest[r.ref.commit_id].created_at,
+                attempts=int(latest[r.ref.commit_id].attempts),
+            )
+            for r in rows
+        ]
+
+    def find_published(
+        self,
+        table_id: int,
+        commit_user: str,
+        commit_identifier: int,
+        commit_kind: CommitKind,
+        *,
+        conn: Connection | None = None,
+    ) -> StoredCommitEvent | None:
+        """The ``snapshot_published`` event of (user, identifier, kind) on a table, if any (dedupe)."""
+        ev = CommitEventRecord
+        query = (
+            select(CommitEventRecord.__table__)
+            .where(
+                ev.table_id == table_id,
+                ev.commit_user == commit_user,
+                ev.commit_identifier == commit_identifier,
+                ev.commit_kind == commit_kind.value,
+                ev.event_type == CommitEventType.SNAPSHOT_PUBLISHED.value,
+            )
+            .order_by(ev.event_id)
+            .limit(1)
+        )
+        with self._reading(conn) as c:
+            row = c.execute(query).first()
+        return None if row is None else StoredCommitEvent.from_row(row)
+
+    def lock_events(
+        self, lock_id: str, *, limit: int = 100, conn: Connection | None = None
+    ) -> list[StoredLockEvent]:
+        """The latest ``limit`` events of one lock, oldest first."""
+        le = LockEventRecord
+        query = (
+            select(LockEventRecord.__table__)
+            .where(le.lock_id == lock_id)
+            .order_by(le.event_id.desc())
+            .limit(limit)
+        )
+        with self._reading(conn) as c:
+            rows = list(c.execute(query))
+        out = []
+        for row in reversed(rows):
+            m = row._mapping
+            event = LockEvent(
+                lock_id=m["lock_id"],
+                event_type=LockEventType(m["event_type"]),
+                owner=m["owner"],
+                fencing_token=m["fencing_token"],
+                hostname=m["hostname"],
+                pid=m["pid"],
+                operator=m["operator"],
+                reason=m["reason"],
+                previous_owner=m["previous_owner"],
+                previous_fencing_token=m["previous_fencing_token"],
+                wait_ms=m["wait_ms"],
+                payload=dict(m["payload"]),
+            )
+            out.append(StoredLockEvent(m["event_id"], event, m["created_at"]))
+        return out

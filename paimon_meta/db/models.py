@@ -1,0 +1,270 @@
+"""SQLAlchemy models of the metastore: catalog rows, the distributed lock row and the event log.
+
+Three tables keep Java Paimon's exact shape (``paimon_tables``, ``paimon_database_properties``,
+``paimon_distributed_locks``, see ``JdbcUtils.java`` / ``PostgresqlDistributedLockDialect.java``) so a
+Java ``JdbcCatalog`` pointed at the same database interlocks with us: every column we add to them is
+nullable or has a server default, so Java's own INSERT statements keep working.
+
+The models are the schema's single description; ``migrations/`` must produce exactly this (a test runs
+``alembic.autogenerate.compare_metadata``). Views, triggers and the fencing sequence's use live in the
+migration only.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Double,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    Sequence,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from paimon_meta.db.base import Base
+from paimon_meta.spec.snapshot import CommitKind
+
+# Base is re-exported: importing this module is what fills Base.metadata.
+__all__ = [
+    "FENCING_TOKEN_SEQUENCE",
+    "PUBLISHING_COMMIT_EVENT_TYPES",
+    "TERMINAL_COMMIT_EVENT_TYPES",
+    "Base",
+    "CommitEventRecord",
+    "CommitEventType",
+    "DistributedLock",
+    "LockEventRecord",
+    "LockEventType",
+    "PaimonDatabase",
+    "PaimonDatabaseProperty",
+    "PaimonTable",
+]
+
+
+class CommitEventType(enum.StrEnum):
+    """``paimon_commit_events.event_type`` values (enforced by a CHECK constraint)."""
+
+    PREPARED = "prepared"
+    CONFLICT_CHECKED = "conflict_checked"
+    SNAPSHOT_PUBLISHED = "snapshot_published"
+    RETRIED = "retried"
+    FAILED = "failed"
+    ABORTED = "aborted"
+    RECOVERED = "recovered"
+    EXTERNAL = "external"
+
+
+class LockEventType(enum.StrEnum):
+    """``paimon_lock_events.event_type`` values (enforced by a CHECK constraint)."""
+
+    ACQUIRED = "acquired"
+    RELEASED = "released"
+    EXPIRY_TAKEOVER = "expiry_takeover"
+    FORCE_RELEASED = "force_released"
+    LOST = "lost"
+
+
+#: Event types that end a commit: a commit with ``prepared`` and none of these is pending.
+TERMINAL_COMMIT_EVENT_TYPES: frozenset[CommitEventType] = frozenset(
+    {
+        CommitEventType.SNAPSHOT_PUBLISHED,
+        CommitEventType.FAILED,
+        CommitEventType.ABORTED,
+        CommitEventType.RECOVERED,
+    }
+)
+
+#: Event types that claim a snapshot id on a table; at most one row per (table_id, snapshot_id).
+PUBLISHING_COMMIT_EVENT_TYPES: tuple[CommitEventType, ...] = (
+    CommitEventType.SNAPSHOT_PUBLISHED,
+    CommitEventType.EXTERNAL,
+)
+
+#: Sequence that hands out lock fencing tokens (strictly increasing across all lock ids).
+FENCING_TOKEN_SEQUENCE = Sequence("paimon_lock_fencing_token_seq", metadata=Base.metadata)
+
+
+def _in_list(column: str, values: Any) -> str:
+    # Values are enum constants of this module, never user input.
+    quoted = ", ".join(f"'{v.value if isinstance(v, enum.Enum) else v}'" for v in values)
+    return f"{column} IN ({quoted})"
+
+
+class PaimonDatabase(Base):
+    """One database (namespace) of the catalog. Java keeps databases only as property rows; we keep
+    both (``Registry.create_database`` also writes Java's ``exists``/``location`` properties)."""
+
+    __tablename__ = "paimon_databases"
+    __table_args__ = (UniqueConstraint("catalog_key", "database_name"),)
+
+    database_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    database_name: Mapped[str] = mapped_column(String(255))
+    location: Mapped[str | None] = mapped_column(Text)
+    properties: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class PaimonDatabaseProperty(Base):
+    """Java's ``paimon_database_properties`` table, column for column."""
+
+    __tablename__ = "paimon_database_properties"
+
+    catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    database_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    property_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    property_value: Mapped[str | None] = mapped_column(String(1000))
+
+
+class PaimonTable(Base):
+    """Java's ``paimon_tables`` (primary key catalog_key, database_name, table_name) plus our columns.
+
+    ``table_id`` is a surrogate that is never reused, so the event log can refer to a table even after
+    it is dropped and a new table takes the same name. Rows inserted by Java have NULL location/uuid.
+    """
+
+    __tablename__ = "paimon_tables"
+    __table_args__ = (
+        UniqueConstraint("table_id"),
+        UniqueConstraint("table_uuid"),
+        CheckConstraint(
+            "latest_snapshot_id IS NULL OR latest_snapshot_id >= 1", name="latest_snapshot_id_positive"
+        ),
+        CheckConstraint("schema_id IS NULL OR schema_id >= 0", name="schema_id_non_negative"),
+    )
+
+    catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    database_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    table_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    table_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False))
+    location: Mapped[str | None] = mapped_column(Text)
+    table_uuid: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    schema_id: Mapped[int | None] = mapped_column(BigInteger)
+    latest_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class DistributedLock(Base):
+    """Java's ``paimon_distributed_locks`` (first three columns, exact types) plus lease bookkeeping.
+
+    ``acquired_at`` stays a TIMESTAMP WITHOUT TIME ZONE set from CURRENT_TIMESTAMP, because Java's
+    expiry test is ``EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)) > expire_time_seconds``: our heartbeat
+    refreshes ``acquired_at`` so that predicate sees a live lease. A row with NULL ``owner`` was
+    inserted by Java.
+    """
+
+    __tablename__ = "paimon_distributed_locks"
+
+    lock_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    acquired_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=False), server_default=text("CURRENT_TIMESTAMP")
+    )
+    expire_time_seconds: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    owner: Mapped[str | None] = mapped_column(Text)
+    fencing_token: Mapped[int | None] = mapped_column(BigInteger)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_seconds: Mapped[int | None] = mapped_column(Integer)
+    hostname: Mapped[str | None] = mapped_column(Text)
+    pid: Mapped[int | None] = mapped_column(Integer)
+
+
+class CommitEventRecord(Base):
+    """One row of the append-only commit log (UPDATE/DELETE/TRUNCATE are rejected by a trigger)."""
+
+    __tablename__ = "paimon_commit_events"
+    __table_args__ = (
+        CheckConstraint(_in_list("event_type", CommitEventType), name="event_type"),
+        CheckConstraint(_in_list("commit_kind", CommitKind), name="commit_kind"),
+        CheckConstraint("attempt >= 1", name="attempt_positive"),
+        CheckConstraint("snapshot_id IS NULL OR snapshot_id >= 1", name="snapshot_id_positive"),
+        CheckConstraint("duration_ms IS NULL OR duration_ms >= 0", name="duration_non_negative"),
+        CheckConstraint("(messages IS NULL) = (messages_version IS NULL)", name="messages_versioned"),
+        CheckConstraint("event_type <> 'prepared' OR messages IS NOT NULL", name="prepared_has_messages"),
+        CheckConstraint(
+            f"NOT ({_in_list('event_type', PUBLISHING_COMMIT_EVENT_TYPES)}) OR snapshot_id IS NOT NULL",
+            name="published_has_snapshot",
+        ),
+        Index("ix_paimon_commit_events_commit", "commit_id", "event_id"),
+        Index("ix_paimon_commit_events_table", "table_id", "event_id"),
+        Index("ix_paimon_commit_events_dedupe", "table_id", "commit_user", "commit_identifier"),
+        # The database backstop of "no snapshot is published twice".
+        Index(
+            "uq_paimon_commit_events_table_snapshot",
+            "table_id",
+            "snapshot_id",
+            unique=True,
+            postgresql_where=text(_in_list("event_type", PUBLISHING_COMMIT_EVENT_TYPES)),
+        ),
+        # ... and of "a commit publishes at most one snapshot".
+        Index(
+            "uq_paimon_commit_events_commit_published",
+            "commit_id",
+            unique=True,
+            postgresql_where=text("event_type = 'snapshot_published'"),
+        ),
+    )
+
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    commit_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    table_id: Mapped[int] = mapped_column(BigInteger)
+    table_identifier: Mapped[str] = mapped_column(Text)
+    event_type: Mapped[str] = mapped_column(Text)
+    attempt: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    commit_user: Mapped[str] = mapped_column(Text)
+    commit_identifier: Mapped[int] = mapped_column(BigInteger)
+    commit_kind: Mapped[str] = mapped_column(Text)
+    snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    messages: Mapped[bytes | None] = mapped_column(LargeBinary)
+    messages_version: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=text("clock_timestamp()")
+    )
+    duration_ms: Mapped[float | None] = mapped_column(Double)
+
+
+class LockEventRecord(Base):
+    """One row of the append-only lock log: acquisitions, releases, takeovers, forced releases."""
+
+    __tablename__ = "paimon_lock_events"
+    __table_args__ = (
+        CheckConstraint(_in_list("event_type", LockEventType), name="event_type"),
+        CheckConstraint(
+            "event_type <> 'force_released' OR (operator IS NOT NULL AND reason IS NOT NULL)",
+            name="forced_has_operator",
+        ),
+        Index("ix_paimon_lock_events_lock", "lock_id", "event_id"),
+    )
+
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    lock_id: Mapped[str] = mapped_column(String(255))
+    event_type: Mapped[str] = mapped_column(Text)
+    owner: Mapped[str | None] = mapped_column(Text)
+    fencing_token: Mapped[int | None] = mapped_column(BigInteger)
+    hostname: Mapped[str | None] = mapped_column(Text)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    operator: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    previous_owner: Mapped[str | None] = mapped_column(Text)
+    previous_fencing_token: Mapped[int | None] = mapped_column(BigInteger)
+    wait_ms: Mapped[float | None] = mapped_column(Double)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=text("clock_timestamp()")
+    )
