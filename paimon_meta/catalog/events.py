@@ -439,7 +439,9 @@ class EventLog:
         *,
         conn: Connection | None = None,
     ) -> StoredCommitEvent | None:
-        """The ``snapshot_published`` event of (user, identifier, kind) on a table, if any (dedupe)."""
+        """The event that put (user, identifier, kind) into a snapshot of a table, if any (dedupe):
+        ``snapshot_published``, ``recovered`` with a snapshot (published, recorded late) or ``external``
+        (written by another engine). All three carry the snapshot id."""
         ev = CommitEventRecord
         query = (
             select(CommitEventRecord.__table__)
@@ -448,7 +450,14 @@ class EventLog:
                 ev.commit_user == commit_user,
                 ev.commit_identifier == commit_identifier,
                 ev.commit_kind == commit_kind.value,
-                ev.event_type == CommitEventType.SNAPSHOT_PUBLISHED.value,
+                ev.event_type.in_(
+                    [
+                        CommitEventType.SNAPSHOT_PUBLISHED.value,
+                        CommitEventType.RECOVERED.value,
+                        CommitEventType.EXTERNAL.value,
+                    ]
+                ),
+                ev.snapshot_id.is_not(None),
             )
             .order_by(ev.event_id)
             .limit(1)

@@ -120,6 +120,10 @@ class Registry:
         self._engine = engine
         self.catalog_key = validate_identifier("catalog key", catalog_key)
 
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
     @contextmanager
     def _tx(self, conn: Connection | None) -> Iterator[Connection]:
         if conn is None:

@@ -57,7 +57,7 @@ _PUBLISH_UNKNOWN_RETRIES = 3
 class CommitResult:
     """What ``commit()`` returns once every snapshot of the call is durable on storage."""
 
-    commit_id: str
+    commit_ids: tuple[str, ...]
     snapshot_ids: tuple[int, ...]
     deduplicated: bool
     attempts: int
@@ -142,57 +142,58 @@ class CommitCoordinator:
         (nothing landed), ``CommitFailedError`` or ``CommitOutcomeUnknownError`` (resolve by reading
         storage; nothing was cleaned up)."""
         self._validate(messages)
-        commit_id = str(uuid.uuid4())
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
         plan: list[tuple[CommitKind, ChangeSet]] = []
         if overwrite is not None:
             plan.append((CommitKind.OVERWRITE, changes.append))
         elif not changes.append.is_empty():
-            kind = CommitKind.APPEND
-            plan.append((kind, changes.append))
+            plan.append((CommitKind.APPEND, changes.append))
         if not changes.compact.is_empty():
             plan.append((CommitKind.COMPACT, changes.compact))
-        counts = {k.value: cs.counts() for k, cs in plan}
-        self.guard.prepared(
-            CommitRecord(
-                commit_id=commit_id,
-                commit_user=self.commit_user,
-                commit_identifier=identifier,
-                kinds=tuple(k for k, _ in plan),
-                counts=counts,
-                messages=serialize_commit_messages(list(messages), CURRENT_VERSION),
-                messages_version=CURRENT_VERSION,
-            )
-        )
+        body = serialize_commit_messages(list(messages), CURRENT_VERSION)
         ids: list[int] = []
+        commit_ids: list[str] = []
         deduplicated = False
         attempts = 0
-        try:
-            for kind, change_set in plan:
-                pending = _Pending(
-                    commit_id,
-                    kind,
-                    change_set,
-                    identifier,
-                    overwrite if kind is CommitKind.OVERWRITE else None,
-                    properties,
-                    watermark,
-                    self._new_writer(),
+        # Each snapshot of the call is its own commit (own commit id and events), in Java's order:
+        # APPEND/OVERWRITE first, then COMPACT. The messages are stored with each so either can be finished.
+        for kind, change_set in plan:
+            commit_id = str(uuid.uuid4())
+            commit_ids.append(commit_id)
+            self.guard.prepared(
+                CommitRecord(
+                    commit_id=commit_id,
+                    commit_user=self.commit_user,
+                    commit_identifier=identifier,
+                    kind=kind,
+                    counts=change_set.counts(),
+                    messages=body,
+                    messages_version=CURRENT_VERSION,
                 )
+            )
+            pending = _Pending(
+                commit_id,
+                kind,
+                change_set,
+                identifier,
+                overwrite if kind is CommitKind.OVERWRITE else None,
+                properties,
+                watermark,
+                self._new_writer(),
+            )
+            try:
                 sid, dedup, n = self._commit_kind(pending)
-                ids.append(sid)
-                deduplicated = deduplicated or dedup
-                attempts += n
-        except CommitOutcomeUnknownError:
-            self.guard.finished(commit_id, outcome="unknown")
-            raise
-        except Exception as e:
-            self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
-            raise
-        self.guard.finished(
-            commit_id, outcome="deduplicated" if deduplicated else "published", snapshot_ids=ids
-        )
-        return CommitResult(commit_id, tuple(ids), deduplicated, attempts)
+            except CommitOutcomeUnknownError:
+                self.guard.finished(commit_id, outcome="unknown")
+                raise
+            except Exception as e:
+                self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
+                raise
+            self.guard.finished(commit_id, outcome="deduplicated" if dedup else "published", snapshot_id=sid)
+            ids.append(sid)
+            deduplicated = deduplicated or dedup
+            attempts += n
+        return CommitResult(tuple(commit_ids), tuple(ids), deduplicated, attempts)
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
         """Java ``filterCommitted``: the identifiers not yet committed by this user (restart recovery of a

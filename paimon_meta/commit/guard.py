@@ -28,7 +28,7 @@ class CommitRecord:
     commit_id: str
     commit_user: str
     commit_identifier: int
-    kinds: tuple[CommitKind, ...]
+    kind: CommitKind
     counts: dict[str, Any]
     messages: bytes
     messages_version: int

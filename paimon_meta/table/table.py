@@ -94,11 +94,16 @@ class FileStoreTable:
     def open(path_or_uri: str, options: Mapping[str, str] | None = None) -> FileStoreTable:
         """Open the table at a path or URI (``options`` configure the FileIO, e.g. S3 settings).
         ``TableNotFoundError`` if there is no schema file there."""
-        file_io = get_file_io(path_or_uri, options)
-        schema = SchemaManager(file_io, path_or_uri).latest()
+        return FileStoreTable.load(get_file_io(path_or_uri, options), path_or_uri)
+
+    @staticmethod
+    def load(file_io: FileIO, path: str) -> FileStoreTable:
+        """Open the table at ``path`` with an existing FileIO (shared by a catalog's tables).
+        ``TableNotFoundError`` if there is no schema file there."""
+        schema = SchemaManager(file_io, path).latest()
         if schema is None:
-            raise TableNotFoundError(f"no Paimon table at {path_or_uri} (no schema file)", path=path_or_uri)
-        return FileStoreTable(file_io, path_or_uri, schema)
+            raise TableNotFoundError(f"no Paimon table at {path} (no schema file)", path=path)
+        return FileStoreTable(file_io, path, schema)
 
     def _with_options(self, schema: TableSchema) -> TableSchema:
         if not self.dynamic_options:
