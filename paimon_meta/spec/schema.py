@@ -74,9 +74,7 @@ class TableSchema:
             return []
         trimmed = [k for k in self.primary_keys if k not in self.partition_keys]
         if not trimmed:
-            raise ValidationError(
-                f"primary key {list(self.primary_keys)} must not equal the partition keys"
-            )
+            raise ValidationError(f"primary key {list(self.primary_keys)} must not equal the partition keys")
         return trimmed
 
     @property
