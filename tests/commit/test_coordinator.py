@@ -99,7 +99,11 @@ def test_append_and_compact_in_one_call_make_two_snapshots(tmp_path: Path) -> No
     new = data_file(rows=4)
     merged = data_file(rows=3, name="data-merged.parquet")
     msg = CommitMessage(
-        partition(0), 0, 2, append_msg(0, 0, new).data_increment, compact_msg(0, 0, [old], [merged]).compact_increment
+        partition(0),
+        0,
+        2,
+        append_msg(0, 0, new).data_increment,
+        compact_msg(0, 0, [old], [merged]).compact_increment,
     )
     result = coordinator(file_io, path).commit([msg], identifier=3)
     assert result.snapshot_ids == (2, 3)
@@ -155,7 +159,9 @@ def test_concurrent_threads_lose_nothing(tmp_path: Path) -> None:
 
     def run(w: int) -> None:
         try:
-            c = coordinator(file_io, path, user=f"w{w}", retry=RetryPolicy(max_retries=100, min_wait_ms=1, max_wait_ms=20))
+            c = coordinator(
+                file_io, path, user=f"w{w}", retry=RetryPolicy(max_retries=100, min_wait_ms=1, max_wait_ms=20)
+            )
             for i in range(per_writer):
                 f = data_file(rows=1)
                 c.commit([append_msg(w % 2, i % 2, f)], identifier=i)
