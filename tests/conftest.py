@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.s3",
     "tests.fixtures.postgres",
     "tests.fixtures.interop",
+    "tests.fixtures.spark",
 ]
