@@ -1,0 +1,289 @@
+"""Commit and lock metrics computed from the event log, in the Prometheus text format (0.0.4).
+
+Everything is derived on each scrape from ``paimon_commit_events`` (through the ``paimon_commit_history``
+view), ``paimon_lock_events`` and ``paimon_distributed_locks``: no process has to stay up to count, and
+every writer (Python, Spark, recovery) is included. Counters are totals since the log began; histograms
+are computed in SQL over the whole log (fine for millions of events; a very long log would want a
+time-windowed view).
+
+``paimon-meta metrics`` prints one scrape; ``paimon-meta metrics --serve PORT`` answers ``GET /metrics``
+on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+#: Seconds; commit durations and lock waits from a few ms (uncontended) to a minute (lock timeout).
+DURATION_BUCKETS: tuple[float, ...] = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    suffix: str  # "" or _bucket/_sum/_count
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+
+@dataclass(slots=True)
+class MetricFamily:
+    name: str
+    kind: str  # counter | gauge | histogram
+    help: str
+    samples: list[Sample] = field(default_factory=list)
+
+    def add(self, value: float, suffix: str = "", **labels: Any) -> None:
+        self.samples.append(Sample(suffix, tuple((k, str(v)) for k, v in labels.items()), float(value)))
+
+
+# ---- queries (constant SQL; the only parameters are bound) ----------------------------------------------
+
+_COMMITS = text(
+    "SELECT table_identifier AS table, coalesce(commit_kind, '') AS kind, outcome, count(*) AS n, "
+    "coalesce(sum(attempts), 0) AS attempts, coalesce(sum(retries), 0) AS retries "
+    "FROM paimon_commit_history GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+)
+_CONFLICTS = text(
+    "SELECT table_identifier AS table, coalesce(reason, 'unknown') AS reason, count(*) AS n "
+    "FROM paimon_commit_conflicts GROUP BY 1, 2 ORDER BY 1, 2"
+)
+_LOCK_EVENTS = text(
+    "SELECT lock_id, event_type, count(*) AS n FROM paimon_lock_events GROUP BY 1, 2 ORDER BY 1, 2"
+)
+_LOCKS = text(
+    "SELECT lock_id, owner IS NULL AS java, "
+    "(expire_time_seconds - EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)))::float8 AS lease_left "
+    "FROM paimon_distributed_locks ORDER BY lock_id"
+)
+# (label, seconds) rows per histogram; each is wrapped by _HISTOGRAM below.
+_COMMIT_SECONDS = (
+    "SELECT table_identifier AS label, elapsed_ms / 1000.0 AS seconds FROM paimon_commit_history "
+    "WHERE outcome <> 'pending' AND elapsed_ms IS NOT NULL"
+)
+_CHECK_SECONDS = (
+    "SELECT table_identifier AS label, duration_ms / 1000.0 AS seconds FROM paimon_commit_events "
+    "WHERE event_type = 'conflict_checked' AND duration_ms IS NOT NULL"
+)
+_LOCK_WAIT_SECONDS = (
+    "SELECT lock_id AS label, wait_ms / 1000.0 AS seconds FROM paimon_lock_events "
+    "WHERE event_type = 'acquired' AND wait_ms IS NOT NULL"
+)
+_LOCK_HOLD_SECONDS = (
+    "SELECT lock_id AS label, held_ms / 1000.0 AS seconds FROM paimon_lock_activity WHERE held_ms IS NOT NULL"
+)
+_HISTOGRAM = (
+    "WITH v AS ({inner}) "
+    "SELECT v.label, b.le, count(*) FILTER (WHERE v.seconds <= b.le) AS n, "
+    "sum(v.seconds) AS total, count(*) AS cnt "
+    "FROM v CROSS JOIN unnest(CAST(:buckets AS double precision[])) AS b(le) "
+    "GROUP BY v.label, b.le ORDER BY v.label, b.le"
+)
+
+
+def _histogram(
+    conn: Connection, family: MetricFamily, inner: str, label: str, buckets: Sequence[float]
+) -> None:
+    # ``inner`` is one of this module's constants above, never user input.
+    statement = text(_HISTOGRAM.format(inner=inner))
+    per_label: dict[str, tuple[float, int]] = {}
+    for r in conn.execute(statement, {"buckets": list(buckets)}):
+        family.add(int(r.n), "_bucket", **{label: r.label, "le": _number(float(r.le))})
+        per_label[r.label] = (float(r.total or 0.0), int(r.cnt))
+    for value, (total, count) in per_label.items():
+        family.add(count, "_bucket", **{label: value, "le": "+Inf"})
+        family.add(total, "_sum", **{label: value})
+        family.add(count, "_count", **{label: value})
+
+
+def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> list[MetricFamily]:
+    """One consistent read of every metric (a REPEATABLE READ transaction)."""
+    commits = MetricFamily("paimon_meta_commits_total", "counter", "Commits by table, kind and outcome.")
+    attempts = MetricFamily("paimon_meta_commit_attempts_total", "counter", "Commit attempts (tries).")
+    retries = MetricFamily(
+        "paimon_meta_commit_retries_total", "counter", "Commit attempts that were retried."
+    )
+    conflicts = MetricFamily(
+        "paimon_meta_commit_conflicts_total", "counter", "Failed conflict checks by table and reason."
+    )
+    pending = MetricFamily("paimon_meta_commits_pending", "gauge", "Prepared commits without an outcome.")
+    duration = MetricFamily(
+        "paimon_meta_commit_duration_seconds", "histogram", "Time from prepared to outcome per commit."
+    )
+    check = MetricFamily(
+        "paimon_meta_commit_conflict_check_seconds", "histogram", "Duration of each conflict check."
+    )
+    lock_events = MetricFamily(
+        "paimon_meta_lock_events_total",
+        "counter",
+        "Lock events (acquired, released, expiry_takeover, force_released, lost) per lock.",
+    )
+    lock_wait = MetricFamily("paimon_meta_lock_wait_seconds", "histogram", "Time waited to acquire a lock.")
+    lock_hold = MetricFamily("paimon_meta_lock_hold_seconds", "histogram", "Time a lock was held.")
+    held = MetricFamily("paimon_meta_locks_held", "gauge", "Lock rows present now, by holder kind.")
+    stale = MetricFamily("paimon_meta_locks_stale", "gauge", "Lock rows whose lease has expired.")
+    lease_left = MetricFamily("paimon_meta_lock_lease_left_seconds", "gauge", "Lease left per held lock.")
+
+    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+        per_table_attempts: dict[str, float] = {}
+        per_table_retries: dict[str, float] = {}
+        per_table_pending: dict[str, float] = {}
+        for r in conn.execute(_COMMITS):
+            commits.add(r.n, table=r.table, kind=r.kind, outcome=r.outcome)
+            per_table_attempts[r.table] = per_table_attempts.get(r.table, 0) + float(r.attempts)
+            per_table_retries[r.table] = per_table_retries.get(r.table, 0) + float(r.retries)
+            per_table_pending.setdefault(r.table, 0)
+            if r.outcome == "pending":
+                per_table_pending[r.table] += float(r.n)
+        for t, v in per_table_attempts.items():
+            attempts.add(v, table=t)
+            retries.add(per_table_retries[t], table=t)
+            pending.add(per_table_pending[t], table=t)
+        for r in conn.execute(_CONFLICTS):
+            conflicts.add(r.n, table=r.table, reason=r.reason)
+        _histogram(conn, duration, _COMMIT_SECONDS, "table", buckets)
+        _histogram(conn, check, _CHECK_SECONDS, "table", buckets)
+        for r in conn.execute(_LOCK_EVENTS):
+            lock_events.add(r.n, lock=r.lock_id, event=r.event_type)
+        _histogram(conn, lock_wait, _LOCK_WAIT_SECONDS, "lock", buckets)
+        _histogram(conn, lock_hold, _LOCK_HOLD_SECONDS, "lock", buckets)
+        counts = {"java": 0, "paimon_meta": 0}
+        n_stale = 0
+        for r in conn.execute(_LOCKS):
+            counts["java" if r.java else "paimon_meta"] += 1
+            n_stale += 1 if r.lease_left < 0 else 0
+            lease_left.add(r.lease_left, lock=r.lock_id)
+        conn.rollback()
+    for kind, n in counts.items():
+        held.add(n, holder=kind)
+    stale.add(n_stale)
+    return [
+        commits,
+        attempts,
+        retries,
+        conflicts,
+        pending,
+        duration,
+        check,
+        lock_events,
+        lock_wait,
+        lock_hold,
+        held,
+        stale,
+        lease_left,
+    ]
+
+
+# ---- text format ------------------------------------------------------------------------------------------
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    return repr(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+def render(families: Iterable[MetricFamily]) -> str:
+    """The Prometheus text exposition of ``families``."""
+    lines: list[str] = []
+    for f in families:
+        lines.append(f"# HELP {f.name} {f.help}")
+        lines.append(f"# TYPE {f.name} {f.kind}")
+        for s in f.samples:
+            labels = ",".join(f'{k}="{_escape(v)}"' for k, v in s.labels)
+            lines.append(
+                f"{f.name}{s.suffix}{{{labels}}} {_number(s.value)}"
+                if labels
+                else f"{f.name}{s.suffix} {_number(s.value)}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def scrape(engine: Engine) -> str:
+    """:func:`collect` + :func:`render`."""
+    return render(collect(engine))
+
+
+# ---- a tiny HTTP endpoint --------------------------------------------------------------------------------
+
+
+class MetricsServer:
+    """``GET /metrics`` on ``host:port`` (port 0 picks a free one; see :attr:`port`)."""
+
+    def __init__(self, engine: Engine, port: int, host: str = "127.0.0.1") -> None:
+        self.engine = engine
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.split("?", 1)[0] not in ("/metrics", "/"):
+                    self.send_error(404, "try /metrics")
+                    return
+                try:
+                    body = scrape(engine).encode()
+                except Exception as e:  # a scrape failure is reported, never fatal to the server
+                    log.exception("metrics scrape failed")
+                    self.send_error(500, f"scrape failed: {type(e).__name__}")
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("metrics: " + format, *args)
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def serve_forever(self) -> None:
+        self._server.serve_forever()
+
+    def start(self) -> MetricsServer:
+        """Serve on a daemon thread (for tests and embedding)."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="paimon-meta-metrics", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,107 @@
+"""Audit queries behind ``paimon-meta commits``, ``events`` and ``snapshots`` (docs/AUDIT.md has the
+same questions as SQL to paste into psql). All statements are constant SQL with bound parameters."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, text
+
+from paimon_meta.errors import ValidationError
+from paimon_meta.ops.common import resolve_table
+
+if TYPE_CHECKING:
+    from paimon_meta.catalog_api import Catalog
+
+_HISTORY = text(
+    "SELECT commit_id, commit_user, commit_identifier, commit_kind, outcome, snapshot_id, attempts, "
+    "retries, conflicts, conflict_check_ms, elapsed_ms::float8 AS elapsed_ms, final_reason, "
+    "first_event_at, last_event_at "
+    "FROM paimon_commit_history WHERE table_identifier = :table "
+    "ORDER BY first_event_at DESC, commit_id LIMIT :limit"
+)
+_EVENTS = text(
+    "SELECT event_id, created_at, table_identifier, commit_id, event_type, attempt, commit_user, "
+    "commit_identifier, commit_kind, snapshot_id, duration_ms, payload "
+    "FROM paimon_commit_events "
+    "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) "
+    "AND (CAST(:commit_id AS uuid) IS NULL OR commit_id = :commit_id) "
+    "ORDER BY event_id DESC LIMIT :limit"
+)
+_LOCK_EVENTS = text(
+    "SELECT event_id, created_at, lock_id, event_type, owner, fencing_token, hostname, pid, operator, "
+    "reason, previous_owner, previous_fencing_token, wait_ms, payload "
+    "FROM paimon_lock_events WHERE (CAST(:lock_id AS text) IS NULL OR lock_id = :lock_id) "
+    "ORDER BY event_id DESC LIMIT :limit"
+)
+_RECORDED = text(
+    "SELECT snapshot_id, event_type, commit_id FROM paimon_commit_events "
+    "WHERE table_id = :table_id AND snapshot_id IS NOT NULL "
+    "AND event_type IN ('snapshot_published', 'external', 'recovered') ORDER BY event_id"
+)
+
+
+def commit_history(engine: Engine, table: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The latest ``limit`` commits of a table (``paimon_commit_history``), newest first."""
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(_HISTORY, {"table": table, "limit": limit})]
+
+
+def commit_events(
+    engine: Engine, *, table: str | None = None, commit_id: str | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The latest ``limit`` commit events (optionally of one table and/or one commit), oldest first.
+
+    Raises:
+        ValidationError: ``commit_id`` is not a UUID.
+    """
+    cid = None
+    if commit_id is not None:
+        try:
+            cid = uuid.UUID(commit_id)
+        except ValueError as e:
+            raise ValidationError(f"commit id {commit_id!r} is not a UUID") from e
+    with engine.connect() as conn:
+        rows = [
+            dict(r._mapping)
+            for r in conn.execute(_EVENTS, {"table": table, "commit_id": cid, "limit": limit})
+        ]
+    return rows[::-1]
+
+
+def lock_events(engine: Engine, *, lock_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """The latest ``limit`` lock events (optionally of one lock), oldest first."""
+    with engine.connect() as conn:
+        rows = [dict(r._mapping) for r in conn.execute(_LOCK_EVENTS, {"lock_id": lock_id, "limit": limit})]
+    return rows[::-1]
+
+
+def snapshot_rows(catalog: Catalog, identifier: str) -> list[dict[str, Any]]:
+    """Snapshots on storage (earliest first) with the event that recorded each in the log, if any."""
+    row, table = resolve_table(catalog, identifier)
+    with catalog.engine.connect() as conn:
+        recorded: dict[int, tuple[str, str]] = {}
+        for r in conn.execute(_RECORDED, {"table_id": row.table_id}):
+            recorded.setdefault(r.snapshot_id, (r.event_type, str(r.commit_id)))
+    sm = table.snapshot_manager
+    out = []
+    for sid in sm.list_snapshot_ids():
+        s = sm.snapshot(sid)
+        event, commit_id = recorded.get(sid, (None, None))
+        out.append(
+            {
+                "snapshot_id": s.id,
+                "commit_kind": s.commit_kind.value,
+                "commit_user": s.commit_user,
+                "commit_identifier": s.commit_identifier,
+                "committed_at": datetime.fromtimestamp(s.time_millis / 1000, UTC),
+                "schema_id": s.schema_id,
+                "delta_records": s.delta_record_count,
+                "total_records": s.total_record_count,
+                "recorded_as": event,
+                "commit_id": commit_id,
+            }
+        )
+    return out

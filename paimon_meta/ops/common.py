@@ -1,0 +1,140 @@
+"""Shared plumbing of the operations tools: who the operator is, the table lock, durations, progress.
+
+Every tool that changes a table's files (recovery, expiration, orphan cleanup) holds the table's
+metastore lock while it decides and deletes, so it never races a commit made through the lock. Writers
+that ignore the metastore (Java without the JDBC lock, pypaimon) are not excluded; see docs/AUDIT.md.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import re
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, text
+
+from paimon_meta.catalog.lock import LockLease
+from paimon_meta.catalog.registry import TableRow
+from paimon_meta.errors import PaimonMetaError, ValidationError
+
+if TYPE_CHECKING:
+    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.table.table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+#: Receives one human-readable line per step of long work (the CLI prints them to stderr).
+Progress = Callable[[str], Any]
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
+_AGE_UNITS = {
+    "": 1.0,
+    "ms": 0.001,
+    "s": 1.0,
+    "sec": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+}
+
+
+class NotFoundError(PaimonMetaError):
+    """The thing an operation names (a lock, a commit, a snapshot) does not exist."""
+
+
+class RefusedError(PaimonMetaError):
+    """The operation was refused to protect a live writer (e.g. releasing a heartbeating lock)."""
+
+
+def quiet(_line: str) -> None:
+    """A :data:`Progress` that drops everything."""
+
+
+def parse_age(value: str) -> float:
+    """``"60s"``, ``"15 min"``, ``"1h"``, ``"1d"``, ``"250ms"`` -> seconds. A bare number is seconds.
+
+    Raises:
+        ValidationError: not a duration.
+    """
+    m = _AGE.match(value.lower())
+    if m is None or m.group(2) not in _AGE_UNITS:
+        raise ValidationError(
+            f"{value!r} is not a duration (examples: 90s, 15min, 2h, 1d; a bare number means seconds)",
+            value=value,
+        )
+    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
+
+
+def operator_identity() -> str:
+    """``user@host`` of whoever runs the tool: recorded with every forced lock release."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers with an arbitrary uid)
+        user = os.environ.get("USER") or f"uid{os.getuid()}"
+    return f"{user}@{socket.gethostname()}"
+
+
+def ops_owner(purpose: str) -> str:
+    """A lock owner string for a tool run: says what took the lock, who ran it and where."""
+    return f"paimon-meta {purpose}:{operator_identity()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def db_now(engine: Engine) -> datetime:
+    """The metastore's clock (event timestamps are the server's, so ages are computed against it)."""
+    with engine.connect() as conn:
+        value: datetime = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+    return value
+
+
+def resolve_table(catalog: Catalog, identifier: str) -> tuple[TableRow, FileStoreTable]:
+    """The registry row and the table of ``db.table`` (``TableNotFoundError`` if not registered)."""
+    from paimon_meta.catalog_api import split_identifier
+
+    db, name = split_identifier(identifier)
+    row = catalog.registry.get_table_row(db, name)
+    return row, catalog.get_table(identifier)
+
+
+def all_table_identifiers(catalog: Catalog) -> list[str]:
+    """Every registered table of the catalog, as ``db.table``, sorted."""
+    return [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
+
+
+@contextmanager
+def table_lock(
+    catalog: Catalog,
+    row: TableRow,
+    purpose: str,
+    *,
+    progress: Progress = quiet,
+    timeout_seconds: float | None = None,
+) -> Iterator[LockLease]:
+    """Hold the table's metastore lock (lease + heartbeat) for the body.
+
+    The lock is the one every writer of the catalog takes (Java's ``<catalog-key>.<db>.<table>``), so
+    while the body runs no commit of ours, and no Java writer using the JDBC lock, can publish.
+    """
+    lock_id = catalog.registry.lock_id(row.database, row.name)
+    settings = catalog.lock_settings
+    timeout = settings.acquire_timeout_seconds if timeout_seconds is None else timeout_seconds
+    holder = catalog.lock.get_lock(lock_id)
+    if holder is not None:
+        who = holder.owner or "a Java writer"
+        state = "stale, waiting for its lease to expire" if holder.stale else "waiting"
+        progress(f"lock {lock_id} is held by {who} ({state}, up to {timeout:.0f}s)")
+    lease = catalog.lock.acquire(
+        lock_id,
+        owner=ops_owner(purpose),
+        lease_seconds=settings.lease_seconds,
+        timeout_seconds=timeout,
+    )
+    with lease:
+        yield lease

@@ -1,0 +1,337 @@
+"""Snapshot expiration (Java ``ExpireSnapshotsImpl`` + ``SnapshotDeletion``).
+
+Which snapshots expire follows Java exactly: keep at least ``snapshot.num-retained.min`` (10) and at most
+``snapshot.num-retained.max`` (unbounded) snapshots; between the two, a snapshot expires only once the
+*next* snapshot is older than ``snapshot.time-retained`` (1 h); at most ``snapshot.expire.limit`` (50)
+per run; never a snapshot a consumer (``consumer/consumer-<id>``) still has to read. The snapshots
+``[earliest, end)`` expire and ``end`` becomes the earliest.
+
+What is deleted, in Java's order (so an interrupted run is finished by the next one):
+
+1. data files DELETEd by the deltas of snapshots ``(earliest, end]`` (an ADD of the same file in the same
+   delta cancels it: an upgrade keeps the file) and changelog files ADDed by expired snapshots;
+2. manifest lists, manifests, index manifests, index files and statistics of expired snapshots;
+3. the expired snapshot files, then the ``EARLIEST`` hint.
+
+Every candidate is checked against a keep-set computed from the retained snapshots and tags: files live
+in the first retained snapshot, files added by the deltas and changelogs of later ones, every metadata
+file any of them references, and files named by commits still in flight. Java trusts the manifest
+invariants alone; the keep-set makes a bug or a foreign writer cost disk space instead of data.
+
+The whole run holds the table's metastore lock, so no commit through the lock can build on a snapshot
+being expired or reference a file being deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from paimon_meta.commit.metastore_guard import reconcile
+from paimon_meta.errors import FileIOError, FileNotFound, UnsupportedError, ValidationError
+from paimon_meta.ops.common import Progress, quiet, resolve_table, table_lock
+from paimon_meta.ops.references import (
+    DataKey,
+    FilePaths,
+    SnapshotMetadata,
+    consumer_min_next_snapshot,
+    data_key,
+    live_entries,
+    pending_commit_files,
+    read_entries,
+    read_metadata,
+    tag_snapshots,
+)
+from paimon_meta.spec.manifest import FileKind, ManifestEntry
+from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.table import FileStoreTable
+
+if TYPE_CHECKING:
+    from paimon_meta.catalog_api import Catalog
+
+CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
+CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
+CHANGELOG_TIME_RETAINED = "changelog.time-retained"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireConfig:
+    """Java's ``ExpireConfig``; :meth:`from_table` reads the table's options."""
+
+    retain_min: int = 10
+    retain_max: int | None = None
+    time_retained_ms: int = 3_600_000
+    max_deletes: int = 50
+
+    @classmethod
+    def from_table(cls, table: FileStoreTable, **overrides: Any) -> ExpireConfig:
+        opts = table.options
+        values: dict[str, Any] = {
+            "retain_min": opts.snapshot_num_retained_min,
+            "retain_max": opts.snapshot_num_retained_max,
+            "time_retained_ms": opts.snapshot_time_retained_ms,
+            "max_deletes": opts.snapshot_expire_limit,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def validate(self) -> None:
+        if self.retain_min < 1:
+            raise ValidationError(f"snapshot.num-retained.min must be >= 1, got {self.retain_min}")
+        if self.retain_max is not None and self.retain_max < self.retain_min:
+            raise ValidationError(
+                f"snapshot.num-retained.max ({self.retain_max}) must not be less than "
+                f"snapshot.num-retained.min ({self.retain_min})"
+            )
+        if self.max_deletes < 1:
+            raise ValidationError(f"snapshot.expire.limit must be >= 1, got {self.max_deletes}")
+        if self.time_retained_ms < 0:
+            raise ValidationError("snapshot.time-retained must be >= 0")
+
+
+@dataclass(slots=True)
+class ExpireReport:
+    """What one expiration run did (or, dry run, would do)."""
+
+    table: str
+    dry_run: bool
+    config: ExpireConfig
+    earliest_before: int | None = None
+    latest: int | None = None
+    expired: list[int] = field(default_factory=list)
+    earliest_after: int | None = None
+    deleted_data_files: list[str] = field(default_factory=list)
+    deleted_metadata_files: list[str] = field(default_factory=list)
+    kept_referenced: int = 0
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["config"] = asdict(self.config)
+        return out
+
+
+def expire_snapshots(
+    catalog: Catalog,
+    identifier: str,
+    *,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    time_retained_ms: int | None = None,
+    max_deletes: int | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    progress: Progress = quiet,
+) -> ExpireReport:
+    """Expire old snapshots of a catalog table (see the module docstring); arguments left None come
+    from the table's options. ``dry_run`` decides under the lock but deletes nothing.
+
+    Raises:
+        TableNotFoundError, ValidationError (bad retention), UnsupportedError (decoupled changelog),
+        LockTimeoutError, CorruptMetadataError (a retained snapshot's metadata is unreadable: nothing
+        is deleted).
+    """
+    row, table = resolve_table(catalog, identifier)
+    config = ExpireConfig.from_table(
+        table,
+        retain_min=retain_min,
+        retain_max=retain_max,
+        time_retained_ms=time_retained_ms,
+        max_deletes=max_deletes,
+    )
+    config.validate()
+    _refuse_decoupled_changelog(table)
+    report = ExpireReport(row.identifier, dry_run, config)
+    with table_lock(catalog, row, "expire-snapshots", progress=progress):
+        if not dry_run:
+            # Record what is on storage before any of it can disappear (the event log equals storage).
+            reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
+        keep_files = pending_commit_files(catalog.events, row.table_id)
+        _expire(table, config, report, keep_files, now_ms=now_ms, progress=progress)
+    return report
+
+
+def _refuse_decoupled_changelog(table: FileStoreTable) -> None:
+    opts = table.options
+    if any(
+        opts.get(k) for k in (CHANGELOG_NUM_RETAINED_MIN, CHANGELOG_NUM_RETAINED_MAX, CHANGELOG_TIME_RETAINED)
+    ):
+        raise UnsupportedError(
+            "tables with a decoupled changelog lifecycle (changelog.num-retained.*, changelog.time-retained) "
+            "are not expired by paimon-meta; use Java's expire_snapshots",
+            table=table.path,
+        )
+
+
+def plan_end(
+    table: FileStoreTable, config: ExpireConfig, *, now_ms: int | None = None
+) -> tuple[int, int, int] | None:
+    """(earliest, end, latest): snapshots ``[earliest, end)`` expire. None for a table without snapshots.
+    Java ``ExpireSnapshotsImpl.expire``."""
+    sm = table.snapshot_manager
+    latest = sm.latest_snapshot_id()
+    earliest = sm.earliest_snapshot_id()
+    if latest is None or earliest is None:
+        return None
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    older_than = now - config.time_retained_ms
+    retain_max = config.retain_max if config.retain_max is not None else 2**31 - 1
+    lowest = max(latest - retain_max + 1, earliest)
+    max_exclusive = latest - config.retain_min + 1
+    consumer = consumer_min_next_snapshot(table)
+    if consumer is not None:
+        max_exclusive = min(max_exclusive, consumer)
+    max_exclusive = min(max_exclusive, earliest + config.max_deletes)
+    for sid in range(lowest, max_exclusive):
+        # A snapshot expires only once its successor has been alive longer than time-retained.
+        try:
+            successor = sm.snapshot(sid + 1)
+        except FileNotFound:
+            continue
+        if older_than <= successor.time_millis:
+            return earliest, sid, latest
+    return earliest, max_exclusive, latest
+
+
+def _expire(
+    table: FileStoreTable,
+    config: ExpireConfig,
+    report: ExpireReport,
+    keep_files: set[str],
+    *,
+    now_ms: int | None,
+    progress: Progress,
+) -> None:
+    sm = table.snapshot_manager
+    planned = plan_end(table, config, now_ms=now_ms)
+    if planned is None:
+        report.note = "the table has no snapshots"
+        return
+    earliest, end, latest = planned
+    report.earliest_before, report.latest, report.earliest_after = earliest, latest, earliest
+    if end <= earliest:
+        report.note = "nothing to expire"
+        if not report.dry_run and not sm.file_io.exists(sm.paths.earliest_hint_path):
+            sm.commit_earliest_hint(earliest)
+        return
+    if not sm.snapshot_exists(end):
+        report.note = f"snapshot {end} (the first to keep) is missing; nothing expired"
+        return
+    expiring = [sm.snapshot(sid) for sid in range(earliest, end) if sm.snapshot_exists(sid)]
+    retained = [sm.snapshot(sid) for sid in range(end, latest + 1) if sm.snapshot_exists(sid)]
+    progress(f"{report.table}: expiring snapshots {earliest}..{end - 1}, keeping {end}..{latest}")
+    keep = _KeepSet.build(table, retained, tag_snapshots(table), keep_files)
+    paths = FilePaths(table)
+
+    data = _data_candidates(table, [*expiring[1:], retained[0]], expiring, paths)
+    metadata = _metadata_candidates(table, expiring, paths)
+    unused_data = {key: names for key, names in data.items() if not keep.has_data(key, names)}
+    doomed_data = [p for names in unused_data.values() for p in names]
+    doomed_meta = [path for name, path in metadata.items() if name not in keep.metadata]
+    report.kept_referenced = len(data) - len(unused_data) + len(metadata) - len(doomed_meta)
+    report.expired = [s.id for s in expiring]
+    report.earliest_after = end
+    report.deleted_data_files = sorted(doomed_data)
+    report.deleted_metadata_files = sorted(doomed_meta)
+    if report.dry_run:
+        return
+    progress(f"{report.table}: deleting {len(doomed_data)} data files and {len(doomed_meta)} metadata files")
+    _delete_all(table, doomed_data)
+    _delete_all(table, doomed_meta)
+    for snap in expiring:
+        sm.file_io.delete(sm.snapshot_path(snap.id))
+    sm.commit_earliest_hint(end)
+
+
+class _KeepSet:
+    """Everything the retained snapshots, the tags and in-flight commits still reference."""
+
+    def __init__(self) -> None:
+        self.data: set[DataKey] = set()
+        self.names: set[str] = set()  # data/extra/index file names named by in-flight commits
+        self.metadata: set[str] = set()
+
+    @classmethod
+    def build(
+        cls, table: FileStoreTable, retained: list[Snapshot], tags: list[Snapshot], in_flight: set[str]
+    ) -> _KeepSet:
+        keep = cls()
+        keep.names |= in_flight
+        # Reading errors propagate: never delete on a partial view of what is referenced.
+        first = read_metadata(table, retained[0], missing_ok=False)
+        keep._add_live(table, first)
+        for snap in retained[1:]:
+            md = read_metadata(table, snap, missing_ok=False)
+            keep.metadata |= md.metadata_names()
+            for e in read_entries(table, md.delta, missing_ok=False, missing=md.missing):
+                if e.kind is FileKind.ADD:
+                    keep.data.add(data_key(e))
+            keep._add_changelog(table, md)
+        for tag in tags:
+            keep._add_live(table, read_metadata(table, tag, missing_ok=False))
+        return keep
+
+    def _add_live(self, table: FileStoreTable, md: SnapshotMetadata) -> None:
+        self.metadata |= md.metadata_names()
+        self.data.update(data_key(e) for e in live_entries(table, md))
+        self._add_changelog(table, md)
+
+    def _add_changelog(self, table: FileStoreTable, md: SnapshotMetadata) -> None:
+        for e in read_entries(table, md.changelog, missing_ok=False, missing=md.missing):
+            self.data.add(data_key(e))
+
+    def has_data(self, key: DataKey, paths: list[str]) -> bool:
+        return key in self.data or any(p.rsplit("/", 1)[-1] in self.names for p in paths)
+
+
+def _data_candidates(
+    table: FileStoreTable, delta_snapshots: list[Snapshot], expiring: list[Snapshot], paths: FilePaths
+) -> dict[DataKey, list[str]]:
+    """Data files deleted by the deltas of ``(earliest, end]`` and changelog files of expired snapshots
+    (Java ``planDeletedInDeltaManifest`` / ``planAddedInChangelogManifest``); missing metadata is
+    skipped: an interrupted run already deleted it."""
+    out: dict[DataKey, list[str]] = {}
+    for snap in delta_snapshots:
+        md = read_metadata(table, snap, missing_ok=True)
+        in_delta: dict[DataKey, ManifestEntry] = {}
+        for e in read_entries(table, md.delta, missing_ok=True, missing=md.missing):
+            if e.kind is FileKind.ADD:
+                in_delta.pop(data_key(e), None)  # an upgrade re-adds the file it deletes
+            else:
+                in_delta[data_key(e)] = e
+        for key, e in in_delta.items():
+            out[key] = paths.data_file(e)
+    for snap in expiring:
+        md = read_metadata(table, snap, missing_ok=True)
+        for e in read_entries(table, md.changelog, missing_ok=True, missing=md.missing):
+            if e.kind is FileKind.ADD:
+                out[data_key(e)] = paths.data_file(e)
+    return out
+
+
+def _metadata_candidates(table: FileStoreTable, expiring: list[Snapshot], paths: FilePaths) -> dict[str, str]:
+    """name -> path of every metadata file of the expired snapshots (Java ``planManifestsCleaner``)."""
+    out: dict[str, str] = {}
+    for snap in expiring:
+        md = read_metadata(table, snap, missing_ok=True)
+        for name in md.list_names:
+            out[name] = paths.manifest(name)
+        for meta in (*md.base, *md.delta, *md.changelog):
+            out[meta.file_name] = paths.manifest(meta.file_name)
+        if snap.index_manifest:
+            out[snap.index_manifest] = paths.manifest(snap.index_manifest)
+        for entry in md.index_entries:
+            out[entry.index_file.file_name] = paths.index_file(entry.index_file)
+        if snap.statistics:
+            out[snap.statistics] = paths.statistics(snap.statistics)
+    return out
+
+
+def _delete_all(table: FileStoreTable, paths: list[str]) -> None:
+    for path in paths:
+        try:
+            table.file_io.delete(path)
+        except FileIOError:
+            # Leftovers are orphans: remove-orphan-files deletes them later.
+            continue

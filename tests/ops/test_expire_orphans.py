@@ -1,0 +1,229 @@
+"""Snapshot expiration and orphan cleanup: what they delete, what they must never delete, and both
+running while writers commit."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import paimon_meta
+from paimon_meta.catalog_api import Catalog
+from paimon_meta.ops.expire import ExpireConfig, expire_snapshots, plan_end
+from paimon_meta.ops.orphans import remove_orphan_files
+from paimon_meta.ops.recovery import recover_table
+from paimon_meta.ops.references import FilePaths, live_entries, read_metadata
+from paimon_meta.table.table import FileStoreTable
+from tests.ops.helpers import (
+    FAST_LOCK,
+    TABLE,
+    Crash,
+    assert_consistent,
+    crash_at,
+    create,
+    make_old,
+    prepare,
+    read_keys,
+    referenced_paths,
+    unreferenced_manifest_files,
+    write,
+)
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
+    cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"), **FAST_LOCK)
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+def data_paths(table: FileStoreTable, snapshot_id: int) -> set[str]:
+    md = read_metadata(table, table.snapshot_manager.snapshot(snapshot_id), missing_ok=False)
+    paths = FilePaths(table)
+    return {p for e in live_entries(table, md) for p in paths.data_file(e)}
+
+
+def test_expire_deletes_exactly_the_files_only_expired_snapshots_used(catalog: Catalog) -> None:
+    create(catalog)
+    for i in range(5):  # each snapshot replaces the whole table: its delta deletes the previous files
+        write(catalog, range(i * 10, i * 10 + 10), overwrite=True)
+    table = catalog.get_table(TABLE)
+    old_data = set().union(*(data_paths(table, s) for s in (1, 2, 3)))
+    kept_data = data_paths(table, 4) | data_paths(table, 5)
+    assert not old_data & kept_data
+
+    dry = expire_snapshots(catalog, TABLE, retain_min=2, time_retained_ms=0, dry_run=True)
+    assert dry.expired == [1, 2, 3] and set(dry.deleted_data_files) == old_data
+    assert table.snapshot_manager.list_snapshot_ids() == [1, 2, 3, 4, 5]
+    assert all(table.file_io.exists(p) for p in old_data)
+
+    report = expire_snapshots(catalog, TABLE, retain_min=2, time_retained_ms=0)
+    assert (report.expired, report.earliest_after) == ([1, 2, 3], 4)
+    assert set(report.deleted_data_files) == old_data
+    table = catalog.get_table(TABLE)
+    assert table.snapshot_manager.list_snapshot_ids() == [4, 5]
+    assert table.snapshot_manager.earliest_snapshot_id() == 4
+    assert table.file_io.read(table.paths.earliest_hint_path) == b"4"
+    assert not any(table.file_io.exists(p) for p in old_data)
+    assert all(table.file_io.exists(p) for p in kept_data)
+    assert unreferenced_manifest_files(table) == set()  # every list/manifest of 1..3 went too
+    assert read_keys(catalog) == list(range(40, 50))
+    assert read_keys(catalog, snapshot=4) == list(range(30, 40))  # time travel to the earliest kept
+    assert_consistent(catalog)
+
+    again = expire_snapshots(catalog, TABLE, retain_min=2, time_retained_ms=0)
+    assert again.expired == [] and again.deleted_data_files == []
+
+
+def test_expire_honours_time_retained_max_and_the_per_run_limit(catalog: Catalog) -> None:
+    create(catalog)
+    for i in range(6):
+        write(catalog, [i])
+    table = catalog.get_table(TABLE)
+    now = table.snapshot_manager.snapshot(6).time_millis
+    young = ExpireConfig(retain_min=1, time_retained_ms=3_600_000)
+    assert plan_end(table, young, now_ms=now) == (1, 1, 6)  # every successor is younger than 1 h
+    # retain-max forces expiry regardless of age; the limit caps one run.
+    assert plan_end(
+        table, ExpireConfig(retain_min=1, retain_max=2, time_retained_ms=3_600_000), now_ms=now
+    ) == (
+        1,
+        5,
+        6,
+    )
+    assert plan_end(table, ExpireConfig(retain_min=1, time_retained_ms=0, max_deletes=2), now_ms=now) == (
+        1,
+        3,
+        6,
+    )
+    report = expire_snapshots(catalog, TABLE, retain_min=1, time_retained_ms=0, max_deletes=2)
+    assert report.expired == [1, 2]
+    assert read_keys(catalog) == list(range(6))  # appends: every row is still live
+    assert_consistent(catalog)
+
+
+def test_orphan_cleanup_keeps_referenced_young_and_in_flight_files(catalog: Catalog) -> None:
+    create(catalog)
+    write(catalog, range(10))
+    table = catalog.get_table(TABLE)
+    # A commit in flight: its data files were written long ago, its writer is (say) paused.
+    messages = prepare(table, range(100, 110))
+
+    with crash_at("after_lock"), pytest.raises(Crash):
+        table.committer_factory(table, "paused-writer").commit(messages, 1)  # type: ignore[misc]
+    bucket0 = table.paths.bucket_path((), 0)
+    in_flight = [
+        table.file_io.join(table.paths.bucket_path((), m.bucket), f.file_name)
+        for m in messages
+        for f in m.data_increment.new_files
+    ]
+    in_flight_manifests = unreferenced_manifest_files(table)
+    assert in_flight_manifests  # young: the age threshold is what protects them
+
+    def plant(path: str, *, old: bool) -> str:
+        table.file_io.write(path, b"garbage")
+        if old:
+            make_old([path])
+        return path
+
+    old_data = plant(f"{bucket0}/data-{uuid.uuid4()}-0.parquet", old=True)
+    old_manifest = plant(f"{table.paths.manifest_dir}/manifest-{uuid.uuid4()}-0", old=True)
+    old_tmp = plant(f"{table.paths.snapshot_dir}/.snapshot-9.{uuid.uuid4().hex}.tmp", old=True)
+    young = plant(f"{bucket0}/data-{uuid.uuid4()}-0.parquet", old=False)
+    foreign = plant(f"{table.path}/README", old=True)
+    make_old(
+        [*in_flight, table.paths.schema_path(0), table.paths.snapshot_path(1), table.paths.latest_hint_path]
+    )
+    make_old(sorted(referenced_paths(table)))
+
+    dry = remove_orphan_files(catalog, TABLE, older_than_seconds=3600, dry_run=True)
+    assert {o.path for o in dry.orphans} == {old_data, old_manifest, old_tmp}
+    assert dry.deleted == [] and table.file_io.exists(old_data)
+
+    report = remove_orphan_files(catalog, TABLE, older_than_seconds=3600)
+    assert set(report.deleted) == {old_data, old_manifest, old_tmp}
+    assert report.too_young >= 1 + len(in_flight_manifests)
+    for path in [*in_flight, *in_flight_manifests, young, foreign, table.paths.schema_path(0)]:
+        assert table.file_io.exists(path), path
+    assert read_keys(catalog) == list(range(10))
+    # The in-flight commit is still whole: recovery finishes it from its kept data files.
+    assert [c.action for c in recover_table(catalog, TABLE, older_than_seconds=0).commits] == ["finished"]
+    assert read_keys(catalog) == [*range(10), *range(100, 110)]
+    assert_consistent(catalog)
+
+
+def test_expire_and_orphan_cleanup_while_two_writers_commit(catalog: Catalog) -> None:
+    create(catalog, **{"snapshot.num-retained.min": "3", "snapshot.time-retained": "1 ms"})
+    write(catalog, range(5))
+    table = catalog.get_table(TABLE)
+    bucket0 = table.paths.bucket_path((), 0)
+    planted = [
+        f"{bucket0}/data-{uuid.uuid4()}-0.parquet",
+        f"{table.paths.manifest_dir}/manifest-{uuid.uuid4()}-0",
+    ]
+    for path in planted:
+        table.file_io.write(path, b"garbage")
+    make_old(planted)
+
+    committed: list[int] = list(range(5))
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(5):
+                keys = range(1000 * (n + 1) + 10 * i, 1000 * (n + 1) + 10 * i + 10)
+                write(catalog, keys)
+                committed.extend(keys)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    runs = 0
+    while any(t.is_alive() for t in threads) or runs < 2:
+        expire_snapshots(catalog, TABLE)
+        # In-flight manifests are seconds old: the threshold (not 0) is what keeps them safe.
+        remove_orphan_files(catalog, TABLE, older_than_seconds=600)
+        runs += 1
+        time.sleep(0.05)
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    expire_snapshots(catalog, TABLE)
+
+    assert read_keys(catalog) == sorted(committed)  # no committed row lost
+    assert_consistent(catalog)  # no referenced file deleted, log == storage
+    table = catalog.get_table(TABLE)
+    ids = table.snapshot_manager.list_snapshot_ids()
+    assert len(ids) == 3 and ids[-1] == 11  # 1 + 2 x 5 commits, 3 retained
+    assert not any(table.file_io.exists(p) for p in planted)
+
+
+@pytest.mark.s3
+def test_expire_and_orphans_on_s3(clean_db: str, s3_warehouse: tuple[str, dict[str, str]]) -> None:
+    uri, options = s3_warehouse
+    catalog = paimon_meta.connect(clean_db, uri, **options, **FAST_LOCK)
+    try:
+        create(catalog)
+        for i in range(3):
+            write(catalog, range(i * 10, i * 10 + 10), overwrite=True)
+        table = catalog.get_table(TABLE)
+        planted = f"{table.paths.bucket_path((), 1)}/data-{uuid.uuid4()}-0.parquet"
+        table.file_io.write(planted, b"garbage")
+        report = expire_snapshots(catalog, TABLE, retain_min=1, time_retained_ms=0)
+        assert report.expired == [1, 2] and report.deleted_data_files
+        orphans = remove_orphan_files(catalog, TABLE, older_than_seconds=0)  # no writer is running
+        assert orphans.deleted == [planted]
+        assert read_keys(catalog) == list(range(20, 30))
+        assert_consistent(catalog)
+    finally:
+        catalog.close()
