@@ -5,15 +5,21 @@ Two tables: an append table (bucket-unaware) and a primary-key table with 4 buck
 in batches of ``--batch`` rows; the PK input holds every id once plus ``--dup-ratio`` re-written ids, so
 the writer sorts and folds. Nothing is committed (the files are deleted afterwards).
 
-    .venv/bin/python bench/bench_write.py --rows 1000000
+With ``--pypaimon`` the same input (saved once as Parquet) is also written by pypaimon 2.1.0 in its own
+venv (``.venv-pypaimon``, see tests/interop/pypaimon_env.py), timing the same calls there; the ratio is
+printed.
+
+    .venv/bin/python bench/bench_write.py --rows 1000000 --pypaimon
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -93,6 +99,70 @@ def _run(table: FileStoreTable, batches: list[pa.Table], parallelism: int | None
     }
 
 
+PYPAIMON_SCRIPT = r"""
+import json, sys, time
+import pyarrow as pa, pyarrow.parquet as pq
+from pypaimon import CatalogFactory, Schema
+
+warehouse, name, data_path, pk = sys.argv[1:5]
+options = json.loads(sys.argv[5])
+data = pq.read_table(data_path)
+batches = [b for b in data.to_batches(max_chunksize=int(sys.argv[6]))]
+catalog = CatalogFactory.create({"warehouse": warehouse})
+catalog.create_database("bench", True)
+fields = [pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()),
+          pa.field("score", pa.float64()), pa.field("ts", pa.timestamp("us"))]
+schema = Schema.from_pyarrow_schema(pa.schema(fields), primary_keys=[pk] if pk else None, options=options)
+catalog.create_table("bench." + name, schema, False)
+table = catalog.get_table("bench." + name)
+start = time.perf_counter()
+w = table.new_batch_write_builder().new_write()
+for b in batches:
+    w.write_arrow(pa.Table.from_batches([b]).cast(pa.schema(fields)))
+msgs = w.prepare_commit()
+end = time.perf_counter()
+files = sum(len(m.new_files) for m in msgs)
+print(json.dumps({"rows": data.num_rows, "total_s": end - start, "files": files}))
+"""
+
+
+def _run_pypaimon(
+    root: Path,
+    name: str,
+    batches: list[pa.Table],
+    *,
+    pk: tuple[str, ...],
+    options: dict[str, str],
+    batch: int,
+) -> dict[str, float]:
+    import pyarrow.parquet as pq
+
+    python = Path(__file__).resolve().parents[1] / ".venv-pypaimon" / "bin" / "python"
+    if not python.exists():
+        raise SystemExit(f"{python} missing: run `make interop-venv` first")
+    data_path = root / f"{name}.input.parquet"
+    pq.write_table(pa.concat_tables(batches), data_path)
+    out = subprocess.run(
+        [
+            str(python),
+            "-c",
+            PYPAIMON_SCRIPT,
+            str(root / "pypaimon"),
+            name,
+            str(data_path),
+            ",".join(pk),
+            json.dumps(options),
+            str(batch),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["rows_per_s"] = result["rows"] / result["total_s"]
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -103,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=["parquet", "orc"], default="parquet")
     parser.add_argument("--parallelism", type=int, default=None, help="TableWrite parallelism")
     parser.add_argument("--dir", default=None, help="where to write (default: a temp dir, removed after)")
+    parser.add_argument("--pypaimon", action="store_true", help="also run pypaimon 2.1.0 on the same input")
     args = parser.parse_args(argv)
 
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_write_"))
@@ -125,6 +196,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['rows_per_s']:>12,.0f} rows/s; {r['written_rows']:,.0f} rows in "
                 f"{r['files']:.0f} files, {r['mb']:.1f} MB"
             )
+            if args.pypaimon:
+                ref = _run_pypaimon(root, name, batches, pk=pk, options=options, batch=args.batch)
+                print(
+                    f"{'  pypaimon 2.1.0':20s} {ref['rows']:>12,.0f} rows in {ref['total_s']:7.2f} s = "
+                    f"{ref['rows_per_s']:>12,.0f} rows/s ({ref['files']:.0f} files); "
+                    f"ours/pypaimon throughput = {r['rows_per_s'] / ref['rows_per_s']:.2f}x"
+                )
     finally:
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
