@@ -1,0 +1,234 @@
+"""Batch write: a Spark DataFrame -> Paimon data files on executors -> one commit on the driver.
+
+The rows go through :mod:`spark_jobs.pipeline` (bucket assignment and packing in ``mapInArrow``, a
+shuffle by (partition, bucket), ``TableWrite`` in ``mapInArrow``; no Paimon jars), and the driver
+decodes the returned CommitMessages and commits them once through the table's commit path (the
+metastore lock + event log for catalog tables), with the batch builder's commit user and Java's
+batch identifier (``Long.MAX_VALUE``); both are recorded in the snapshot. Only the successful
+attempt of each Spark task contributes messages, so task retries never duplicate files in the commit.
+
+Run it: ``python -m spark_jobs.batch_write --table-path /wh/db.db/t --generate 1000000`` or
+``spark-submit spark_jobs/batch_write.py --table db.t --metastore-url ... --source-parquet s3://...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError
+from paimon_meta.spec.binary_row import deserialize_row
+from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.table.table import FileStoreTable
+from spark_jobs.common import TableHandle
+from spark_jobs.pipeline import TaskHook, delete_message_files, write_messages
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+WriteMode = Literal["append", "overwrite"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What one :func:`write_dataframe` call committed.
+
+    ``snapshot_ids`` is empty when nothing was committed (a dynamic overwrite of no rows).
+    ``rows`` counts the rows in the new data files (after primary-key de-duplication within a task).
+    """
+
+    table_path: str
+    commit_user: str
+    commit_identifier: int
+    snapshot_ids: tuple[int, ...]
+    deduplicated: bool
+    messages: int
+    files: int
+    rows: int
+    overwrite: Mapping[str, Any] | None
+    seconds: float
+
+
+# ---- driver side --------------------------------------------------------------------------------------
+
+
+def _dynamic_overwrite_spec(
+    table: FileStoreTable, messages: Sequence[CommitMessage]
+) -> dict[str, Any] | None:
+    """The overwrite spec for "replace the partitions present in the data", or None when the data
+    has no rows (nothing is replaced, as Java's dynamic partition overwrite)."""
+    keys = table.partition_keys
+    if not keys:
+        return {}
+    partitions = {m.partition for m in messages}
+    if not partitions:
+        return None
+    if len(partitions) > 1:
+        # The commit path takes one partition spec per OVERWRITE; replacing several partitions in
+        # one snapshot needs Java's dynamic-partition-overwrite in the coordinator.
+        raise ValidationError(
+            f"dynamic overwrite of {len(partitions)} partitions in one commit is not supported yet; "
+            "pass overwrite_partition, or write one partition per call",
+            partitions=len(partitions),
+        )
+    types = [f.type for f in table.schema.partition_type.fields]
+    return dict(zip(keys, deserialize_row(next(iter(partitions)), types)))
+
+
+def write_dataframe(
+    df: DataFrame,
+    table: FileStoreTable,
+    *,
+    mode: WriteMode = "append",
+    overwrite_partition: Mapping[str, Any] | None = None,
+    io_options: Mapping[str, str] | None = None,
+    num_partitions: int | None = None,
+    after_prepare: TaskHook | None = None,
+) -> WriteResult:
+    """Write ``df`` into ``table`` and commit it once.
+
+    ``mode="append"`` adds the rows; ``mode="overwrite"`` replaces ``overwrite_partition`` (a full or
+    partial partition spec; ``{}`` = the whole table) or, when it is None, the partitions present in
+    the data (the whole table if it is unpartitioned). ``table`` must be open for writing
+    (``paimon_meta.open_table`` or a catalog's ``get_table``); ``io_options`` are the FileIO options
+    executors open the table with (``catalog.file_io_options``; needed for S3). ``num_partitions``
+    fixes the number of write tasks (default: one per bucket for unpartitioned tables, else
+    ``spark.sql.shuffle.partitions``; bucket-unaware tables keep the input's partitioning). ``after_prepare``
+    runs on the executor after a task prepared its messages (instrumentation, fault injection).
+
+    The DataFrame has the table's columns (any order, types cast exactly as ``TableWrite`` does) and
+    optionally ``_row_kind`` for primary-key tables. Raises ``ValidationError`` on bad input or
+    mode; on a commit that definitely failed the new files are deleted and the error re-raised;
+    ``CommitOutcomeUnknownError`` deletes nothing.
+    """
+    if mode not in ("append", "overwrite"):
+        raise ValidationError(f"mode must be 'append' or 'overwrite', got {mode!r}", mode=mode)
+    if mode == "append" and overwrite_partition is not None:
+        raise ValidationError("overwrite_partition needs mode='overwrite'")
+    started = time.monotonic()
+    handle = TableHandle.of(table, io_options)
+    builder = table.new_batch_write_builder()
+    # Executors write with the builder's commit user so files and snapshot agree on who wrote them.
+    messages = write_messages(
+        df,
+        handle,
+        table.schema,
+        builder.commit_user,
+        num_partitions=num_partitions,
+        after_prepare=after_prepare,
+    )
+    overwrite: Mapping[str, Any] | None = None
+    if mode == "overwrite":
+        try:
+            overwrite = (
+                dict(overwrite_partition)
+                if overwrite_partition is not None
+                else _dynamic_overwrite_spec(table, messages)
+            )
+        except ValidationError:
+            delete_message_files(table, messages)
+            raise
+        if overwrite is None:
+            return _result(
+                table,
+                commit_user=builder.commit_user,
+                snapshot_ids=(),
+                deduplicated=False,
+                messages=messages,
+                overwrite=None,
+                started=started,
+            )
+        builder.overwrite(overwrite)
+    commit = builder.new_commit()
+    try:
+        outcome = commit.commit(messages)
+    except CommitOutcomeUnknownError:
+        raise  # the snapshot may exist and reference the files: never delete them
+    except Exception:
+        commit.abort(messages)
+        raise
+    return _result(
+        table,
+        commit_user=builder.commit_user,
+        snapshot_ids=outcome.snapshot_ids,
+        deduplicated=outcome.deduplicated,
+        messages=messages,
+        overwrite=overwrite,
+        started=started,
+    )
+
+
+def _result(
+    table: FileStoreTable,
+    *,
+    commit_user: str,
+    snapshot_ids: tuple[int, ...],
+    deduplicated: bool,
+    messages: Sequence[CommitMessage],
+    overwrite: Mapping[str, Any] | None,
+    started: float,
+) -> WriteResult:
+    files = [f for m in messages for f in m.data_increment.new_files]
+    return WriteResult(
+        table_path=table.path,
+        commit_user=commit_user,
+        commit_identifier=BATCH_COMMIT_IDENTIFIER,
+        snapshot_ids=tuple(snapshot_ids),
+        deduplicated=deduplicated,
+        messages=len(messages),
+        files=len(files),
+        rows=sum(f.row_count for f in files),
+        overwrite=overwrite,
+        seconds=time.monotonic() - started,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m spark_jobs.batch_write``: write a source into a table and print the result."""
+    from spark_jobs.cli_args import add_table_arguments, open_target
+
+    parser = argparse.ArgumentParser(prog="spark_jobs.batch_write", description=__doc__.split("\n")[0])
+    add_table_arguments(parser)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--source-parquet")
+    source.add_argument("--source-csv")
+    source.add_argument("--source-table")
+    source.add_argument("--generate", type=int, metavar="N", help="N generated rows")
+    parser.add_argument("--mode", choices=("append", "overwrite"), default="append")
+    parser.add_argument("--partition", action="append", default=[], help="static overwrite partition k=v")
+    parser.add_argument("--num-partitions", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    from spark_jobs.common import parse_options
+    from spark_jobs.session import build_session
+    from spark_jobs.sources import load_source
+
+    spark = build_session("paimon_meta.batch_write", master=args.master)
+    opened = open_target(args)
+    try:
+        static = parse_options(args.partition) if args.partition else None
+        result = write_dataframe(
+            load_source(spark, args, opened.table.schema),
+            opened.table,
+            mode=args.mode,
+            overwrite_partition=static,
+            io_options=opened.io_options,
+            num_partitions=args.num_partitions,
+        )
+    finally:
+        opened.close()
+    print(
+        f"committed snapshots {list(result.snapshot_ids)} to {result.table_path}: {result.rows} rows in "
+        f"{result.files} files, commit user {result.commit_user}, identifier {result.commit_identifier}, "
+        f"{result.seconds:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""What the driver ships to executors, and conversions between Spark and Arrow schemas.
+
+Executors never receive a ``FileStoreTable`` (it holds caches, a FileIO with live clients and, for
+catalog tables, a committer bound to the metastore): they get a :class:`TableHandle` -- the table's
+path, the FileIO options and the dynamic table options -- and open the table themselves, read-only.
+Committing always happens on the driver, through the table the caller opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from paimon_meta.errors import TableNotFoundError, UnsupportedError
+from paimon_meta.io import get_file_io
+from paimon_meta.table.snapshots import SchemaManager
+from paimon_meta.table.table import FileStoreTable
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from paimon_meta.catalog_api import Catalog
+
+
+@dataclass(frozen=True, slots=True)
+class TableHandle:
+    """Enough to reopen a table on an executor: ``path``, FileIO ``io_options`` (``s3.*``...) and the
+    table's dynamic ``table_options`` (layered over the schema's, as ``FileStoreTable(options=...)``)."""
+
+    path: str
+    io_options: Mapping[str, str] = field(default_factory=dict)
+    table_options: Mapping[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def of(table: FileStoreTable, io_options: Mapping[str, str] | None = None) -> TableHandle:
+        """The handle of an open table. ``io_options`` are those the table was opened with (for a
+        catalog table, ``catalog.file_io_options``); FileIO objects do not keep them."""
+        return TableHandle(table.path, dict(io_options or {}), dict(table.dynamic_options))
+
+    def open(self) -> FileStoreTable:
+        """The table at its latest schema, read-only (no committer): executors only write files."""
+        file_io = get_file_io(self.path, self.io_options)
+        schema = SchemaManager(file_io, self.path).latest()
+        if schema is None:
+            raise TableNotFoundError(f"no Paimon table at {self.path} (no schema file)", path=self.path)
+        return FileStoreTable(file_io, self.path, schema, self.table_options)
+
+
+def parse_options(pairs: list[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` (repeated ``--option`` arguments) as a dict."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"option {pair!r} is not of the form key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def connect_catalog(metastore_url: str | None, warehouse: str | None, options: Mapping[str, str]) -> Catalog:
+    """``paimon_meta.connect(...)``: the metastore catalog (embedded Postgres when no URL is given
+    and ``$PAIMON_META_URL`` is unset)."""
+    from paimon_meta.catalog_api import connect
+
+    return connect(metastore_url, warehouse, **options)
+
+
+# ---- Arrow <-> Spark ------------------------------------------------------------------------------
+
+
+def _spark_compatible(arrow_type: pa.DataType, column: str) -> pa.DataType:
+    """The Arrow type Spark exchanges for a column of ``arrow_type``: Spark timestamps are
+    microseconds (naive -> TIMESTAMP_NTZ, zoned -> TIMESTAMP in UTC)."""
+    t = pa.types
+    if t.is_timestamp(arrow_type):
+        return pa.timestamp("us", "UTC" if arrow_type.tz is not None else None)
+    if t.is_time(arrow_type):
+        raise UnsupportedError(
+            f"column {column!r} is a TIME column, which Spark's Arrow bridge cannot carry", field=column
+        )
+    if t.is_large_binary(arrow_type):
+        return pa.binary()
+    if t.is_list(arrow_type):
+        return pa.list_(_spark_compatible(arrow_type.value_type, column))
+    if t.is_map(arrow_type):
+        return pa.map_(
+            _spark_compatible(arrow_type.key_type, column), _spark_compatible(arrow_type.item_type, column)
+        )
+    if t.is_struct(arrow_type):
+        return pa.struct(
+            [
+                pa.field(f.name, _spark_compatible(f.type, column), f.nullable)
+                for f in (arrow_type.field(i) for i in range(arrow_type.num_fields))
+            ]
+        )
+    return arrow_type
+
+
+def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every type replaced by the one Spark's Arrow bridge produces/accepts."""
+    return pa.schema([pa.field(f.name, _spark_compatible(f.type, f.name), f.nullable) for f in schema])
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """The Spark StructType of an Arrow schema (after :func:`spark_arrow_schema`)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(spark_arrow_schema(schema), prefer_timestamp_ntz=True)
+
+
+def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` cast to ``target`` (same columns); timestamps are widened or truncated to Spark's
+    microseconds."""
+    if batch.schema.equals(target, check_metadata=False):
+        return batch
+    arrays: list[Any] = [
+        batch.column(i).cast(target.field(i).type, safe=False) for i in range(batch.num_columns)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=target)

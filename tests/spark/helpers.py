@@ -1,0 +1,66 @@
+"""Tables for the Spark tests, created on storage directly (local or S3) without a metastore.
+
+A table is a ``schema/schema-0`` file under ``<warehouse>/<db>.db/<name>`` -- the layout pypaimon's
+filesystem catalog reads -- opened with ``paimon_meta.open_table`` (storage-guarded commits).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from paimon_meta.client import open_table
+from paimon_meta.io import get_file_io
+from paimon_meta.spec.arrow import from_arrow_schema
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.table.snapshots import SchemaManager
+from paimon_meta.table.table import FileStoreTable
+
+
+def create_table(
+    warehouse: str,
+    identifier: str,
+    schema: pa.Schema,
+    *,
+    partition_keys: Sequence[str] = (),
+    primary_keys: Sequence[str] = (),
+    options: Mapping[str, str] | None = None,
+    io_options: Mapping[str, str] | None = None,
+) -> FileStoreTable:
+    """Create ``db.name`` under ``warehouse`` and open it for writing."""
+    database, name = identifier.split(".")
+    path = f"{warehouse.rstrip('/')}/{database}.db/{name}"
+    fields, highest = from_arrow_schema(schema)
+    table_schema = TableSchema(
+        0,
+        fields,
+        highest,
+        partition_keys=tuple(partition_keys),
+        primary_keys=tuple(primary_keys),
+        options=dict(options or {}),
+    )
+    created = SchemaManager(get_file_io(path, io_options), path).commit_new_schema(table_schema)
+    assert created, f"table {path} already exists"
+    return open_table(path, io_options)
+
+
+def read_rows(table: FileStoreTable, snapshot_id: int | None = None) -> list[dict[str, Any]]:
+    """Every row of the table (at a snapshot), sorted canonically."""
+    builder = table.new_read_builder()
+    if snapshot_id is not None:
+        builder = builder.with_snapshot(snapshot_id)
+    rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+    return sort_rows(rows)
+
+
+def sort_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return sorted((dict(r) for r in rows), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def live_files(table: FileStoreTable) -> list[Any]:
+    """The DataFileMetas of the latest snapshot."""
+    splits = table.new_read_builder().new_scan().plan().splits()
+    return [f for s in splits for f in s.files]
