@@ -107,3 +107,25 @@ def test_read_only_table_refuses_commit(tmp_path: Path) -> None:
     path = create(tmp_path, pk=False)
     with pytest.raises(ValidationError, match="read-only"):
         FileStoreTable.open(path).new_batch_write_builder().new_commit()
+
+
+def test_abort_never_deletes_a_file_a_compaction_only_moved_up_a_level(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement
+
+    path = create(tmp_path, pk=True)
+    wb = open_table(path).new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(pa.table({"id": pa.array([1], pa.int32()), "p": ["a"], "v": ["x"]}))
+    msgs = w.prepare_commit()
+    wb.new_commit().commit(msgs)
+    live = msgs[0].data_increment.new_files[0]
+    upgrade = CommitMessage(
+        msgs[0].partition,
+        msgs[0].bucket,
+        msgs[0].total_buckets,
+        compact_increment=CompactIncrement(compact_before=(live,), compact_after=(replace(live, level=5),)),
+    )
+    open_table(path).new_stream_write_builder().new_commit().abort([upgrade])
+    assert read_all(path) == [{"id": 1, "p": "a", "v": "x"}]

@@ -64,12 +64,16 @@ def _abort_files(table: FileStoreTable, messages: Sequence[CommitMessage]) -> No
     for m in messages:
         values = deserialize_row(m.partition, partition_types)
         bucket_dir = table.paths.bucket_path(values, m.bucket)
+        # A compaction may "upgrade" a file (move it up a level without rewriting it): the same name then
+        # appears in compact_before (live) and compact_after. Deleting it would delete live data.
+        live = {f.file_name for f in m.compact_increment.compact_before}
         for f in (
             *m.data_increment.new_files,
             *m.data_increment.changelog_files,
             *m.compact_increment.compact_after,
         ):
-            table.file_io.delete(f.external_path or table.file_io.join(bucket_dir, f.file_name))
+            if f.file_name not in live:
+                table.file_io.delete(f.external_path or table.file_io.join(bucket_dir, f.file_name))
 
 
 class BatchTableCommit:
