@@ -86,12 +86,13 @@ def test_pypaimon_commit_messages_decode_to_its_files(tmp_path: Path) -> None:
         msg = deserialize_commit_message(bytes.fromhex(m["bytes"]), 14, path="pypaimon")
         assert deserialize_row(msg.partition, [INT(False)]) == tuple(m["partition"])
         assert msg.bucket == m["bucket"]
+        files = msg.data_increment.new_files
         got = [
             [f.file_name, f.file_size, f.row_count, f.min_sequence_number, f.max_sequence_number]
-            for f in msg.data_increment.new_files
+            for f in files
         ]
         assert got == m["files"]
-        for name, size in ((str(f[0]), int(f[1])) for f in got):
+        for name, size in ((f.file_name, f.file_size) for f in files):
             path = table_dir / f"p={m['partition'][0]}" / f"bucket-{m['bucket']}" / name
             assert path.is_file() and os.path.getsize(path) == size
         # and our encoder reproduces pypaimon's bytes exactly
