@@ -7,16 +7,18 @@ lease, heartbeat and fencing token, the append-only event log, and the table poi
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import pyarrow as pa
 from sqlalchemy import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from paimon_meta.catalog.events import EventLog
 from paimon_meta.catalog.lock import MetastoreLock
@@ -28,6 +30,7 @@ from paimon_meta.db.engine import make_engine
 from paimon_meta.db.migrate import upgrade
 from paimon_meta.errors import (
     DatabaseAlreadyExistsError,
+    MetastoreUnavailableError,
     TableAlreadyExistsError,
     TableNotFoundError,
     ValidationError,
@@ -50,6 +53,25 @@ LOCK_LEASE = "lock.lease-seconds"
 LOCK_ACQUIRE_TIMEOUT = "lock.acquire-timeout-seconds"
 CATALOG_KEY = "catalog-key"
 _CATALOG_OPTIONS = {LOCK_LEASE, LOCK_ACQUIRE_TIMEOUT, CATALOG_KEY}
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _metastore_call(fn: Callable[P, R]) -> Callable[P, R]:
+    """Connection failures of the metastore surface as ``MetastoreUnavailableError``, not driver errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (OperationalError, InterfaceError) as e:
+            raise MetastoreUnavailableError(
+                f"metastore unreachable during {fn.__name__}: {e.orig or e}"
+            ) from e
+
+    return wrapper
 
 
 def split_identifier(identifier: str) -> tuple[str, str]:
@@ -91,6 +113,7 @@ class Catalog:
 
     # ---- databases ---------------------------------------------------------------------------------
 
+    @_metastore_call
     def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
         validate_identifier("database", name)
         if self.registry.database_exists(name):
@@ -99,6 +122,7 @@ class Catalog:
             raise DatabaseAlreadyExistsError(f"database {name!r} already exists", database=name)
         self.registry.create_database(name, location=self.file_io.join(self.warehouse, f"{name}.db"))
 
+    @_metastore_call
     def list_databases(self) -> list[str]:
         return self.registry.list_databases()
 
@@ -107,6 +131,7 @@ class Catalog:
     def table_location(self, database: str, table: str) -> str:
         return self.file_io.join(self.warehouse, f"{database}.db", table)
 
+    @_metastore_call
     def create_table(
         self,
         identifier: str,
@@ -155,6 +180,7 @@ class Catalog:
         self.registry.create_table_row(db, name, location, uuid.uuid4(), 0)
         return self.get_table(identifier)
 
+    @_metastore_call
     def get_table(self, identifier: str) -> FileStoreTable:
         """The table, wired to commit through the metastore guard."""
         db, name = split_identifier(identifier)
@@ -164,11 +190,13 @@ class Catalog:
         table.committer_factory = self._committer_factory(row)
         return table
 
+    @_metastore_call
     def list_tables(self, database: str) -> list[str]:
         return sorted(
             r.name for r in self.registry.list_table_rows(validate_identifier("database", database))
         )
 
+    @_metastore_call
     def drop_table(self, identifier: str, *, purge: bool = True) -> None:
         """Unregister the table and (``purge``, Java's behaviour) delete its files."""
         db, name = split_identifier(identifier)
@@ -178,6 +206,7 @@ class Catalog:
             for status in self.file_io.list_recursive(location):
                 self.file_io.delete(status.path)
 
+    @_metastore_call
     def alter_table(
         self,
         identifier: str,

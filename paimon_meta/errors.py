@@ -61,6 +61,10 @@ class FileAlreadyExistsError(FileIOError):
     """A create-if-absent found the file already there (S3: HTTP 412 on ``If-None-Match: *``)."""
 
 
+class MetastoreUnavailableError(PaimonMetaError):
+    """The metastore (Postgres) could not be reached or dropped the connection mid-operation."""
+
+
 class TableNotFoundError(PaimonMetaError):
     """No table with that identifier (or at that path)."""
 

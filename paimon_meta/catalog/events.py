@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+from psycopg.types.json import Jsonb
 from sqlalchemy import Connection, Engine, Row, func, insert, select
 
 from paimon_meta.db.models import (
@@ -51,7 +52,78 @@ __all__ = [
     "SnapshotPublished",
     "StoredCommitEvent",
     "StoredLockEvent",
+    "commit_event_insert",
+    "commit_event_insert_sql",
+    "commit_event_params",
 ]
+
+# Column -> SQL type of the commit log, for the plain-psycopg inserts of the commit path. The casts make
+# ``INSERT ... SELECT %(x)s ... FROM <cte>`` type NULL parameters (which would otherwise be text).
+_COMMIT_EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("commit_id", "uuid"),
+    ("table_id", "bigint"),
+    ("table_identifier", "text"),
+    ("event_type", "text"),
+    ("attempt", "integer"),
+    ("commit_user", "text"),
+    ("commit_identifier", "bigint"),
+    ("commit_kind", "text"),
+    ("snapshot_id", "bigint"),
+    ("payload", "jsonb"),
+    ("messages", "bytea"),
+    ("messages_version", "integer"),
+    ("duration_ms", "double precision"),
+)
+
+
+def commit_event_insert_sql(
+    *, key: str = "", source: str | None = None
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The INSERT of :func:`commit_event_insert` without values: (SQL, (param, SQL type) in column
+    order), e.g. to prepare it once on the server."""
+    names = ", ".join(c for c, _ in _COMMIT_EVENT_COLUMNS)
+    values = ", ".join(f"%({key}{c})s::{t}" for c, t in _COMMIT_EVENT_COLUMNS)
+    types = tuple((f"{key}{c}", t) for c, t in _COMMIT_EVENT_COLUMNS)
+    # Identifiers come from this module's constants and the caller's CTE name, values are parameters.
+    if source is None:
+        return f"INSERT INTO paimon_commit_events ({names}) VALUES ({values})", types  # noqa: S608
+    return f"INSERT INTO paimon_commit_events ({names}) SELECT {values} FROM {source}", types  # noqa: S608
+
+
+def commit_event_params(event: CommitEvent, *, key: str = "") -> dict[str, Any]:
+    """The parameters of :func:`commit_event_insert_sql` for ``event``.
+
+    Raises:
+        ValidationError: the event is malformed (see :meth:`CommitEvent.to_row`).
+    """
+    row = event.to_row()
+    return {f"{key}{c}": Jsonb(row[c]) if t == "jsonb" else row[c] for c, t in _COMMIT_EVENT_COLUMNS}
+
+
+def commit_event_insert(
+    event: CommitEvent, *, key: str = "", source: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``event`` as one INSERT in psycopg's paramstyle (for plain psycopg connections), parameter
+    names prefixed with ``key``. With ``source`` (the name of a CTE the caller defines) it is
+    ``INSERT ... SELECT ... FROM source``: one row per row of ``source``, so the event is written
+    only if that CTE returned a row (e.g. a compare-and-set that succeeded).
+
+    Raises:
+        ValidationError: the event is malformed (see :meth:`CommitEvent.to_row`).
+    """
+    params = commit_event_params(event, key=key)
+    return commit_event_insert_sql(key=key, source=source)[0], params
+
+
+#: Dedupe lookup in psycopg's paramstyle (see :meth:`EventLog.find_published`): the snapshot id that
+#: holds (user, identifier, kind) on a table, if any. Uses ``ix_paimon_commit_events_dedupe``.
+FIND_PUBLISHED_SQL = (
+    "SELECT snapshot_id FROM paimon_commit_events "
+    "WHERE table_id = %(table_id)s AND commit_user = %(commit_user)s "
+    "AND commit_identifier = %(commit_identifier)s AND commit_kind = %(commit_kind)s "
+    "AND event_type IN ('snapshot_published', 'recovered', 'external') AND snapshot_id IS NOT NULL "
+    "ORDER BY event_id LIMIT 1"
+)
 
 
 @dataclass(frozen=True, slots=True)

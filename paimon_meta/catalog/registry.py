@@ -35,12 +35,22 @@ from paimon_meta.errors import (
 )
 
 #: Database and table names (and catalog keys) we accept.
-IDENTIFIER_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
+IDENTIFIER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,127}")
 
 # Java's JdbcCatalog property keys (DATABASE_EXISTS_PROPERTY, Catalog.DB_LOCATION_PROP).
 _JAVA_EXISTS_KEY = "exists"
 _JAVA_LOCATION_KEY = "location"
 _JAVA_MAX_PROPERTY_VALUE = 1000
+
+#: The pointer compare-and-set of :meth:`Registry.advance_pointer` in psycopg's paramstyle.
+ADVANCE_POINTER_SQL = (
+    "UPDATE paimon_tables SET latest_snapshot_id = %(new_snapshot_id)s, updated_at = now() "
+    "WHERE table_id = %(table_id)s "
+    "AND latest_snapshot_id IS NOT DISTINCT FROM %(expected_prev)s::bigint "
+    "RETURNING table_id"
+)
+#: A table's pointer in psycopg's paramstyle (no row: no such table).
+POINTER_SQL = "SELECT latest_snapshot_id FROM paimon_tables WHERE table_id = %(table_id)s"
 
 
 def validate_identifier(kind: str, name: str) -> str:
@@ -49,7 +59,8 @@ def validate_identifier(kind: str, name: str) -> str:
     Raises:
         ValidationError: naming the identifier and the rule.
     """
-    if not isinstance(name, str) or not IDENTIFIER_PATTERN.match(name):
+    # fullmatch: with match() and a '$' anchor, "t\n" would pass (a name with a newline).
+    if not isinstance(name, str) or not IDENTIFIER_PATTERN.fullmatch(name):
         raise ValidationError(
             f"invalid {kind} name {name!r}: must match {IDENTIFIER_PATTERN.pattern}",
             kind=kind,
@@ -366,6 +377,35 @@ class Registry:
         return TableRow.from_row(row)
 
     @staticmethod
+    def check_pointer_move(table_id: int, expected_prev: int | None, new_snapshot_id: int) -> None:
+        """Raise ``ValidationError`` unless ``expected_prev -> new_snapshot_id`` moves forward."""
+        if new_snapshot_id < 1 or (expected_prev is not None and new_snapshot_id <= expected_prev):
+            raise ValidationError(
+                f"snapshot pointer must move forward: {expected_prev} -> {new_snapshot_id}",
+                table_id=table_id,
+                expected=expected_prev,
+                new=new_snapshot_id,
+            )
+
+    @staticmethod
+    def advance_pointer_sql(
+        table_id: int, expected_prev: int | None, new_snapshot_id: int
+    ) -> tuple[str, dict[str, Any]]:
+        """:meth:`advance_pointer` as one UPDATE in psycopg's paramstyle, for plain psycopg connections:
+        it returns the ``table_id`` iff the pointer was ``expected_prev`` and moved (use it as a CTE and
+        make the rest of the statement depend on its row).
+
+        Raises:
+            ValidationError: ``new_snapshot_id`` does not move the pointer forward.
+        """
+        Registry.check_pointer_move(table_id, expected_prev, new_snapshot_id)
+        return ADVANCE_POINTER_SQL, {
+            "table_id": table_id,
+            "expected_prev": expected_prev,
+            "new_snapshot_id": new_snapshot_id,
+        }
+
+    @staticmethod
     def advance_pointer(
         conn: Connection, table_id: int, expected_prev: int | None, new_snapshot_id: int
     ) -> None:
@@ -380,13 +420,7 @@ class Registry:
             SnapshotPointerConflictError: the pointer was not ``expected_prev`` (fields: table_id,
                 expected, actual); nothing was changed.
         """
-        if new_snapshot_id < 1 or (expected_prev is not None and new_snapshot_id <= expected_prev):
-            raise ValidationError(
-                f"snapshot pointer must move forward: {expected_prev} -> {new_snapshot_id}",
-                table_id=table_id,
-                expected=expected_prev,
-                new=new_snapshot_id,
-            )
+        Registry.check_pointer_move(table_id, expected_prev, new_snapshot_id)
         result = conn.execute(
             update(PaimonTable)
             .where(

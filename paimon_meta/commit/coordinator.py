@@ -21,8 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from paimon_meta.commit import crashpoints
 from paimon_meta.commit.changes import ChangeSet, collect_changes
 from paimon_meta.commit.conflicts import KeyDecoder, check_conflicts, merge_for_commit
+from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests
 from paimon_meta.commit.retry import RetryPolicy
@@ -35,6 +37,7 @@ from paimon_meta.errors import (
     LockLostError,
     ValidationError,
 )
+from paimon_meta.io.local import LocalFileIO
 from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
 from paimon_meta.serde.json import snapshot_to_json
 from paimon_meta.spec.binary_row import deserialize_row
@@ -125,6 +128,9 @@ class CommitCoordinator:
         self._key_decoder: KeyDecoder | None = (
             (lambda raw: deserialize_row(raw, key_types)) if key_types else None
         )
+        # The last snapshot this coordinator created: exactly the bytes on storage, so when it is still
+        # the latest the next commit builds on it without reading it back.
+        self._last_published: Snapshot | None = None
 
     # ---- public API -------------------------------------------------------------------------------
 
@@ -140,7 +146,8 @@ class CommitCoordinator:
         """Commit ``messages`` as one APPEND (or OVERWRITE) snapshot and, if they carry compaction
         results, one COMPACT snapshot. Returns once both are durable; raises ``CommitConflictError``
         (nothing landed), ``CommitFailedError`` or ``CommitOutcomeUnknownError`` (resolve by reading
-        storage; nothing was cleaned up)."""
+        storage or committing the same identifier again; nothing was cleaned up). A failure of the
+        COMPACT part after the APPEND part landed is a ``CommitOutcomeUnknownError``."""
         self._validate(messages)
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
         plan: list[tuple[CommitKind, ChangeSet]] = []
@@ -188,6 +195,16 @@ class CommitCoordinator:
                 raise
             except Exception as e:
                 self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
+                if ids:
+                    # An earlier snapshot of this call is durable: "nothing landed" (what the other
+                    # errors say) would be false. Re-committing the same identifier finishes the call
+                    # exactly once (the published part is deduplicated).
+                    raise CommitOutcomeUnknownError(
+                        f"snapshots {ids} of commit {identifier} are published, its {kind.value} part "
+                        f"failed: {e}; commit the same identifier again to finish it",
+                        snapshot_ids=list(ids),
+                        kind=kind.value,
+                    ) from e
                 raise
             self.guard.finished(commit_id, outcome="deduplicated" if dedup else "published", snapshot_id=sid)
             ids.append(sid)
@@ -206,6 +223,7 @@ class CommitCoordinator:
     # ---- one snapshot -----------------------------------------------------------------------------
 
     def _new_writer(self) -> ManifestWriter:
+        paths, reader = self.reader.paths, self.reader
         return ManifestWriter(
             self.file_io,
             self.manifest_dir,
@@ -213,6 +231,10 @@ class CommitCoordinator:
             self.schema.id,
             compression=self.schema.core_options.manifest_compression,
             target_file_size=self.merge_options.target_file_size,
+            # What we write is what a read would decode (files are immutable, names never reused), so
+            # the next commit's merge and list reads come from memory.
+            cache_manifest=lambda name, entries: reader.cache.put(paths.manifest_path(name), entries),
+            cache_list=lambda name, metas: reader.list_cache.put(paths.manifest_path(name), metas),
         )
 
     def _commit_kind(self, pending: _Pending) -> tuple[int, bool, int]:
@@ -222,6 +244,7 @@ class CommitCoordinator:
         if kind is not CommitKind.OVERWRITE:
             pending.delta = writer.write_manifests(changes.table_files)
         pending.changelog = writer.write_manifests(changes.changelog_files)
+        crashpoints.reached(CrashPoint.AFTER_MANIFESTS)
         started = time.monotonic()
         # An unknown outcome raises out of this loop (see _publish), so every retry below follows a
         # definite failure: earlier attempts' files can never be referenced by a published snapshot.
@@ -242,8 +265,9 @@ class CommitCoordinator:
                 raise e
             except (_RaceLost, LockLostError) as e:
                 # Definite failure of this attempt only: drop what it staged and retry on the new state.
-                self._delete(writer.written[mark:])
-                del writer.written[mark:]
+                staged = writer.written[mark:]
+                self._delete(staged)
+                writer.forget(staged)
                 if not self.retry.may_retry(attempt, started):
                     self._delete(writer.written)
                     raise CommitFailedError(
@@ -256,7 +280,8 @@ class CommitCoordinator:
                 time.sleep(wait / 1000)
 
     def _attempt(self, session: GuardSession, attempt: int, p: _Pending) -> tuple[int, bool]:
-        latest = self.snapshots.latest_snapshot()
+        latest = self._snapshot(session.latest_snapshot_id())
+        crashpoints.reached(CrashPoint.AFTER_LOCK)
         # I1: exactly-once, decided under the guard against the state we are about to build on.
         existing = session.find_committed(self.commit_user, p.identifier, p.kind, latest)
         if existing is not None:
@@ -278,14 +303,20 @@ class CommitCoordinator:
                 "conflict_checked",
                 attempt=attempt,
                 kind=p.kind.value,
+                base_snapshot_id=None if latest is None else latest.id,
                 duration_ms=round((time.monotonic() - t0) * 1000, 3),
                 **outcome,
             )
         staged = self._stage(latest, p, table_files)
         # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
         session.before_publish()
-        self._publish(staged)
+        crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
+        self._publish(staged, p.writer)
         snap = staged.snapshot
+        self._last_published = snap
+        crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
+        # Still under the guard, so hints only move forward (they are only hints: readers verify them).
+        self._hints(snap.id)
         details = {
             "kind": p.kind.value,
             "base_manifest_list": snap.base_manifest_list,
@@ -301,8 +332,16 @@ class CommitCoordinator:
             log.exception(
                 "snapshot %s is published but recording it failed; recovery will record it", snap.id
             )
-        self._hints(snap.id)
+        crashpoints.reached(CrashPoint.AFTER_EVENT)
         return snap.id, False
+
+    def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
+        if snapshot_id is None:
+            return None
+        last = self._last_published
+        if last is not None and last.id == snapshot_id:
+            return last
+        return self.snapshots.snapshot(snapshot_id)
 
     # ---- steps ------------------------------------------------------------------------------------
 
@@ -419,14 +458,25 @@ class CommitCoordinator:
         )
         return _Staged(snapshot, snapshot_to_json(snapshot).encode())
 
-    def _publish(self, staged: _Staged) -> None:
+    def _publish(self, staged: _Staged, writer: ManifestWriter) -> None:
         """I2: create snapshot-N only if absent. An error that leaves the outcome unknown is resolved by
-        repeating the same create and, if the file is there, comparing it with what we meant to write."""
+        repeating the same create and, if the file is there, comparing it with what we meant to write.
+
+        A snapshot must never be durable while a manifest it references is not. On local disk every
+        manifest and list of this commit (the delta written before the lock included) was created
+        unsynced; ``create_if_absent_after`` fsyncs them, concurrently with the snapshot's own content,
+        before the snapshot's name appears (every repeat does it again: a failure may have been theirs).
+        Elsewhere each manifest was durable when written."""
         path = self.snapshots.snapshot_path(staged.snapshot.id)
         last_error: Exception | None = None
         for _ in range(_PUBLISH_UNKNOWN_RETRIES):
             try:
-                self.file_io.create_if_absent(path, staged.body)
+                if isinstance(self.file_io, LocalFileIO):
+                    self.file_io.create_if_absent_after(path, staged.body, writer.unsynced)
+                else:
+                    writer.sync()
+                    self.file_io.create_if_absent(path, staged.body)
+                writer.unsynced.clear()
                 return
             except FileAlreadyExistsError:
                 try:
@@ -446,9 +496,13 @@ class CommitCoordinator:
         )
 
     def _hints(self, snapshot_id: int) -> None:
-        # Hints are only hints (readers verify them): a failure here never fails the commit.
+        # Hints are only hints (readers verify them): a failure here never fails the commit, and on
+        # local disk LATEST is not fsynced (a crash may leave it stale or empty: readers then list).
         try:
-            self.snapshots.commit_latest_hint(snapshot_id)
+            if isinstance(self.file_io, LocalFileIO):
+                self.file_io.write_unsynced(self.snapshots.paths.latest_hint_path, str(snapshot_id).encode())
+            else:
+                self.snapshots.commit_latest_hint(snapshot_id)
             if snapshot_id == 1:
                 self.snapshots.commit_earliest_hint(1)
         except FileIOError:

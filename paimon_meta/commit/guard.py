@@ -19,6 +19,7 @@ from typing import Any
 from paimon_meta.errors import ValidationError
 from paimon_meta.io.base import FileIO
 from paimon_meta.spec.snapshot import CommitKind, Snapshot
+from paimon_meta.table.snapshots import SnapshotManager
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,11 @@ class GuardSession(abc.ABC):
     serialised against other committers that respect the same guard."""
 
     @abc.abstractmethod
+    def latest_snapshot_id(self) -> int | None:
+        """The id of the latest snapshot on storage, read under the guard (I4: the next snapshot is
+        built on it). A metastore guard first records every snapshot on storage that its log lacks."""
+
+    @abc.abstractmethod
     def find_committed(
         self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
     ) -> int | None:
@@ -50,7 +56,9 @@ class GuardSession(abc.ABC):
 
     @abc.abstractmethod
     def record(self, event_type: str, *, attempt: int, **details: Any) -> None:
-        """Append an audit event (conflict_checked, retried, failed, aborted, deduplicated)."""
+        """Append an audit event (conflict_checked, deduplicated). A guard may hold it back until the
+        next transaction of this session (at the latest, the one that ends the session): it describes
+        a decision, not a state change, so a crash may lose it."""
 
     @abc.abstractmethod
     def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
@@ -76,6 +84,9 @@ class CommitGuard(abc.ABC):
 @dataclass(slots=True)
 class _StorageSession(GuardSession):
     guard: StorageGuard
+
+    def latest_snapshot_id(self) -> int | None:
+        return self.guard.snapshots.latest_snapshot_id()
 
     def find_committed(
         self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
@@ -109,6 +120,7 @@ class StorageGuard(CommitGuard):
     file_io: FileIO
     table_path: str
     load_snapshot_fn: Any = field(default=None)
+    snapshots: SnapshotManager = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.file_io.capabilities.atomic_create:
@@ -117,6 +129,8 @@ class StorageGuard(CommitGuard):
                 "the metastore lock (paimon_meta.connect(...))",
                 table=self.table_path,
             )
+        # Only for the latest id (hint rules); snapshots themselves come from load_snapshot_fn.
+        self.snapshots = SnapshotManager(self.file_io, self.table_path)
 
     def load_snapshot(self, snapshot_id: int) -> Snapshot | None:
         if snapshot_id < 1 or self.load_snapshot_fn is None:

@@ -3,6 +3,12 @@
 Manifests are immutable and named ``manifest-<uuid>-<n>`` / ``manifest-list-<uuid>-<n>`` with a uuid
 per writer, so two committers never write the same name and a failed attempt's files are exactly the
 ones it names in its result (which is what makes cleanup of a *definitely* failed attempt safe).
+
+Durability: on local disk files are created without fsync and listed in :attr:`ManifestWriter.unsynced`;
+the coordinator creates the snapshot that references them with ``LocalFileIO.create_if_absent_after``,
+which fsyncs them (contents and ``manifest/``) before the snapshot's name appears, so a durable snapshot
+never references a manifest that a crash could still lose. On S3 every PUT is durable and nothing is
+listed.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from paimon_meta.commit.conflicts import merge_for_commit
 from paimon_meta.io.base import FileIO
+from paimon_meta.io.local import LocalFileIO
 from paimon_meta.serde.avro import encode_index_manifest, encode_manifest, encode_manifest_list
 from paimon_meta.spec.binary_row import EMPTY_ROW_BYTES, deserialize_row, serialize_row
 from paimon_meta.spec.manifest import (
@@ -28,6 +35,9 @@ from paimon_meta.spec.manifest import (
 from paimon_meta.spec.types import DataType
 
 ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
+#: Called with (file name, decoded content) for every manifest or list written, to fill a read cache.
+CacheManifest = Callable[[str, tuple[ManifestEntry, ...]], None]
+CacheList = Callable[[str, tuple[ManifestFileMeta, ...]], None]
 
 
 def partition_stats(partitions: Sequence[bytes], types: Sequence[DataType]) -> SimpleStats:
@@ -56,7 +66,9 @@ def partition_stats(partitions: Sequence[bytes], types: Sequence[DataType]) -> S
 @dataclass(slots=True)
 class ManifestWriter:
     """Writes manifest files and lists for one committer. Records every file it writes in ``written``
-    so a definitely-failed attempt can delete exactly those."""
+    so a definitely-failed attempt can delete exactly those. ``cache_manifest``/``cache_list`` receive
+    what each file decodes to (the table's read caches: files are immutable, so the next commit reads
+    the previous snapshot's lists from memory)."""
 
     file_io: FileIO
     manifest_dir: str
@@ -66,6 +78,10 @@ class ManifestWriter:
     target_file_size: int = 8 * 1024 * 1024
     prefix_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     written: list[str] = field(default_factory=list)
+    cache_manifest: CacheManifest | None = None
+    cache_list: CacheList | None = None
+    #: Paths written without fsync (local disk) since the last :meth:`sync`.
+    unsynced: list[str] = field(default_factory=list)
     _counter: Any = field(default_factory=count)
 
     def _name(self, kind: str) -> str:
@@ -75,7 +91,25 @@ class ManifestWriter:
         path = self.file_io.join(self.manifest_dir, name)
         self.written.append(name)
         # create_if_absent: a manifest name is never reused, so finding one already there is a bug.
-        self.file_io.create_if_absent(path, data)
+        if isinstance(self.file_io, LocalFileIO):
+            # Durable at sync() (module docstring).
+            self.file_io.create_if_absent_unsynced(path, data)
+            self.unsynced.append(path)
+        else:
+            self.file_io.create_if_absent(path, data)
+
+    def forget(self, names: Sequence[str]) -> None:
+        """Stop tracking files the caller deleted (a definitely failed attempt's)."""
+        gone = set(names)
+        self.written = [n for n in self.written if n not in gone]
+        self.unsynced = [p for p in self.unsynced if p.rsplit("/", 1)[-1] not in gone]
+
+    def sync(self) -> None:
+        """Make every file written since the last call durable (local disk: their contents and the
+        directory, fsynced concurrently). Call before creating anything durable that references them."""
+        if self.unsynced and isinstance(self.file_io, LocalFileIO):
+            self.file_io.sync_files(self.unsynced)
+        self.unsynced.clear()
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write ``entries`` into one or more manifests of about ``target_file_size`` each."""
@@ -94,6 +128,8 @@ class ManifestWriter:
     def _write_one(self, entries: Sequence[ManifestEntry], data: bytes) -> ManifestFileMeta:
         name = self._name("manifest")
         self._put(name, data)
+        if self.cache_manifest is not None:
+            self.cache_manifest(name, tuple(entries))
         added = sum(1 for e in entries if e.kind is FileKind.ADD)
         return ManifestFileMeta(
             file_name=name,
@@ -112,6 +148,8 @@ class ManifestWriter:
         data = encode_manifest_list(metas, compression=self.compression)
         name = self._name("manifest-list")
         self._put(name, data)
+        if self.cache_list is not None:
+            self.cache_list(name, tuple(metas))
         return name, len(data)
 
     def write_index_manifest(self, entries: Sequence[IndexManifestEntry]) -> str:

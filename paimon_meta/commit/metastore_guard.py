@@ -1,16 +1,24 @@
 """The metastore guard: the Postgres lock (lease, heartbeat, fencing), the event log and the table pointer.
 
-Per session (one lock hold):
+Per commit (one ``commit()`` kind), on one plain psycopg connection of the lock's session pool, several
+statements per round trip:
 
-1. acquire the table's lock row (Java-compatible key ``<catalog-key>.<db>.<table>``);
-2. reconcile: every snapshot on storage beyond the table pointer is recorded before anything is decided
-   (``recovered`` when it carries a pending commit of ours, ``external`` otherwise), so dedupe by the event
-   log sees everything storage has;
-3. the coordinator dedupes, checks, stages; ``before_publish`` opens the publishing transaction and
+1. ``prepared`` (the serialized messages), in the first lock attempt's transaction (after the delta
+   manifests are written: they are garbage until a snapshot names them);
+2. acquire the table's lock row (Java-compatible key ``<catalog-key>.<db>.<table>``), then, in the
+   acquiring transaction's last round trip, read the table pointer and the dedupe lookup of this commit
+   in one query;
+3. reconcile, only when storage is ahead of the pointer (``snapshot-(pointer+1)`` exists): every such
+   snapshot is recorded (``recovered`` when it carries a pending commit of ours, ``external``
+   otherwise) and the dedupe lookup is redone, so dedupe by the event log sees everything storage has;
+4. the coordinator dedupes, checks, stages; ``before_publish`` opens the publishing transaction and
    validates the lease in it (``FOR KEY SHARE`` on the lock row: no takeover until it ends);
-4. the coordinator creates ``snapshot-N`` on storage; ``published`` advances the pointer (compare-and-set
-   N-1 -> N) and appends ``snapshot_published`` in that same transaction, then commits;
-5. release (owner- and token-checked, NOTIFY waiters).
+5. the coordinator creates ``snapshot-N`` on storage and the hints; ``published`` then commits, in
+   that one transaction: the audit events held back during the session (``conflict_checked``), the
+   pointer compare-and-set N-1 -> N with ``snapshot_published`` (inserted only if the CAS matched), and
+   the release (owner- and token-checked delete, its event, NOTIFY to waiters);
+6. a session that did not publish (dedupe, conflict, lost race, error) releases the lock at its end,
+   with its held-back events, in one transaction.
 """
 
 from __future__ import annotations
@@ -25,10 +33,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+import psycopg
+import sqlalchemy.exc
+from sqlalchemy import Engine
 
 from paimon_meta.catalog.events import (
+    FIND_PUBLISHED_SQL,
     Aborted,
+    CommitEvent,
     CommitRef,
     ConflictChecked,
     EventLog,
@@ -38,15 +50,71 @@ from paimon_meta.catalog.events import (
     Recovered,
     Retried,
     SnapshotPublished,
+    commit_event_insert,
+    commit_event_insert_sql,
+    commit_event_params,
 )
-from paimon_meta.catalog.lock import LockLease, MetastoreLock
-from paimon_meta.catalog.registry import Registry, TableRow
+from paimon_meta.catalog.lock import (
+    LockLease,
+    MetastoreLock,
+    RawConnection,
+    ServerStatement,
+    Statement,
+    rollback_quietly,
+    run_batch,
+)
+from paimon_meta.catalog.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
-from paimon_meta.errors import LockNotHeldError
+from paimon_meta.errors import (
+    LockLostError,
+    LockNotHeldError,
+    LockTimeoutError,
+    SnapshotPointerConflictError,
+    TableNotFoundError,
+)
 from paimon_meta.spec.snapshot import CommitKind, Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
 
 log = logging.getLogger(__name__)
+
+# Pointer and dedupe lookup of one commit in one query, read right after the lock is ours.
+_POINTER_AND_PUBLISHED = ServerStatement(
+    "paimon_commit_pointer",
+    "SELECT t.latest_snapshot_id AS pointer, (" + FIND_PUBLISHED_SQL + ") AS published "
+    "FROM paimon_tables t WHERE t.table_id = %(table_id)s",
+    (("table_id", "int8"), ("commit_user", "text"), ("commit_identifier", "int8"), ("commit_kind", "text")),
+)
+# The record: pointer compare-and-set N-1 -> N and, only if it matched, the snapshot_published event (a
+# pointer moved by someone else records nothing; the unique index forbids a second published event
+# for a snapshot id). Returns the event id, or no row.
+_PUBLISHED_INSERT, _PUBLISHED_TYPES = commit_event_insert_sql(key="p_", source="cas")
+_RECORD = ServerStatement(
+    "paimon_commit_record",
+    f"WITH cas AS ({ADVANCE_POINTER_SQL}) {_PUBLISHED_INSERT} RETURNING event_id",
+    (("table_id", "int8"), ("expected_prev", "int8"), ("new_snapshot_id", "int8"), *_PUBLISHED_TYPES),
+)
+
+
+# Connection-level failures of the metastore (server down or restarting, session terminated, timeouts).
+_METASTORE_FAILURES = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.InterfaceError,
+)
+
+
+@contextmanager
+def _metastore_step(step: str, lock_id: str) -> Iterator[None]:
+    """A metastore failure before the snapshot is created is a definite failure of the attempt: the
+    holder can no longer prove it holds the lock, so it must not publish. Raised as LockLostError,
+    which the coordinator retries (with backoff, on a fresh connection) like a lost lease."""
+    try:
+        yield
+    except _METASTORE_FAILURES as e:
+        raise LockLostError(
+            f"metastore failed while {step}: {e}", lock_id=lock_id, reason=f"metastore failure: {step}"
+        ) from e
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,44 +195,120 @@ class _Session(GuardSession):
     guard: MetastoreGuard
     ref: CommitRef
     lease: LockLease
-    _conn: Connection | None = None
-    _txn: Any = None
+    conn: RawConnection
+    pointer: int | None = None
+    # Snapshot holding this session's own (user, identifier, kind), from the last lookup.
+    published_as: int | None = None
+    held_back: list[Statement] = field(default_factory=list)
+    fenced: bool = False
+
+    def load_pointer(self, rows: list[dict[str, Any]] | None = None) -> None:
+        """Pointer and dedupe lookup in one query (read under the lock); ``rows`` if it already ran."""
+        if rows is None:
+            rows = run_batch(self.conn, [self.guard.pointer_query(self.ref)])[0]
+        if not rows:
+            raise TableNotFoundError(
+                f"table {self.ref.table_identifier} is no longer registered", table_id=self.ref.table_id
+            )
+        self.pointer, self.published_as = rows[0]["pointer"], rows[0]["published"]
+
+    def latest_snapshot_id(self) -> int | None:
+        snapshots = self.guard.snapshots
+        # Everyone who commits through the metastore advances the pointer under this lock, so storage
+        # can only be ahead of it by snapshots another engine (or a crashed writer) created: one
+        # existence check finds out. Only then reconcile (the log must equal storage before anything
+        # is decided) and redo the lookup.
+        if not snapshots.snapshot_exists((self.pointer or 0) + 1):
+            return self.pointer
+        reconcile(self.guard.registry, self.guard.events, self.guard.table_row, snapshots)
+        self.load_pointer()
+        return self.pointer
 
     def find_committed(
         self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
     ) -> int | None:
-        found = self.guard.events.find_published(self.ref.table_id, user, identifier, kind)
-        return None if found is None else found.snapshot_id
+        ref = self.ref
+        if (user, identifier, kind) == (ref.commit_user, ref.commit_identifier, ref.commit_kind):
+            return self.published_as
+        row = self.conn.execute(
+            FIND_PUBLISHED_SQL,
+            {
+                "table_id": ref.table_id,
+                "commit_user": user,
+                "commit_identifier": identifier,
+                "commit_kind": kind.value,
+            },
+        ).fetchone()
+        return None if row is None else int(row["snapshot_id"])
 
     def before_publish(self) -> None:
         # Opens the publishing transaction: the lease is validated in it and the lock row stays
-        # key-share locked until ``published`` commits, so nobody takes over while we publish.
-        conn = self.guard.engine.connect()
-        self._conn, self._txn = conn, conn.begin()
-        self.lease.validate_in_txn(conn)
+        # key-share locked until ``published`` commits, so nobody takes over while we publish. Where
+        # the store's create-if-absent is a real compare-and-set, a publisher that then stalls longer
+        # than its lease has its session ended by the server (idle_in_transaction_session_timeout), so
+        # a frozen holder delays a takeover by at most one lease: that is safe because snapshot-N can
+        # still be created only once (I2), and the next holder reconciles whatever it finds. Where it
+        # is not, the row lock is all that protects the publish, so it is kept as long as the session.
+        atomic = self.guard.snapshots.file_io.capabilities.atomic_create
+        self.lease.open_fenced_transaction(
+            self.conn, idle_timeout_seconds=float(self.lease.lease_seconds) if atomic else None
+        )
+        self.fenced = True
 
     def record(self, event_type: str, *, attempt: int, **details: Any) -> None:
-        self.guard.event(str(self.ref.commit_id), event_type, attempt=attempt, **details)
+        event = self.guard.build_event(str(self.ref.commit_id), event_type, attempt=attempt, **details)
+        if event is not None:
+            # Held back to the session's last transaction (publish or release): one commit less each.
+            self.held_back.append(commit_event_insert(event, key=f"h{len(self.held_back)}_"))
 
     def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
-        if self._conn is None:
+        if not self.fenced:
             raise LockNotHeldError("published() without before_publish()")
-        Registry.advance_pointer(
-            self._conn, self.ref.table_id, snapshot.id - 1 if snapshot.id > 1 else None, snapshot.id
-        )
-        EventLog.append(
-            self._conn,
-            SnapshotPublished(ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details),
-        )
-        self._txn.commit()
-        self._close()
+        prev = snapshot.id - 1 if snapshot.id > 1 else None
+        _, cas_params = Registry.advance_pointer_sql(self.ref.table_id, prev, snapshot.id)
+        event = SnapshotPublished(ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details)
+        record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
+        self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
+        statements = [*self.held_back, record, self.lease.release_statement(), ("COMMIT", {})]
+        results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
+        self.fenced = False
+        self.held_back.clear()
+        self.lease.confirm_release(bool(results[-2]))
+        if not results[-3]:
+            actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
+            raise SnapshotPointerConflictError(
+                f"table {self.ref.table_identifier}: pointer is "
+                f"{None if actual is None else actual['latest_snapshot_id']}, expected {prev}",
+                table_id=self.ref.table_id,
+                expected=prev,
+                actual=None if actual is None else actual["latest_snapshot_id"],
+                new=snapshot.id,
+            )
+        self.pointer = snapshot.id
 
-    def _close(self) -> None:
-        if self._conn is not None:
-            if self._txn is not None and self._txn.is_active:
-                self._txn.rollback()
-            self._conn.close()
-        self._conn, self._txn = None, None
+    def close(self) -> None:
+        """End the session: roll back an unpublished publishing transaction, then release the lock
+        with the held-back events (one transaction), unless ``published`` already did."""
+        if self.fenced:
+            rollback_quietly(self.conn)
+            self.fenced = False
+        if self.lease.released:
+            return
+        self.lease.stop_heartbeat()
+        try:
+            results = run_batch(
+                self.conn, [("BEGIN", {}), *self.held_back, self.lease.release_statement(), ("COMMIT", {})]
+            )
+        except psycopg.Error:
+            log.warning("releasing %s on the session connection failed; retrying", self.lease.lock_id)
+            try:
+                self.lease.release()  # a fresh connection; the held-back audit events are lost
+            except Exception:
+                # Never mask the session's own outcome: the row expires after the lease anyway.
+                log.exception("releasing %s failed; it expires after its lease", self.lease.lock_id)
+        else:
+            self.lease.confirm_release(bool(results[-2]))
+        self.held_back.clear()
 
 
 @dataclass(slots=True)
@@ -182,6 +326,30 @@ class MetastoreGuard(CommitGuard):
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
     _refs: dict[str, CommitRef] = field(default_factory=dict)
     _started: dict[str, float] = field(default_factory=dict)
+    # Prepared events not sent yet: they travel with the first lock attempt of the commit.
+    _unsent: dict[str, Prepared] = field(default_factory=dict)
+
+    def pointer_query(self, ref: CommitRef) -> Statement:
+        """The pointer and the dedupe lookup of ``ref``'s (user, identifier, kind), as one query."""
+        return _POINTER_AND_PUBLISHED.bind(
+            {
+                "table_id": ref.table_id,
+                "commit_user": ref.commit_user,
+                "commit_identifier": ref.commit_identifier,
+                "commit_kind": ref.commit_kind.value,
+            },
+        )
+
+    def _write(self, *events: CommitEvent) -> None:
+        """Best effort: audit events outside a session (``retried``, ``failed``) must not turn the
+        commit's own outcome into a metastore error; a lost ``failed`` leaves the commit pending for
+        recovery, which resolves it from storage."""
+        statements = [commit_event_insert(e, key=f"e{i}_") for i, e in enumerate(events)]
+        try:
+            with self.lock.connection() as conn:
+                run_batch(conn, [("BEGIN", {}), *statements, ("COMMIT", {})])
+        except _METASTORE_FAILURES:
+            log.warning("could not record %s", [e.event_type.value for e in events], exc_info=True)
 
     def prepared(self, record: CommitRecord) -> None:
         ref = CommitRef(
@@ -194,88 +362,108 @@ class MetastoreGuard(CommitGuard):
         )
         self._refs[record.commit_id] = ref
         self._started[record.commit_id] = time.monotonic()
-        with self.engine.begin() as conn:
-            EventLog.append(
-                conn,
-                Prepared(
-                    ref=ref,
-                    messages=record.messages,
-                    messages_version=record.messages_version,
-                    payload=dict(record.counts),
-                ),
-            )
+        self._unsent[record.commit_id] = Prepared(
+            ref=ref,
+            messages=record.messages,
+            messages_version=record.messages_version,
+            payload=dict(record.counts),
+        )
+
+    def _prepared_statements(self, commit_id: str) -> list[Statement]:
+        # The prepared event commits in the first lock attempt's transaction (with the lock row, or
+        # alone when the lock is busy): durable before anything of this commit can be published. It
+        # stays unsent until that transaction committed (acquired, or timed out waiting), so a commit
+        # that fails before (metastore down) writes it with its ``failed`` event, or the retry sends it.
+        event = self._unsent.get(commit_id)
+        return [] if event is None else [commit_event_insert(event, key="prep_")]
 
     @contextmanager
     def session(self, commit_id: str, attempt: int) -> Iterator[GuardSession]:
         ref = self._refs[commit_id]
-        waited = time.monotonic()
-        lease = self.lock.acquire(
-            self.lock_id,
-            owner=self.owner,
-            lease_seconds=self.settings.lease_seconds,
-            timeout_seconds=self.settings.acquire_timeout_seconds,
-        )
-        session = _Session(self, ref, lease)
-        try:
-            log.debug("lock %s acquired in %.1f ms", self.lock_id, (time.monotonic() - waited) * 1000)
-            reconcile(self.registry, self.events, self.table_row, self.snapshots)
-            yield session
-        finally:
-            session._close()
-            lease.release()
+        # One connection for the whole hold. Any metastore failure until the snapshot is created
+        # fails the attempt definitely (LockLostError); later ones never reach here (the coordinator
+        # treats a failure to record a durable snapshot as success).
+        with _metastore_step("holding the lock", self.lock_id), self.lock.connection() as conn:
+            waited = time.monotonic()
+            try:
+                lease, after = self.lock.acquire_on(
+                    conn,
+                    self.lock_id,
+                    owner=self.owner,
+                    lease_seconds=self.settings.lease_seconds,
+                    timeout_seconds=self.settings.acquire_timeout_seconds,
+                    first=self._prepared_statements(commit_id),
+                    after=[self.pointer_query(ref)],
+                )
+            except LockTimeoutError:
+                self._unsent.pop(commit_id, None)  # committed by the first attempt
+                raise
+            self._unsent.pop(commit_id, None)
+            session = _Session(self, ref, lease, conn)
+            try:
+                log.debug("lock %s acquired in %.1f ms", self.lock_id, (time.monotonic() - waited) * 1000)
+                session.load_pointer(after[0])
+                yield session
+            finally:
+                session.close()
 
-    def event(self, commit_id: str, event_type: str, *, attempt: int, **details: Any) -> None:
+    def build_event(
+        self, commit_id: str, event_type: str, *, attempt: int, **details: Any
+    ) -> CommitEvent | None:
+        """The log event for a coordinator report (``conflict_checked``, ``retried``, ``deduplicated``);
+        None for a commit this guard does not know."""
         ref = self._refs.get(commit_id)
         if ref is None:
-            return
+            return None
         duration = details.pop("duration_ms", None)
-        event: Any
         if event_type == "conflict_checked":
             conflict = details.pop("outcome", "ok") == "conflict"
             reason = details.pop("reason", None)
-            event = ConflictChecked(
+            return ConflictChecked(
                 ref=ref,
                 attempt=attempt,
                 duration_ms=duration,
                 conflict=conflict,
+                base_snapshot_id=details.pop("base_snapshot_id", None),
                 reason=reason,
                 payload=details,
             )
-        elif event_type == "retried":
-            event = Retried(
+        if event_type == "retried":
+            return Retried(
                 ref=ref,
                 attempt=attempt,
                 reason=str(details.pop("reason", "")),
                 wait_ms=float(details.pop("wait_ms", 0.0)),
                 payload=details,
             )
-        elif event_type == "deduplicated":
-            event = Aborted(
+        if event_type == "deduplicated":
+            return Aborted(
                 ref=ref,
                 attempt=attempt,
                 reason=f"deduplicated: already committed as snapshot {details.get('snapshot_id')}",
                 payload=details,
             )
-        else:
-            raise ValueError(f"unknown event type {event_type!r}")
-        with self.engine.begin() as conn:
-            EventLog.append(conn, event)
+        raise ValueError(f"unknown event type {event_type!r}")
+
+    def event(self, commit_id: str, event_type: str, *, attempt: int, **details: Any) -> None:
+        event = self.build_event(commit_id, event_type, attempt=attempt, **details)
+        if event is not None:
+            self._write(event)
 
     def finished(self, commit_id: str, *, outcome: str, **details: Any) -> None:
         ref = self._refs.pop(commit_id, None)
         started = self._started.pop(commit_id, None)
+        # Never sent: the commit failed before asking for the lock (e.g. writing its manifests).
+        unsent = self._unsent.pop(commit_id, None)
         if ref is None or outcome != "failed":
             # published: its event is written; deduplicated: ``aborted`` is written; unknown: stays pending
             # on purpose, for recovery to resolve by reading storage.
             return
         duration = None if started is None else (time.monotonic() - started) * 1000
-        with self.engine.begin() as conn:
-            EventLog.append(
-                conn,
-                Failed(
-                    ref=ref,
-                    duration_ms=duration,
-                    reason=str(details.get("reason", "")),
-                    error_type=details.get("error"),
-                ),
-            )
+        failed = Failed(
+            ref=ref,
+            duration_ms=duration,
+            reason=str(details.get("reason", "")),
+            error_type=details.get("error"),
+        )
+        self._write(*([unsent] if unsent is not None else []), failed)

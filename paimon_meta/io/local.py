@@ -4,6 +4,19 @@ Writes go to a hidden temporary file in the target's directory, are fsynced, the
 ``os.replace`` (replace) or ``os.link`` (create-if-absent, which fails atomically with ``EEXIST``), and
 the directory is fsynced so the new name survives a crash. Paths are ``/abs/path`` or
 ``file:///abs/path`` (also ``file:/abs/path``, as Hadoop spells it); results keep the caller's form.
+
+Two local-only variants let the commit path wait for fewer fsyncs where durability is not at stake yet
+(they are not part of the :class:`FileIO` interface; callers test for :class:`LocalFileIO`):
+
+* :meth:`LocalFileIO.create_if_absent_unsynced` is a create-if-absent in place without any fsync
+  (for files nothing reads until a durable file references them);
+  :meth:`LocalFileIO.create_if_absent_after` creates a file that references such files, fsyncing
+  them (contents and directories) concurrently with its own content before it is linked, and
+  :meth:`LocalFileIO.sync_files` makes a batch durable on its own. A file created unsynced must be
+  covered by one of them before anything that references it is made durable (the coordinator: all
+  manifests of a commit, synced with ``snapshot-N``).
+* :meth:`LocalFileIO.write_unsynced` is an atomic replace without any fsync, for hint files that
+  readers verify (a crash may leave the old content, the new one, or an empty file).
 """
 
 from __future__ import annotations
@@ -13,11 +26,16 @@ import contextlib
 import errno
 import os
 import stat
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from paimon_meta.errors import FileAlreadyExistsError, FileIOError, FileNotFound, ValidationError
 from paimon_meta.io.base import Capabilities, FileIO, FileStatus, join_uri
+
+# At most this many fsyncs of one sync_files call run at once.
+_SYNC_THREADS = 4
 
 # errnos meaning "this file system cannot hard-link", where create_if_absent falls back to O_EXCL.
 _NO_LINK_ERRNOS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
@@ -78,21 +96,22 @@ def _ensure_dir(directory: str) -> None:
     _fsync_dir(parent)
 
 
-def _write_fd(fd: int, data: bytes) -> None:
+def _write_fd(fd: int, data: bytes, *, sync: bool = True) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
         view = view[n:]
-    os.fsync(fd)
+    if sync:
+        os.fsync(fd)
 
 
-def _write_temp(directory: str, name: str, data: bytes) -> str:
-    """A fsynced hidden temp file beside the target. Hidden (dot-prefixed) so Paimon readers, which
-    match ``snapshot-``/``manifest-`` prefixes, never pick it up."""
+def _write_temp(directory: str, name: str, data: bytes, *, sync: bool = True) -> str:
+    """A (by default fsynced) hidden temp file beside the target. Hidden (dot-prefixed) so Paimon
+    readers, which match ``snapshot-``/``manifest-`` prefixes, never pick it up."""
     temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        _write_fd(fd, data)
+        _write_fd(fd, data, sync=sync)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -115,6 +134,11 @@ class LocalFileIO(FileIO):
     """FileIO on a POSIX file system: atomic replace, atomic create-if-absent, durable on return."""
 
     _CAPABILITIES = Capabilities(atomic_create=True, atomic_rename=True)
+
+    def __init__(self) -> None:
+        # Threads for sync_files, started on first use (close() stops them).
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     @property
     def capabilities(self) -> Capabilities:
@@ -143,29 +167,125 @@ class LocalFileIO(FileIO):
         so concurrent creators see exactly one winner and readers never see partial content. On file
         systems without hard links it falls back to ``O_CREAT|O_EXCL`` (still one winner, but a
         reader may then observe the file while it is being written)."""
+        self._create_if_absent(path, data, "create_if_absent", sync=True)
+
+    def create_if_absent_unsynced(self, path: str, data: bytes) -> None:
+        """Create ``path`` only if absent (``O_CREAT|O_EXCL``: one winner), written in place, without
+        any fsync: one directory operation instead of the temp file, link and unlink of
+        :meth:`create_if_absent`. Only for files nothing reads before a later durable file references
+        them (manifests before their snapshot): a concurrent reader could see this one half written,
+        and a crash may lose it or its content until :meth:`sync_files` (or
+        :meth:`create_if_absent_after`) covered it."""
+        target = local_path(path)
+        with _os_errors("create_if_absent_unsynced", path):
+            _ensure_dir(os.path.dirname(target))
+            self._create_exclusive(target, data, sync=False)
+
+    def sync_files(self, paths: Sequence[str]) -> None:
+        """Make ``paths`` durable: each file's content and each distinct parent directory (the
+        entries) are fsynced, concurrently (the fsyncs are independent; all must finish before the
+        caller publishes anything that references the files). ``FileIOError`` names the first path
+        that failed."""
+        self._fsync_all([local_path(p) for p in paths], with_parents=True)
+
+    def create_if_absent_after(self, path: str, data: bytes, unsynced: Sequence[str]) -> None:
+        """:meth:`create_if_absent` of ``path``, which becomes durable only after ``unsynced`` (files
+        of :meth:`create_if_absent_unsynced` it references) are: their contents and directories and
+        ``path``'s own content are fsynced concurrently, then ``path`` is linked and its directory
+        fsynced. A crash never leaves ``path`` durable while one of ``unsynced`` is not, and the caller
+        waits about two fsyncs instead of one per file plus two."""
         target = local_path(path)
         directory, name = os.path.split(target)
         with _os_errors("create_if_absent", path):
             _ensure_dir(directory)
-            temp = _write_temp(directory, name, data)
+            temp = _write_temp(directory, name, data, sync=False)
             try:
-                os.link(temp, target)
-            except FileExistsError:
-                raise
-            except OSError as e:
-                if e.errno not in _NO_LINK_ERRNOS:
-                    raise
-                self._create_exclusive(target, data)
+                others = [local_path(p) for p in unsynced]
+                self._fsync_all([temp, *others, *{os.path.dirname(o) for o in others}], with_parents=False)
+                self._link(temp, target, data)
             finally:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
-            _fsync_dir(directory)
+            self._fsync_path(directory)
+
+    def _fsync_all(self, targets: Sequence[str], *, with_parents: bool) -> None:
+        paths = set(targets)
+        if with_parents:
+            paths |= {os.path.dirname(t) for t in targets}
+        ordered = sorted(paths)
+        if len(ordered) <= 1:
+            for path in ordered:
+                self._fsync_path(path)
+            return
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=_SYNC_THREADS, thread_name_prefix="paimon-fsync")
+            pool = self._pool
+        futures = [pool.submit(self._fsync_path, p) for p in ordered[1:]]
+        self._fsync_path(ordered[0])  # this thread does one of them
+        for future in futures:
+            future.result()
 
     @staticmethod
-    def _create_exclusive(target: str, data: bytes) -> None:
+    def _fsync_path(path: str) -> None:
+        with _os_errors("sync_files", path):
+            fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if os.path.isdir(path) else 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def write_unsynced(self, path: str, data: bytes) -> None:
+        """Atomic replace without fsync (readers see the old or the new content, never a mix). After a
+        crash the file may hold the old content, the new, or nothing: only for hints readers verify."""
+        target = local_path(path)
+        directory, name = os.path.split(target)
+        with _os_errors("write_unsynced", path):
+            _ensure_dir(directory)
+            temp = _write_temp(directory, name, data, sync=False)
+            try:
+                os.replace(temp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+
+    def _create_if_absent(self, path: str, data: bytes, op: str, *, sync: bool) -> None:
+        target = local_path(path)
+        directory, name = os.path.split(target)
+        with _os_errors(op, path):
+            _ensure_dir(directory)
+            temp = _write_temp(directory, name, data, sync=sync)
+            try:
+                self._link(temp, target, data)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+            if sync:
+                _fsync_dir(directory)
+
+    def _link(self, temp: str, target: str, data: bytes) -> None:
+        """Publish a complete temp file under ``target`` if absent (EEXIST: someone else has it)."""
+        try:
+            os.link(temp, target)
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if e.errno not in _NO_LINK_ERRNOS:
+                raise
+            self._create_exclusive(target, data)
+
+    @staticmethod
+    def _create_exclusive(target: str, data: bytes, *, sync: bool = True) -> None:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            _write_fd(fd, data)
+            _write_fd(fd, data, sync=sync)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):

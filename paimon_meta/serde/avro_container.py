@@ -33,7 +33,9 @@ SYNC_SIZE = 16
 SYNC_INTERVAL = 64_000
 # Java's AvroFileFormat uses CodecFactory.zstandardCodec(zstdLevel) with zstdLevel defaulting to 1.
 ZSTD_LEVEL = 1
-_MAX_SNAPPY_BLOCK = 1 << 31
+# Java flushes a block once its buffer reaches 64,000 bytes; a block that expands to far more than that is
+# not a manifest block, and refusing it bounds the memory a hostile file can make us allocate.
+MAX_BLOCK_BYTES = 64 * 1024 * 1024
 
 # Paimon's manifest.compression names -> Avro codec names (``zstd`` is spelled ``zstandard`` in Avro).
 _CODEC_NAMES = {
@@ -98,34 +100,45 @@ def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def _too_big(out: bytes) -> bool:
+    return len(out) > MAX_BLOCK_BYTES
+
+
 def _decompress(codec: str, data: bytes) -> bytes:
+    """Decompress one block, refusing any that would expand past ``MAX_BLOCK_BYTES`` (a decompression bomb
+    or a lying length must become a typed error, never a multi-GiB allocation)."""
+    limit = MAX_BLOCK_BYTES + 1
     if codec == "null":
         return data
     if codec == "zstandard":
         # Java writes zstd through a streaming encoder, so frames carry no content size; stream it.
-        return bytes(pa.CompressedInputStream(pa.BufferReader(data), "zstd").read())
-    if codec == "deflate":
+        out = bytes(pa.CompressedInputStream(pa.BufferReader(data), "zstd").read(limit))
+    elif codec == "deflate":
         d = zlib.decompressobj(-15)
-        out = d.decompress(data) + d.flush()
-        if not d.eof:
-            raise ValueError("truncated deflate stream")
-        return out
-    if codec == "snappy":
+        out = d.decompress(data, limit)
+        if not _too_big(out):
+            out += d.flush()
+            if not d.eof:
+                raise ValueError("truncated deflate stream")
+    elif codec == "snappy":
         if len(data) < 4:
             raise ValueError("snappy block shorter than its CRC")
         body, crc = data[:-4], int.from_bytes(data[-4:], "big")
         size, _ = _read_uvarint(body, 0)
-        if size > _MAX_SNAPPY_BLOCK:
-            raise ValueError(f"snappy block claims {size} bytes")
+        if size > MAX_BLOCK_BYTES:
+            raise ValueError(f"snappy block claims {size} bytes, more than {MAX_BLOCK_BYTES}")
         out = bytes(pa.decompress(body, decompressed_size=size, codec="snappy", asbytes=True))
         if zlib.crc32(out) != crc:
             raise ValueError("snappy block CRC mismatch")
-        return out
-    if codec == "bzip2":
-        return bz2.decompress(data)
-    if codec == "xz":
-        return lzma.decompress(data)
-    raise ValueError(f"unsupported Avro codec {codec!r}")
+    elif codec == "bzip2":
+        out = bz2.BZ2Decompressor().decompress(data, max_length=limit)
+    elif codec == "xz":
+        out = lzma.LZMADecompressor().decompress(data, max_length=limit)
+    else:
+        raise ValueError(f"unsupported Avro codec {codec!r}")
+    if _too_big(out):
+        raise ValueError(f"{codec} block expands past {MAX_BLOCK_BYTES} bytes")
+    return out
 
 
 # ---- zig-zag longs ----------------------------------------------------------------------------------------

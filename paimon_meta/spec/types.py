@@ -437,7 +437,10 @@ def parse_type(obj: Any) -> DataType:
         if kind == "MAP":
             return MapType(nullable, parse_type(obj["key"]), parse_type(obj["value"]))
         if kind == "ROW":
-            return RowType(nullable, tuple(DataField.from_json(f) for f in obj["fields"]))
+            fields = obj["fields"]
+            if not isinstance(fields, list):
+                raise ValidationError(f"ROW type 'fields' must be a list, got {fields!r}", type=repr(obj))
+            return RowType(nullable, tuple(DataField.from_json(f) for f in fields))
     except KeyError as e:
         raise ValidationError(f"type {obj!r} lacks {e.args[0]!r}", type=repr(obj)) from e
     return _parse_atomic(obj["type"])

@@ -1,0 +1,1 @@
+"""Hypothesis fuzzing of every decoder that reads untrusted bytes or names (see docs/TORTURE.md)."""
