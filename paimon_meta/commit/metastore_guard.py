@@ -66,6 +66,7 @@ from paimon_meta.catalog.lock import (
 from paimon_meta.catalog.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.errors import (
+    CommitFailedError,
     LockLostError,
     LockNotHeldError,
     LockTimeoutError,
@@ -76,6 +77,12 @@ from paimon_meta.spec.snapshot import CommitKind, Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
 
 log = logging.getLogger(__name__)
+
+# The latest terminal event of one commit (recovery writes ``recovered``/``aborted`` on the original id).
+RESOLVED_SQL = (
+    "SELECT event_type, snapshot_id FROM paimon_commit_events WHERE commit_id = %(commit_id)s "
+    "AND event_type IN ('aborted', 'recovered', 'failed') ORDER BY event_id DESC LIMIT 1"
+)
 
 # Pointer and dedupe lookup of one commit in one query, read right after the lock is ours.
 _POINTER_AND_PUBLISHED = ServerStatement(
@@ -254,6 +261,28 @@ class _Session(GuardSession):
             self.conn, idle_timeout_seconds=float(self.lease.lease_seconds) if atomic else None
         )
         self.fenced = True
+        self._refuse_if_resolved()
+
+    def _refuse_if_resolved(self) -> None:
+        """I5: a commit that recovery already resolved must never publish. Recovery resolves a commit
+        whose writer looked dead (prepared long ago, no live lock); a writer that was only frozen wakes up
+        here. Checked inside the fenced transaction, so recovery (which takes the same lock) cannot
+        resolve it between this check and our publish."""
+        row = self.conn.execute(RESOLVED_SQL, {"commit_id": self.ref.commit_id}).fetchone()
+        if row is None:
+            return
+        if row["snapshot_id"] is not None:
+            # Recovery finished it into a snapshot: this attempt is void; the next one's dedupe finds it.
+            raise LockLostError(
+                f"commit {self.ref.commit_id} was finished by recovery as snapshot {row['snapshot_id']}",
+                commit_id=str(self.ref.commit_id),
+            )
+        raise CommitFailedError(
+            f"commit {self.ref.commit_id} was {row['event_type']} by recovery while this writer was stalled; "
+            "it will not be published",
+            commit_id=str(self.ref.commit_id),
+            resolution=row["event_type"],
+        )
 
     def record(self, event_type: str, *, attempt: int, **details: Any) -> None:
         event = self.guard.build_event(str(self.ref.commit_id), event_type, attempt=attempt, **details)

@@ -14,7 +14,12 @@ from sqlalchemy import text
 import paimon_meta
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit import metastore_guard
-from paimon_meta.errors import CommitConflictError, TableAlreadyExistsError, ValidationError
+from paimon_meta.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    TableAlreadyExistsError,
+    ValidationError,
+)
 from paimon_meta.spec.snapshot import CommitKind
 from paimon_meta.table.table import FileStoreTable
 from tests.commit.helpers import append_msg, compact_msg, data_file
@@ -161,3 +166,25 @@ def test_alter_table_adds_a_column(catalog: Catalog) -> None:
 
     table = catalog.alter_table("db.t", add_columns=[("extra", BIGINT())])
     assert table.schema.id == 1 and table.schema.field_names[-1] == "extra"
+
+
+def test_a_commit_recovery_aborted_is_never_published_by_its_woken_writer(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer stalls past the recovery grace period; recovery aborts its commit; the writer wakes up inside
+    its attempt. It must not publish (invariant I5)."""
+    from paimon_meta.catalog.events import Aborted, EventLog
+
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2"})
+    original = metastore_guard._Session.before_publish
+
+    def stalled_then_woken(self: Any) -> None:
+        # what recovery did while we were frozen (it holds the same lock, so it ran before we got it back)
+        with catalog.engine.begin() as conn:
+            EventLog.append(conn, Aborted(ref=self.ref, reason="writer presumed dead"))
+        original(self)
+
+    monkeypatch.setattr(metastore_guard._Session, "before_publish", stalled_then_woken)
+    with pytest.raises(CommitFailedError, match="will not be published"):
+        committer(table, "u").commit([append_msg()], 1)
+    assert catalog.get_table("db.t").snapshot_manager.list_snapshot_ids() == []
