@@ -17,7 +17,10 @@ with the same table object (warm).
 Usage::
 
     python bench/bench_commit.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
-                                 [--commits 1000] [--no-pypaimon]
+                                 [--commits 1000] [--no-pypaimon] [--profile]
+
+``--profile`` also runs 300 metastore commits under cProfile and prints where commits 101-300 spend their
+time (wall time per commit: blocking calls count where they block).
 
 The URL (else ``$PAIMON_META_TEST_DSN``) names a server to create a scratch database on; it is dropped
 at the end. The load average is printed before and after: the numbers are only comparable at a similar
@@ -160,6 +163,30 @@ def bench_ours(url: str, warehouse: str, commits: int) -> dict[str, Any]:
     return {"latencies_ms": latencies, "plan_cold_ms": cold, "plan_warm_ms": warm, "files": files}
 
 
+def profile_ours(url: str, warehouse: str) -> list[str]:
+    """cProfile of commits 101-300 through the metastore: the functions with the most wall time."""
+    import cProfile
+    import io
+    import pstats
+
+    with paimon_meta.connect(url, warehouse) as catalog:
+        table = catalog.create_table("db.prof", SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
+        assert table.committer_factory is not None
+        committer = table.committer_factory(table, "profiled")
+        profiler = cProfile.Profile()
+        for i in range(300):
+            msg = append_msg(0, 0, data_file(rows=1))
+            if i == 100:
+                profiler.enable()
+            committer.commit([msg], i)
+        profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(
+        r"paimon_meta|psycopg|posix|fsync", 40
+    )
+    return ["cProfile, commits 101-300 (cumulative seconds over 200 commits):", out.getvalue()]
+
+
 def bench_storage_only(url: str, warehouse: str, commits: int) -> dict[str, Any]:
     with paimon_meta.connect(url, warehouse) as catalog:  # only to lay the table out like the others
         path = catalog.create_table("db.s", SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS).path
@@ -240,6 +267,7 @@ def main() -> None:
     parser.add_argument("--url", default=os.environ.get("PAIMON_META_TEST_DSN"))
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--no-pypaimon", action="store_true")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if not args.url:
         parser.error("--url (or $PAIMON_META_TEST_DSN) is required")
@@ -252,9 +280,10 @@ def main() -> None:
         print(f"ours (storage only) done: {load()}", flush=True)
         if not args.no_pypaimon:
             results["pypaimon 2.1.0"] = bench_pypaimon(str(Path(tmp) / "pypaimon"), args.commits)
+        profile = profile_ours(url, str(Path(tmp) / "profiled")) if args.profile else []
     print(f"after: {load()}")
     print(f"{args.commits} sequential one-file commits, local warehouse")
-    for line in [*report(results, args.commits), "", *ratios(results, args.commits)]:
+    for line in [*report(results, args.commits), "", *ratios(results, args.commits), "", *profile]:
         print(line)
 
 

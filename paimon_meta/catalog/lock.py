@@ -287,6 +287,9 @@ class SessionPool:
             self._conninfo,
             autocommit=True,
             row_factory=dict_row,
+            # No automatic preparation by psycopg: once it has prepared statements of its own it answers
+            # a ROLLBACK with DEALLOCATE ALL, which would drop our ServerStatements too.
+            prepare_threshold=None,
             connect_timeout=self._connect_timeout,
             application_name="paimon_meta_commit",
         )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from paimon_meta.catalog.lock import LockLease, MetastoreLock, SessionPool
+from paimon_meta.catalog.lock import LockLease, MetastoreLock, ServerStatement, SessionPool, run_batch
 from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.errors import LockTimeoutError
 
@@ -125,3 +125,18 @@ def test_one_heartbeat_thread_renews_every_lease(lock: MetastoreLock, clean_engi
     assert _heartbeat_threads() <= before + 1
     for lease in leases:
         assert lease.release()
+
+
+def test_server_statements_survive_rollbacks_and_repeated_queries(clean_engine: Engine) -> None:
+    pool = SessionPool(libpq_conninfo(clean_engine.url))
+    statement = ServerStatement("paimon_test_echo", "SELECT %(x)s::int AS x", (("x", "int4"),))
+    try:
+        with pool.connection() as conn:
+            assert run_batch(conn, [statement.bind({"x": 1})]) == [[{"x": 1}]]
+            for _ in range(10):  # what a driver might prepare on its own after a few runs
+                conn.execute("SELECT pg_backend_pid()")
+            conn.execute("BEGIN")
+            conn.execute("ROLLBACK")
+            assert run_batch(conn, [statement.bind({"x": 2})]) == [[{"x": 2}]]
+    finally:
+        pool.close()
