@@ -8,8 +8,8 @@ One row of ``paimon_distributed_locks`` per held lock, keyed like Java's ``JdbcC
   events, one round trip per attempt; a row Java inserted (no owner, no token) blocks us until Java
   deletes it or it expires, and our row makes Java's plain INSERT fail. ``expire_time_seconds`` is our
   lease, so Java's own expiry arithmetic applies to our rows;
-* a heartbeat thread refreshes ``acquired_at`` every lease/3 with an owner+token-checked UPDATE, so a
-  live holder never looks expired to anyone, Java included;
+* one heartbeat thread per :class:`MetastoreLock` refreshes each lease's ``acquired_at`` every lease/3
+  with an owner+token-checked UPDATE, so a live holder never looks expired to anyone, Java included;
 * every lease carries a fencing token from a Postgres sequence, drawn while holding a per-lock
   transaction-scoped advisory lock that all our acquirers of that lock take, so tokens of successive
   holders of a lock strictly increase;
@@ -28,9 +28,10 @@ Every acquire, release, expiry takeover, forced release and detected loss is app
 ``paimon_lock_events`` in the transaction that made it happen.
 
 The hot statements (acquire, validate, release) run on plain autocommit psycopg connections from a
-:class:`SessionPool`, several statements per round trip (:func:`run_batch`), with explicit transactions:
-the commit path calls them once per commit, and a pooled SQLAlchemy checkout plus its ping per
-statement cost more than the statements themselves.
+:class:`SessionPool`, several statements per round trip (:func:`run_batch`), with explicit transactions,
+the heavier ones planned once per connection (:class:`ServerStatement`): the commit path calls them once
+per commit, and a pooled SQLAlchemy checkout plus its ping per statement cost more than the statements
+themselves.
 """
 
 from __future__ import annotations
@@ -576,10 +577,16 @@ class LockLease:
         self.validate_in_txn(conn)
 
     def open_fenced_transaction(
-        self, conn: RawConnection, *, idle_timeout_seconds: float | None = None
-    ) -> None:
+        self,
+        conn: RawConnection,
+        *,
+        idle_timeout_seconds: float | None = None,
+        also: Sequence[Statement] = (),
+    ) -> list[list[dict[str, Any]]]:
         """BEGIN a transaction on ``conn`` and validate the lease in it (:meth:`validate_in_txn`). The
         caller commits (or rolls back) the transaction; until then nobody can take the lock over.
+        ``also`` run in the transaction right after the validation, in the same round trip; their
+        rows are returned (one list per statement).
 
         ``idle_timeout_seconds`` sets ``idle_in_transaction_session_timeout`` for this transaction: if
         the caller then sits idle that long (frozen, or stuck in slow I/O), the server ends the session
@@ -594,13 +601,15 @@ class LockLease:
         self.check()
         millis = 0 if idle_timeout_seconds is None else max(1, round(idle_timeout_seconds * 1000))
         rows = run_batch(
-            conn, [("BEGIN", {}), _VALIDATE_PREPARED.bind({"lock_id": self.lock_id, "idle": f"{millis}ms"})]
-        )[1]
+            conn,
+            [("BEGIN", {}), _VALIDATE_PREPARED.bind({"lock_id": self.lock_id, "idle": f"{millis}ms"}), *also],
+        )
         try:
-            self._check_validated_row(rows[0] if rows else None)
+            self._check_validated_row(rows[1][0] if rows[1] else None)
         except LockLostError:
             rollback_quietly(conn)
             raise
+        return rows[2:]
 
     # -- renewal -------------------------------------------------------------------------------
 

@@ -83,6 +83,7 @@ RESOLVED_SQL = (
     "SELECT event_type, snapshot_id FROM paimon_commit_events WHERE commit_id = %(commit_id)s "
     "AND event_type IN ('aborted', 'recovered', 'failed') ORDER BY event_id DESC LIMIT 1"
 )
+_RESOLVED = ServerStatement("paimon_commit_resolved", RESOLVED_SQL, (("commit_id", "uuid"),))
 
 # Pointer and dedupe lookup of one commit in one query, read right after the lock is ours.
 _POINTER_AND_PUBLISHED = ServerStatement(
@@ -257,18 +258,19 @@ class _Session(GuardSession):
         # still be created only once (I2), and the next holder reconciles whatever it finds. Where it
         # is not, the row lock is all that protects the publish, so it is kept as long as the session.
         atomic = self.guard.snapshots.file_io.capabilities.atomic_create
-        self.lease.open_fenced_transaction(
-            self.conn, idle_timeout_seconds=float(self.lease.lease_seconds) if atomic else None
+        (resolved,) = self.lease.open_fenced_transaction(
+            self.conn,
+            idle_timeout_seconds=float(self.lease.lease_seconds) if atomic else None,
+            also=[_RESOLVED.bind({"commit_id": self.ref.commit_id})],  # same round trip
         )
         self.fenced = True
-        self._refuse_if_resolved()
+        self._refuse_if_resolved(resolved[0] if resolved else None)
 
-    def _refuse_if_resolved(self) -> None:
+    def _refuse_if_resolved(self, row: dict[str, Any] | None) -> None:
         """I5: a commit that recovery already resolved must never publish. Recovery resolves a commit
         whose writer looked dead (prepared long ago, no live lock); a writer that was only frozen wakes up
         here. Checked inside the fenced transaction, so recovery (which takes the same lock) cannot
-        resolve it between this check and our publish."""
-        row = self.conn.execute(RESOLVED_SQL, {"commit_id": self.ref.commit_id}).fetchone()
+        resolve it between this check and our publish. ``row``: the commit's latest terminal event."""
         if row is None:
             return
         if row["snapshot_id"] is not None:
