@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError
-from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.common import TableHandle
 from spark_jobs.pipeline import TaskHook, delete_message_files, write_messages
@@ -39,6 +39,7 @@ class WriteResult:
     """What one :func:`write_dataframe` call committed.
 
     ``snapshot_ids`` is empty when nothing was committed (a dynamic overwrite of no rows).
+    ``overwrite`` is the resolved overwrite scope (None for an append).
     ``rows`` counts the rows in the new data files (after primary-key de-duplication within a task).
     """
 
@@ -50,34 +51,11 @@ class WriteResult:
     messages: int
     files: int
     rows: int
-    overwrite: Mapping[str, Any] | None
+    overwrite: OverwriteSpec | None
     seconds: float
 
 
 # ---- driver side --------------------------------------------------------------------------------------
-
-
-def _dynamic_overwrite_spec(
-    table: FileStoreTable, messages: Sequence[CommitMessage]
-) -> dict[str, Any] | None:
-    """The overwrite spec for "replace the partitions present in the data", or None when the data
-    has no rows (nothing is replaced, as Java's dynamic partition overwrite)."""
-    keys = table.partition_keys
-    if not keys:
-        return {}
-    partitions = {m.partition for m in messages}
-    if not partitions:
-        return None
-    if len(partitions) > 1:
-        # The commit path takes one partition spec per OVERWRITE; replacing several partitions in
-        # one snapshot needs Java's dynamic-partition-overwrite in the coordinator.
-        raise ValidationError(
-            f"dynamic overwrite of {len(partitions)} partitions in one commit is not supported yet; "
-            "pass overwrite_partition, or write one partition per call",
-            partitions=len(partitions),
-        )
-    types = [f.type for f in table.schema.partition_type.fields]
-    return dict(zip(keys, deserialize_row(next(iter(partitions)), types)))
 
 
 def write_dataframe(
@@ -93,13 +71,17 @@ def write_dataframe(
     """Write ``df`` into ``table`` and commit it once.
 
     ``mode="append"`` adds the rows; ``mode="overwrite"`` replaces ``overwrite_partition`` (a full or
-    partial partition spec; ``{}`` = the whole table) or, when it is None, the partitions present in
-    the data (the whole table if it is unpartitioned). ``table`` must be open for writing
-    (``paimon_meta.open_table`` or a catalog's ``get_table``); ``io_options`` are the FileIO options
-    executors open the table with (``catalog.file_io_options``; needed for S3). ``num_partitions``
-    fixes the number of write tasks (default: one per bucket for unpartitioned tables, else
-    ``spark.sql.shuffle.partitions``; bucket-unaware tables keep the input's partitioning). ``after_prepare``
-    runs on the executor after a task prepared its messages (instrumentation, fault injection).
+    partial partition spec; ``{}`` = the whole table: a static overwrite, as Spark's default
+    ``partitionOverwriteMode``, so empty data empties it) or, when it is None, the table's default
+    (Java's ``dynamic-partition-overwrite``, on unless the table turns it off: only the partitions
+    present in the data are replaced, any number of them in one snapshot; the whole table if it is
+    unpartitioned). Rows outside ``overwrite_partition`` are a ``ValidationError``. ``table`` must be
+    open for writing (``paimon_meta.open_table`` or a catalog's ``get_table``); ``io_options`` are the
+    FileIO options executors open the table with (``catalog.file_io_options``; needed for S3).
+    ``num_partitions`` fixes the number of write tasks (default: one per bucket for unpartitioned
+    tables, else ``spark.sql.shuffle.partitions``; bucket-unaware tables keep the input's partitioning).
+    ``after_prepare`` runs on the executor after a task prepared its messages (instrumentation, fault
+    injection).
 
     The DataFrame has the table's columns (any order, types cast exactly as ``TableWrite`` does) and
     optionally ``_row_kind`` for primary-key tables. Raises ``ValidationError`` on bad input or
@@ -122,27 +104,16 @@ def write_dataframe(
         num_partitions=num_partitions,
         after_prepare=after_prepare,
     )
-    overwrite: Mapping[str, Any] | None = None
+    overwrite: OverwriteSpec | None = None
     if mode == "overwrite":
         try:
-            overwrite = (
-                dict(overwrite_partition)
-                if overwrite_partition is not None
-                else _dynamic_overwrite_spec(table, messages)
+            overwrite = OverwriteSpec.resolve(
+                OverwriteSpec.static(overwrite_partition) if overwrite_partition is not None else {},
+                table.schema,
             )
         except ValidationError:
             delete_message_files(table, messages)
             raise
-        if overwrite is None:
-            return _result(
-                table,
-                commit_user=builder.commit_user,
-                snapshot_ids=(),
-                deduplicated=False,
-                messages=messages,
-                overwrite=None,
-                started=started,
-            )
         builder.overwrite(overwrite)
     commit = builder.new_commit()
     try:
@@ -170,7 +141,7 @@ def _result(
     snapshot_ids: tuple[int, ...],
     deduplicated: bool,
     messages: Sequence[CommitMessage],
-    overwrite: Mapping[str, Any] | None,
+    overwrite: OverwriteSpec | None,
     started: float,
 ) -> WriteResult:
     files = [f for m in messages for f in m.data_increment.new_files]

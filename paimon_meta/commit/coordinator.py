@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,7 @@ from paimon_meta.spec.manifest import (
     ManifestFileMeta,
 )
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from paimon_meta.table.overwrite import OverwriteSpec, PartitionMatcher
 from paimon_meta.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class _Pending:
     kind: CommitKind
     changes: ChangeSet
     identifier: int
-    overwrite: Mapping[str, Any] | None
+    overwrite: OverwriteSpec | None
     properties: Mapping[str, str] | None
     watermark: int | None
     writer: ManifestWriter
@@ -139,7 +140,7 @@ class CommitCoordinator:
         messages: Sequence[CommitMessage],
         identifier: int = BATCH_COMMIT_IDENTIFIER,
         *,
-        overwrite: Mapping[str, Any] | None = None,
+        overwrite: Mapping[str, Any] | OverwriteSpec | None = None,
         properties: Mapping[str, str] | None = None,
         watermark: int | None = None,
     ) -> CommitResult:
@@ -147,12 +148,20 @@ class CommitCoordinator:
         results, one COMPACT snapshot. Returns once both are durable; raises ``CommitConflictError``
         (nothing landed), ``CommitFailedError`` or ``CommitOutcomeUnknownError`` (resolve by reading
         storage or committing the same identifier again; nothing was cleaned up). A failure of the
-        COMPACT part after the APPEND part landed is a ``CommitOutcomeUnknownError``."""
+        COMPACT part after the APPEND part landed is a ``CommitOutcomeUnknownError``.
+
+        ``overwrite`` makes the first snapshot an OVERWRITE: a partition spec (static or dynamic by
+        the table's ``dynamic-partition-overwrite`` option, as Java) or a resolved
+        :class:`OverwriteSpec`; see :mod:`paimon_meta.table.overwrite`. A dynamic overwrite without
+        new files commits no OVERWRITE snapshot."""
         self._validate(messages)
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
+        spec = None if overwrite is None else self._overwrite_spec(overwrite, changes.append)
         plan: list[tuple[CommitKind, ChangeSet]] = []
-        if overwrite is not None:
-            plan.append((CommitKind.OVERWRITE, changes.append))
+        if spec is not None:
+            # Java: in dynamic mode an overwrite with no new files deletes nothing (no snapshot).
+            if not (spec.dynamic and not changes.append.table_files):
+                plan.append((CommitKind.OVERWRITE, changes.append))
         elif not changes.append.is_empty():
             plan.append((CommitKind.APPEND, changes.append))
         if not changes.compact.is_empty():
@@ -176,6 +185,7 @@ class CommitCoordinator:
                     counts=change_set.counts(),
                     messages=body,
                     messages_version=CURRENT_VERSION,
+                    overwrite=spec.to_json() if spec is not None and kind is CommitKind.OVERWRITE else None,
                 )
             )
             pending = _Pending(
@@ -183,7 +193,7 @@ class CommitCoordinator:
                 kind,
                 change_set,
                 identifier,
-                overwrite if kind is CommitKind.OVERWRITE else None,
+                spec if kind is CommitKind.OVERWRITE else None,
                 properties,
                 watermark,
                 self._new_writer(),
@@ -374,32 +384,37 @@ class CommitCoordinator:
         base = [e for e in self._live_entries(latest) if e.partition in partitions]
         check_conflicts(base, table_files, key_decoder=self._key_decoder)
 
-    def _overwrite_entries(
-        self, latest: Snapshot | None, spec: Mapping[str, Any], adds: Sequence[ManifestEntry]
-    ) -> list[ManifestEntry]:
-        keys = list(self.schema.partition_keys)
-        unknown = set(spec) - set(keys)
-        if unknown:
-            raise ValidationError(
-                f"overwrite names non-partition columns {sorted(unknown)}", fields=sorted(unknown)
-            )
-
-        def matches(partition: bytes) -> bool:
-            if not spec:
-                return True
-            values = dict(zip(keys, deserialize_row(partition, self._partition_types)))
-            return all(str(values[k]) == str(v) for k, v in spec.items())
-
-        for e in adds:
-            if not matches(e.partition):
+    def _overwrite_spec(
+        self, overwrite: Mapping[str, Any] | OverwriteSpec, changes: ChangeSet
+    ) -> OverwriteSpec:
+        """Resolve the caller's overwrite and check, before anything is written, that every new file
+        lies inside its partition spec."""
+        spec = OverwriteSpec.resolve(overwrite, self.schema)
+        matcher = PartitionMatcher(spec, self.schema)
+        for e in changes.table_files:
+            if not matcher.matches(e.partition):
                 raise ValidationError(
-                    f"file {e.file.file_name} does not belong to the overwritten partition {dict(spec)}",
+                    f"file {e.file.file_name} does not belong to the overwritten partition "
+                    f"{dict(spec.partition)}",
                     file=e.file.file_name,
                 )
+        return spec
+
+    def _overwrite_entries(
+        self, latest: Snapshot | None, spec: OverwriteSpec, adds: Sequence[ManifestEntry]
+    ) -> list[ManifestEntry]:
+        """The new files plus a DELETE of every live file the overwrite replaces: the partitions of the
+        new files (dynamic) or every partition the spec matches (static)."""
+        replaced: Callable[[bytes], bool]
+        if spec.dynamic:
+            new_partitions = {e.partition for e in adds}
+            replaced = new_partitions.__contains__
+        else:
+            replaced = PartitionMatcher(spec, self.schema).matches
         deletes = []
         if latest is not None:
             for e in self._live_entries(latest):
-                if matches(e.partition):
+                if replaced(e.partition):
                     deletes.append(
                         ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
                     )

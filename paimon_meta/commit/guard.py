@@ -33,6 +33,8 @@ class CommitRecord:
     counts: dict[str, Any]
     messages: bytes
     messages_version: int
+    # An OVERWRITE's resolved scope (``OverwriteSpec.to_json``), so recovery can finish it exactly.
+    overwrite: dict[str, Any] | None = None
 
 
 class GuardSession(abc.ABC):

@@ -397,7 +397,9 @@ class MetastoreGuard(CommitGuard):
             ref=ref,
             messages=record.messages,
             messages_version=record.messages_version,
-            payload=dict(record.counts),
+            payload=dict(record.counts)
+            if record.overwrite is None
+            else {**record.counts, "overwrite": record.overwrite},
         )
 
     def _prepared_statements(self, commit_id: str) -> list[Statement]:

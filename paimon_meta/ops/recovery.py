@@ -14,13 +14,15 @@ A commit is *pending* when its ``prepared`` event has no ``snapshot_published``/
    out (``failed``), which is why the default grace covers the acquire timeout plus one lease.
 3. **Finished**: otherwise its ``prepared`` messages (stored with their serializer version) are committed
    again through the normal commit path (a :class:`CommitCoordinator` behind the metastore guard) with the
-   ORIGINAL commit user and identifier, filtered to the pending kind (APPEND or COMPACT). Exactly-once
-   holds: the coordinator deduplicates against anything that landed meanwhile, and the original writer,
-   should it come back, deduplicates against the new snapshot. The new commit writes its own events
-   (``prepared`` .. ``snapshot_published``); the original gets ``recovered`` with resolution ``finished``,
-   the snapshot id and ``finished_by_commit_id``.
+   ORIGINAL commit user and identifier, filtered to the pending kind (APPEND/OVERWRITE or COMPACT).
+   Exactly-once holds: the coordinator deduplicates against anything that landed meanwhile, and the
+   original writer, should it come back, deduplicates against the new snapshot. The new commit writes
+   its own events (``prepared`` .. ``snapshot_published``); the original gets ``recovered`` with
+   resolution ``finished``, the snapshot id and ``finished_by_commit_id``.
+   An OVERWRITE is finished with the overwrite spec its ``prepared`` event records (static or dynamic,
+   resolved when it was prepared), so it replaces exactly what the dead writer's commit would have.
 4. **Aborted**: when the conflict check fails now (or the messages cannot be decoded, or the commit is an
-   OVERWRITE, whose partition spec the ``prepared`` event does not carry), ``recovered`` with resolution
+   OVERWRITE prepared by a version that did not record its spec), ``recovered`` with resolution
    ``aborted`` and the reason.
 
 The manifests, manifest lists and index manifests the dead attempt wrote (named ``<kind>-<uuid>-<n>`` by
@@ -65,6 +67,7 @@ from paimon_meta.errors import (
     FileIOError,
     LockTimeoutError,
     PaimonMetaError,
+    ValidationError,
 )
 from paimon_meta.ops.attempts import delete_attempt_files
 from paimon_meta.ops.common import (
@@ -80,6 +83,7 @@ from paimon_meta.ops.references import message_files
 from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
 from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 
 if TYPE_CHECKING:
@@ -155,6 +159,7 @@ class _Decision:
     reason: str | None = None
     snapshot_id: int | None = None
     messages: list[CommitMessage] | None = None
+    overwrite: OverwriteSpec | None = None
 
     def resolution(self, **changes: Any) -> CommitResolution:
         ref = self.pending.prepared.ref
@@ -320,14 +325,20 @@ def _decide(
         messages = deserialize_commit_messages(prepared.messages, prepared.messages_version)
     except PaimonMetaError as e:
         return _Decision(p, ABORTED, reason=f"messages cannot be decoded: {e}")
-    if ref.commit_kind is CommitKind.OVERWRITE:
-        return _Decision(
-            p,
-            ABORTED,
-            reason="an OVERWRITE cannot be finished: its partition spec is not recorded",
-            messages=messages,
-        )
     kept = _messages_of_kind(messages, ref.commit_kind)
+    if ref.commit_kind is CommitKind.OVERWRITE:
+        try:
+            spec = OverwriteSpec.from_json(prepared.payload.get("overwrite"))
+        except ValidationError:
+            return _Decision(
+                p,
+                ABORTED,
+                reason="an OVERWRITE cannot be finished: its prepared event records no overwrite spec",
+                messages=messages,
+            )
+        # A static overwrite of no files is still a commit (it empties what the spec names).
+        if kept or not spec.dynamic:
+            return _Decision(p, FINISHED, messages=kept, overwrite=spec)
     if not kept:
         return _Decision(
             p, ABORTED, reason=f"no {ref.commit_kind.value} changes in the messages", messages=messages
@@ -440,7 +451,9 @@ def _finish(
     assert factory is not None  # a catalog table always commits through the metastore guard
     started = time.monotonic()
     try:
-        result = factory(table, ref.commit_user).commit(d.messages, ref.commit_identifier)
+        result = factory(table, ref.commit_user).commit(
+            d.messages, ref.commit_identifier, overwrite=d.overwrite
+        )
     except CommitConflictError as e:
         reason = f"conflict check failed: {e}"
         d.action = ABORTED

@@ -35,6 +35,7 @@ SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
 SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
 DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
 SEQUENCE_FIELD = "sequence.field"
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 DEFAULT_DATA_FILE_PREFIX = "data-"
@@ -197,3 +198,9 @@ class CoreOptions:
     @property
     def deletion_vectors_enabled(self) -> bool:
         return self.raw.get(DELETION_VECTORS_ENABLED, "false").lower() == "true"
+
+    @property
+    def dynamic_partition_overwrite(self) -> bool:
+        """Java's default: an OVERWRITE of a partitioned table replaces only the partitions its new
+        files are in (``FileStoreCommitImpl.overwrite``)."""
+        return self.raw.get(DYNAMIC_PARTITION_OVERWRITE, "true").lower() == "true"

@@ -15,6 +15,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.write import TableWrite
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class Committer(Protocol):
         messages: Sequence[CommitMessage],
         identifier: int = ...,
         *,
-        overwrite: Mapping[str, Any] | None = None,
+        overwrite: Mapping[str, Any] | OverwriteSpec | None = None,
         properties: Mapping[str, str] | None = None,
         watermark: int | None = None,
     ) -> CommitOutcome: ...
@@ -80,7 +81,10 @@ class BatchTableCommit:
     """Commits the messages of one batch job, once (identifier = Long.MAX_VALUE, fresh commit user)."""
 
     def __init__(
-        self, table: FileStoreTable, committer: Committer, overwrite: Mapping[str, Any] | None
+        self,
+        table: FileStoreTable,
+        committer: Committer,
+        overwrite: Mapping[str, Any] | OverwriteSpec | None,
     ) -> None:
         self.table = table
         self._committer = committer
@@ -142,11 +146,21 @@ class BatchWriteBuilder:
     def __init__(self, table: FileStoreTable) -> None:
         self.table = table
         self.commit_user = str(uuid.uuid4())
-        self.static_partition: Mapping[str, Any] | None = None
+        self.static_partition: Mapping[str, Any] | OverwriteSpec | None = None
 
-    def overwrite(self, static_partition: Mapping[str, Any] | None = None) -> BatchWriteBuilder:
-        """Make the commit an OVERWRITE of ``static_partition`` (empty or None: the whole table)."""
-        self.static_partition = dict(static_partition or {})
+    def overwrite(
+        self, static_partition: Mapping[str, Any] | OverwriteSpec | None = None
+    ) -> BatchWriteBuilder:
+        """Make the commit an OVERWRITE of ``static_partition`` (empty or None: the whole table).
+
+        As Java and pypaimon, a partitioned table with ``dynamic-partition-overwrite`` on (the
+        default) replaces only the partitions the new rows are in, and nothing if there are none;
+        pass :meth:`OverwriteSpec.static` to replace everything the spec names regardless of the
+        option (:mod:`paimon_meta.table.overwrite`)."""
+        if isinstance(static_partition, OverwriteSpec):
+            self.static_partition = static_partition
+        else:
+            self.static_partition = dict(static_partition or {})
         return self
 
     def new_write(self) -> TableWrite:

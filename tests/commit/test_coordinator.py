@@ -15,6 +15,7 @@ from paimon_meta.errors import CommitConflictError, ValidationError
 from paimon_meta.io.base import FileIO
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 from tests.commit.helpers import append_msg, compact_msg, data_file, make_table, partition
 
@@ -138,6 +139,57 @@ def test_overwrite_replaces_only_the_named_partition(tmp_path: Path) -> None:
     assert live_files(path) == {p1.file_name, fresh.file_name}
     with pytest.raises(ValidationError, match="does not belong"):
         coordinator(file_io, path).commit([append_msg(1, 0)], overwrite={"p": 0})
+
+
+def _three_partitions(tmp_path: Path, **options: str) -> tuple[FileIO, str, dict[int, str]]:
+    file_io, path, _ = make_table(tmp_path, options=options)
+    files = {p: data_file() for p in range(3)}
+    coordinator(file_io, path).commit([append_msg(p, 0, f) for p, f in files.items()])
+    return file_io, path, {p: f.file_name for p, f in files.items()}
+
+
+def test_dynamic_overwrite_replaces_only_the_partitions_of_the_new_files(tmp_path: Path) -> None:
+    # Java's default (dynamic-partition-overwrite = true): a whole-table spec replaces p=0 and p=2 only.
+    file_io, path, old = _three_partitions(tmp_path)
+    new0, new2 = data_file(rows=1), data_file(rows=2)
+    result = coordinator(file_io, path).commit([append_msg(0, 1, new0), append_msg(2, 0, new2)], overwrite={})
+    snap = FileStoreTable.open(path).snapshot(result.snapshot_ids[0])
+    assert snap.commit_kind is CommitKind.OVERWRITE
+    assert live_files(path) == {old[1], new0.file_name, new2.file_name}
+    assert snap.total_record_count == 10 + 1 + 2 and snap.delta_record_count == 3 - 20
+
+
+def test_dynamic_overwrite_without_files_commits_nothing(tmp_path: Path) -> None:
+    file_io, path, old = _three_partitions(tmp_path)
+    result = coordinator(file_io, path).commit([], overwrite={})
+    assert result.snapshot_ids == ()
+    assert FileStoreTable.open(path).snapshot_manager.latest_snapshot_id() == 1
+    assert live_files(path) == set(old.values())
+
+
+def test_static_overwrite_replaces_everything_the_spec_names(tmp_path: Path) -> None:
+    # With the option off (or an explicit OverwriteSpec.static) the spec decides, even with no files.
+    file_io, path, old = _three_partitions(tmp_path, **{"dynamic-partition-overwrite": "false"})
+    new0 = data_file(rows=1)
+    coordinator(file_io, path).commit([append_msg(0, 0, new0)], overwrite={})
+    assert live_files(path) == {new0.file_name}
+    file_io, path, old = _three_partitions(tmp_path / "explicit")
+    result = coordinator(file_io, path).commit([], overwrite=OverwriteSpec.static({"p": 1}))
+    assert result.snapshot_ids == (2,)
+    assert live_files(path) == {old[0], old[2]}
+
+
+def test_an_overwrite_file_outside_the_spec_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    file_io, path, old = _three_partitions(tmp_path)
+    before = manifest_dir_files(path)
+    stray = data_file()
+    with pytest.raises(ValidationError, match=f"file {stray.file_name} does not belong") as info:
+        coordinator(file_io, path).commit([append_msg(0, 0), append_msg(1, 0, stray)], overwrite={"p": 0})
+    assert info.value.fields["file"] == stray.file_name
+    assert manifest_dir_files(path) == before
+    with pytest.raises(ValidationError, match=r"non-partition columns \['k'\]"):
+        coordinator(file_io, path).commit([append_msg(0, 0)], overwrite={"k": 1})
+    assert live_files(path) == set(old.values())
 
 
 def test_bad_messages_are_rejected_before_anything_is_written(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from sqlalchemy import insert
 
@@ -31,6 +32,7 @@ from paimon_meta.serde.commit_message import (
 )
 from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
 from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 from tests.ops.helpers import (
     FAST_LOCK,
@@ -290,3 +292,71 @@ def test_a_commit_whose_lock_owner_is_still_active_is_left_alone(catalog: Catalo
     dry = recover_table(catalog, TABLE, older_than_seconds=0, dry_run=True)  # no owner window at 0 s
     assert [c.action for c in dry.commits] == ["finished"]
     assert catalog.events.pending_commits(row.table_id) != []  # a dry run writes nothing
+
+
+PARTITIONED = "db.parts"
+
+
+def _partitioned(catalog: Catalog) -> FileStoreTable:
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string()), ("p", pa.string())])
+    table = catalog.create_table(PARTITIONED, schema, partition_keys=["p"], options={"bucket": "-1"})
+    return table
+
+
+def _prepare_parts(table: FileStoreTable, rows: dict[str, range], user: str) -> list[CommitMessage]:
+    write = table.new_stream_write_builder().with_commit_user(user).new_write()
+    for p, keys in rows.items():
+        ks = list(keys)
+        write.write_arrow(
+            pa.table({"k": pa.array(ks, pa.int32()), "v": [f"v{k}" for k in ks], "p": [p] * len(ks)})
+        )
+    return list(write.prepare_commit())
+
+
+def _rows_by_partition(catalog: Catalog) -> dict[str, list[int]]:
+    builder = catalog.get_table(PARTITIONED).new_read_builder()
+    result = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+    out: dict[str, list[int]] = {}
+    for r in result:
+        out.setdefault(r["p"], []).append(r["k"])
+    return {p: sorted(ks) for p, ks in sorted(out.items())}
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "static"])
+def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(catalog: Catalog, mode: str) -> None:
+    """The prepared event records the resolved overwrite spec, so recovery replaces exactly what the dead
+    writer would have: the partitions of its files (dynamic) or everything its spec names (static)."""
+    table = _partitioned(catalog)
+    committer(table, "loader").commit(
+        _prepare_parts(table, {p: range(i * 10, i * 10 + 10) for i, p in enumerate("abc")}, "loader"), 1
+    )
+    table = catalog.get_table(PARTITIONED)
+    spec: dict[str, str] | OverwriteSpec
+    if mode == "dynamic":
+        messages, spec = _prepare_parts(table, {"a": range(100, 103), "c": range(200, 201)}, USER), {}
+    else:
+        messages, spec = [], OverwriteSpec.static({"p": "b"})
+    with crash_at("before_publish"), pytest.raises(Crash):
+        committer(table, USER).commit(messages, IDENTIFIER, overwrite=spec)
+    [prepared] = [
+        e for e in events(catalog, PARTITIONED) if e["event_type"] == "prepared" and e["commit_user"] == USER
+    ]
+    assert prepared["payload"]["overwrite"] == {
+        "partition": {"p": "b"} if mode == "static" else {},
+        "dynamic": mode == "dynamic",
+    }
+
+    report = recover_table(catalog, PARTITIONED, older_than_seconds=0)
+
+    [resolution] = report.commits
+    assert (resolution.commit_user, resolution.action, resolution.snapshot_id) == (USER, "finished", 2)
+    snapshot = catalog.get_table(PARTITIONED).snapshot_manager.snapshot(2)
+    assert snapshot.commit_kind is CommitKind.OVERWRITE and snapshot.commit_user == USER
+    if mode == "dynamic":
+        assert _rows_by_partition(catalog) == {"a": [100, 101, 102], "b": list(range(10, 20)), "c": [200]}
+    else:
+        assert _rows_by_partition(catalog) == {"a": list(range(10)), "c": list(range(20, 30))}
+    assert_consistent(catalog, PARTITIONED)
+    # The dead writer, coming back, deduplicates against the finished commit.
+    again = committer(catalog.get_table(PARTITIONED), USER).commit(messages, IDENTIFIER, overwrite=spec)
+    assert again.deduplicated and again.snapshot_ids == (2,)

@@ -14,6 +14,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.spec.bucket import bucket_array
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind
 from paimon_meta.spec.types import BIGINT
+from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.batch_write import main, write_dataframe
 from tests.spark.helpers import create_table, live_files, read_rows, sort_rows
@@ -90,7 +91,7 @@ def test_overwrite_static_and_dynamic(spark: SparkSession, tmp_path: Path) -> No
     # dynamic: only the partition present in the data (p1) is replaced
     new_p1 = spark.createDataFrame([(10_001, "p1", 1.0)], SCHEMA.names)
     result = write_dataframe(new_p1, table, mode="overwrite")
-    assert result.overwrite == {"p": "p1"}
+    assert result.overwrite == OverwriteSpec({}, dynamic=True)
     rows = read_rows(table)
     assert sorted(r["id"] for r in rows if r["p"] == "p1") == [10_001]
     assert Counter(r["p"] for r in rows) == {"p0": 100, "p1": 1, "p2": 100}
@@ -106,16 +107,22 @@ def test_overwrite_static_and_dynamic(spark: SparkSession, tmp_path: Path) -> No
     assert _data_files_on_disk(tmp_path) == before
 
 
-def test_dynamic_overwrite_of_several_partitions_is_refused_cleanly(
+def test_dynamic_overwrite_replaces_every_partition_in_the_data_in_one_snapshot(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     table = append_table(str(tmp_path))
-    write_dataframe(frame(spark, 0, 30), table)
-    before = _data_files_on_disk(tmp_path)
-    with pytest.raises(ValidationError, match="dynamic overwrite of 3 partitions"):
-        write_dataframe(frame(spark, 0, 30), table, mode="overwrite")
-    assert _data_files_on_disk(tmp_path) == before
-    assert read_rows(table) == expected(0, 30)
+    write_dataframe(frame(spark, 0, 300), table)
+    fresh = spark.createDataFrame(
+        [(20_000, "p0", 1.0), (20_001, "p2", 2.0), (20_002, "p2", 3.0)], SCHEMA.names
+    )
+    result = write_dataframe(fresh, table, mode="overwrite")
+    assert result.overwrite == OverwriteSpec({}, dynamic=True) and len(result.snapshot_ids) == 1
+    rows = read_rows(table)
+    assert Counter(r["p"] for r in rows) == {"p0": 1, "p1": 100, "p2": 2}
+    assert sorted(r["id"] for r in rows if r["p"] != "p1") == [20_000, 20_001, 20_002]
+    # no rows: nothing replaced, no snapshot (Java's dynamic mode)
+    empty = write_dataframe(fresh.limit(0), table, mode="overwrite")
+    assert empty.snapshot_ids == () and len(read_rows(table)) == 103
 
 
 def test_missing_columns_fail_before_any_job(spark: SparkSession, tmp_path: Path) -> None:
