@@ -201,11 +201,19 @@ _RELEASE = (
     " FROM released) "
     "SELECT pg_notify(%(channel)s, lock_id) FROM released"
 )
-_FORCE_RELEASE = (
-    "DELETE FROM paimon_distributed_locks WHERE lock_id = %(lock_id)s "
-    "RETURNING lock_id, owner, fencing_token, hostname, pid, acquired_at, heartbeat_at, "
+_FORCE_RELEASE_DELETE = "DELETE FROM paimon_distributed_locks WHERE lock_id = %(lock_id)s"
+_FORCE_RELEASE_RETURNING = (
+    " RETURNING lock_id, owner, fencing_token, hostname, pid, acquired_at, heartbeat_at, "
     "expire_time_seconds, lease_seconds, "
     "EXTRACT(EPOCH FROM AGE(clock_timestamp(), acquired_at))::float8 AS age_seconds"
+)
+_FORCE_RELEASE = _FORCE_RELEASE_DELETE + _FORCE_RELEASE_RETURNING
+# Java's expiry predicate (PostgresqlDistributedLockDialect): delete the row only if it is expired, so a
+# holder that renewed (or a new holder that took over) since the caller looked is never removed.
+_FORCE_RELEASE_STALE = (
+    _FORCE_RELEASE_DELETE
+    + " AND EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)) > expire_time_seconds"
+    + _FORCE_RELEASE_RETURNING
 )
 _NOTIFY = "SELECT pg_notify(%(channel)s, %(lock_id)s)"
 _SET_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %(value)s, true)"
@@ -1046,23 +1054,38 @@ class MetastoreLock:
         with self.engine.connect() as conn:
             return [LockInfo.from_row(r) for r in conn.exec_driver_sql(_LIST)]
 
-    def force_release(self, lock_id: str, *, operator: str, reason: str) -> LockInfo | None:
-        """Delete the row whoever holds it (ours or Java's), log who and why, and wake waiters.
+    def force_release(
+        self, lock_id: str, *, operator: str, reason: str, stale_only: bool = False
+    ) -> LockInfo | None:
+        """Delete the row whoever holds it (ours or Java's), log who and why (a ``force_released``
+        event in the deleting transaction), and wake waiters.
 
         The former holder's next renewal or validation fails with LockLostError. Waits for a holder's
         publishing transaction that has the row validated (``FOR KEY SHARE``) to end first.
 
+        ``stale_only``: delete the row only if Java's expiry rule says it is expired (one any acquirer
+        would delete anyway); a row renewed or taken over since the caller looked is left alone. The
+        event's payload then also says ``"forced": False``.
+
         Returns:
-            The removed row, or None if there was none.
+            The removed row, or None if there was none (with ``stale_only``: or it was not stale).
         """
         _check_lock_id(lock_id)
         if not operator or not reason:
             raise ValidationError("force_release needs an operator and a reason")
         with self.engine.begin() as conn:
-            row = conn.exec_driver_sql(_FORCE_RELEASE, {"lock_id": lock_id}).first()
+            statement = _FORCE_RELEASE_STALE if stale_only else _FORCE_RELEASE
+            row = conn.exec_driver_sql(statement, {"lock_id": lock_id}).first()
             if row is None:
                 return None
             info = LockInfo.from_row(row)
+            payload: dict[str, Any] = {
+                "age_seconds": round(info.age_seconds, 3),
+                "stale": True if stale_only else info.stale,
+                "java": info.java,
+            }
+            if stale_only:
+                payload["forced"] = False
             EventLog.append_lock(
                 conn,
                 LockEvent(
@@ -1074,11 +1097,7 @@ class MetastoreLock:
                     reason=reason,
                     previous_owner=info.owner,
                     previous_fencing_token=info.fencing_token,
-                    payload={
-                        "age_seconds": round(info.age_seconds, 3),
-                        "stale": info.stale,
-                        "java": info.java,
-                    },
+                    payload=payload,
                 ),
             )
             conn.exec_driver_sql(_NOTIFY, {"channel": self.channel(lock_id), "lock_id": lock_id})

@@ -37,7 +37,6 @@ from paimon_meta.errors import (
     LockLostError,
     ValidationError,
 )
-from paimon_meta.io.local import LocalFileIO
 from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
 from paimon_meta.serde.json import snapshot_to_json
 from paimon_meta.spec.binary_row import deserialize_row
@@ -166,7 +165,8 @@ class CommitCoordinator:
             plan.append((CommitKind.APPEND, changes.append))
         if not changes.compact.is_empty():
             plan.append((CommitKind.COMPACT, changes.compact))
-        body = serialize_commit_messages(list(messages), CURRENT_VERSION)
+        keep = self.guard.keeps_messages
+        body = serialize_commit_messages(list(messages), CURRENT_VERSION) if keep else b""
         ids: list[int] = []
         commit_ids: list[str] = []
         deduplicated = False
@@ -477,20 +477,16 @@ class CommitCoordinator:
         """I2: create snapshot-N only if absent. An error that leaves the outcome unknown is resolved by
         repeating the same create and, if the file is there, comparing it with what we meant to write.
 
-        A snapshot must never be durable while a manifest it references is not. On local disk every
-        manifest and list of this commit (the delta written before the lock included) was created
-        unsynced; ``create_if_absent_after`` fsyncs them, concurrently with the snapshot's own content,
-        before the snapshot's name appears (every repeat does it again: a failure may have been theirs).
-        Elsewhere each manifest was durable when written."""
+        A snapshot must never be durable while a manifest it references is not. Every manifest and
+        list of this commit (the delta written before the lock included) was created non-durable;
+        ``sync_first`` makes them durable (local disk: fsyncs them, concurrently with the snapshot's own
+        content) before the snapshot's name appears (every repeat does it again: a failure may have
+        been theirs). On S3 each manifest was durable when written."""
         path = self.snapshots.snapshot_path(staged.snapshot.id)
         last_error: Exception | None = None
         for _ in range(_PUBLISH_UNKNOWN_RETRIES):
             try:
-                if isinstance(self.file_io, LocalFileIO):
-                    self.file_io.create_if_absent_after(path, staged.body, writer.unsynced)
-                else:
-                    writer.sync()
-                    self.file_io.create_if_absent(path, staged.body)
+                self.file_io.create_if_absent(path, staged.body, sync_first=writer.unsynced)
                 writer.unsynced.clear()
                 return
             except FileAlreadyExistsError:
@@ -511,13 +507,11 @@ class CommitCoordinator:
         )
 
     def _hints(self, snapshot_id: int) -> None:
-        # Hints are only hints (readers verify them): a failure here never fails the commit, and on
-        # local disk LATEST is not fsynced (a crash may leave it stale or empty: readers then list).
+        # Hints are only hints (readers verify them): a failure here never fails the commit, and LATEST
+        # is not made durable (local disk: no fsync; a crash may leave it stale or empty: readers then
+        # list).
         try:
-            if isinstance(self.file_io, LocalFileIO):
-                self.file_io.write_unsynced(self.snapshots.paths.latest_hint_path, str(snapshot_id).encode())
-            else:
-                self.snapshots.commit_latest_hint(snapshot_id)
+            self.snapshots.commit_latest_hint(snapshot_id, durable=False)
             if snapshot_id == 1:
                 self.snapshots.commit_earliest_hint(1)
         except FileIOError:
@@ -554,12 +548,9 @@ class CommitCoordinator:
         return list(entries.values())
 
     def _latest_identifier_of_user(self) -> int | None:
-        snap = self.snapshots.latest_snapshot()
-        while snap is not None:
-            if snap.commit_user == self.commit_user:
-                return snap.commit_identifier
-            snap = self.snapshots.snapshot(snap.id - 1) if snap.id > 1 else None
-        return None
+        mine = self.snapshots.snapshots_of_user(self.commit_user, self.snapshots.latest_snapshot())
+        snap = next(mine, None)
+        return None if snap is None else snap.commit_identifier
 
     # ---- housekeeping -----------------------------------------------------------------------------
 

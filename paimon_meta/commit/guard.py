@@ -68,6 +68,11 @@ class GuardSession(abc.ABC):
 
 
 class CommitGuard(abc.ABC):
+    # Whether ``prepared`` keeps ``CommitRecord.messages`` (a recovery record). A guard that does not
+    # (storage only: no metastore to keep it in) is handed empty bytes: serialising thousands of files
+    # is a large share of a big commit.
+    keeps_messages: bool = True
+
     @abc.abstractmethod
     def prepared(self, record: CommitRecord) -> None:
         """Record the intent (with the serialized messages) before any lock is taken."""
@@ -93,16 +98,13 @@ class _StorageSession(GuardSession):
     def find_committed(
         self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
     ) -> int | None:
-        # Walk back from the latest snapshot to the previous one of this user: identifiers of one user only
-        # grow, so anything older cannot match (Java's ``latestSnapshotOfUser`` walk).
-        snap = latest
-        while snap is not None:
-            if snap.commit_user == user:
-                if snap.commit_identifier == identifier and snap.commit_kind is kind:
-                    return snap.id
-                if snap.commit_identifier < identifier:
-                    return None
-            snap = self.guard.load_snapshot(snap.id - 1)
+        # Walk back through this user's snapshots: identifiers of one user only grow, so anything older
+        # than a smaller identifier cannot match.
+        for snap in self.guard.snapshots.snapshots_of_user(user, latest, load=self.guard.load_snapshot):
+            if snap.commit_identifier == identifier and snap.commit_kind is kind:
+                return snap.id
+            if snap.commit_identifier < identifier:
+                return None
         return None
 
     def before_publish(self) -> None:
@@ -118,6 +120,8 @@ class _StorageSession(GuardSession):
 @dataclass(slots=True)
 class StorageGuard(CommitGuard):
     """Metastore-less guard: optimistic concurrency on ``create_if_absent(snapshot-N)``."""
+
+    keeps_messages = False  # nowhere to keep a recovery record
 
     file_io: FileIO
     table_path: str

@@ -4,11 +4,11 @@ Manifests are immutable and named ``manifest-<uuid>-<n>`` / ``manifest-list-<uui
 per writer, so two committers never write the same name and a failed attempt's files are exactly the
 ones it names in its result (which is what makes cleanup of a *definitely* failed attempt safe).
 
-Durability: on local disk files are created without fsync and listed in :attr:`ManifestWriter.unsynced`;
-the coordinator creates the snapshot that references them with ``LocalFileIO.create_if_absent_after``,
-which fsyncs them (contents and ``manifest/``) before the snapshot's name appears, so a durable snapshot
-never references a manifest that a crash could still lose. On S3 every PUT is durable and nothing is
-listed.
+Durability: files are created with ``durable=False`` (local disk: without fsync) and listed in
+:attr:`ManifestWriter.unsynced`; the coordinator creates the snapshot that references them with
+``create_if_absent(sync_first=unsynced)``, which makes them durable (local disk: fsyncs their contents
+and ``manifest/``) before the snapshot's name appears, so a durable snapshot never references a
+manifest that a crash could still lose. On S3 every PUT is durable and the flag changes nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 
 from paimon_meta.commit.conflicts import merge_for_commit
 from paimon_meta.io.base import FileIO
-from paimon_meta.io.local import LocalFileIO
 from paimon_meta.serde.avro import encode_index_manifest, encode_manifest, encode_manifest_list
 from paimon_meta.spec.binary_row import EMPTY_ROW_BYTES, deserialize_row, serialize_row
 from paimon_meta.spec.manifest import (
@@ -80,7 +79,7 @@ class ManifestWriter:
     written: list[str] = field(default_factory=list)
     cache_manifest: CacheManifest | None = None
     cache_list: CacheList | None = None
-    #: Paths written without fsync (local disk) since the last :meth:`sync`.
+    #: Paths written with ``durable=False`` since the last :meth:`sync` (or publish).
     unsynced: list[str] = field(default_factory=list)
     _counter: Any = field(default_factory=count)
 
@@ -91,12 +90,9 @@ class ManifestWriter:
         path = self.file_io.join(self.manifest_dir, name)
         self.written.append(name)
         # create_if_absent: a manifest name is never reused, so finding one already there is a bug.
-        if isinstance(self.file_io, LocalFileIO):
-            # Durable at sync() (module docstring).
-            self.file_io.create_if_absent_unsynced(path, data)
-            self.unsynced.append(path)
-        else:
-            self.file_io.create_if_absent(path, data)
+        # Durable at sync() or with the snapshot that names it (module docstring).
+        self.file_io.create_if_absent(path, data, durable=False)
+        self.unsynced.append(path)
 
     def forget(self, names: Sequence[str]) -> None:
         """Stop tracking files the caller deleted (a definitely failed attempt's)."""
@@ -107,8 +103,8 @@ class ManifestWriter:
     def sync(self) -> None:
         """Make every file written since the last call durable (local disk: their contents and the
         directory, fsynced concurrently). Call before creating anything durable that references them."""
-        if self.unsynced and isinstance(self.file_io, LocalFileIO):
-            self.file_io.sync_files(self.unsynced)
+        if self.unsynced:
+            self.file_io.sync(self.unsynced)
         self.unsynced.clear()
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:

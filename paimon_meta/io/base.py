@@ -3,6 +3,13 @@
 File formats live outside FileIO (pyiceberg's lesson). Paths are strings: a local absolute path, a
 ``file://`` URI or an ``s3://bucket/key`` URI; a FileIO accepts the forms of its own scheme only and
 returns paths in the form it was given (a listing of ``file:///w`` yields ``file:///w/...``).
+
+Deferred durability: ``write``/``create_if_absent`` with ``durable=False`` may return before the object
+would survive a crash (local disk: no fsync), so a commit waits for one batch of fsyncs instead of one
+per file. Such an object becomes durable by :meth:`FileIO.sync` or by being named in ``sync_first`` of
+the durable ``create_if_absent`` of an object that references it (the snapshot that names a commit's
+manifests). Stores whose every write is durable (S3) ignore the flag, and ``sync`` does nothing there.
+Wrappers pass the flag, ``sync_first`` and ``sync`` through.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import abc
 import builtins
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from paimon_meta.errors import ValidationError
@@ -54,15 +62,34 @@ class FileIO(abc.ABC):
         """The whole object. ``FileNotFound`` if absent."""
 
     @abc.abstractmethod
-    def write(self, path: str, data: bytes) -> None:
-        """Write (or replace) the whole object. Readers never see a partial object."""
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
+        """Write (or replace) the whole object. Readers never see a partial object. On success the
+        object is durable, unless ``durable=False``: then a crash may leave the old content, the new
+        one, or an empty object until :meth:`sync` covers it (for hints that readers verify)."""
 
     @abc.abstractmethod
-    def create_if_absent(self, path: str, data: bytes) -> None:
+    def create_if_absent(
+        self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()
+    ) -> None:
         """Create the object only if absent, atomically where ``capabilities.atomic_create``.
         Raises ``FileAlreadyExistsError`` when it exists; on success the object is durable.
         A ``FileIOError`` carrying ``fields["outcome_unknown"] is True`` means the object may or may
-        not have been created by this call: resolve by reading it back, never by deleting it."""
+        not have been created by this call: resolve by reading it back, never by deleting it.
+
+        ``sync_first``: objects written earlier with ``durable=False`` that this one references. They
+        are made durable before this object's name appears, so a crash never leaves this object
+        durable while one of them is lost (local disk: their fsyncs run concurrently with this
+        object's own; every call does them again, a failure may have been theirs).
+
+        ``durable=False`` (without ``sync_first``): still one winner, but nothing is made durable
+        until :meth:`sync` (or a later ``sync_first``) covers the object, and a concurrent reader may
+        see it partially written. Only for objects nothing reads before a durable object references
+        them (manifests before their snapshot)."""
+
+    @abc.abstractmethod
+    def sync(self, paths: Sequence[str]) -> None:
+        """Make objects written earlier with ``durable=False`` durable (their contents and names).
+        Nothing to do where every write is durable. ``FileIOError`` names the first path that failed."""
 
     @abc.abstractmethod
     def exists(self, path: str) -> bool:

@@ -20,15 +20,16 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from paimon_meta.errors import FileIOError, ValidationError
 from paimon_meta.io.base import Capabilities, FileIO, FileStatus
 
-OPS = ("read", "write", "create_if_absent", "exists", "status", "list", "list_recursive", "delete")
-"""The operation names rules and counters use (the FileIO method names)."""
+OPS = ("read", "write", "create_if_absent", "sync", "exists", "status", "list", "list_recursive", "delete")
+"""The operation names rules and counters use (the FileIO method names). A ``sync`` call is one call
+whose path is its paths joined by newlines (``path_contains`` matches any of them)."""
 
 ExceptionFactory = Callable[[str, str], BaseException]
 """Builds the exception to raise from ``(op, path)``."""
@@ -190,11 +191,20 @@ class FaultInjectingFileIO(FileIO):
     def read(self, path: str) -> bytes:
         return self._call("read", path, lambda: self._inner.read(path))
 
-    def write(self, path: str, data: bytes) -> None:
-        self._call("write", path, lambda: self._inner.write(path, data))
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
+        self._call("write", path, lambda: self._inner.write(path, data, durable=durable))
 
-    def create_if_absent(self, path: str, data: bytes) -> None:
-        self._call("create_if_absent", path, lambda: self._inner.create_if_absent(path, data))
+    def create_if_absent(
+        self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()
+    ) -> None:
+        self._call(
+            "create_if_absent",
+            path,
+            lambda: self._inner.create_if_absent(path, data, durable=durable, sync_first=sync_first),
+        )
+
+    def sync(self, paths: Sequence[str]) -> None:
+        self._call("sync", "\n".join(paths), lambda: self._inner.sync(paths))
 
     def exists(self, path: str) -> bool:
         return self._call("exists", path, lambda: self._inner.exists(path))

@@ -5,18 +5,18 @@ Writes go to a hidden temporary file in the target's directory, are fsynced, the
 the directory is fsynced so the new name survives a crash. Paths are ``/abs/path`` or
 ``file:///abs/path`` (also ``file:/abs/path``, as Hadoop spells it); results keep the caller's form.
 
-Two local-only variants let the commit path wait for fewer fsyncs where durability is not at stake yet
-(they are not part of the :class:`FileIO` interface; callers test for :class:`LocalFileIO`):
+Deferred durability (``durable=False``, ``sync_first``, ``sync``: see :mod:`paimon_meta.io.base`) lets
+the commit path wait for fewer fsyncs where durability is not at stake yet:
 
-* :meth:`LocalFileIO.create_if_absent_unsynced` is a create-if-absent in place without any fsync
-  (for files nothing reads until a durable file references them);
-  :meth:`LocalFileIO.create_if_absent_after` creates a file that references such files, fsyncing
-  them (contents and directories) concurrently with its own content before it is linked, and
-  :meth:`LocalFileIO.sync_files` makes a batch durable on its own. A file created unsynced must be
-  covered by one of them before anything that references it is made durable (the coordinator: all
-  manifests of a commit, synced with ``snapshot-N``).
-* :meth:`LocalFileIO.write_unsynced` is an atomic replace without any fsync, for hint files that
-  readers verify (a crash may leave the old content, the new one, or an empty file).
+* ``create_if_absent(durable=False)`` creates the file in place (``O_CREAT|O_EXCL``: one winner) without
+  any fsync: one directory operation instead of the temp file, link and unlink;
+  ``create_if_absent(sync_first=files)`` creates a file that references such files, fsyncing them
+  (contents and directories) concurrently with its own content before it is linked, and :meth:`sync`
+  makes a batch durable on its own. A file created non-durable must be covered by one of them before
+  anything that references it is made durable (the coordinator: all manifests of a commit, synced with
+  ``snapshot-N``).
+* ``write(durable=False)`` is an atomic replace without any fsync, for hint files that readers verify
+  (a crash may leave the old content, the new one, or an empty file).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from paimon_meta.errors import FileAlreadyExistsError, FileIOError, FileNotFound, ValidationError
 from paimon_meta.io.base import Capabilities, FileIO, FileStatus, join_uri
 
-# At most this many fsyncs of one sync_files call run at once.
+# At most this many fsyncs of one sync (or sync_first) run at once.
 _SYNC_THREADS = 4
 
 # errnos meaning "this file system cannot hard-link", where create_if_absent falls back to O_EXCL.
@@ -131,12 +131,13 @@ def _status(path: str, st: os.stat_result) -> FileStatus:
 
 
 class LocalFileIO(FileIO):
-    """FileIO on a POSIX file system: atomic replace, atomic create-if-absent, durable on return."""
+    """FileIO on a POSIX file system: atomic replace, atomic create-if-absent, durable on return (unless
+    ``durable=False``)."""
 
     _CAPABILITIES = Capabilities(atomic_create=True, atomic_rename=True)
 
     def __init__(self) -> None:
-        # Threads for sync_files, started on first use (close() stops them).
+        # Threads for sync/sync_first, started on first use (close() stops them).
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -148,52 +149,55 @@ class LocalFileIO(FileIO):
         with _os_errors("read", path), open(local_path(path), "rb") as f:
             return f.read()
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
+        """Atomic replace: a complete temp file is renamed over ``path``. ``durable=False``: neither
+        the temp file nor the directory is fsynced (readers still see the old or the new content)."""
         target = local_path(path)
         directory, name = os.path.split(target)
         with _os_errors("write", path):
             _ensure_dir(directory)
-            temp = _write_temp(directory, name, data)
+            temp = _write_temp(directory, name, data, sync=durable)
             try:
                 os.replace(temp, target)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
                 raise
-            _fsync_dir(directory)
+            if durable:
+                _fsync_dir(directory)
 
-    def create_if_absent(self, path: str, data: bytes) -> None:
+    def create_if_absent(
+        self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()
+    ) -> None:
         """Atomic: a hard link of a complete temp file either takes the name or fails with ``EEXIST``,
         so concurrent creators see exactly one winner and readers never see partial content. On file
         systems without hard links it falls back to ``O_CREAT|O_EXCL`` (still one winner, but a
-        reader may then observe the file while it is being written)."""
-        self._create_if_absent(path, data, "create_if_absent", sync=True)
+        reader may then observe the file while it is being written).
 
-    def create_if_absent_unsynced(self, path: str, data: bytes) -> None:
-        """Create ``path`` only if absent (``O_CREAT|O_EXCL``: one winner), written in place, without
-        any fsync: one directory operation instead of the temp file, link and unlink of
-        :meth:`create_if_absent`. Only for files nothing reads before a later durable file references
-        them (manifests before their snapshot): a concurrent reader could see this one half written,
-        and a crash may lose it or its content until :meth:`sync_files` (or
-        :meth:`create_if_absent_after`) covered it."""
-        target = local_path(path)
-        with _os_errors("create_if_absent_unsynced", path):
-            _ensure_dir(os.path.dirname(target))
-            self._create_exclusive(target, data, sync=False)
+        ``durable=False``: ``O_CREAT|O_EXCL`` in place, without any fsync (a concurrent reader could
+        see the file half written, and a crash may lose it or its content until :meth:`sync` or a
+        ``sync_first`` covered it). ``sync_first``: their contents and directories and ``path``'s own
+        content are fsynced concurrently, then ``path`` is linked and its directory fsynced; the
+        caller waits about two fsyncs instead of one per file plus two."""
+        if not durable:
+            if sync_first:
+                raise ValidationError("sync_first needs a durable create", path=path)
+            target = local_path(path)
+            with _os_errors("create_if_absent", path):
+                _ensure_dir(os.path.dirname(target))
+                self._create_exclusive(target, data, sync=False)
+        elif sync_first:
+            self._create_if_absent_after(path, data, sync_first)
+        else:
+            self._create_if_absent(path, data)
 
-    def sync_files(self, paths: Sequence[str]) -> None:
-        """Make ``paths`` durable: each file's content and each distinct parent directory (the
-        entries) are fsynced, concurrently (the fsyncs are independent; all must finish before the
-        caller publishes anything that references the files). ``FileIOError`` names the first path
-        that failed."""
+    def sync(self, paths: Sequence[str]) -> None:
+        """Each file's content and each distinct parent directory (the entries) are fsynced,
+        concurrently (the fsyncs are independent; all must finish before the caller publishes
+        anything that references the files)."""
         self._fsync_all([local_path(p) for p in paths], with_parents=True)
 
-    def create_if_absent_after(self, path: str, data: bytes, unsynced: Sequence[str]) -> None:
-        """:meth:`create_if_absent` of ``path``, which becomes durable only after ``unsynced`` (files
-        of :meth:`create_if_absent_unsynced` it references) are: their contents and directories and
-        ``path``'s own content are fsynced concurrently, then ``path`` is linked and its directory
-        fsynced. A crash never leaves ``path`` durable while one of ``unsynced`` is not, and the caller
-        waits about two fsyncs instead of one per file plus two."""
+    def _create_if_absent_after(self, path: str, data: bytes, unsynced: Sequence[str]) -> None:
         target = local_path(path)
         directory, name = os.path.split(target)
         with _os_errors("create_if_absent", path):
@@ -228,7 +232,7 @@ class LocalFileIO(FileIO):
 
     @staticmethod
     def _fsync_path(path: str) -> None:
-        with _os_errors("sync_files", path):
+        with _os_errors("sync", path):
             fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if os.path.isdir(path) else 0))
             try:
                 os.fsync(fd)
@@ -241,34 +245,18 @@ class LocalFileIO(FileIO):
         if pool is not None:
             pool.shutdown(wait=True)
 
-    def write_unsynced(self, path: str, data: bytes) -> None:
-        """Atomic replace without fsync (readers see the old or the new content, never a mix). After a
-        crash the file may hold the old content, the new, or nothing: only for hints readers verify."""
+    def _create_if_absent(self, path: str, data: bytes) -> None:
         target = local_path(path)
         directory, name = os.path.split(target)
-        with _os_errors("write_unsynced", path):
+        with _os_errors("create_if_absent", path):
             _ensure_dir(directory)
-            temp = _write_temp(directory, name, data, sync=False)
-            try:
-                os.replace(temp, target)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-                raise
-
-    def _create_if_absent(self, path: str, data: bytes, op: str, *, sync: bool) -> None:
-        target = local_path(path)
-        directory, name = os.path.split(target)
-        with _os_errors(op, path):
-            _ensure_dir(directory)
-            temp = _write_temp(directory, name, data, sync=sync)
+            temp = _write_temp(directory, name, data)
             try:
                 self._link(temp, target, data)
             finally:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
-            if sync:
-                _fsync_dir(directory)
+            _fsync_dir(directory)
 
     def _link(self, temp: str, target: str, data: bytes) -> None:
         """Publish a complete temp file under ``target`` if absent (EEXIST: someone else has it)."""

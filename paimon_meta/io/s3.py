@@ -31,7 +31,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -292,14 +292,18 @@ class S3FileIO(FileIO):
             finally:
                 body.close()
 
-    def write(self, path: str, data: bytes) -> None:
-        """A single PUT: S3 replaces objects atomically, so readers see the old or the new bytes."""
+    def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
+        """A single PUT: S3 replaces objects atomically, so readers see the old or the new bytes.
+        Every PUT is durable: ``durable`` changes nothing."""
         bucket, key = _object_key(path)
         with _s3_errors("write", path):
             self._client.put_object(Bucket=bucket, Key=key, Body=data)
 
-    def create_if_absent(self, path: str, data: bytes) -> None:
-        """With conditional writes: ``PUT If-None-Match: *``; 412 -> ``FileAlreadyExistsError``.
+    def create_if_absent(
+        self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()
+    ) -> None:
+        """With conditional writes: ``PUT If-None-Match: *``; 412 -> ``FileAlreadyExistsError``. Every
+        PUT is durable, so ``durable`` and ``sync_first`` change nothing.
 
         botocore retries a request whose response was lost (timeout, 5xx), so a 412 after a retry may
         be caused by our own earlier attempt: then the stored bytes are compared with ``data`` and equal
@@ -359,6 +363,9 @@ class S3FileIO(FileIO):
             except FileNotFound:
                 pass
         raise FileAlreadyExistsError("create_if_absent: object already exists", path=path)
+
+    def sync(self, paths: Sequence[str]) -> None:
+        """Nothing to do: every PUT was durable when it returned."""
 
     def exists(self, path: str) -> bool:
         try:

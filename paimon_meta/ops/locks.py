@@ -11,29 +11,16 @@ transaction that deletes the row.
 
 from __future__ import annotations
 
-import os
-import socket
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
 
-from paimon_meta.catalog.events import EventLog, LockEvent, LockEventType
 from paimon_meta.catalog.lock import LockInfo, MetastoreLock
 from paimon_meta.errors import ValidationError
 from paimon_meta.ops.common import NotFoundError, RefusedError, operator_identity
 
-# Java's expiry predicate (PostgresqlDistributedLockDialect): delete the row only if it is expired, so a
-# holder that renewed (or a new holder that took over) since we looked is never removed by mistake.
-_DELETE_IF_EXPIRED = text(
-    "DELETE FROM paimon_distributed_locks "
-    "WHERE lock_id = :lock_id AND EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)) > expire_time_seconds "
-    "RETURNING lock_id, owner, fencing_token, hostname, pid, acquired_at, heartbeat_at, "
-    "expire_time_seconds, lease_seconds, "
-    "EXTRACT(EPOCH FROM AGE(clock_timestamp(), acquired_at))::float8 AS age_seconds"
-)
-_NOTIFY = text("SELECT pg_notify(:channel, :lock_id)")
 _HEARTBEAT_AGE = text(
     "SELECT lock_id, EXTRACT(EPOCH FROM clock_timestamp() - heartbeat_at)::float8 AS heartbeat_age "
     "FROM paimon_distributed_locks"
@@ -132,36 +119,11 @@ def release_lock(
             lock_id=lock_id,
             owner=info.owner,
         )
-    return _release_expired(lock, lock_id, operator=who, reason=reason)
-
-
-def _release_expired(lock: MetastoreLock, lock_id: str, *, operator: str, reason: str) -> ReleaseResult:
-    with lock.engine.begin() as conn:
-        row = conn.execute(_DELETE_IF_EXPIRED, {"lock_id": lock_id}).first()
-        if row is None:
-            raise RefusedError(
-                f"lock {lock_id!r} is no longer stale (renewed or taken over); nothing released",
-                lock_id=lock_id,
-            )
-        info = LockInfo.from_row(row)
-        EventLog.append_lock(
-            conn,
-            LockEvent(
-                lock_id=lock_id,
-                event_type=LockEventType.FORCE_RELEASED,
-                hostname=socket.gethostname(),
-                pid=os.getpid(),
-                operator=operator,
-                reason=reason,
-                previous_owner=info.owner,
-                previous_fencing_token=info.fencing_token,
-                payload={
-                    "age_seconds": round(info.age_seconds, 3),
-                    "stale": True,
-                    "java": info.java,
-                    "forced": False,
-                },
-            ),
+    # Deleted only if still expired: a holder that renewed (or took over) since we looked is kept.
+    released = lock.force_release(lock_id, operator=who, reason=reason, stale_only=True)
+    if released is None:
+        raise RefusedError(
+            f"lock {lock_id!r} is no longer stale (renewed or taken over); nothing released",
+            lock_id=lock_id,
         )
-        conn.execute(_NOTIFY, {"channel": lock.channel(lock_id), "lock_id": lock_id})
-    return ReleaseResult(LockRow.of(info, None), False, operator, reason)
+    return ReleaseResult(LockRow.of(released, None), False, who, reason)

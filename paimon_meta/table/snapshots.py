@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 
 from paimon_meta.errors import CorruptMetadataError, FileAlreadyExistsError, FileNotFound
 from paimon_meta.io.base import FileIO
@@ -117,9 +118,39 @@ class SnapshotManager:
         sid = self.earliest_snapshot_id()
         return None if sid is None else self.snapshot(sid)
 
-    def commit_latest_hint(self, snapshot_id: int) -> None:
-        """Overwrite the LATEST hint (best effort by design: readers verify it)."""
-        self.file_io.write(self.paths.latest_hint_path, str(snapshot_id).encode())
+    def snapshots_of_user(
+        self,
+        user: str,
+        start: Snapshot | None,
+        *,
+        load: Callable[[int], Snapshot | None] | None = None,
+    ) -> Iterator[Snapshot]:
+        """The snapshots ``user`` committed, newest first, walking back one id at a time from
+        ``start`` (Java's ``latestSnapshotOfUser`` walk); the first is the user's latest. Identifiers
+        of one user only grow, so a caller looking for one identifier can stop at a smaller one.
+        Earlier snapshots are read with ``load`` (default :meth:`snapshot`); the walk ends at
+        snapshot 1, where ``load`` returns None, or, as Java's walk, at the earliest snapshot still
+        kept (expiration deletes the oldest ones; a snapshot missing above the earliest is an error)."""
+        read = self.snapshot if load is None else load
+        snap = start
+        while snap is not None:
+            if snap.commit_user == user:
+                yield snap
+            previous = snap.id - 1
+            if previous < 1:
+                return
+            try:
+                snap = read(previous)
+            except FileNotFound:
+                earliest = self.earliest_snapshot_id()
+                if earliest is None or previous < earliest:
+                    return
+                raise
+
+    def commit_latest_hint(self, snapshot_id: int, *, durable: bool = True) -> None:
+        """Overwrite the LATEST hint (best effort by design: readers verify it, so a writer under the
+        lock may skip making it durable: ``durable=False``, see :meth:`FileIO.write`)."""
+        self.file_io.write(self.paths.latest_hint_path, str(snapshot_id).encode(), durable=durable)
 
     def commit_earliest_hint(self, snapshot_id: int) -> None:
         """Overwrite the EARLIEST hint (written by snapshot expiration)."""

@@ -196,6 +196,35 @@ def test_validation_is_authoritative(lock: MetastoreLock, pg_engine: Engine) -> 
         lock.force_release(lid, operator="", reason="x")
 
 
+def test_a_stale_only_release_leaves_a_live_row_alone(lock: MetastoreLock, pg_engine: Engine) -> None:
+    live, old = _lid(), _lid()
+    with pg_engine.begin() as conn:  # a Java row past its expiry
+        conn.execute(
+            text(
+                "INSERT INTO paimon_distributed_locks (lock_id, acquired_at, expire_time_seconds) "
+                "VALUES (:l, now() - interval '10 minutes', 60)"
+            ),
+            {"l": old},
+        )
+    with lock.acquire(live, owner="a", lease_seconds=30) as lease:
+        assert lock.force_release(live, operator="ops", reason="stale?", stale_only=True) is None
+        lease.check()
+        assert _events(pg_engine, live) == [LockEventType.ACQUIRED]
+    removed = lock.force_release(old, operator="ops", reason="expired", stale_only=True)
+    assert removed is not None and removed.java and lock.get_lock(old) is None
+    [event] = [e.event for e in EventLog(pg_engine).lock_events(old)]
+    assert (event.event_type, event.operator, event.reason) == (
+        LockEventType.FORCE_RELEASED,
+        "ops",
+        "expired",
+    )
+    assert {k: v for k, v in event.payload.items() if k != "age_seconds"} == {
+        "stale": True,
+        "java": True,
+        "forced": False,
+    }
+
+
 def test_heartbeat_notices_a_lost_row(lock: MetastoreLock, pg_engine: Engine) -> None:
     lid = _lid()
     lease = lock.acquire(lid, owner="a", lease_seconds=1)

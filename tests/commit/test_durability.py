@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from paimon_meta.commit.coordinator import CommitCoordinator
 from paimon_meta.commit.guard import StorageGuard
 from paimon_meta.errors import CommitOutcomeUnknownError
+from paimon_meta.io import FaultInjectingFileIO, FileIO
 from paimon_meta.io.local import LocalFileIO
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.table.table import FileStoreTable
@@ -38,12 +40,15 @@ class RecordingFileIO(LocalFileIO):
         super()._link(temp, target, data)
         self._record("link", target)
 
-    def create_if_absent_unsynced(self, path: str, data: bytes) -> None:
-        super().create_if_absent_unsynced(path, data)
-        self._record("create", path)
+    def create_if_absent(
+        self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()
+    ) -> None:
+        super().create_if_absent(path, data, durable=durable, sync_first=sync_first)
+        if not durable:
+            self._record("create", path)
 
 
-def coordinator(file_io: LocalFileIO, path: str) -> CommitCoordinator:
+def coordinator(file_io: FileIO, path: str) -> CommitCoordinator:
     table = FileStoreTable.load(file_io, path)
     guard = StorageGuard(file_io, path, load_snapshot_fn=table.snapshot_manager.snapshot)
     return CommitCoordinator(table, guard, commit_user=str(uuid.uuid4()))
@@ -57,10 +62,14 @@ def referenced_files(table: FileStoreTable, snapshot_id: int) -> set[str]:
     return names
 
 
-def test_a_snapshot_is_linked_only_after_every_manifest_it_names_is_durable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("wrapped", [False, True], ids=["local", "fault-injecting"])
+def test_a_snapshot_is_linked_only_after_every_manifest_it_names_is_durable(
+    tmp_path: Path, wrapped: bool
+) -> None:
     _, path, _ = make_table(tmp_path, options={"manifest.merge-min-count": "3"})
     fio = RecordingFileIO()
-    c = coordinator(fio, path)
+    # A wrapper passes the deferred durability through: same fast path, same order.
+    c = coordinator(FaultInjectingFileIO(fio) if wrapped else fio, path)
     for i in range(8):  # merges included: merged manifests are new files of the commit too
         c.commit([append_msg(i % 2, i % 2, data_file())], i)
     table = FileStoreTable.open(path)

@@ -1,21 +1,39 @@
-"""Spawning writer processes and watching them (stopped state, exit codes)."""
+"""The table writer processes commit to, spawning them and watching them (stopped state, exit codes)."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+import paimon_meta
 from tests.integration import _workers
 from tests.integration._workers import Target
 
 ctx = multiprocessing.get_context("spawn")
 
 Message = tuple[Any, ...]
+
+#: ``db.t``, the table the writers commit to: partitioned by ``p``, 2 buckets.
+SCHEMA = pa.schema(
+    [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
+)
+
+
+def create_target(url: str, warehouse: str, options: Mapping[str, str]) -> Target:
+    """Create ``db.t`` through the metastore at ``url`` (catalog ``options``: lease, timeouts) and
+    return where writers commit to it."""
+    with paimon_meta.connect(url, warehouse, **options) as catalog:
+        catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2"})
+    return Target(url, warehouse, options=options)
 
 
 def start_writer(
@@ -71,3 +89,8 @@ def wait_until_stopped(proc: BaseProcess, *, timeout: float = 60.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"process {proc.pid} did not stop within {timeout}s")
+
+
+def resume(proc: BaseProcess) -> None:
+    """Let a writer stopped at a pause point go on (SIGCONT)."""
+    os.kill(proc.pid or 0, signal.SIGCONT)

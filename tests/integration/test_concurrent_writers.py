@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 import paimon_meta
-from tests.integration._workers import Target
 from tests.integration.history import check_exactly_once, read_history
-from tests.integration.procs import collect, ctx, start_writer
+from tests.integration.procs import collect, create_target, ctx, start_writer
 
 pytestmark = pytest.mark.postgres
 
@@ -22,15 +20,9 @@ WRITERS = 8
 LOCAL_COMMITS = 25
 S3_COMMITS = 25 if os.environ.get("PAIMON_META_SLOW") == "1" else 10
 
-SCHEMA = pa.schema(
-    [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
-)
-
 
 def _run(url: str, warehouse: str, options: dict[str, str], commits: int) -> None:
-    with paimon_meta.connect(url, warehouse, **options) as catalog:
-        catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2"})
-    target = Target(url, warehouse, options=options)
+    target = create_target(url, warehouse, options)
     out = ctx.Queue()
     procs = [start_writer(target, f"writer-{w}", range(commits), out) for w in range(WRITERS)]
     messages = collect(out, procs, timeout=600)

@@ -6,43 +6,23 @@ from __future__ import annotations
 import os
 import signal
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
-import paimon_meta
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.crashpoints import CRASH_AT_ENV, CRASH_MODE_ENV, PAUSE_AT_ENV, CrashPoint
 from tests.commit.helpers import append_msg, data_file
 from tests.integration._workers import Target
 from tests.integration.history import check_no_orphan_manifests, read_history
-from tests.integration.procs import collect, ctx, start_writer, wait_until_stopped
+from tests.integration.procs import collect, ctx, resume, start_writer, wait_until_stopped
 
 pytestmark = pytest.mark.postgres
 
 LEASE = 2
 # Every wait below is bounded by the lease: a writer that needed longer would fail with LockTimeoutError.
+# The catalog options of the ``target``/``catalog`` fixtures (conftest.py) and of every writer.
 OPTIONS = {"lock.lease-seconds": str(LEASE), "lock.acquire-timeout-seconds": str(LEASE + 20)}
-SCHEMA = pa.schema(
-    [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
-)
-
-
-@pytest.fixture
-def target(clean_db: str, tmp_path: Path) -> Target:
-    warehouse = str(tmp_path / "warehouse")
-    with paimon_meta.connect(clean_db, warehouse, **OPTIONS) as catalog:
-        catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2"})
-    return Target(clean_db, warehouse, options=OPTIONS)
-
-
-@pytest.fixture
-def catalog(target: Target) -> Iterator[Catalog]:
-    with paimon_meta.connect(target.url, target.warehouse, **target.options) as cat:
-        yield cat
 
 
 def commit(catalog: Catalog, user: str, identifier: int, file_name: str) -> Any:
@@ -117,7 +97,7 @@ def test_a_frozen_holder_cannot_overwrite_or_duplicate_after_a_takeover(
         assert live.snapshot_ids == ((2,) if frozen_published_first else (1,))
         etags = snapshot_etags(catalog)
     finally:
-        os.kill(child.pid or 0, signal.SIGCONT)
+        resume(child)
     messages = collect(out, [child], timeout=120)
     (ack,) = [m for m in messages if m[0] == "acked"]
     assert ack[4] == ((1,) if frozen_published_first else (2,)) and not ack[5]

@@ -3,25 +3,19 @@ deletes it or it expires, and while we hold the lock Java's insert fails (unique
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
-import pyarrow as pa
 import pytest
 
-import paimon_meta
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.crashpoints import PAUSE_AT_ENV, CrashPoint
 from paimon_meta.db.engine import libpq_conninfo
 from tests.commit.helpers import append_msg, data_file
 from tests.integration._workers import Target
 from tests.integration.history import read_history
-from tests.integration.procs import collect, ctx, start_writer, wait_until_stopped
+from tests.integration.procs import collect, ctx, resume, start_writer, wait_until_stopped
 
 pytestmark = pytest.mark.postgres
 
@@ -30,24 +24,8 @@ JAVA_ACQUIRE = "INSERT INTO paimon_distributed_locks (lock_id,expire_time_second
 JAVA_RELEASE = "DELETE FROM paimon_distributed_locks WHERE lock_id = %s"
 LOCK_ID = "jdbc.db.t"  # JdbcCatalogLock: <catalog-key>.<database>.<table>
 
-SCHEMA = pa.schema(
-    [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
-)
+# The catalog options of the ``target``/``catalog`` fixtures (conftest.py) and of every writer.
 OPTIONS = {"lock.lease-seconds": "2", "lock.acquire-timeout-seconds": "60"}
-
-
-@pytest.fixture
-def target(clean_db: str, tmp_path: Path) -> Target:
-    warehouse = str(tmp_path / "warehouse")
-    with paimon_meta.connect(clean_db, warehouse, **OPTIONS) as catalog:
-        catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2"})
-    return Target(clean_db, warehouse, options=OPTIONS)
-
-
-@pytest.fixture
-def catalog(target: Target) -> Iterator[Catalog]:
-    with paimon_meta.connect(target.url, target.warehouse, **target.options) as cat:
-        yield cat
 
 
 def java(url: str, statement: str, *params: Any) -> None:
@@ -107,7 +85,7 @@ def test_java_cannot_insert_while_we_hold_the_lock(target: Target, catalog: Cata
         with pytest.raises(psycopg.errors.UniqueViolation):
             java(target.url, JAVA_ACQUIRE, LOCK_ID, 480)
     finally:
-        os.kill(writer.pid or 0, signal.SIGCONT)
+        resume(writer)
     (ack,) = [m for m in collect(out, [writer], timeout=120) if m[0] == "acked"]
     # it resumed within its lease (2 s) or re-acquired after: either way it committed once
     assert ack[4] == (1,)

@@ -75,6 +75,19 @@ def test_create_if_absent_never_replaces(store: Store) -> None:
     assert store.fio.status(path).etag == etag
 
 
+def test_deferred_durability_keeps_the_contract(store: Store) -> None:
+    manifest, snapshot, hint = store.p("manifest", "m-1"), store.p("snapshot", "snapshot-1"), store.p("L")
+    store.fio.create_if_absent(manifest, b"m", durable=False)
+    with pytest.raises(FileAlreadyExistsError):
+        store.fio.create_if_absent(manifest, b"other", durable=False)
+    store.fio.create_if_absent(snapshot, b"s", sync_first=[manifest])
+    store.fio.write(hint, b"1", durable=False)
+    store.fio.write(hint, b"2", durable=False)
+    store.fio.sync([manifest, hint])
+    store.fio.sync([])
+    assert [store.fio.read(p) for p in (manifest, snapshot, hint)] == [b"m", b"s", b"2"]
+
+
 def test_list_is_direct_files_sorted_in_callers_form(store: Store) -> None:
     for name in ["b", "a", "sub/c", "sub/deeper/d", "subx"]:
         store.fio.write(store.p("dir", name), name.encode())

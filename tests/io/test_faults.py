@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,46 @@ def test_after_write_takes_effect_then_fails(fio: FaultInjectingFileIO, tmp_path
     assert fio.read(path) == b"landed"
     with pytest.raises(FileAlreadyExistsError):  # a blind retry finds its own file
         fio.create_if_absent(path, b"landed")
+
+
+def test_deferred_durability_is_passed_through(tmp_path: Path) -> None:
+    calls: list[tuple[str, object]] = []
+
+    class Inner(LocalFileIO):
+        def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
+            calls.append(("write", durable))
+            super().write(path, data, durable=durable)
+
+        def create_if_absent(
+            self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()
+        ) -> None:
+            calls.append(("create_if_absent", (durable, list(sync_first))))
+            super().create_if_absent(path, data, durable=durable, sync_first=sync_first)
+
+        def sync(self, paths: Sequence[str]) -> None:
+            calls.append(("sync", list(paths)))
+            super().sync(paths)
+
+    fio = FaultInjectingFileIO(Inner())
+    m1, m2, snap = f"{tmp_path}/manifest-1", f"{tmp_path}/manifest-2", f"{tmp_path}/snapshot-1"
+    fio.create_if_absent(m1, b"m", durable=False)
+    fio.create_if_absent(m2, b"m", durable=False)
+    fio.sync([m1])
+    fio.create_if_absent(snap, b"s", sync_first=[m2])
+    fio.write(f"{tmp_path}/LATEST", b"1", durable=False)
+    assert calls == [
+        ("create_if_absent", (False, [])),
+        ("create_if_absent", (False, [])),
+        ("sync", [m1]),
+        ("create_if_absent", (True, [m2])),
+        ("write", False),
+    ]
+    assert fio.calls("sync") == 1
+    # rules still apply: a sync is one call, matched on any of its paths
+    fio.fail_nth("sync", 1, path_contains="manifest-2")
+    with pytest.raises(FileIOError):
+        fio.sync([m1, m2])
+    assert fio.history[-1] == ("sync", f"{m1}\n{m2}")
 
 
 def test_after_write_lets_the_inner_error_through(fio: FaultInjectingFileIO, tmp_path: Path) -> None:

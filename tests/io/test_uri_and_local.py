@@ -108,6 +108,23 @@ def test_writes_leave_no_temp_files(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path / "a")) == ["f", "g"]
 
 
+def test_deferred_durability(tmp_path: Path) -> None:
+    fio = LocalFileIO()
+    m = f"{tmp_path}/manifest/m-1"
+    fio.create_if_absent(m, b"m", durable=False)  # in place: one winner, no temp file
+    with pytest.raises(FileAlreadyExistsError):
+        fio.create_if_absent(m, b"other", durable=False)
+    with pytest.raises(ValidationError):
+        fio.create_if_absent(f"{tmp_path}/manifest/m-2", b"m", durable=False, sync_first=[m])
+    fio.create_if_absent(f"{tmp_path}/snapshot/s-1", b"s", sync_first=[m])
+    fio.write(f"{tmp_path}/snapshot/LATEST", b"1", durable=False)
+    fio.sync([m, f"{tmp_path}/snapshot/LATEST"])
+    fio.close()
+    assert fio.read(m) == b"m"
+    assert sorted(os.listdir(tmp_path / "manifest")) == ["m-1"]
+    assert sorted(os.listdir(tmp_path / "snapshot")) == ["LATEST", "s-1"]
+
+
 def test_failed_replace_leaves_target_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fio = LocalFileIO()
     path = f"{tmp_path}/f"

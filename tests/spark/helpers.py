@@ -19,6 +19,11 @@ from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
 
+#: (id BIGINT NOT NULL, p STRING NOT NULL, v DOUBLE): the table most Spark tests write.
+SCHEMA = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False), ("v", pa.float64())])
+#: The same with a STRING ``v`` (the compaction tests).
+STRING_SCHEMA = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False), ("v", pa.string())])
+
 
 def create_table(
     warehouse: str,
@@ -47,6 +52,37 @@ def create_table(
     return open_table(path, io_options)
 
 
+def append_table(
+    warehouse: str,
+    identifier: str = "db.t",
+    schema: pa.Schema = SCHEMA,
+    *,
+    buckets: int = 3,
+    io_options: Mapping[str, str] | None = None,
+) -> FileStoreTable:
+    """An append table partitioned by ``p``, bucketed on ``id``."""
+    return create_table(
+        warehouse,
+        identifier,
+        schema,
+        partition_keys=["p"],
+        options={"bucket": str(buckets), "bucket-key": "id"},
+        io_options=io_options,
+    )
+
+
+def pk_table(warehouse: str, schema: pa.Schema = SCHEMA, **options: str) -> FileStoreTable:
+    """``db.pk``: primary key (``id``, ``p``), partitioned by ``p``, 2 buckets, plus ``options``."""
+    return create_table(
+        warehouse,
+        "db.pk",
+        schema,
+        partition_keys=["p"],
+        primary_keys=["id", "p"],
+        options={"bucket": "2", **options},
+    )
+
+
 def read_rows(table: FileStoreTable, snapshot_id: int | None = None) -> list[dict[str, Any]]:
     """Every row of the table (at a snapshot), sorted canonically."""
     builder = table.new_read_builder()
@@ -60,7 +96,9 @@ def sort_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return sorted((dict(r) for r in rows), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def live_files(table: FileStoreTable) -> list[Any]:
-    """The DataFileMetas of the latest snapshot."""
-    splits = table.new_read_builder().new_scan().plan().splits()
-    return [f for s in splits for f in s.files]
+def live_files(table: FileStoreTable, snapshot_id: int | None = None) -> list[Any]:
+    """The DataFileMetas of the latest snapshot (or of ``snapshot_id``)."""
+    builder = table.new_read_builder()
+    if snapshot_id is not None:
+        builder = builder.with_snapshot(snapshot_id)
+    return [f for s in builder.new_scan().plan().splits() for f in s.files]

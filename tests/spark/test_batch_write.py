@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import pytest
 
 from paimon_meta.errors import ValidationError
@@ -15,16 +14,13 @@ from paimon_meta.spec.bucket import bucket_array
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind
 from paimon_meta.spec.types import BIGINT
 from paimon_meta.table.overwrite import OverwriteSpec
-from paimon_meta.table.table import FileStoreTable
 from spark_jobs.batch_write import main, write_dataframe
-from tests.spark.helpers import create_table, live_files, read_rows, sort_rows
+from tests.spark.helpers import SCHEMA, append_table, create_table, live_files, pk_table, read_rows, sort_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 pytestmark = pytest.mark.spark
-
-SCHEMA = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False), ("v", pa.float64())])
 
 
 def frame(spark: SparkSession, start: int, n: int, partitions: int = 3) -> DataFrame:
@@ -35,17 +31,6 @@ def frame(spark: SparkSession, start: int, n: int, partitions: int = 3) -> DataF
 
 def expected(start: int, n: int, partitions: int = 3) -> list[dict[str, Any]]:
     return sort_rows([{"id": i, "p": f"p{i % partitions}", "v": i * 0.5} for i in range(start, start + n)])
-
-
-def append_table(warehouse: str, io_options: dict[str, str] | None = None) -> FileStoreTable:
-    return create_table(
-        warehouse,
-        "db.t",
-        SCHEMA,
-        partition_keys=["p"],
-        options={"bucket": "3", "bucket-key": "id"},
-        io_options=io_options,
-    )
 
 
 def test_append_commits_once_with_java_buckets(spark: SparkSession, tmp_path: Path) -> None:
@@ -66,14 +51,7 @@ def test_append_commits_once_with_java_buckets(spark: SparkSession, tmp_path: Pa
 
 
 def test_primary_key_table_upserts_and_deletes(spark: SparkSession, tmp_path: Path) -> None:
-    table = create_table(
-        str(tmp_path),
-        "db.pk",
-        SCHEMA,
-        partition_keys=["p"],
-        primary_keys=["id", "p"],
-        options={"bucket": "2"},
-    )
+    table = pk_table(str(tmp_path))
     write_dataframe(frame(spark, 0, 1000), table)
     changes = spark.createDataFrame(
         [(1, "p1", 100.0, "+U"), (2, "p2", None, "-D"), (5000, "p0", 1.0, "+I")],
@@ -176,7 +154,7 @@ def test_dead_attempt_leaves_only_unreferenced_orphans(spark: SparkSession, tmp_
 @pytest.mark.s3
 def test_append_on_s3_warehouse(spark: SparkSession, s3_warehouse: tuple[str, dict[str, str]]) -> None:
     uri, options = s3_warehouse
-    table = append_table(uri, options)
+    table = append_table(uri, io_options=options)
     result = write_dataframe(frame(spark, 0, 1500), table, io_options=options)
     assert result.snapshot_ids == (1,)
     assert read_rows(table) == expected(0, 1500)

@@ -23,9 +23,7 @@ from paimon_meta.spec.manifest import FileSource
 from paimon_meta.spec.snapshot import CommitKind
 from paimon_meta.table.compact import CompactTask, compact, plan_compaction, run_tasks_locally
 from paimon_meta.table.table import FileStoreTable
-from tests.spark.helpers import create_table, live_files, read_rows
-
-SCHEMA = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False), ("v", pa.string())])
+from tests.spark.helpers import STRING_SCHEMA, append_table, create_table, live_files, pk_table, read_rows
 
 
 def write(table: FileStoreTable, rows: Sequence[tuple[int, str, str | None, str]]) -> None:
@@ -45,17 +43,6 @@ def write(table: FileStoreTable, rows: Sequence[tuple[int, str, str | None, str]
     w.close()
 
 
-def pk_table(tmp_path: Path, **options: str) -> FileStoreTable:
-    return create_table(
-        str(tmp_path),
-        "db.pk",
-        SCHEMA,
-        partition_keys=["p"],
-        primary_keys=["id", "p"],
-        options={"bucket": "2", **options},
-    )
-
-
 def churn(table: FileStoreTable, rounds: int = 5, size: int = 60) -> None:
     """Overlapping upserts and some deletes: several level-0 files per bucket."""
     for r in range(rounds):
@@ -71,7 +58,7 @@ def files_on_disk(root: Path) -> set[str]:
 
 
 def test_primary_key_full_compaction_keeps_reads_and_sequence_numbers(tmp_path: Path) -> None:
-    table = pk_table(tmp_path, **{"target-file-size": "4 kb"})
+    table = pk_table(str(tmp_path), STRING_SCHEMA, **{"target-file-size": "4 kb"})
     churn(table, size=1000)
     before_rows, before_files = read_rows(table), live_files(table)
     before_raw = raw_rows(table)
@@ -133,7 +120,7 @@ def _bigint() -> Any:
 
 
 def test_single_large_file_is_upgraded_not_rewritten(tmp_path: Path) -> None:
-    table = pk_table(tmp_path)
+    table = pk_table(str(tmp_path), STRING_SCHEMA)
     write(table, [(i, f"p{i % 2}", "x", "+I") for i in range(100)])
     level0 = {f.file_name for f in live_files(table)}
     plan = plan_compaction(table)
@@ -146,7 +133,7 @@ def test_single_large_file_is_upgraded_not_rewritten(tmp_path: Path) -> None:
 
 
 def test_file_with_deletes_is_rewritten_to_drop_them(tmp_path: Path) -> None:
-    table = pk_table(tmp_path)
+    table = pk_table(str(tmp_path), STRING_SCHEMA)
     write(table, [(1, "p1", "x", "+I"), (3, "p1", "y", "-D")])
     compact(table)
     after = live_files(table)
@@ -155,9 +142,7 @@ def test_file_with_deletes_is_rewritten_to_drop_them(tmp_path: Path) -> None:
 
 
 def test_append_compaction_merges_small_files_in_order(tmp_path: Path) -> None:
-    table = create_table(
-        str(tmp_path), "db.a", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "id"}
-    )
+    table = append_table(str(tmp_path), "db.a", STRING_SCHEMA, buckets=2)
     for r in range(4):
         write(table, [(r * 100 + i, f"p{i % 2}", f"r{r}", "+I") for i in range(40)])
     before_rows, before_files = read_rows(table), live_files(table)
@@ -176,7 +161,7 @@ def test_append_compaction_merges_small_files_in_order(tmp_path: Path) -> None:
 
 
 def test_conflicting_compaction_is_replanned_and_reuses_unaffected_rewrites(tmp_path: Path) -> None:
-    table = pk_table(tmp_path)
+    table = pk_table(str(tmp_path), STRING_SCHEMA)
     churn(table, rounds=3)
     expected = read_rows(table)
     calls: list[int] = []
@@ -197,20 +182,15 @@ def test_conflicting_compaction_is_replanned_and_reuses_unaffected_rewrites(tmp_
     kinds = [table.snapshot(i).commit_kind for i in range(1, table.latest_snapshot().id + 1)]  # type: ignore[union-attr]
     assert kinds == [CommitKind.APPEND] * 3 + [CommitKind.COMPACT] * 2
     # our conflicting p0 rewrites were deleted; every other file is referenced or compacted away
-    compacted_away = {f.file_name for f in live_files_at(table, 3)}
+    compacted_away = {f.file_name for f in live_files(table, 3)}
     assert files_on_disk(tmp_path) == {f.file_name for f in live_files(table)} | compacted_away
-
-
-def live_files_at(table: FileStoreTable, snapshot_id: int) -> list[Any]:
-    splits = table.new_read_builder().with_snapshot(snapshot_id).new_scan().plan().splits()
-    return [f for s in splits for f in s.files]
 
 
 def test_unsupported_tables_are_refused(tmp_path: Path) -> None:
     table = create_table(
         str(tmp_path),
         "db.dv",
-        SCHEMA,
+        STRING_SCHEMA,
         options={"bucket": "1", "bucket-key": "id", "deletion-vectors.enabled": "true"},
     )
     with pytest.raises(UnsupportedError, match="deletion vectors"):

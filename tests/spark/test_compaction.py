@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import pytest
 
 from paimon_meta.client import open_table
@@ -15,20 +14,18 @@ from paimon_meta.spec.snapshot import CommitKind
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.batch_write import write_dataframe
 from spark_jobs.compaction import compact_table, main
-from tests.spark.helpers import create_table, read_rows, sort_rows
+from tests.spark.helpers import STRING_SCHEMA, append_table, live_files, pk_table, read_rows, sort_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False), ("v", pa.string())])
 ROW_TYPE = "id long, p string, v string, _row_kind string"
 
 
 def file_count(table: FileStoreTable, snapshot_id: int) -> int:
-    splits = table.new_read_builder().with_snapshot(snapshot_id).new_scan().plan().splits()
-    return sum(len(s.files) for s in splits)
+    return len(live_files(table, snapshot_id))
 
 
 def upserts(writer: int, round_: int) -> list[tuple[int, str, str | None, str]]:
@@ -50,14 +47,7 @@ def apply(state: dict[tuple[int, str], str | None], rows: list[tuple[int, str, s
 
 
 def test_compaction_job_merges_primary_key_files(spark: SparkSession, tmp_path: Path, capsys: Any) -> None:
-    table = create_table(
-        str(tmp_path),
-        "db.pk",
-        SCHEMA,
-        partition_keys=["p"],
-        primary_keys=["id", "p"],
-        options={"bucket": "2"},
-    )
+    table = pk_table(str(tmp_path), STRING_SCHEMA)
     state: dict[tuple[int, str], str | None] = {}
     for r in range(3):
         rows = upserts(0, r)
@@ -94,14 +84,7 @@ def run_threads(*targets: Callable[[], None]) -> None:
 
 
 def test_compaction_beside_two_writers_loses_nothing(spark: SparkSession, tmp_path: Path) -> None:
-    table = create_table(
-        str(tmp_path),
-        "db.pk",
-        SCHEMA,
-        partition_keys=["p"],
-        primary_keys=["id", "p"],
-        options={"bucket": "2"},
-    )
+    table = pk_table(str(tmp_path), STRING_SCHEMA)
     state: dict[tuple[int, str], str | None] = {}
     lock = threading.Lock()
     for r in range(2):  # level-0 files for the compaction to merge
@@ -140,19 +123,19 @@ def test_compaction_beside_two_writers_loses_nothing(spark: SparkSession, tmp_pa
 
 
 def test_append_compaction_beside_two_writers(spark: SparkSession, tmp_path: Path) -> None:
-    table = create_table(
-        str(tmp_path), "db.a", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "id"}
-    )
+    table = append_table(str(tmp_path), "db.a", STRING_SCHEMA, buckets=2)
     for r in range(3):
         rows = [(r * 100 + i, f"p{i % 2}", "x") for i in range(50)]
-        write_dataframe(spark.createDataFrame(rows, SCHEMA.names), table)
+        write_dataframe(spark.createDataFrame(rows, STRING_SCHEMA.names), table)
 
     def writer(w: int) -> Callable[[], None]:
         def run() -> None:
             own = open_table(table.path)
             for r in range(3):
                 base = 10_000 * (w + 1) + 100 * r
-                frame = spark.createDataFrame([(base + i, f"p{i % 2}", "y") for i in range(50)], SCHEMA.names)
+                frame = spark.createDataFrame(
+                    [(base + i, f"p{i % 2}", "y") for i in range(50)], STRING_SCHEMA.names
+                )
                 write_dataframe(frame, own)
 
         return run

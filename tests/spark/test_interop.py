@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 import pytest
 
 from spark_jobs.batch_write import write_dataframe
 from spark_jobs.compaction import compact_table
 from tests.fixtures.interop import run_pypaimon
-from tests.spark.helpers import create_table, read_rows, sort_rows
+from tests.spark.helpers import append_table, pk_table, read_rows, sort_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,13 +28,9 @@ rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist
 print(json.dumps(rows))
 """
 
-SCHEMA = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False), ("v", pa.float64())])
-
 
 def test_pypaimon_reads_the_batch_job_result(spark: SparkSession, tmp_path: Path) -> None:
-    table = create_table(
-        str(tmp_path), "db.t", SCHEMA, partition_keys=["p"], options={"bucket": "3", "bucket-key": "id"}
-    )
+    table = append_table(str(tmp_path))
     frame = spark.range(0, 2000, numPartitions=3).selectExpr(
         "id", "concat('p', cast(id % 4 as string)) as p", "id / 3 as v"
     )
@@ -47,14 +42,7 @@ def test_pypaimon_reads_the_batch_job_result(spark: SparkSession, tmp_path: Path
 
 
 def test_pypaimon_reads_a_compacted_primary_key_table(spark: SparkSession, tmp_path: Path) -> None:
-    table = create_table(
-        str(tmp_path),
-        "db.pk",
-        SCHEMA,
-        partition_keys=["p"],
-        primary_keys=["id", "p"],
-        options={"bucket": "2"},
-    )
+    table = pk_table(str(tmp_path))
     ddl = "id long, p string, v double, _row_kind string"
     write_dataframe(spark.createDataFrame([(i, f"p{i % 2}", float(i), "+I") for i in range(300)], ddl), table)
     changes: list[tuple[int, str, float | None, str]] = [

@@ -22,7 +22,7 @@ from spark_jobs.streaming_write import (
     checkpoint_commit_user,
     commit_batch,
 )
-from tests.spark.helpers import create_table, live_files, read_rows, sort_rows
+from tests.spark.helpers import SCHEMA, append_table, live_files, read_rows, sort_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,18 +31,11 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False), ("v", pa.float64())])
 FILES, ROWS_PER_FILE = 4, 50
 
 
 def _table(tmp_path: Path) -> FileStoreTable:
-    return create_table(
-        str(tmp_path / "wh"),
-        "db.s",
-        SCHEMA,
-        partition_keys=["p"],
-        options={"bucket": "2", "bucket-key": "id"},
-    )
+    return append_table(str(tmp_path / "wh"), "db.s", buckets=2)
 
 
 def _source_files(directory: Path) -> list[dict[str, object]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,42 @@ def test_latest_hint_trusted_only_if_next_snapshot_absent(
     assert fio.lists == 1
     _write(fio, sm, 10)  # listing finds the true maximum, not hint + 1
     assert sm.latest_snapshot_id() == 10
+
+
+def test_snapshots_of_user_walk_back_newest_first(
+    table: tuple[CountingFileIO, SnapshotManager, str],
+) -> None:
+    fio, sm, _ = table
+    users = {1: "a", 2: "b", 3: "a", 4: "b", 5: "b"}
+    for sid, user in users.items():
+        snap = replace(_snapshot(sid), commit_user=user)
+        fio.write(sm.snapshot_path(sid), snapshot_to_json(snap).encode())
+    latest = sm.latest_snapshot()
+    assert [s.id for s in sm.snapshots_of_user("a", latest)] == [3, 1]
+    assert [s.id for s in sm.snapshots_of_user("b", sm.snapshot(4))] == [4, 2]
+    assert list(sm.snapshots_of_user("nobody", latest)) == []
+    assert list(sm.snapshots_of_user("a", None)) == []
+    # another loader ends the walk where it returns None
+    assert [
+        s.id for s in sm.snapshots_of_user("a", latest, load=lambda i: sm.snapshot(i) if i > 2 else None)
+    ] == [3]
+
+
+def test_snapshots_of_user_stop_at_the_earliest_kept_snapshot(
+    table: tuple[CountingFileIO, SnapshotManager, str],
+) -> None:
+    """Expiration deleted snapshots 1-2: the walk ends at 3 (as Java's) instead of failing; a
+    snapshot missing above the earliest is still an error."""
+    fio, sm, path = table
+    for sid, user in {3: "a", 4: "b", 5: "b"}.items():
+        fio.write(sm.snapshot_path(sid), snapshot_to_json(replace(_snapshot(sid), commit_user=user)).encode())
+    sm.commit_earliest_hint(3)
+    latest = sm.latest_snapshot()
+    assert [s.id for s in sm.snapshots_of_user("a", latest)] == [3]
+    assert list(sm.snapshots_of_user("new-user", latest)) == []
+    fio.delete(sm.snapshot_path(4))
+    with pytest.raises(FileNotFound):
+        list(SnapshotManager(fio, path).snapshots_of_user("a", latest))  # uncached
 
 
 @pytest.mark.parametrize("hint", [None, b"", b"garbage", b"0", b"-4"])
