@@ -43,6 +43,10 @@ class TypeRoot(enum.Enum):
     MAP = "MAP"
     ROW = "ROW"
 
+    # Members are singletons compared by identity, so the identity hash is consistent with equality;
+    # Enum's default hashes the name in Python code, which dominated encoding rows field by field.
+    __hash__ = object.__hash__
+
 
 FIXED_WIDTH_ROOTS = frozenset(
     {
