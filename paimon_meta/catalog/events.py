@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+import pyarrow as pa
 from psycopg.types.json import Jsonb
 from sqlalchemy import Connection, Engine, Row, func, insert, select
 
@@ -30,7 +31,9 @@ from paimon_meta.db.models import (
     LockEventRecord,
     LockEventType,
 )
-from paimon_meta.errors import ValidationError
+from paimon_meta.errors import CorruptMetadataError, PaimonMetaError, ValidationError
+from paimon_meta.serde.commit_message import deserialize_commit_messages
+from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import CommitKind
 
 __all__ = [
@@ -212,13 +215,46 @@ class CommitEvent:
         }
 
 
+# CommitMessage bodies larger than this are stored zstd-compressed (10,000 files: 4.4 MB -> 0.2 MB in
+# ~2 ms, where sending and TOASTing the plain bytes cost the commit ~80 ms); smaller ones stay plain,
+# so the Java serializer bytes of ordinary commits can be read straight out of the table.
+MESSAGES_COMPRESS_ABOVE = 4096
+MESSAGES_CODEC = "zstd"
+_MAX_MESSAGES_SIZE = (1 << 31) - 1  # what one bytea holds; a larger claim is corruption
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prepared(CommitEvent):
-    """The commit's CommitMessages were accepted; ``messages`` are their serialized bytes."""
+    """The commit's CommitMessages were accepted; ``messages`` are their serialized bytes (Java's
+    ``CommitMessageSerializer.serializeList`` at ``messages_version``), compressed with
+    ``messages_codec`` when that is set (``messages_size`` is then the plain size). Build it with
+    :meth:`of`."""
 
     event_type: ClassVar[CommitEventType] = CommitEventType.PREPARED
     messages: bytes
     messages_version: int
+    messages_codec: str | None = None
+    messages_size: int | None = None
+
+    @staticmethod
+    def of(*, ref: CommitRef, messages: bytes, messages_version: int, payload: Mapping[str, Any]) -> Prepared:
+        """The event for plain serialized ``messages``, compressed when large."""
+        if len(messages) <= MESSAGES_COMPRESS_ABOVE:
+            return Prepared(ref=ref, messages=messages, messages_version=messages_version, payload=payload)
+        packed = pa.compress(messages, codec=MESSAGES_CODEC, asbytes=True)
+        return Prepared(
+            ref=ref,
+            messages=packed,
+            messages_version=messages_version,
+            messages_codec=MESSAGES_CODEC,
+            messages_size=len(messages),
+            payload=payload,
+        )
+
+    def typed_payload(self) -> dict[str, Any]:
+        if self.messages_codec is None:
+            return {}
+        return {"messages_codec": self.messages_codec, "messages_size": self.messages_size}
 
     def to_row(self) -> dict[str, Any]:
         row = CommitEvent.to_row(self)
@@ -327,6 +363,27 @@ class StoredCommitEvent:
     messages_version: int | None
     created_at: datetime
     duration_ms: float | None
+
+    def commit_messages(self) -> list[CommitMessage] | None:
+        """The CommitMessages a ``prepared`` event carries (None if it carries none), decompressed
+        and decoded. ``CorruptMetadataError`` if they cannot be (naming the commit)."""
+        if self.messages is None or self.messages_version is None:
+            return None
+        where = f"prepared event of commit {self.ref.commit_id}"
+        data = self.messages
+        codec = self.payload.get("messages_codec")
+        if codec is not None:
+            size = self.payload.get("messages_size")
+            if codec != MESSAGES_CODEC or not isinstance(size, int) or not 0 <= size <= _MAX_MESSAGES_SIZE:
+                raise CorruptMetadataError(f"{where}: bad messages codec {codec!r} / size {size!r}")
+            try:
+                data = pa.decompress(data, decompressed_size=size, codec=codec, asbytes=True)
+            except (OSError, ValueError, pa.ArrowException) as e:
+                raise CorruptMetadataError(f"{where}: messages do not decompress: {e}") from e
+        try:
+            return deserialize_commit_messages(data, self.messages_version)
+        except PaimonMetaError as e:
+            raise CorruptMetadataError(f"{where}: {e.message}") from e
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> StoredCommitEvent:

@@ -393,7 +393,7 @@ class MetastoreGuard(CommitGuard):
         )
         self._refs[record.commit_id] = ref
         self._started[record.commit_id] = time.monotonic()
-        self._unsent[record.commit_id] = Prepared(
+        self._unsent[record.commit_id] = Prepared.of(
             ref=ref,
             messages=record.messages,
             messages_version=record.messages_version,

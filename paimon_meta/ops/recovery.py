@@ -80,7 +80,6 @@ from paimon_meta.ops.common import (
     table_lock,
 )
 from paimon_meta.ops.references import message_files
-from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
 from paimon_meta.spec.snapshot import CommitKind
 from paimon_meta.table.overwrite import OverwriteSpec
@@ -319,12 +318,13 @@ def _decide(
     if owner is not None and _owner_active(catalog.engine, owner, grace):
         return _Decision(p, SKIPPED, reason=f"in flight: its lock owner {owner} is still active")
     prepared = p.prepared
-    if prepared.messages is None or prepared.messages_version is None:
-        return _Decision(p, ABORTED, reason="the prepared event carries no messages")
     try:
-        messages = deserialize_commit_messages(prepared.messages, prepared.messages_version)
+        decoded = prepared.commit_messages()
     except PaimonMetaError as e:
         return _Decision(p, ABORTED, reason=f"messages cannot be decoded: {e}")
+    if decoded is None:
+        return _Decision(p, ABORTED, reason="the prepared event carries no messages")
+    messages = decoded
     kept = _messages_of_kind(messages, ref.commit_kind)
     if ref.commit_kind is CommitKind.OVERWRITE:
         try:
@@ -496,12 +496,11 @@ def _commit_files(d: _Decision) -> set[str] | None:
     """Data file names the commit's messages name (None if they cannot be decoded)."""
     messages = d.messages
     if messages is None:
-        prepared = d.pending.prepared
-        if prepared.messages is None or prepared.messages_version is None:
-            return None
         try:
-            messages = deserialize_commit_messages(prepared.messages, prepared.messages_version)
+            messages = d.pending.prepared.commit_messages()
         except PaimonMetaError:
+            return None
+        if messages is None:
             return None
     data, _ = message_files(messages)
     return data

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from paimon_meta.catalog.events import EventLog
 from paimon_meta.errors import CorruptMetadataError, FileNotFound, PaimonMetaError
-from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.serde.json import snapshot_from_json
 from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.commit_message import CommitMessage
@@ -232,16 +231,16 @@ def pending_commit_files(events: EventLog, table_id: int) -> set[str]:
     names: set[str] = set()
     for pending in events.pending_commits(table_id):
         prepared = pending.prepared
-        if prepared.messages is None or prepared.messages_version is None:
-            continue
         try:
-            messages = deserialize_commit_messages(prepared.messages, prepared.messages_version)
+            messages = prepared.commit_messages()
         except PaimonMetaError as e:
             raise CorruptMetadataError(
                 f"messages of pending commit {prepared.ref.commit_id} cannot be decoded ({e}); "
                 "run `paimon-meta recover` first",
                 commit_id=str(prepared.ref.commit_id),
             ) from e
+        if messages is None:
+            continue
         data, index = message_files(messages)
         names |= data | index
     return names

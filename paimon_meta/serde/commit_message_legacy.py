@@ -211,6 +211,11 @@ def encode_data_file(meta: DataFileMeta, layout: RowLayout, where: str) -> bytes
                 field=attr,
                 version=v,
             )
+    fast = _fast_data_file(meta, layout.data_write_fields)
+    return fast if fast is not None else _generic_data_file(meta, layout, where)
+
+
+def _generic_data_file(meta: DataFileMeta, layout: RowLayout, where: str) -> bytes:
     values: list[object] = []
     for java, attr, _, kind in _DATA_FILE_FIELDS[: layout.data_write_fields]:
         value = getattr(meta, attr)
@@ -234,6 +239,155 @@ def encode_data_file(meta: DataFileMeta, layout: RowLayout, where: str) -> bytes
 
 
 _INT_KINDS = {"i64": (-(1 << 63), (1 << 63) - 1), "i32": (-(1 << 31), (1 << 31) - 1)}
+
+# ---- the DataFileMeta row, specialised ---------------------------------------------------------------
+# A commit of 10,000 files serialises 10,000 of these rows for its recovery record; the generic encoder
+# spends ~18 us on each. ``_fast_data_file`` writes the same bytes (a property test compares them with
+# the generic path on random files) for the values writers produce, and returns None for anything
+# else (out-of-range ints, non-ASCII names, non-empty string arrays, ...), which then takes the checked
+# generic path with its precise errors.
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_PACK_U64 = struct.Struct("<Q").pack_into
+_PACK_I64 = struct.Struct("<q").pack_into
+_PACK_I32 = struct.Struct("<i").pack_into
+_PACK_I8 = struct.Struct("<b").pack_into
+_PAD = tuple(bytes(n) for n in range(8))
+_EMPTY_ARRAY = bytes(8)  # BinaryArray of 0 elements: the count (0) and padding to 8 bytes
+_STATS_CACHE: dict[SimpleStats, bytes] = {}
+
+
+def _row_ok(data: Any) -> bool:
+    return data.__class__ is bytes and serialized_row_problem(data) is None
+
+
+def _fast_stats(stats: SimpleStats) -> bytes | None:
+    """The nested SimpleStats row (min, max: BYTES; null counts: ARRAY<BIGINT>) or None."""
+    counts = stats.null_counts or ()
+    if counts.__class__ is not tuple:
+        return None
+    cached = _STATS_CACHE.get(stats)
+    if cached is not None:
+        return cached
+    mins, maxs = stats.min_values, stats.max_values
+    if not (_row_ok(mins) and _row_ok(maxs)):
+        return None
+    n = len(counts)
+    header = 4 + ((n + 31) >> 5) * 4
+    array = bytearray((header + 8 * n + 7) & ~7)
+    _PACK_I32(array, 0, n)
+    for j, c in enumerate(counts):
+        if c is None:
+            array[4 + (j >> 3)] |= 1 << (j & 7)
+        elif c.__class__ is int and _I64_MIN <= c <= _I64_MAX:
+            _PACK_I64(array, header + 8 * j, c)
+        else:
+            return None
+    fixed = bytearray(32)  # header (8) + 3 slots
+    parts: list[bytes | bytearray] = [fixed]
+    size = 32
+    for slot, data in ((8, mins), (16, maxs), (24, array)):
+        size = _put(fixed, slot, data, parts, size)
+    out = b"".join(parts)
+    if len(_STATS_CACHE) >= 4096:
+        _STATS_CACHE.clear()
+    _STATS_CACHE[stats] = out
+    return out
+
+
+def _put(
+    fixed: bytearray, slot: int, data: bytes | bytearray, parts: list[bytes | bytearray], size: int
+) -> int:
+    """Write ``data`` into ``slot`` (inline when <= 7 bytes, else in the variable part); the new size."""
+    n = len(data)
+    if n <= 7:
+        fixed[slot : slot + n] = data
+        fixed[slot + 7] = 0x80 | n
+        return size
+    _PACK_U64(fixed, slot, (size << 32) | n)
+    parts.append(data)
+    pad = -n & 7
+    if pad:
+        parts.append(_PAD[pad])
+    return size + n + pad
+
+
+def _fast_data_file(meta: DataFileMeta, fields: int) -> bytes | None:
+    if fields < 16 or fields > 21:
+        return None
+    fixed_size = 8 + 8 * fields  # one header word: fields <= 56
+    fixed = bytearray(fixed_size)
+    parts: list[bytes | bytearray] = [fixed]
+    size = fixed_size
+    name = meta.file_name
+    if name.__class__ is not str or not name.isascii():
+        return None
+    size = _put(fixed, 8, name.encode("ascii"), parts, size)
+    for slot, value in ((16, meta.file_size), (24, meta.row_count)):
+        if value.__class__ is not int or not _I64_MIN <= value <= _I64_MAX:
+            return None
+        _PACK_I64(fixed, slot, value)
+    for slot, key in ((32, meta.min_key), (40, meta.max_key)):
+        if not _row_ok(key):
+            return None
+        size = _put(fixed, slot, key, parts, size)
+    for slot, stats in ((48, meta.key_stats), (56, meta.value_stats)):
+        if stats.__class__ is not SimpleStats:
+            return None
+        row = _fast_stats(stats)
+        if row is None:
+            return None
+        size = _put(fixed, slot, row, parts, size)
+    for slot, value in ((64, meta.min_sequence_number), (72, meta.max_sequence_number), (80, meta.schema_id)):
+        if value.__class__ is not int or not _I64_MIN <= value <= _I64_MAX:
+            return None
+        _PACK_I64(fixed, slot, value)
+    level = meta.level
+    if level.__class__ is not int or not _I32_MIN <= level <= _I32_MAX:
+        return None
+    _PACK_I32(fixed, 88, level)
+    if meta.extra_files != ():
+        return None
+    size = _put(fixed, 96, _EMPTY_ARRAY, parts, size)
+    # Nullable from here on: field i's null bit is bit i + 8 of the header.
+    optional: tuple[tuple[Any, str], ...] = (
+        (meta.creation_time, "i64"),
+        (meta.delete_row_count, "i64"),
+        (meta.embedded_index, "bytes"),
+        (meta.file_source, "i8"),
+        (meta.value_stats_cols, "strs"),
+        (meta.external_path, "str"),
+        (meta.first_row_id, "i64"),
+        (meta.write_cols, "strs"),
+        (meta.write_cols_sequences, "i64s"),
+    )
+    for i in range(12, fields):
+        value, kind = optional[i - 12]
+        slot = 8 + 8 * i
+        if value is None:
+            fixed[(i + 8) >> 3] |= 1 << ((i + 8) & 7)
+        elif kind == "i64":
+            if value.__class__ is not int or not _I64_MIN <= value <= _I64_MAX:
+                return None
+            _PACK_I64(fixed, slot, value)
+        elif kind == "i8":
+            if value.__class__ is not FileSource:
+                return None
+            _PACK_I8(fixed, slot, int(value))
+        elif kind == "bytes":
+            if value.__class__ is not bytes:
+                return None
+            size = _put(fixed, slot, value, parts, size)
+        elif kind == "str":
+            if value.__class__ is not str or not value.isascii():
+                return None
+            size = _put(fixed, slot, value.encode("ascii"), parts, size)
+        elif value == ():  # "strs" / "i64s": only the empty array here
+            size = _put(fixed, slot, _EMPTY_ARRAY, parts, size)
+        else:
+            return None
+    return b"".join(parts)
 
 
 @functools.cache

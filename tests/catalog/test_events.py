@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from paimon_meta.catalog.events import (
+    MESSAGES_COMPRESS_ABOVE,
     Aborted,
     CommitEventType,
     CommitRef,
@@ -22,8 +25,11 @@ from paimon_meta.catalog.events import (
     Retried,
     SnapshotPublished,
 )
-from paimon_meta.errors import ValidationError
+from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
+from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import CommitKind
+from tests.commit.helpers import append_msg, data_file
 
 pytestmark = pytest.mark.postgres
 
@@ -161,3 +167,50 @@ def test_event_validation() -> None:
         Aborted(ref=ref, reason="x", attempt=0).to_row()
     with pytest.raises(ValidationError):
         Aborted(ref=ref, reason="x", duration_ms=-1).to_row()
+
+
+def _messages(files: int) -> list[CommitMessage]:
+    return [append_msg(0, 0, data_file(rows=i + 1)) for i in range(files)]
+
+
+@pytest.mark.parametrize("files", [1, 40])
+def test_prepared_messages_round_trip_compressed_when_large(pg_engine: Engine, files: int) -> None:
+    """Bodies above MESSAGES_COMPRESS_ABOVE are stored zstd-compressed with their codec and plain size
+    in the payload; small ones stay the plain Java serializer bytes. Both decode to the same messages."""
+    log = EventLog(pg_engine)
+    ref = _ref()
+    messages = _messages(files)
+    body = serialize_commit_messages(messages, CURRENT_VERSION)
+    event = Prepared.of(ref=ref, messages=body, messages_version=CURRENT_VERSION, payload={"added_files": 1})
+    with pg_engine.begin() as conn:
+        log.append(conn, event)
+    [stored] = log.events_for_commit(ref.commit_id)
+    assert stored.commit_messages() == messages
+    if len(body) > MESSAGES_COMPRESS_ABOVE:
+        assert stored.payload == {"added_files": 1, "messages_codec": "zstd", "messages_size": len(body)}
+        assert stored.messages is not None and len(stored.messages) < len(body) // 4
+    else:
+        assert stored.payload == {"added_files": 1} and stored.messages == body
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"messages": b"not zstd at all"},
+        {"payload": {"messages_codec": "zstd", "messages_size": -1}},
+        {"payload": {"messages_codec": "brotli", "messages_size": 10}},
+        {"payload": {"messages_codec": "zstd", "messages_size": 10}},  # wrong size
+    ],
+)
+def test_damaged_compressed_messages_are_corrupt_metadata(pg_engine: Engine, damage: dict[str, Any]) -> None:
+    body = serialize_commit_messages(_messages(40), CURRENT_VERSION)
+    event = Prepared.of(ref=_ref(), messages=body, messages_version=CURRENT_VERSION, payload={})
+    log = EventLog(pg_engine)
+    with pg_engine.begin() as conn:
+        log.append(conn, event)
+    [stored] = log.events_for_commit(event.ref.commit_id)
+    changes: dict[str, Any] = {"payload": {**stored.payload, **damage.get("payload", {})}}
+    if "messages" in damage:
+        changes["messages"] = damage["messages"]
+    with pytest.raises(CorruptMetadataError, match=f"prepared event of commit {event.ref.commit_id}"):
+        dataclasses.replace(stored, **changes).commit_messages()

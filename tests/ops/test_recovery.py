@@ -360,3 +360,19 @@ def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(catalog: Catalo
     # The dead writer, coming back, deduplicates against the finished commit.
     again = committer(catalog.get_table(PARTITIONED), USER).commit(messages, IDENTIFIER, overwrite=spec)
     assert again.deduplicated and again.snapshot_ids == (2,)
+
+
+def test_a_crashed_commit_with_a_compressed_body_is_finished(catalog: Catalog) -> None:
+    """A commit of many files stores its prepared body zstd-compressed; recovery decodes it."""
+    table = create(catalog)
+    messages = [m for i in range(12) for m in prepare(table, range(i * 10, i * 10 + 10), user=USER)]
+    with crash_at("before_publish"), pytest.raises(Crash):
+        committer(table, USER).commit(messages, IDENTIFIER)
+    [prepared] = [e for e in events(catalog) if e["event_type"] == "prepared"]
+    assert prepared["payload"]["messages_codec"] == "zstd"
+
+    report = recover_table(catalog, TABLE, older_than_seconds=0)
+
+    assert [(r.action, r.snapshot_id) for r in report.commits] == [("finished", 1)]
+    assert read_keys(catalog) == list(range(120))
+    assert_consistent(catalog)

@@ -57,6 +57,7 @@ from paimon_meta.serde.commit_message import (
     serialize_commit_message,
     serialize_commit_messages,
 )
+from paimon_meta.serde.commit_message_legacy import LAYOUTS, _fast_data_file, _generic_data_file
 from paimon_meta.spec.binary_row import EMPTY_ROW_BYTES, deserialize_row, serialize_row
 from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
 from paimon_meta.spec.manifest import (
@@ -68,6 +69,7 @@ from paimon_meta.spec.manifest import (
     SimpleStats,
 )
 from paimon_meta.spec.types import BIGINT, INT, STRING, DataType, parse_type
+from tests.commit.helpers import data_file
 from tests.fixtures.golden import golden_table_path
 
 # (format, table, commit_messages files, version) -- see the module docstring.
@@ -628,3 +630,35 @@ def test_fuzzed_bytes_only_raise_typed_errors() -> None:
         again = serialize_commit_messages(msgs, version)
         assert deserialize_commit_messages(again, version) == msgs
     assert outcomes["corrupt"] > 5_000 and outcomes["decoded"] > 0
+
+
+@pytest.mark.parametrize("version", sorted(SUPPORTED_WRITE_VERSIONS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_specialised_data_file_row_equals_the_generic_encoder(version: int, data: st.DataObject) -> None:
+    """``_fast_data_file`` (the hot path of big commits) writes exactly the generic encoder's bytes, or
+    declines (None) and leaves the value to the checked generic path."""
+    layout = LAYOUTS[version]
+    meta = data.draw(_data_files(version))
+    if data.draw(st.booleans()):  # what writers produce: no extra files, ASCII names
+        meta = replace(
+            meta,
+            extra_files=(),
+            file_name="data-" + str(data.draw(_I64)) + ".parquet",
+            value_stats_cols=None,
+            external_path=None,
+            write_cols=None,
+            write_cols_sequences=None,
+        )
+    if version == 8:
+        meta = replace(meta, write_cols=None)  # version 8 writes _WRITE_COLS as null
+    fast = _fast_data_file(meta, layout.data_write_fields)
+    if fast is not None:
+        assert fast == _generic_data_file(meta, layout, "file")
+
+
+def test_writer_shaped_files_take_the_specialised_path() -> None:
+    meta = replace(data_file(rows=3), file_source=FileSource.APPEND, value_stats_cols=())
+    layout = LAYOUTS[CURRENT_VERSION]
+    fast = _fast_data_file(meta, layout.data_write_fields)
+    assert fast is not None and fast == _generic_data_file(meta, layout, "file")
