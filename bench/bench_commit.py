@@ -196,11 +196,16 @@ def bench_storage_only(url: str, warehouse: str, commits: int) -> dict[str, Any]
 
 
 def bench_pypaimon(warehouse: str, commits: int) -> dict[str, Any]:
+    return run_pypaimon_script(PYPAIMON_SCRIPT, warehouse, str(commits))
+
+
+def run_pypaimon_script(script: str, *args: str) -> dict[str, Any]:
+    """Run ``script`` with ``args`` in the pypaimon venv; its last stdout line, a JSON object."""
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(PYPAIMON_SCRIPT)
+        f.write(script)
     try:
         done = subprocess.run(
-            [str(PYPAIMON_PYTHON), f.name, warehouse, str(commits)],
+            [str(PYPAIMON_PYTHON), f.name, *args],
             check=True,
             capture_output=True,
             text=True,

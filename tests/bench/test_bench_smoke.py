@@ -1,0 +1,111 @@
+"""Every benchmark under bench/ runs end to end at a small size, so a refactor cannot silently break
+one (CI runs these; the documented sizes are in docs/BENCHMARKS.md). Nothing here asserts a timing:
+only that each script completes and reports what it promises, and that measurements which can go
+wrong on their own (the floor's replay, pypaimon's side) did not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.postgres import PgServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_bench(script: str, *args: str, timeout: float = 300) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=env,
+    )
+    assert done.returncode == 0, f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def server_url(pg_server: PgServer) -> str:
+    return pg_server.url_for(pg_server.admin_url.database or "postgres")
+
+
+def test_bucket_assignment() -> None:
+    out = run_bench("bench_bucket.py", "--rows", "20000", "--repeat", "1")
+    assert "rows/s" in out
+
+
+def test_manifest_codec() -> None:
+    out = run_bench("bench_manifest_decode.py", "--entries", "200", "--repeat", "1")
+    assert "entries/s" in out
+
+
+def test_scan_planning() -> None:
+    out = run_bench("bench_scan.py", "--manifests", "20", "--entries", "5", "--repeat", "1")
+    assert "ms" in out
+
+
+def test_writers() -> None:
+    out = run_bench("bench_write.py", "--rows", "20000", "--batch", "5000")
+    assert "rows/s" in out
+
+
+@pytest.mark.postgres
+def test_floor_replays_every_call(pg_server: PgServer) -> None:
+    out = run_bench("bench_floor.py", "--url", server_url(pg_server), "--commits", "30", "--skip", "10")
+    # The replay runs the recorded calls against a clone: any error means the floor is not the same work.
+    assert "replay errors" not in out
+    assert "ours / floor" in out and "Postgres round trips" in out
+
+
+@pytest.mark.postgres
+def test_lock_handoff(pg_server: PgServer) -> None:
+    out = run_bench(
+        "bench_lock.py",
+        "--url",
+        server_url(pg_server),
+        "--handoffs",
+        "10",
+        "--uncontended",
+        "10",
+        "--java-rounds",
+        "2",
+    )
+    assert "hand-off" in out or "handoff" in out
+
+
+@pytest.mark.postgres
+@pytest.mark.s3
+def test_contention(pg_server: PgServer) -> None:
+    out = run_bench("bench_contention.py", "--url", server_url(pg_server), "--writers", "2", "--commits", "5")
+    assert "lost" in out
+
+
+@pytest.mark.postgres
+@pytest.mark.interop
+def test_sequential_commits_against_pypaimon(pg_server: PgServer, pypaimon_python: Path) -> None:
+    out = run_bench("bench_commit.py", "--url", server_url(pg_server), "--commits", "20")
+    assert "pypaimon" in out and "ours/pypaimon at 11-20" in out
+
+
+@pytest.mark.postgres
+@pytest.mark.interop
+def test_one_big_commit_against_pypaimon(pg_server: PgServer, pypaimon_python: Path) -> None:
+    out = run_bench(
+        "bench_big_commit.py",
+        "--url",
+        server_url(pg_server),
+        "--files",
+        "200",
+        "--partitions",
+        "2",
+        "--repeat",
+        "1",
+    )
+    assert "pypaimon" in out
