@@ -384,9 +384,18 @@ def _encode_row(values: Sequence[Any], types: Sequence[DataType]) -> bytearray:
 
 
 def _encode_array(values: Sequence[Any], element: DataType) -> bytearray:
+    def write(buf: bytearray, slot: int, value: Any) -> None:
+        _write(buf, slot, value, element)
+
+    return _encode_array_with(values, element, write, _element_size(element))
+
+
+def _encode_array_with(
+    values: Sequence[Any], element: DataType, write: Callable[[bytearray, int, Any], None], width: int
+) -> bytearray:
+    """A BinaryArray of ``values``: count, null bits, then one ``width``-byte slot each (``write``)."""
     n = len(values)
     header = _array_header_size(n)
-    width = _element_size(element)
     buf = bytearray(_round8(header + width * n))
     _I32.pack_into(buf, 0, n)
     for j, value in enumerate(values):
@@ -394,7 +403,7 @@ def _encode_array(values: Sequence[Any], element: DataType) -> bytearray:
             if value is None:
                 buf[4 + (j >> 3)] |= 1 << (j & 7)
             else:
-                _write(buf, header + width * j, value, element)
+                write(buf, header + width * j, value)
         except _BadValue as e:
             raise _BadValue(f"element {j} ({element}): {e}") from e
     return buf
@@ -454,19 +463,7 @@ def _compile_writer(t: DataType) -> _FieldWriter:
         def write_array(buf: bytearray, slot: int, value: Any) -> None:
             if not isinstance(value, (list, tuple)):
                 raise _BadValue(f"expected a list or tuple, got {value!r}")
-            n = len(value)
-            header = _array_header_size(n)
-            array = bytearray(_round8(header + width * n))
-            _I32.pack_into(array, 0, n)
-            for j, item in enumerate(value):
-                try:
-                    if item is None:
-                        array[4 + (j >> 3)] |= 1 << (j & 7)
-                    else:
-                        write_element(array, header + width * j, item)
-                except _BadValue as e:
-                    raise _BadValue(f"element {j} ({element}): {e}") from e
-            _append_var(buf, slot, bytes(array))
+            _append_var(buf, slot, bytes(_encode_array_with(value, element, write_element, width)))
 
         return write_array
     if isinstance(t, RowType):
