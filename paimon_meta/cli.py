@@ -218,6 +218,21 @@ def _events(ctx: _Context, args: argparse.Namespace) -> Output:
     from paimon_meta.ops.audit import commit_events, lock_events
 
     cat = ctx.catalog()
+    if args.maintenance:
+        from paimon_meta.ops.audit import maintenance_history
+
+        rows = maintenance_history(cat.engine, table=args.table, limit=args.limit)
+        mcols: list[render.Column] = [
+            ("started_at", "started"),
+            "table_identifier",
+            "operation",
+            "outcome",
+            "dry_run",
+            ("elapsed_ms", "ms"),
+            "operator",
+            "result",
+        ]
+        return Output(rows, render.table(rows, mcols))
     if args.locks:
         lock_id = None
         if args.table:
@@ -505,10 +520,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", metavar="TABLE", help="db.table")
     p.add_argument("--limit", type=_positive, default=50, help="latest N commits (default 50)")
 
-    p = command("events", _events, "raw commit events (or lock events with --locks)")
+    p = command(
+        "events", _events, "raw commit events (lock events with --locks, maintenance runs with --maintenance)"
+    )
     p.add_argument("--table", metavar="TABLE", help="only this db.table")
     p.add_argument("--commit", metavar="ID", help="only this commit id")
-    p.add_argument("--locks", action="store_true", help="lock events instead (of --table's lock)")
+    kinds = p.add_mutually_exclusive_group()
+    kinds.add_argument("--locks", action="store_true", help="lock events instead (of --table's lock)")
+    kinds.add_argument(
+        "--maintenance", action="store_true", help="expire / orphan-cleanup runs instead, one row a run"
+    )
     p.add_argument("--limit", type=_positive, default=100, help="latest N events (default 100)")
 
     locks = sub.add_parser("locks", help="list or release metastore locks (ours and Java's)")

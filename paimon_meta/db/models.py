@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Double,
@@ -50,6 +51,9 @@ __all__ = [
     "DistributedLock",
     "LockEventRecord",
     "LockEventType",
+    "MaintenanceEventRecord",
+    "MaintenanceEventType",
+    "MaintenanceOperation",
     "PaimonDatabase",
     "PaimonDatabaseProperty",
     "PaimonTable",
@@ -77,6 +81,21 @@ class LockEventType(enum.StrEnum):
     EXPIRY_TAKEOVER = "expiry_takeover"
     FORCE_RELEASED = "force_released"
     LOST = "lost"
+
+
+class MaintenanceEventType(enum.StrEnum):
+    """``paimon_maintenance_events.event_type`` values (enforced by a CHECK constraint)."""
+
+    STARTED = "started"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+class MaintenanceOperation(enum.StrEnum):
+    """``paimon_maintenance_events.operation`` values (enforced by a CHECK constraint)."""
+
+    EXPIRE_SNAPSHOTS = "expire_snapshots"
+    REMOVE_ORPHAN_FILES = "remove_orphan_files"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.
@@ -264,6 +283,43 @@ class LockEventRecord(Base):
     previous_owner: Mapped[str | None] = mapped_column(Text)
     previous_fencing_token: Mapped[int | None] = mapped_column(BigInteger)
     wait_ms: Mapped[float | None] = mapped_column(Double)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=text("clock_timestamp()")
+    )
+
+
+class MaintenanceEventRecord(Base):
+    """One row of the append-only maintenance log: a run's ``started`` (settings), then ``finished``
+    (what it did) or ``failed`` (why); see migration 0002."""
+
+    __tablename__ = "paimon_maintenance_events"
+    __table_args__ = (
+        CheckConstraint(_in_list("operation", MaintenanceOperation), name="operation"),
+        CheckConstraint(_in_list("event_type", MaintenanceEventType), name="event_type"),
+        Index("ix_paimon_maintenance_events_table", "table_id", "event_id"),
+        Index(
+            "uq_paimon_maintenance_events_run_started",
+            "run_id",
+            unique=True,
+            postgresql_where=text("event_type = 'started'"),
+        ),
+        Index(
+            "uq_paimon_maintenance_events_run_ended",
+            "run_id",
+            unique=True,
+            postgresql_where=text("event_type <> 'started'"),
+        ),
+    )
+
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    table_id: Mapped[int] = mapped_column(BigInteger)
+    table_identifier: Mapped[str] = mapped_column(Text)
+    operation: Mapped[str] = mapped_column(Text)
+    event_type: Mapped[str] = mapped_column(Text)
+    operator: Mapped[str] = mapped_column(Text)
+    dry_run: Mapped[bool] = mapped_column(Boolean)
     payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("clock_timestamp()")

@@ -36,6 +36,12 @@ _LOCK_EVENTS = text(
     "FROM paimon_lock_events WHERE (CAST(:lock_id AS text) IS NULL OR lock_id = :lock_id) "
     "ORDER BY event_id DESC LIMIT :limit"
 )
+_MAINTENANCE = text(
+    "SELECT run_id, table_identifier, operation, outcome, dry_run, operator, started_at, ended_at, "
+    "elapsed_ms, settings, result FROM paimon_maintenance_history "
+    "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) "
+    "ORDER BY started_at DESC, run_id LIMIT :limit"
+)
 _RECORDED = text(
     "SELECT snapshot_id, event_type, commit_id FROM paimon_commit_events "
     "WHERE table_id = :table_id AND snapshot_id IS NOT NULL "
@@ -68,6 +74,13 @@ def commit_events(
             dict(r._mapping)
             for r in conn.execute(_EVENTS, {"table": table, "commit_id": cid, "limit": limit})
         ]
+    return rows[::-1]
+
+
+def maintenance_history(engine: Engine, *, table: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    """The latest ``limit`` maintenance runs (``paimon_maintenance_history``), oldest first."""
+    with engine.connect() as conn:
+        rows = [dict(r._mapping) for r in conn.execute(_MAINTENANCE, {"table": table, "limit": limit})]
     return rows[::-1]
 
 

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, insert, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from paimon_meta.catalog.lock import LockLease
 from paimon_meta.catalog.registry import TableRow
@@ -138,3 +139,54 @@ def table_lock(
     )
     with lease:
         yield lease
+
+
+class MaintenanceRun:
+    """The audit record of one maintenance run (``paimon_maintenance_events``): ``started`` with its
+    settings when created; :meth:`finished` or, on an exception, ``failed``. Recording problems are
+    logged, never raised: the run's effect on storage is what matters, and a lost ``finished`` leaves an
+    ``unfinished`` row that says so."""
+
+    def __init__(self, engine: Engine, row: TableRow, operation: str, *, dry_run: bool) -> None:
+        self.engine = engine
+        self.row = row
+        self.operation = operation
+        self.dry_run = dry_run
+        self.run_id = uuid.uuid4()
+        self.operator = operator_identity()
+
+    def record(self, event_type: str, payload: dict[str, Any]) -> None:
+        from paimon_meta.db.models import MaintenanceEventRecord
+
+        values = {
+            "run_id": self.run_id,
+            "table_id": self.row.table_id,
+            "table_identifier": self.row.identifier,
+            "operation": self.operation,
+            "event_type": event_type,
+            "operator": self.operator,
+            "dry_run": self.dry_run,
+            "payload": payload,
+        }
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(MaintenanceEventRecord), values)
+        except SQLAlchemyError:  # auditing must not turn a done run into a failure
+            log.warning(
+                "could not record %s %s of %s", self.operation, event_type, self.row.identifier, exc_info=True
+            )
+
+
+@contextmanager
+def maintenance_run(
+    catalog: Catalog, row: TableRow, operation: str, *, dry_run: bool, settings: dict[str, Any]
+) -> Iterator[MaintenanceRun]:
+    """Record a maintenance run around the body: ``started`` (``settings``) now, ``failed`` (the error)
+    if the body raises, else whatever the body passes to ``run.record("finished", ...)``."""
+    run = MaintenanceRun(catalog.engine, row, operation, dry_run=dry_run)
+    run.record("started", settings)
+    try:
+        yield run
+    except BaseException as e:
+        run.record("failed", {"error": type(e).__name__, "message": str(e)})
+        raise

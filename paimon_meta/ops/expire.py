@@ -29,8 +29,9 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimon_meta.commit.metastore_guard import reconcile
+from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import FileIOError, FileNotFound, UnsupportedError, ValidationError
-from paimon_meta.ops.common import Progress, quiet, resolve_table, table_lock
+from paimon_meta.ops.common import Progress, maintenance_run, quiet, resolve_table, table_lock
 from paimon_meta.ops.references import (
     DataKey,
     FilePaths,
@@ -143,12 +144,30 @@ def expire_snapshots(
     config.validate()
     _refuse_decoupled_changelog(table)
     report = ExpireReport(row.identifier, dry_run, config)
-    with table_lock(catalog, row, "expire-snapshots", progress=progress):
+    audit = maintenance_run(
+        catalog, row, MaintenanceOperation.EXPIRE_SNAPSHOTS, dry_run=dry_run, settings=asdict(config)
+    )
+    with audit as run, table_lock(catalog, row, "expire-snapshots", progress=progress):
         if not dry_run:
             # Record what is on storage before any of it can disappear (the event log equals storage).
             reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
         keep_files = pending_commit_files(catalog.events, row.table_id)
         _expire(table, config, report, keep_files, now_ms=now_ms, progress=progress)
+        run.record(
+            MaintenanceEventType.FINISHED,
+            {
+                "earliest_before": report.earliest_before,
+                "earliest_after": report.earliest_after,
+                "latest": report.latest,
+                "expired": len(report.expired),
+                "expired_first": report.expired[0] if report.expired else None,
+                "expired_last": report.expired[-1] if report.expired else None,
+                "deleted_data_files": len(report.deleted_data_files),
+                "deleted_metadata_files": len(report.deleted_metadata_files),
+                "kept_referenced": report.kept_referenced,
+                "note": report.note,
+            },
+        )
     return report
 
 

@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimon_meta.commit.metastore_guard import reconcile
+from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import FileIOError, FileNotFound, UnsupportedError
 from paimon_meta.io.base import FileStatus
-from paimon_meta.ops.common import Progress, quiet, resolve_table, table_lock
+from paimon_meta.ops.common import Progress, maintenance_run, quiet, resolve_table, table_lock
 from paimon_meta.ops.references import (
     BRANCH_DIR,
     CHANGELOG_DIR,
@@ -121,7 +122,14 @@ def remove_orphan_files(
     report.scanned = len(listed)
     progress(f"{row.identifier}: listed {len(listed)} files")
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    with table_lock(catalog, row, "remove-orphan-files", progress=progress):
+    audit = maintenance_run(
+        catalog,
+        row,
+        MaintenanceOperation.REMOVE_ORPHAN_FILES,
+        dry_run=dry_run,
+        settings={"older_than_seconds": older_than_seconds, "listed": len(listed)},
+    )
+    with audit as run, table_lock(catalog, row, "remove-orphan-files", progress=progress):
         if not dry_run:
             reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
         used = referenced_names(table) | pending_commit_files(catalog.events, row.table_id)
@@ -147,6 +155,18 @@ def remove_orphan_files(
                     report.failed.append(orphan.path)
                 else:
                     report.deleted.append(orphan.path)
+        run.record(
+            MaintenanceEventType.FINISHED,
+            {
+                "scanned": report.scanned,
+                "referenced": report.referenced,
+                "too_young": report.too_young,
+                "orphans": len(report.orphans),
+                "orphan_bytes": report.orphan_bytes,
+                "deleted": len(report.deleted),
+                "failed": len(report.failed),
+            },
+        )
     return report
 
 

@@ -163,6 +163,13 @@ def test_recover_expire_orphans_metrics_and_db(cli: Cli, catalog: Catalog) -> No
     orphans = cli.json("remove-orphan-files", TABLE, "--older-than", "0s", "--dry-run")
     assert orphans["dry_run"] and orphans["deleted"] == [] and orphans["referenced"] > 0
     assert all("/manifest/" not in o["path"] for o in orphans["orphans"])  # nothing referenced is listed
+    runs = cli.json("events", "--maintenance", "--table", TABLE)
+    assert [(r["operation"], r["outcome"], r["dry_run"]) for r in runs] == [
+        ("expire_snapshots", "finished", False),
+        ("remove_orphan_files", "finished", True),
+    ]
+    assert runs[0]["result"]["expired"] == 2
+    assert cli.run("events", "--maintenance", "--locks")[0] == 2  # one kind of events at a time
 
     code, out, _ = cli.run("metrics")
     assert code == 0 and 'paimon_meta_commits_total{table="db.t",kind="APPEND",outcome="recovered"} 1' in out

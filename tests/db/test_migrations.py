@@ -25,6 +25,7 @@ pytestmark = pytest.mark.postgres
 
 REPO = Path(__file__).resolve().parents[2]
 OUR_TABLES = sorted(Base.metadata.tables)
+HEAD = "0002"  # the newest revision under migrations/versions
 
 
 def _diff(engine: Engine) -> list[object]:
@@ -41,7 +42,7 @@ def _diff(engine: Engine) -> list[object]:
 
 
 def test_single_head() -> None:
-    assert migrate.heads() == ["0001"]
+    assert migrate.heads() == [HEAD]
 
 
 def test_revision_files_are_date_prefixed() -> None:
@@ -88,7 +89,7 @@ def test_constraint_names_follow_the_convention(pg_engine: Engine) -> None:
 
 
 def test_current_is_head(pg_url: str) -> None:
-    assert migrate.current(pg_url) == "0001"
+    assert migrate.current(pg_url) == HEAD
 
 
 def test_downgrade_and_upgrade_with_data(pg_db_factory: DbFactory) -> None:
@@ -121,6 +122,7 @@ def test_downgrade_and_upgrade_with_data(pg_db_factory: DbFactory) -> None:
             # Java's tables survive in Java's shape, with their rows; ours are gone.
             assert {"paimon_tables", "paimon_database_properties", "paimon_distributed_locks"} <= names
             assert "paimon_commit_events" not in names and "paimon_databases" not in names
+            assert "paimon_maintenance_events" not in names
             columns = [c["name"] for c in inspect(conn).get_columns("paimon_tables")]
             assert columns == ["catalog_key", "database_name", "table_name"]
             assert conn.execute(text("SELECT count(*) FROM paimon_tables")).scalar() == 1
@@ -128,7 +130,7 @@ def test_downgrade_and_upgrade_with_data(pg_db_factory: DbFactory) -> None:
             assert pk == "paimon_distributed_locks_pkey"
         engine.dispose()
         migrate.upgrade(url)
-        assert migrate.current(url) == "0001"
+        assert migrate.current(url) == HEAD
         with engine.connect() as conn:
             row = conn.execute(text("SELECT table_name, table_id, location FROM paimon_tables")).one()
             assert row.table_name == "t" and row.table_id >= 1 and row.location is None
@@ -196,7 +198,7 @@ def test_concurrent_upgrades_are_serialised(pg_db_factory: DbFactory) -> None:
         thread.join(60)
     assert errors == []
     assert [c.exitcode for c in children] == [0, 0]
-    assert migrate.current(url) == "0001"
+    assert migrate.current(url) == HEAD
 
 
 def test_alembic_command_line_uses_the_same_env(pg_db_factory: DbFactory) -> None:
@@ -204,12 +206,13 @@ def test_alembic_command_line_uses_the_same_env(pg_db_factory: DbFactory) -> Non
     env = {**os.environ, "PAIMON_META_DATABASE_URL": url}
     alembic = [sys.executable, "-m", "alembic", "-c", str(REPO / "alembic.ini")]
     subprocess.run([*alembic, "upgrade", "head"], check=True, cwd=REPO, env=env, capture_output=True)
-    assert migrate.current(url) == "0001"
+    assert migrate.current(url) == HEAD
     out = subprocess.run(
         [*alembic, "upgrade", "head", "--sql"], check=True, cwd=REPO, env=env, capture_output=True, text=True
     ).stdout
     # Offline mode emits the whole script (from base), verbatim: no doubled percent signs.
-    assert "CREATE VIEW paimon_commit_history" in out and "UPDATE paimon_meta_alembic_version" not in out
+    assert "CREATE VIEW paimon_commit_history" in out and "CREATE VIEW paimon_maintenance_history" in out
+    assert f"version_num='{HEAD}'" in out
     assert "%%" not in out and "pg_advisory_xact_lock" not in out
     # ... and that script, applied by hand, yields the same schema.
     offline_url = pg_db_factory(migrated=False)

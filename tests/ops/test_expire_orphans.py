@@ -10,9 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 import paimon_meta
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.errors import CorruptMetadataError
+from paimon_meta.ops.common import operator_identity
 from paimon_meta.ops.expire import ExpireConfig, expire_snapshots, plan_end
 from paimon_meta.ops.orphans import remove_orphan_files
 from paimon_meta.ops.recovery import recover_table
@@ -227,3 +231,58 @@ def test_expire_and_orphans_on_s3(clean_db: str, s3_warehouse: tuple[str, dict[s
         assert_consistent(catalog)
     finally:
         catalog.close()
+
+
+def _history(catalog: Catalog) -> list[dict[str, object]]:
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT operation, outcome, dry_run, operator, settings, result, elapsed_ms "
+                "FROM paimon_maintenance_history WHERE table_identifier = :t ORDER BY started_at"
+            ),
+            {"t": TABLE},
+        )
+        return [dict(r._mapping) for r in rows]
+
+
+def test_maintenance_runs_are_recorded(catalog: Catalog) -> None:
+    create(catalog)
+    for i in range(4):
+        write(catalog, range(i * 10, i * 10 + 10), overwrite=True)
+    expire_snapshots(catalog, TABLE, retain_min=2, time_retained_ms=0, dry_run=True)
+    report = expire_snapshots(catalog, TABLE, retain_min=2, time_retained_ms=0)
+    orphans = remove_orphan_files(catalog, TABLE, older_than_seconds=0, dry_run=True)
+
+    dry, real, orphan_run = _history(catalog)
+    assert (dry["operation"], dry["outcome"], dry["dry_run"]) == ("expire_snapshots", "finished", True)
+    assert (real["operation"], real["outcome"], real["dry_run"]) == ("expire_snapshots", "finished", False)
+    assert real["operator"] == operator_identity()
+    settings, result = real["settings"], real["result"]
+    assert isinstance(settings, dict) and settings["retain_min"] == 2
+    assert isinstance(result, dict)
+    assert (result["expired"], result["expired_first"], result["expired_last"]) == (2, 1, 2)
+    assert result["earliest_after"] == 3
+    assert result["deleted_data_files"] == len(report.deleted_data_files) > 0
+    assert isinstance(real["elapsed_ms"], float) and real["elapsed_ms"] >= 0
+    assert (orphan_run["operation"], orphan_run["outcome"]) == ("remove_orphan_files", "finished")
+    assert isinstance(orphan_run["result"], dict)
+    assert orphan_run["result"]["orphans"] == len(orphans.orphans)
+
+
+def test_a_failed_maintenance_run_is_recorded_with_its_error(catalog: Catalog) -> None:
+    create(catalog)
+    for i in range(3):
+        write(catalog, range(i * 10, i * 10 + 10))
+    table = catalog.get_table(TABLE)
+    latest = table.snapshot_manager.latest_snapshot()
+    assert latest is not None
+    (Path(table.path) / "manifest" / latest.base_manifest_list).write_bytes(b"not avro")
+
+    with pytest.raises(CorruptMetadataError):
+        expire_snapshots(catalog, TABLE, retain_min=1, time_retained_ms=0)
+
+    [run] = _history(catalog)
+    assert (run["outcome"], run["dry_run"]) == ("failed", False)
+    assert isinstance(run["result"], dict) and run["result"]["error"] == "CorruptMetadataError"
+    with pytest.raises(DBAPIError, match="append-only"), catalog.engine.begin() as conn:
+        conn.execute(text("DELETE FROM paimon_maintenance_events"))
