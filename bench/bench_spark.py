@@ -7,6 +7,8 @@ loaded). Writes:
 * ``parquet``: ``df.write.parquet`` (Spark's default snappy, and zstd: Paimon's default codec);
 * ``paimon append, 4 buckets``: the full job (bucket assignment in ``mapInArrow``, shuffle by
   (partition, bucket), ``TableWrite`` in ``mapInArrow``, one commit);
+* ``paimon append, 4 buckets, no shuffle``: ``shuffle=False``: each input task buckets and writes its
+  own rows (more files per bucket);
 * ``paimon append, bucket -1``: no bucket assignment and no shuffle;
 * ``paimon pk, 4 buckets``: primary-key table (sort and de-duplicate per bucket).
 
@@ -88,10 +90,12 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    "paimon append, 4 buckets": ((), {"bucket": "4", "bucket-key": "id"}),
-    "paimon append, bucket -1": ((), {"bucket": "-1"}),
-    "paimon pk, 4 buckets": (("id",), {"bucket": "4"}),
+# name -> (primary keys, options, shuffle)
+TABLES: dict[str, tuple[tuple[str, ...], dict[str, str], bool]] = {
+    "paimon append, 4 buckets": ((), {"bucket": "4", "bucket-key": "id"}, True),
+    "paimon append, 4 buckets, no shuffle": ((), {"bucket": "4", "bucket-key": "id"}, False),
+    "paimon append, bucket -1": ((), {"bucket": "-1"}, True),
+    "paimon pk, 4 buckets": (("id",), {"bucket": "4"}, True),
 }
 
 
@@ -99,8 +103,8 @@ def bench_writes(spark: SparkSession, root: Path, rows: int, repeat: int) -> lis
     df = _frame(spark, rows)
     # warm-up: start Python workers and load the code on both paths
     _frame(spark, 20_000).write.mode("overwrite").parquet(str(root / "warm-parquet"))
-    for i, (pk, options) in enumerate(TABLES.values()):
-        write_dataframe(_frame(spark, 20_000), _table(root, f"warm{i}", pk, options))
+    for i, (pk, options, shuffle) in enumerate(TABLES.values()):
+        write_dataframe(_frame(spark, 20_000), _table(root, f"warm{i}", pk, options), shuffle=shuffle)
 
     runs: dict[str, Callable[[int], Path | None]] = {}
     for codec in ("snappy", "zstd"):
@@ -116,11 +120,17 @@ def bench_writes(spark: SparkSession, root: Path, rows: int, repeat: int) -> lis
         df.mapInArrow(_drain, "x int").collect()
 
     runs["arrow transfer only"] = transfer_only
-    for i, (name, (pk, options)) in enumerate(TABLES.items()):
+    for i, (name, (pk, options, shuffle)) in enumerate(TABLES.items()):
 
-        def paimon(r: int, i: int = i, pk: tuple[str, ...] = pk, options: dict[str, str] = options) -> Path:
+        def paimon(
+            r: int,
+            i: int = i,
+            pk: tuple[str, ...] = pk,
+            options: dict[str, str] = options,
+            shuffle: bool = shuffle,
+        ) -> Path:
             table = _table(root, f"t{i}-{r}", pk, options)  # a fresh table per run
-            write_dataframe(df, table)
+            write_dataframe(df, table, shuffle=shuffle)
             return Path(table.path)
 
         runs[name] = paimon

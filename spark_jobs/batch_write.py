@@ -67,6 +67,7 @@ def write_dataframe(
     io_options: Mapping[str, str] | None = None,
     num_partitions: int | None = None,
     after_prepare: TaskHook | None = None,
+    shuffle: bool = True,
 ) -> WriteResult:
     """Write ``df`` into ``table`` and commit it once.
 
@@ -81,7 +82,8 @@ def write_dataframe(
     ``num_partitions`` fixes the number of write tasks (default: one per bucket for unpartitioned
     tables, else ``spark.sql.shuffle.partitions``; bucket-unaware tables keep the input's partitioning).
     ``after_prepare`` runs on the executor after a task prepared its messages (instrumentation, fault
-    injection).
+    injection). ``shuffle=False`` (append tables) writes each input task's rows without the shuffle by
+    bucket: faster, more files per bucket (see :func:`spark_jobs.pipeline.write_messages`).
 
     The DataFrame has the table's columns (any order, types cast exactly as ``TableWrite`` does) and
     optionally ``_row_kind`` for primary-key tables. Raises ``ValidationError`` on bad input or
@@ -103,6 +105,7 @@ def write_dataframe(
         builder.commit_user,
         num_partitions=num_partitions,
         after_prepare=after_prepare,
+        shuffle=shuffle,
     )
     overwrite: OverwriteSpec | None = None
     if mode == "overwrite":
@@ -173,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("append", "overwrite"), default="append")
     parser.add_argument("--partition", action="append", default=[], help="static overwrite partition k=v")
     parser.add_argument("--num-partitions", type=int, default=None)
+    parser.add_argument(
+        "--no-shuffle", action="store_true", help="append tables: write input tasks as they are (more files)"
+    )
     args = parser.parse_args(argv)
 
     from spark_jobs.common import parse_options
@@ -190,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             overwrite_partition=static,
             io_options=opened.io_options,
             num_partitions=args.num_partitions,
+            shuffle=not args.no_shuffle,
         )
     finally:
         opened.close()

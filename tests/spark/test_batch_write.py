@@ -50,6 +50,20 @@ def test_append_commits_once_with_java_buckets(spark: SparkSession, tmp_path: Pa
         assert set(bucket_array([ids], [BIGINT(False)], 3).tolist()) == {split.bucket}
 
 
+def test_append_without_shuffle_keeps_java_buckets(spark: SparkSession, tmp_path: Path) -> None:
+    table = append_table(str(tmp_path))
+    result = write_dataframe(frame(spark, 0, 3000).repartition(3), table, shuffle=False)
+    assert read_rows(table) == expected(0, 3000)
+    splits = table.new_read_builder().new_scan().plan().splits()
+    # Each of the 3 input tasks writes a file for every (partition, bucket) it holds.
+    assert len(splits) == 9 and sum(len(s.files) for s in splits) == result.files > 9
+    for split in splits:
+        ids = table.new_read_builder().new_read().to_arrow([split]).column("id")
+        assert set(bucket_array([ids], [BIGINT(False)], 3).tolist()) == {split.bucket}
+    with pytest.raises(ValidationError, match="shuffle=False is for append tables"):
+        write_dataframe(frame(spark, 0, 10), pk_table(str(tmp_path / "pk")), shuffle=False)
+
+
 def test_primary_key_table_upserts_and_deletes(spark: SparkSession, tmp_path: Path) -> None:
     table = pk_table(str(tmp_path))
     write_dataframe(frame(spark, 0, 1000), table)
