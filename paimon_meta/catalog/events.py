@@ -221,6 +221,7 @@ class CommitEvent:
 MESSAGES_COMPRESS_ABOVE = 4096
 MESSAGES_CODEC = "zstd"
 _MAX_MESSAGES_SIZE = (1 << 31) - 1  # what one bytea holds; a larger claim is corruption
+_MAX_RATIO = 256  # a plain size claimed beyond this many times the stored bytes is corruption
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -374,7 +375,9 @@ class StoredCommitEvent:
         codec = self.payload.get("messages_codec")
         if codec is not None:
             size = self.payload.get("messages_size")
-            if codec != MESSAGES_CODEC or not isinstance(size, int) or not 0 <= size <= _MAX_MESSAGES_SIZE:
+            # The size is allocated up front: bound it (a Java body compresses ~20x; allow far more).
+            limit = min(_MAX_MESSAGES_SIZE, max(1 << 20, _MAX_RATIO * len(data)))
+            if codec != MESSAGES_CODEC or not isinstance(size, int) or not 0 <= size <= limit:
                 raise CorruptMetadataError(f"{where}: bad messages codec {codec!r} / size {size!r}")
             try:
                 data = pa.decompress(data, decompressed_size=size, codec=codec, asbytes=True)

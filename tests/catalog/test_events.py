@@ -200,6 +200,7 @@ def test_prepared_messages_round_trip_compressed_when_large(pg_engine: Engine, f
         {"payload": {"messages_codec": "zstd", "messages_size": -1}},
         {"payload": {"messages_codec": "brotli", "messages_size": 10}},
         {"payload": {"messages_codec": "zstd", "messages_size": 10}},  # wrong size
+        {"payload": {"messages_codec": "zstd", "messages_size": (1 << 31) - 1}},  # a bomb claim
     ],
 )
 def test_damaged_compressed_messages_are_corrupt_metadata(pg_engine: Engine, damage: dict[str, Any]) -> None:
