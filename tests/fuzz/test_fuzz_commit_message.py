@@ -9,10 +9,19 @@ again and round-trip.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from paimon_meta.catalog.events import (
+    MESSAGES_COMPRESS_ABOVE,
+    CommitEventType,
+    CommitRef,
+    Prepared,
+    StoredCommitEvent,
+)
 from paimon_meta.errors import CorruptMetadataError, ValidationError
 from paimon_meta.serde.commit_message import (
     SUPPORTED_READ_VERSIONS,
@@ -21,6 +30,7 @@ from paimon_meta.serde.commit_message import (
     deserialize_commit_messages,
     serialize_commit_messages,
 )
+from paimon_meta.spec.snapshot import CommitKind
 from tests.fuzz.mutate import byte_mutations
 from tests.fuzz.seeds import commit_message_bytes, fuzz_settings
 
@@ -72,3 +82,42 @@ def test_bytes_read_at_every_other_version(written: int) -> None:
         _decode(valid, read)
         for cut in (1, 5, len(valid) // 2, len(valid) - 1):
             _decode(valid[:cut], read)
+
+
+@fuzz_settings(600)
+@given(data=st.data())
+def test_mutated_compressed_prepared_bodies_only_raise_corrupt_metadata(data: st.DataObject) -> None:
+    """The zstd-compressed body of a ``prepared`` event (what recovery decodes) under byte mutations and
+    size claims: a decode either returns messages or raises CorruptMetadataError naming the commit."""
+    version, valid = data.draw(st.sampled_from(commit_message_bytes()))
+    if version not in SUPPORTED_WRITE_VERSIONS:
+        return
+    copies = MESSAGES_COMPRESS_ABOVE // len(valid) + 1  # big enough to be stored compressed
+    body = serialize_commit_messages(deserialize_commit_messages(valid, version) * copies, version)
+    ref = CommitRef.new(
+        table_id=1,
+        table_identifier="db.t",
+        commit_user="u",
+        commit_identifier=1,
+        commit_kind=CommitKind.APPEND,
+    )
+    event = Prepared.of(ref=ref, messages=body, messages_version=version, payload={})
+    assert event.messages_codec is not None
+    mutated = data.draw(byte_mutations(event.messages))
+    size = data.draw(st.sampled_from([len(body), len(body) - 1, len(body) + 1, 0, 1 << 30]))
+    stored = StoredCommitEvent(
+        event_id=1,
+        ref=ref,
+        event_type=CommitEventType.PREPARED,
+        attempt=1,
+        snapshot_id=None,
+        payload={**event.typed_payload(), "messages_size": size},
+        messages=mutated,
+        messages_version=version,
+        created_at=datetime.now(UTC),
+        duration_ms=None,
+    )
+    try:
+        stored.commit_messages()
+    except CorruptMetadataError as e:
+        assert str(ref.commit_id) in e.message
