@@ -52,7 +52,8 @@ from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table.data_file import arrow_to_internal
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write import ROW_KIND_COLUMN, UNAWARE_BUCKET, TableWrite, normalize_input
+from paimon_meta.table.write import TableWrite
+from paimon_meta.table.write_input import ROW_KIND_COLUMN, UNAWARE_BUCKET, normalize_input
 from spark_jobs.common import TableHandle
 
 if TYPE_CHECKING:

@@ -64,7 +64,7 @@ from paimon_meta.table.paths import join_path
 from paimon_meta.table.read import file_format_of, read_data_file
 from paimon_meta.table.scan import PartitionFilterArg, Split
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write import UNAWARE_BUCKET, check_writable, target_file_size
+from paimon_meta.table.write_input import UNAWARE_BUCKET, check_writable, target_file_size
 
 log = logging.getLogger(__name__)
 
