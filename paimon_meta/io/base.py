@@ -63,9 +63,10 @@ class FileIO(abc.ABC):
 
     @abc.abstractmethod
     def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
-        """Write (or replace) the whole object. Readers never see a partial object. On success the
-        object is durable, unless ``durable=False``: then a crash may leave the old content, the new
-        one, or an empty object until :meth:`sync` covers it (for hints that readers verify)."""
+        """Write (or replace) the whole object. Readers never see a partial object and on success it is
+        durable, unless ``durable=False`` (only for hints, which readers verify): then a crash may leave
+        the old content, the new one, or an empty object until :meth:`sync` covers it, and a concurrent
+        reader may see it mid-write (local disk writes it in place)."""
 
     @abc.abstractmethod
     def create_if_absent(

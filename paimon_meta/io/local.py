@@ -150,21 +150,38 @@ class LocalFileIO(FileIO):
             return f.read()
 
     def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
-        """Atomic replace: a complete temp file is renamed over ``path``. ``durable=False``: neither
-        the temp file nor the directory is fsynced (readers still see the old or the new content)."""
+        """Atomic replace: a complete fsynced temp file is renamed over ``path``, then the directory is
+        fsynced. ``durable=False`` (hints): the bytes are written over the old ones in place, with no
+        temp file, rename or truncation when the new content is at least as long (a growing snapshot
+        id always is). On ext4 a rename over an existing file, like a truncation, forces the new data
+        out (``auto_da_alloc``): ~1 ms, a fifth of a commit, for a file that readers verify anyway. A
+        concurrent reader may see the old bytes, the new ones or, in theory, a mix of both."""
         target = local_path(path)
         directory, name = os.path.split(target)
+        if not durable:
+            with _os_errors("write", path):
+                _ensure_dir(directory)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o644)
+                try:
+                    old_size = os.fstat(fd).st_size
+                    view, offset = memoryview(data), 0
+                    while offset < len(view):
+                        offset += os.pwrite(fd, view[offset:], offset)
+                    if old_size > len(data):
+                        os.ftruncate(fd, len(data))
+                finally:
+                    os.close(fd)
+            return
         with _os_errors("write", path):
             _ensure_dir(directory)
-            temp = _write_temp(directory, name, data, sync=durable)
+            temp = _write_temp(directory, name, data)
             try:
                 os.replace(temp, target)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
                 raise
-            if durable:
-                _fsync_dir(directory)
+            _fsync_dir(directory)
 
     def create_if_absent(
         self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()

@@ -125,6 +125,31 @@ def test_deferred_durability(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path / "snapshot")) == ["LATEST", "s-1"]
 
 
+def test_non_durable_write_is_in_place_without_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hints are rewritten in place (no temp file, no rename, no truncation while they grow): on ext4 a
+    rename or truncation over existing data forces it out, ~1 ms a commit."""
+    fio = LocalFileIO()
+    hint = f"{tmp_path}/snapshot/LATEST"
+    renames: list[str] = []
+    real_replace = os.replace
+
+    def replace(src: str, dst: str) -> None:
+        renames.append(dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    for value in (b"9", b"10", b"11", b"100"):
+        fio.write(hint, value, durable=False)
+        assert fio.read(hint) == value
+    fio.write(hint, b"7", durable=False)  # shorter (never for a growing id): truncated to fit
+    assert fio.read(hint) == b"7"
+    assert renames == [] and sorted(os.listdir(tmp_path / "snapshot")) == ["LATEST"]
+    fio.write(hint, b"8")  # durable: the atomic, fsynced replace
+    assert renames == [str(tmp_path / "snapshot" / "LATEST")] and fio.read(hint) == b"8"
+
+
 def test_failed_replace_leaves_target_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fio = LocalFileIO()
     path = f"{tmp_path}/f"
