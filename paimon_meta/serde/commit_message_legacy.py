@@ -30,7 +30,6 @@ Values a version cannot carry make :func:`encode_data_file` / :func:`encode_inde
 
 from __future__ import annotations
 
-import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 from paimon_meta.errors import CorruptMetadataError, PaimonMetaError, ValidationError
-from paimon_meta.spec.binary_row import RowEncoder, Timestamp, decode_row, encode_row, fixed_part_size
+from paimon_meta.spec.binary_row import Timestamp, decode_row, encode_row, fixed_part_size
 from paimon_meta.spec.manifest import (
     DataFileMeta,
     DeletionVectorMeta,
@@ -216,29 +215,12 @@ def encode_data_file(meta: DataFileMeta, layout: RowLayout, where: str) -> bytes
 
 
 def _generic_data_file(meta: DataFileMeta, layout: RowLayout, where: str) -> bytes:
-    values: list[object] = []
-    for java, attr, _, kind in _DATA_FILE_FIELDS[: layout.data_write_fields]:
-        value = getattr(meta, attr)
-        if value is None:
-            values.append(None)
-            continue
-        # Fast path for the values that pass through unchanged; anything else is checked in full.
-        cls = value.__class__
-        if (
-            (cls is int and kind in _INT_KINDS and _INT_KINDS[kind][0] <= value <= _INT_KINDS[kind][1])
-            or (cls is str and kind == "str" and value.isascii())
-            or (cls is bytes and kind == "bytes")
-        ):
-            values.append(value)
-        else:
-            values.append(_encode_data_value(value, kind, f"{where}.{java}"))
-    try:
-        return _data_file_encoder(layout.data_write_fields).encode(values)
-    except PaimonMetaError as e:
-        raise ValidationError(f"{where}: {e.message}") from e
+    values = [
+        _encode_data_value(getattr(meta, attr), kind, f"{where}.{java}")
+        for java, attr, _, kind in _DATA_FILE_FIELDS[: layout.data_write_fields]
+    ]
+    return _encode(values, layout.data_write_types, where)
 
-
-_INT_KINDS = {"i64": (-(1 << 63), (1 << 63) - 1), "i32": (-(1 << 31), (1 << 31) - 1)}
 
 # ---- the DataFileMeta row, specialised ---------------------------------------------------------------
 # A commit of 10,000 files serialises 10,000 of these rows for its recovery record; the generic encoder
@@ -388,11 +370,6 @@ def _fast_data_file(meta: DataFileMeta, fields: int) -> bytes | None:
         else:
             return None
     return b"".join(parts)
-
-
-@functools.cache
-def _data_file_encoder(fields: int) -> RowEncoder:
-    return RowEncoder([f[2] for f in _DATA_FILE_FIELDS[:fields]])
 
 
 def _encode_data_value(value: Any, kind: str, where: str) -> object:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -384,18 +384,9 @@ def _encode_row(values: Sequence[Any], types: Sequence[DataType]) -> bytearray:
 
 
 def _encode_array(values: Sequence[Any], element: DataType) -> bytearray:
-    def write(buf: bytearray, slot: int, value: Any) -> None:
-        _write(buf, slot, value, element)
-
-    return _encode_array_with(values, element, write, _element_size(element))
-
-
-def _encode_array_with(
-    values: Sequence[Any], element: DataType, write: Callable[[bytearray, int, Any], None], width: int
-) -> bytearray:
-    """A BinaryArray of ``values``: count, null bits, then one ``width``-byte slot each (``write``)."""
     n = len(values)
     header = _array_header_size(n)
+    width = _element_size(element)
     buf = bytearray(_round8(header + width * n))
     _I32.pack_into(buf, 0, n)
     for j, value in enumerate(values):
@@ -403,127 +394,10 @@ def _encode_array_with(
             if value is None:
                 buf[4 + (j >> 3)] |= 1 << (j & 7)
             else:
-                write(buf, header + width * j, value)
+                _write(buf, header + width * j, value, element)
         except _BadValue as e:
             raise _BadValue(f"element {j} ({element}): {e}") from e
     return buf
-
-
-# ---- compiled encoding: the per-type decisions taken once for a fixed list of types -------------------
-
-_FieldWriter = Callable[[bytearray, int, Any], None]
-_INT_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT})
-
-
-def _compile_writer(t: DataType) -> _FieldWriter:
-    """A writer equivalent to ``_write(buf, slot, value, t)`` (same bytes, same errors) with the type
-    dispatch done now: the common values (exact ints, str, bytes, lists, nested rows) take a direct
-    path; anything else falls back to ``_write``."""
-    root = t.root
-
-    def generic(buf: bytearray, slot: int, value: Any) -> None:
-        _write(buf, slot, value, t)
-
-    if root in _INT_ROOTS:
-        pack_into = _FIXED_FORMATS[root].pack_into
-
-        def write_int(buf: bytearray, slot: int, value: Any) -> None:
-            if value.__class__ is not int:
-                _write(buf, slot, value, t)
-                return
-            try:
-                pack_into(buf, slot, value)
-            except (struct.error, OverflowError) as e:
-                raise _BadValue(f"{value!r} is out of range") from e
-
-        return write_int
-    if root in _STRING_ROOTS:
-
-        def write_str(buf: bytearray, slot: int, value: Any) -> None:
-            if value.__class__ is not str:
-                _write(buf, slot, value, t)
-                return
-            _write_bytes(buf, slot, _utf8(value))
-
-        return write_str
-    if root in _BINARY_ROOTS:
-
-        def write_binary(buf: bytearray, slot: int, value: Any) -> None:
-            if value.__class__ is not bytes:
-                _write(buf, slot, value, t)
-                return
-            _write_bytes(buf, slot, value)
-
-        return write_binary
-    if isinstance(t, ArrayType):
-        element = t.element
-        write_element = _compile_writer(element)
-        width = _element_size(element)
-
-        def write_array(buf: bytearray, slot: int, value: Any) -> None:
-            if not isinstance(value, (list, tuple)):
-                raise _BadValue(f"expected a list or tuple, got {value!r}")
-            _append_var(buf, slot, bytes(_encode_array_with(value, element, write_element, width)))
-
-        return write_array
-    if isinstance(t, RowType):
-        nested = RowEncoder([f.type for f in t.fields])
-
-        def write_row(buf: bytearray, slot: int, value: Any) -> None:
-            if not isinstance(value, (list, tuple)):
-                raise _BadValue(f"expected a tuple of {len(t.fields)} values, got {value!r}")
-            _append_var(buf, slot, bytes(nested._encode(value)))
-
-        return write_row
-    return generic
-
-
-class RowEncoder:
-    """Encodes many rows of one list of types: ``encode_row``/``serialize_row`` with the per-type work
-    done once (the hot path of CommitMessage and manifest encoding). Same bytes, same errors."""
-
-    __slots__ = ("_header", "_null_reserve", "_types", "_writers")
-
-    def __init__(self, types: Sequence[DataType]) -> None:
-        self._types = tuple(types)
-        self._header = null_bitset_width(len(self._types))
-        self._writers = tuple(_compile_writer(t) for t in self._types)
-        # RowHelper.writeNulls: a null non-compact decimal/timestamp still reserves its variable part.
-        self._null_reserve = tuple(
-            (16 if t.root is TypeRoot.DECIMAL else 8) if _is_noncompact(t) else 0 for t in self._types
-        )
-
-    def _encode(self, values: Sequence[Any]) -> bytearray:
-        types = self._types
-        arity = len(types)
-        if len(values) != arity:
-            raise _BadValue(f"{len(values)} values for {arity} fields")
-        buf = bytearray(self._header + 8 * arity)
-        slot = self._header
-        writers, reserve = self._writers, self._null_reserve
-        for i, value in enumerate(values):
-            try:
-                if value is None:
-                    buf[(i + 8) >> 3] |= 1 << ((i + 8) & 7)
-                    if reserve[i]:
-                        _append_var(buf, slot, b"", reserve=reserve[i])
-                else:
-                    writers[i](buf, slot, value)
-            except _BadValue as e:
-                raise _BadValue(f"field {i} ({types[i]}): {e}") from e
-            slot += 8
-        return buf
-
-    def encode(self, values: Sequence[Any]) -> bytes:
-        """As :func:`encode_row`."""
-        try:
-            return bytes(self._encode(values))
-        except _BadValue as e:
-            raise ValidationError(f"cannot encode BinaryRow: {e}") from e
-
-    def serialize(self, values: Sequence[Any]) -> bytes:
-        """As :func:`serialize_row`."""
-        return _BE_I32.pack(len(self._types)) + self.encode(values)
 
 
 def encode_row(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
