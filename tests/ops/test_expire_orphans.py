@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,15 +37,6 @@ from tests.ops.helpers import (
 )
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
-    cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"), **FAST_LOCK)
-    try:
-        yield cat
-    finally:
-        cat.close()
 
 
 def data_paths(table: FileStoreTable, snapshot_id: int) -> set[str]:

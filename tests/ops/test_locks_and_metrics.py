@@ -6,33 +6,20 @@ import contextlib
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from sqlalchemy import text
 
-import paimon_meta
 from paimon_meta import metrics
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.errors import CommitConflictError, LockLostError
 from paimon_meta.ops.common import NotFoundError, RefusedError
 from paimon_meta.ops.locks import list_locks, release_lock
 from tests.commit.helpers import append_msg, compact_msg, data_file
-from tests.ops.helpers import FAST_LOCK
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
-    cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"), **FAST_LOCK)
-    try:
-        yield cat
-    finally:
-        cat.close()
 
 
 def lock_events(catalog: Catalog, lock_id: str) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import insert
 
-import paimon_meta
 from paimon_meta.catalog.events import CommitRef, ConflictChecked, Prepared
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.db.models import CommitEventRecord, LockEventRecord
@@ -35,7 +33,6 @@ from paimon_meta.spec.snapshot import CommitKind
 from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 from tests.ops.helpers import (
-    FAST_LOCK,
     TABLE,
     Crash,
     all_files,
@@ -56,20 +53,6 @@ CHILD = str(Path(__file__).with_name("_crash_child.py"))
 CRASH_ENV = "PAIMON_META_TEST_CRASH_AT"
 USER = "crashing-writer"
 IDENTIFIER = 7
-
-
-@pytest.fixture
-def warehouse(tmp_path: Path) -> str:
-    return str(tmp_path / "warehouse")
-
-
-@pytest.fixture
-def catalog(clean_db: str, warehouse: str) -> Iterator[Catalog]:
-    cat = paimon_meta.connect(clean_db, warehouse, **FAST_LOCK)
-    try:
-        yield cat
-    finally:
-        cat.close()
 
 
 def _real_crash_point(point: str) -> bool:
