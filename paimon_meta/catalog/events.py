@@ -30,6 +30,9 @@ from paimon_meta.db.models import (
     CommitEventType,
     LockEventRecord,
     LockEventType,
+    MaintenanceEventRecord,
+    MaintenanceEventType,
+    MaintenanceOperation,
 )
 from paimon_meta.errors import CorruptMetadataError, PaimonMetaError, ValidationError
 from paimon_meta.serde.commit_message import deserialize_commit_messages
@@ -48,6 +51,7 @@ __all__ = [
     "Failed",
     "LockEvent",
     "LockEventType",
+    "MaintenanceEvent",
     "PendingCommit",
     "Prepared",
     "Recovered",
@@ -468,6 +472,33 @@ class StoredLockEvent:
     created_at: datetime
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaintenanceEvent:
+    """One step of a maintenance run (``paimon_maintenance_events``): ``started`` with the run's
+    settings, then ``finished`` with what it did or ``failed`` with the error."""
+
+    run_id: uuid.UUID
+    table_id: int
+    table_identifier: str
+    operation: MaintenanceOperation
+    event_type: MaintenanceEventType
+    operator: str
+    dry_run: bool
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "table_id": self.table_id,
+            "table_identifier": self.table_identifier,
+            "operation": self.operation.value,
+            "event_type": self.event_type.value,
+            "operator": self.operator,
+            "dry_run": self.dry_run,
+            "payload": dict(self.payload),
+        }
+
+
 class EventLog:
     """Append to and query the event log. Stateless apart from the engine used by the readers."""
 
@@ -494,6 +525,12 @@ class EventLog:
         statement = insert(CommitEventRecord).returning(CommitEventRecord.event_id)
         result = conn.execute(statement, event.to_row())
         return int(result.scalar_one())
+
+    def append_maintenance(self, event: MaintenanceEvent) -> int:
+        """Insert a maintenance event in its own transaction; returns its ``event_id``."""
+        statement = insert(MaintenanceEventRecord).returning(MaintenanceEventRecord.event_id)
+        with self._engine.begin() as conn:
+            return int(conn.execute(statement, event.to_row()).scalar_one())
 
     @staticmethod
     def append_lock(conn: Connection, event: LockEvent) -> int:

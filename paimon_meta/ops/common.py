@@ -18,11 +18,13 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, insert, text
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from paimon_meta.catalog.events import MaintenanceEvent
 from paimon_meta.catalog.lock import LockLease
 from paimon_meta.catalog.registry import TableRow
+from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import PaimonMetaError, ValidationError
 
 if TYPE_CHECKING:
@@ -143,34 +145,33 @@ def table_lock(
 
 class MaintenanceRun:
     """The audit record of one maintenance run (``paimon_maintenance_events``): ``started`` with its
-    settings when created; :meth:`finished` or, on an exception, ``failed``. Recording problems are
-    logged, never raised: the run's effect on storage is what matters, and a lost ``finished`` leaves an
-    ``unfinished`` row that says so."""
+    settings when created; :meth:`record` of ``finished`` or, on an exception, ``failed``. Recording
+    problems are logged, never raised: the run's effect on storage is what matters, and a lost
+    ``finished`` leaves an ``unfinished`` row that says so."""
 
-    def __init__(self, engine: Engine, row: TableRow, operation: str, *, dry_run: bool) -> None:
-        self.engine = engine
+    def __init__(
+        self, catalog: Catalog, row: TableRow, operation: MaintenanceOperation, *, dry_run: bool
+    ) -> None:
+        self.events = catalog.events
         self.row = row
         self.operation = operation
         self.dry_run = dry_run
         self.run_id = uuid.uuid4()
         self.operator = operator_identity()
 
-    def record(self, event_type: str, payload: dict[str, Any]) -> None:
-        from paimon_meta.db.models import MaintenanceEventRecord
-
-        values = {
-            "run_id": self.run_id,
-            "table_id": self.row.table_id,
-            "table_identifier": self.row.identifier,
-            "operation": self.operation,
-            "event_type": event_type,
-            "operator": self.operator,
-            "dry_run": self.dry_run,
-            "payload": payload,
-        }
+    def record(self, event_type: MaintenanceEventType, payload: dict[str, Any]) -> None:
+        event = MaintenanceEvent(
+            run_id=self.run_id,
+            table_id=self.row.table_id,
+            table_identifier=self.row.identifier,
+            operation=self.operation,
+            event_type=event_type,
+            operator=self.operator,
+            dry_run=self.dry_run,
+            payload=payload,
+        )
         try:
-            with self.engine.begin() as conn:
-                conn.execute(insert(MaintenanceEventRecord), values)
+            self.events.append_maintenance(event)
         except SQLAlchemyError:  # auditing must not turn a done run into a failure
             log.warning(
                 "could not record %s %s of %s", self.operation, event_type, self.row.identifier, exc_info=True
@@ -179,14 +180,19 @@ class MaintenanceRun:
 
 @contextmanager
 def maintenance_run(
-    catalog: Catalog, row: TableRow, operation: str, *, dry_run: bool, settings: dict[str, Any]
+    catalog: Catalog,
+    row: TableRow,
+    operation: MaintenanceOperation,
+    *,
+    dry_run: bool,
+    settings: dict[str, Any],
 ) -> Iterator[MaintenanceRun]:
     """Record a maintenance run around the body: ``started`` (``settings``) now, ``failed`` (the error)
-    if the body raises, else whatever the body passes to ``run.record("finished", ...)``."""
-    run = MaintenanceRun(catalog.engine, row, operation, dry_run=dry_run)
-    run.record("started", settings)
+    if the body raises, else whatever the body passes to ``run.record(FINISHED, ...)``."""
+    run = MaintenanceRun(catalog, row, operation, dry_run=dry_run)
+    run.record(MaintenanceEventType.STARTED, settings)
     try:
         yield run
     except BaseException as e:
-        run.record("failed", {"error": type(e).__name__, "message": str(e)})
+        run.record(MaintenanceEventType.FAILED, {"error": type(e).__name__, "message": str(e)})
         raise
