@@ -65,8 +65,7 @@ class FileIO(abc.ABC):
     def write(self, path: str, data: bytes, *, durable: bool = True) -> None:
         """Write (or replace) the whole object. Readers never see a partial object and on success it is
         durable, unless ``durable=False`` (only for hints, which readers verify): then a crash may leave
-        the old content, the new one, or an empty object until :meth:`sync` covers it, and a concurrent
-        reader may see it mid-write (local disk writes it in place)."""
+        the old content, the new one, or an empty object until :meth:`sync` covers it."""
 
     @abc.abstractmethod
     def create_if_absent(

@@ -125,11 +125,9 @@ def test_deferred_durability(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path / "snapshot")) == ["LATEST", "s-1"]
 
 
-def test_non_durable_write_is_in_place_without_rename(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Hints are rewritten in place (no temp file, no rename, no truncation while they grow): on ext4 a
-    rename or truncation over existing data forces it out, ~1 ms a commit."""
+def test_non_durable_write_is_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hint keeping its length is overwritten in place (no temp file, no rename: on ext4 a rename over
+    existing data forces it out, ~1 ms a commit); a length change, or a durable write, renames."""
     fio = LocalFileIO()
     hint = f"{tmp_path}/snapshot/LATEST"
     renames: list[str] = []
@@ -140,14 +138,16 @@ def test_non_durable_write_is_in_place_without_rename(
         real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", replace)
-    for value in (b"9", b"10", b"11", b"100"):
+    target = str(tmp_path / "snapshot" / "LATEST")
+    for value, renamed in ((b"9", True), (b"8", False), (b"10", True), (b"11", False), (b"7", True)):
+        renames.clear()
         fio.write(hint, value, durable=False)
         assert fio.read(hint) == value
-    fio.write(hint, b"7", durable=False)  # shorter (never for a growing id): truncated to fit
-    assert fio.read(hint) == b"7"
-    assert renames == [] and sorted(os.listdir(tmp_path / "snapshot")) == ["LATEST"]
+        assert renames == ([target] if renamed else []), value
+    assert sorted(os.listdir(tmp_path / "snapshot")) == ["LATEST"]
+    renames.clear()
     fio.write(hint, b"8")  # durable: the atomic, fsynced replace
-    assert renames == [str(tmp_path / "snapshot" / "LATEST")] and fio.read(hint) == b"8"
+    assert renames == [target] and fio.read(hint) == b"8"
 
 
 def test_failed_replace_leaves_target_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
