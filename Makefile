@@ -14,7 +14,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[s3,embedded,spark,dev]'
+	$(PIP) install -q -e '.[s3,embedded,spark,service,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)

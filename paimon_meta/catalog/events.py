@@ -54,6 +54,7 @@ __all__ = [
     "MaintenanceEvent",
     "PendingCommit",
     "Prepared",
+    "PreparedSnapshot",
     "Recovered",
     "Retried",
     "SnapshotPublished",
@@ -80,6 +81,7 @@ _COMMIT_EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("messages", "bytea"),
     ("messages_version", "integer"),
     ("duration_ms", "double precision"),
+    ("principal", "text"),
 )
 
 
@@ -143,6 +145,8 @@ class CommitRef:
     commit_user: str
     commit_identifier: int
     commit_kind: CommitKind
+    # Who asked for the commit (a service principal); None for library and engine commits.
+    principal: str | None = None
 
     @classmethod
     def new(
@@ -153,9 +157,12 @@ class CommitRef:
         commit_user: str,
         commit_identifier: int,
         commit_kind: CommitKind,
+        principal: str | None = None,
     ) -> CommitRef:
         """A ref with a fresh random ``commit_id``."""
-        return cls(uuid.uuid4(), table_id, table_identifier, commit_user, commit_identifier, commit_kind)
+        return cls(
+            uuid.uuid4(), table_id, table_identifier, commit_user, commit_identifier, commit_kind, principal
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,6 +223,7 @@ class CommitEvent:
             "messages": None,
             "messages_version": None,
             "duration_ms": self.duration_ms,
+            "principal": ref.principal,
         }
 
 
@@ -266,6 +274,21 @@ class Prepared(CommitEvent):
         row["messages"] = self.messages
         row["messages_version"] = self.messages_version
         return row
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedSnapshot(CommitEvent):
+    """A REST commit was accepted for checking: the client wrote the manifests and built ``snapshot``
+    (its JSON) itself, so there are no CommitMessages to keep; ``statistics`` are the partition deltas
+    it sent. Recovery never re-commits it (the client does, with a new snapshot): if the snapshot is not
+    on storage it is aborted."""
+
+    event_type: ClassVar[CommitEventType] = CommitEventType.PREPARED
+    snapshot: Mapping[str, Any]
+    statistics: list[Mapping[str, Any]] = field(default_factory=list)
+
+    def typed_payload(self) -> dict[str, Any]:
+        return {"source": "rest", "snapshot": dict(self.snapshot), "statistics": list(self.statistics)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -403,6 +426,7 @@ class StoredCommitEvent:
             m["commit_user"],
             m["commit_identifier"],
             CommitKind(m["commit_kind"]),
+            m.get("principal"),
         )
         return cls(
             event_id=m["event_id"],
@@ -485,9 +509,11 @@ class MaintenanceEvent:
     operator: str
     dry_run: bool
     payload: Mapping[str, Any] = field(default_factory=dict)
+    principal: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         return {
+            "principal": self.principal,
             "run_id": self.run_id,
             "table_id": self.table_id,
             "table_identifier": self.table_identifier,

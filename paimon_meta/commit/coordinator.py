@@ -27,12 +27,12 @@ from paimon_meta.commit.conflicts import KeyDecoder, check_conflicts, merge_for_
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests
+from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
 from paimon_meta.commit.retry import RetryPolicy
 from paimon_meta.errors import (
     CommitConflictError,
     CommitFailedError,
     CommitOutcomeUnknownError,
-    FileAlreadyExistsError,
     FileIOError,
     LockLostError,
     ValidationError,
@@ -53,8 +53,6 @@ from paimon_meta.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
-_PUBLISH_UNKNOWN_RETRIES = 3
-
 
 @dataclass(frozen=True, slots=True)
 class CommitResult:
@@ -64,10 +62,6 @@ class CommitResult:
     snapshot_ids: tuple[int, ...]
     deduplicated: bool
     attempts: int
-
-
-class _RaceLost(Exception):
-    """snapshot-N was created by someone else between our read and our create: retry on top of it."""
 
 
 @dataclass(slots=True)
@@ -273,7 +267,7 @@ class CommitCoordinator:
                 # Definite: nothing was published. Java does not retry a real conflict either.
                 self._delete(writer.written)
                 raise e
-            except (_RaceLost, LockLostError) as e:
+            except (SnapshotRaceLost, LockLostError) as e:
                 # Definite failure of this attempt only: drop what it staged and retry on the new state.
                 staged = writer.written[mark:]
                 self._delete(staged)
@@ -326,7 +320,7 @@ class CommitCoordinator:
         self._last_published = snap
         crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
         # Still under the guard, so hints only move forward (they are only hints: readers verify them).
-        self._hints(snap.id)
+        advance_hints(self.snapshots, snap.id)
         details = {
             "kind": p.kind.value,
             "base_manifest_list": snap.base_manifest_list,
@@ -474,48 +468,14 @@ class CommitCoordinator:
         return _Staged(snapshot, snapshot_to_json(snapshot).encode())
 
     def _publish(self, staged: _Staged, writer: ManifestWriter) -> None:
-        """I2: create snapshot-N only if absent. An error that leaves the outcome unknown is resolved by
-        repeating the same create and, if the file is there, comparing it with what we meant to write.
+        """I2: create snapshot-N only if absent (:func:`create_snapshot_file`).
 
         A snapshot must never be durable while a manifest it references is not. Every manifest and
         list of this commit (the delta written before the lock included) was created non-durable;
         ``sync_first`` makes them durable (local disk: fsyncs them, concurrently with the snapshot's own
         content) before the snapshot's name appears (every repeat does it again: a failure may have
         been theirs). On S3 each manifest was durable when written."""
-        path = self.snapshots.snapshot_path(staged.snapshot.id)
-        last_error: Exception | None = None
-        for _ in range(_PUBLISH_UNKNOWN_RETRIES):
-            try:
-                self.file_io.create_if_absent(path, staged.body, sync_first=writer.unsynced)
-                writer.unsynced.clear()
-                return
-            except FileAlreadyExistsError:
-                try:
-                    existing = self.file_io.read(path)
-                except FileIOError as e:
-                    last_error = e
-                    continue
-                if existing == staged.body:
-                    return  # an earlier try of ours landed
-                raise _RaceLost(f"snapshot {staged.snapshot.id} was published by another writer") from None
-            except FileIOError as e:
-                last_error = e
-        raise CommitOutcomeUnknownError(
-            f"publishing snapshot {staged.snapshot.id} failed with an unknown outcome: {last_error}",
-            snapshot_id=staged.snapshot.id,
-            path=path,
-        )
-
-    def _hints(self, snapshot_id: int) -> None:
-        # Hints are only hints (readers verify them): a failure here never fails the commit, and LATEST
-        # is not made durable (local disk: no fsync; a crash may leave it stale or empty: readers then
-        # list).
-        try:
-            self.snapshots.commit_latest_hint(snapshot_id, durable=False)
-            if snapshot_id == 1:
-                self.snapshots.commit_earliest_hint(1)
-        except FileIOError:
-            log.warning("could not update snapshot hints after snapshot %s", snapshot_id, exc_info=True)
+        create_snapshot_file(self.snapshots, staged.snapshot.id, staged.body, sync_first=writer.unsynced)
 
     # ---- reading ----------------------------------------------------------------------------------
 

@@ -65,6 +65,7 @@ from paimon_meta.catalog.lock import (
 )
 from paimon_meta.catalog.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
+from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
 from paimon_meta.errors import (
     CommitFailedError,
     LockLostError,
@@ -199,7 +200,7 @@ def _snapshot_payload(snap: Snapshot) -> dict[str, Any]:
 
 
 @dataclass(slots=True)
-class _Session(GuardSession):
+class MetastoreSession(GuardSession):
     guard: MetastoreGuard
     ref: CommitRef
     lease: LockLease
@@ -208,7 +209,14 @@ class _Session(GuardSession):
     # Snapshot holding this session's own (user, identifier, kind), from the last lookup.
     published_as: int | None = None
     held_back: list[Statement] = field(default_factory=list)
+    # Statements for the publishing transaction, after the pointer compare-and-set (see publish_with).
+    with_publish: list[Statement] = field(default_factory=list)
     fenced: bool = False
+
+    def publish_with(self, statements: list[Statement]) -> None:
+        """Run ``statements`` in the transaction that records the publish, right after the pointer
+        compare-and-set (they can test that it moved the pointer: it is visible to them)."""
+        self.with_publish.extend(statements)
 
     def load_pointer(self, rows: list[dict[str, Any]] | None = None) -> None:
         """Pointer and dedupe lookup in one query (read under the lock); ``rows`` if it already ran."""
@@ -300,12 +308,18 @@ class _Session(GuardSession):
         event = SnapshotPublished(ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details)
         record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
         self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
-        statements = [*self.held_back, record, self.lease.release_statement(), ("COMMIT", {})]
+        statements = [
+            *self.held_back,
+            record,
+            *self.with_publish,
+            self.lease.release_statement(),
+            ("COMMIT", {}),
+        ]
         results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
         self.fenced = False
         self.held_back.clear()
         self.lease.confirm_release(bool(results[-2]))
-        if not results[-3]:
+        if not results[-3 - len(self.with_publish)]:
             actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
             raise SnapshotPointerConflictError(
                 f"table {self.ref.table_identifier}: pointer is "
@@ -355,10 +369,12 @@ class MetastoreGuard(CommitGuard):
     lock_id: str
     settings: LockSettings = field(default_factory=LockSettings)
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+    # The service principal the commits are made for (recorded on every commit and lock event).
+    principal: str | None = None
     _refs: dict[str, CommitRef] = field(default_factory=dict)
     _started: dict[str, float] = field(default_factory=dict)
     # Prepared events not sent yet: they travel with the first lock attempt of the commit.
-    _unsent: dict[str, Prepared] = field(default_factory=dict)
+    _unsent: dict[str, CommitEvent] = field(default_factory=dict)
 
     def pointer_query(self, ref: CommitRef) -> Statement:
         """The pointer and the dedupe lookup of ``ref``'s (user, identifier, kind), as one query."""
@@ -390,6 +406,7 @@ class MetastoreGuard(CommitGuard):
             record.commit_user,
             record.commit_identifier,
             record.kind,
+            self.principal,
         )
         self._refs[record.commit_id] = ref
         self._started[record.commit_id] = time.monotonic()
@@ -402,16 +419,25 @@ class MetastoreGuard(CommitGuard):
             else {**record.counts, "overwrite": record.overwrite},
         )
 
+    def prepared_snapshot(self, ref: CommitRef, event: CommitEvent) -> None:
+        """Like :meth:`prepared` for a commit whose ``prepared`` event is built by the caller (a REST
+        commit's :class:`PreparedSnapshot`); ``ref`` must carry this guard's table and principal."""
+        self._refs[str(ref.commit_id)] = ref
+        self._started[str(ref.commit_id)] = time.monotonic()
+        self._unsent[str(ref.commit_id)] = event
+
     def _prepared_statements(self, commit_id: str) -> list[Statement]:
         # The prepared event commits in the first lock attempt's transaction (with the lock row, or
         # alone when the lock is busy): durable before anything of this commit can be published. It
         # stays unsent until that transaction committed (acquired, or timed out waiting), so a commit
         # that fails before (metastore down) writes it with its ``failed`` event, or the retry sends it.
         event = self._unsent.get(commit_id)
-        return [] if event is None else [commit_event_insert(event, key="prep_")]
+        # The connection is pooled: always (re)set whose lock events it writes.
+        principal = (PRINCIPAL_SETTING_SQL, {"principal": self.principal or ""})
+        return [principal] if event is None else [principal, commit_event_insert(event, key="prep_")]
 
     @contextmanager
-    def session(self, commit_id: str, attempt: int) -> Iterator[GuardSession]:
+    def session(self, commit_id: str, attempt: int) -> Iterator[MetastoreSession]:
         ref = self._refs[commit_id]
         # One connection for the whole hold. Any metastore failure until the snapshot is created
         # fails the attempt definitely (LockLostError); later ones never reach here (the coordinator
@@ -432,7 +458,7 @@ class MetastoreGuard(CommitGuard):
                 self._unsent.pop(commit_id, None)  # committed by the first attempt
                 raise
             self._unsent.pop(commit_id, None)
-            session = _Session(self, ref, lease, conn)
+            session = MetastoreSession(self, ref, lease, conn)
             try:
                 log.debug("lock %s acquired in %.1f ms", self.lock_id, (time.monotonic() - waited) * 1000)
                 session.load_pointer(after[0])

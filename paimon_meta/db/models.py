@@ -23,6 +23,7 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     Double,
+    ForeignKey,
     Identity,
     Index,
     Integer,
@@ -43,12 +44,14 @@ from paimon_meta.spec.snapshot import CommitKind
 # Base is re-exported: importing this module is what fills Base.metadata.
 __all__ = [
     "FENCING_TOKEN_SEQUENCE",
+    "PRINCIPAL_SETTING_SQL",
     "PUBLISHING_COMMIT_EVENT_TYPES",
     "TERMINAL_COMMIT_EVENT_TYPES",
     "Base",
     "CommitEventRecord",
     "CommitEventType",
     "DistributedLock",
+    "Grant",
     "LockEventRecord",
     "LockEventType",
     "MaintenanceEventRecord",
@@ -57,6 +60,10 @@ __all__ = [
     "PaimonDatabase",
     "PaimonDatabaseProperty",
     "PaimonTable",
+    "PartitionStatistics",
+    "Principal",
+    "Privilege",
+    "Token",
 ]
 
 
@@ -96,6 +103,9 @@ class MaintenanceOperation(enum.StrEnum):
 
     EXPIRE_SNAPSHOTS = "expire_snapshots"
     REMOVE_ORPHAN_FILES = "remove_orphan_files"
+    CREATE_TAG = "create_tag"
+    DELETE_TAG = "delete_tag"
+    ROLLBACK = "rollback"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.
@@ -113,6 +123,9 @@ PUBLISHING_COMMIT_EVENT_TYPES: tuple[CommitEventType, ...] = (
     CommitEventType.SNAPSHOT_PUBLISHED,
     CommitEventType.EXTERNAL,
 )
+
+#: Sets the principal that lock events written on this connection record (session-level; '' = none).
+PRINCIPAL_SETTING_SQL = "SELECT set_config('paimon_meta.principal', %(principal)s, false)"
 
 #: Sequence that hands out lock fencing tokens (strictly increasing across all lock ids).
 FENCING_TOKEN_SEQUENCE = Sequence("paimon_lock_fencing_token_seq", metadata=Base.metadata)
@@ -175,6 +188,8 @@ class PaimonTable(Base):
     table_uuid: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     schema_id: Mapped[int | None] = mapped_column(BigInteger)
     latest_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The snapshot paimon_partition_statistics are complete up to (migration 0003).
+    stats_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
@@ -214,7 +229,11 @@ class CommitEventRecord(Base):
         CheckConstraint("snapshot_id IS NULL OR snapshot_id >= 1", name="snapshot_id_positive"),
         CheckConstraint("duration_ms IS NULL OR duration_ms >= 0", name="duration_non_negative"),
         CheckConstraint("(messages IS NULL) = (messages_version IS NULL)", name="messages_versioned"),
-        CheckConstraint("event_type <> 'prepared' OR messages IS NOT NULL", name="prepared_has_messages"),
+        # A REST commit's prepared event carries the client-built snapshot instead (migration 0003).
+        CheckConstraint(
+            "event_type <> 'prepared' OR messages IS NOT NULL OR coalesce(payload ->> 'source', '') = 'rest'",
+            name="prepared_has_messages",
+        ),
         CheckConstraint(
             f"NOT ({_in_list('event_type', PUBLISHING_COMMIT_EVENT_TYPES)}) OR snapshot_id IS NOT NULL",
             name="published_has_snapshot",
@@ -256,6 +275,7 @@ class CommitEventRecord(Base):
         DateTime(timezone=True), server_default=text("clock_timestamp()")
     )
     duration_ms: Mapped[float | None] = mapped_column(Double)
+    principal: Mapped[str | None] = mapped_column(Text)
 
 
 class LockEventRecord(Base):
@@ -286,6 +306,10 @@ class LockEventRecord(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("clock_timestamp()")
+    )
+    # Taken from the connection's ``paimon_meta.principal`` setting (see PRINCIPAL_SETTING_SQL).
+    principal: Mapped[str | None] = mapped_column(
+        Text, server_default=text("NULLIF(current_setting('paimon_meta.principal'::text, true), ''::text)")
     )
 
 
@@ -324,3 +348,88 @@ class MaintenanceEventRecord(Base):
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("clock_timestamp()")
     )
+    principal: Mapped[str | None] = mapped_column(Text)
+
+
+class Privilege(enum.StrEnum):
+    """``paimon_grants.privilege`` values; each implies the ones before it (admin > write > read)."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+class Principal(Base):
+    """Someone (a person, a job, a service) who calls the service with a bearer token."""
+
+    __tablename__ = "paimon_principals"
+    __table_args__ = (UniqueConstraint("name"),)
+
+    principal_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class Token(Base):
+    """A bearer token of a principal: only its SHA-256 is stored (the token is shown once)."""
+
+    __tablename__ = "paimon_tokens"
+    __table_args__ = (UniqueConstraint("token_hash"),)
+
+    token_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    principal_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("paimon_principals.principal_id", ondelete="CASCADE")
+    )
+    token_hash: Mapped[str] = mapped_column(String(64))
+    token_prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Grant(Base):
+    """``privilege`` on the catalog (no database), a database (no table) or one table."""
+
+    __tablename__ = "paimon_grants"
+    __table_args__ = (
+        CheckConstraint(_in_list("privilege", Privilege), name="privilege"),
+        CheckConstraint("table_name IS NULL OR database_name IS NOT NULL", name="table_in_database"),
+        Index(
+            "uq_paimon_grants_scope",
+            "principal_id",
+            "privilege",
+            "database_name",
+            "table_name",
+            unique=True,
+            postgresql_nulls_not_distinct=True,
+        ),
+    )
+
+    grant_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    principal_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("paimon_principals.principal_id", ondelete="CASCADE")
+    )
+    privilege: Mapped[str] = mapped_column(Text)
+    database_name: Mapped[str | None] = mapped_column(String(255))
+    table_name: Mapped[str | None] = mapped_column(String(255))
+    granted_by: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class PartitionStatistics(Base):
+    """Per table and partition: totals kept by the commit path in each publishing transaction (Paimon's
+    ``PartitionStatistics``); ``partition_key`` is the canonical JSON of ``spec``."""
+
+    __tablename__ = "paimon_partition_statistics"
+
+    table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    partition_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    spec: Mapped[dict[str, str]] = mapped_column(JSONB)
+    record_count: Mapped[int] = mapped_column(BigInteger)
+    file_size_in_bytes: Mapped[int] = mapped_column(BigInteger)
+    file_count: Mapped[int] = mapped_column(BigInteger)
+    last_file_creation_time: Mapped[int] = mapped_column(BigInteger)
+    total_buckets: Mapped[int | None] = mapped_column(Integer)
+    snapshot_id: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))

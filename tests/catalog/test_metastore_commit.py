@@ -117,7 +117,7 @@ def test_crash_between_publish_and_event_is_recovered_then_deduplicated(
         raise ConnectionError("process died after publishing, before recording")
 
     with monkeypatch.context() as m:
-        m.setattr(metastore_guard._Session, "published", crash)
+        m.setattr(metastore_guard.MetastoreSession, "published", crash)
         committer(table, "u").commit([msg], 9)  # durable on storage: acknowledged
     assert pointer(catalog, "db.t") is None  # the log does not know yet
     # the restarted writer re-commits the same identifier: reconcile records the snapshot, dedupe hits
@@ -176,7 +176,7 @@ def test_a_commit_recovery_aborted_is_never_published_by_its_woken_writer(
     from paimon_meta.catalog.events import Aborted, EventLog
 
     table = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2"})
-    original = metastore_guard._Session.before_publish
+    original = metastore_guard.MetastoreSession.before_publish
 
     def stalled_then_woken(self: Any) -> None:
         # what recovery did while we were frozen (it holds the same lock, so it ran before we got it back)
@@ -184,7 +184,7 @@ def test_a_commit_recovery_aborted_is_never_published_by_its_woken_writer(
             EventLog.append(conn, Aborted(ref=self.ref, reason="writer presumed dead"))
         original(self)
 
-    monkeypatch.setattr(metastore_guard._Session, "before_publish", stalled_then_woken)
+    monkeypatch.setattr(metastore_guard.MetastoreSession, "before_publish", stalled_then_woken)
     with pytest.raises(CommitFailedError, match="will not be published"):
         committer(table, "u").commit([append_msg()], 1)
     assert catalog.get_table("db.t").snapshot_manager.list_snapshot_ids() == []

@@ -51,7 +51,7 @@ def _events(catalog: Catalog) -> list[dict[str, Any]]:
 def test_a_session_killed_before_publishing_fails_the_attempt_and_the_retry_commits(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = metastore_guard._Session.before_publish
+    original = metastore_guard.MetastoreSession.before_publish
     killed: list[int] = []
 
     def killed_first(self: Any) -> None:
@@ -60,7 +60,7 @@ def test_a_session_killed_before_publishing_fails_the_attempt_and_the_retry_comm
             _terminate(catalog, killed[0])
         original(self)
 
-    monkeypatch.setattr(metastore_guard._Session, "before_publish", killed_first)
+    monkeypatch.setattr(metastore_guard.MetastoreSession, "before_publish", killed_first)
     table = catalog.get_table("db.t")
     assert table.committer_factory is not None
     result: Any = table.committer_factory(table, "u").commit([append_msg(0, 0, data_file())], 1)
@@ -78,13 +78,13 @@ def test_a_session_killed_before_publishing_fails_the_attempt_and_the_retry_comm
 def test_a_session_killed_after_publishing_still_reports_success(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = metastore_guard._Session.published
+    original = metastore_guard.MetastoreSession.published
 
     def killed_first(self: Any, snapshot: Any, *, attempt: int, details: dict[str, Any]) -> None:
         _terminate(catalog, self.conn.info.backend_pid)
         original(self, snapshot, attempt=attempt, details=details)
 
-    monkeypatch.setattr(metastore_guard._Session, "published", killed_first)
+    monkeypatch.setattr(metastore_guard.MetastoreSession, "published", killed_first)
     table = catalog.get_table("db.t")
     assert table.committer_factory is not None
     result: Any = table.committer_factory(table, "u").commit([append_msg(0, 0, data_file())], 1)

@@ -55,17 +55,17 @@ def arm(point: str) -> None:
     elif point == "after_lock":
         coordinator.CommitCoordinator._attempt = _die  # type: ignore[method-assign]
     elif point == "before_publish":
-        metastore_guard._Session.before_publish = _die  # type: ignore[method-assign]
+        metastore_guard.MetastoreSession.before_publish = _die  # type: ignore[method-assign]
     elif point == "after_snapshot":
-        metastore_guard._Session.published = _die  # type: ignore[method-assign]
+        metastore_guard.MetastoreSession.published = _die  # type: ignore[method-assign]
     elif point == "after_event":
-        recorded = metastore_guard._Session.published
+        recorded = metastore_guard.MetastoreSession.published
 
         def published_then_die(self: Any, *args: Any, **kwargs: Any) -> None:
             recorded(self, *args, **kwargs)
             _die()
 
-        metastore_guard._Session.published = published_then_die  # type: ignore[method-assign]
+        metastore_guard.MetastoreSession.published = published_then_die  # type: ignore[method-assign]
     else:
         raise SystemExit(f"unknown crash point {point!r}")
 

@@ -1,0 +1,250 @@
+"""Commit a snapshot a client built itself (Paimon's REST ``commit``), through the metastore guard.
+
+A REST client (pypaimon, Java's ``RESTCatalog``) writes data files, manifests and manifest lists, builds
+``snapshot-N`` and asks the catalog to commit it. This module is the server's side of that: the same lock,
+fencing, create-if-absent publish and event log as a CommitMessage commit, with the conflict check
+reduced to what the protocol defines (the client checked its changes against its base itself):
+
+1. **Validate** (no lock): the snapshot's manifest lists and index manifest are plain file names of
+   this table's ``manifest/`` directory and exist; its schema exists. Else ``ValidationError``: nothing
+   is recorded, nothing published.
+2. ``prepared`` (:class:`PreparedSnapshot`: the snapshot JSON and the statistics) travels with the first
+   lock attempt; acquire the table lock; reconcile storage into the log (as every commit does).
+3. **Exactly once** (I1): a snapshot already holding the (commit user, identifier, kind) answers
+   success and publishes nothing (``aborted``, deduplicated).
+4. **Base check** (I4): ``baseSnapshotUuid`` must be the latest snapshot's uuid (null: no snapshot).
+   Otherwise the answer is ``success: false``, the protocol's conflict signal: the client re-reads the
+   latest snapshot, re-checks its changes and retries with a new snapshot. A matching base with an id
+   other than latest + 1 is a malformed request (``ValidationError``).
+5. **Fence and publish** (I2, I3): validate the lease in the publishing transaction; create
+   ``snapshot-N`` only if absent (a file already there means a writer outside the lock got there first:
+   ``success: false``); LATEST/EARLIEST hints.
+6. **Record** in one transaction: pending audit events, the pointer compare-and-set N-1 -> N with
+   ``snapshot_published``, the partition statistics (only if the CAS moved the pointer), the release.
+
+A crash anywhere leaves states recovery already resolves: before step 5 nothing is on storage and the
+``prepared`` event is pending (recovery aborts it: a REST commit is never re-committed by the server, the
+client retries it); after the snapshot is created, the next commit's reconcile (or recovery) finds it on
+storage and records it ``recovered``, and the client's retry deduplicates against it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from paimon_meta.catalog.events import CommitRef, PreparedSnapshot
+from paimon_meta.catalog.statistics import PartitionDelta, apply_statements
+from paimon_meta.commit import crashpoints
+from paimon_meta.commit.crashpoints import CrashPoint
+from paimon_meta.commit.metastore_guard import MetastoreGuard
+from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
+from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError
+from paimon_meta.serde.json import snapshot_to_json
+from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.snapshots import SnapshotManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotCommitRequest:
+    """What a REST client sends: its base, the snapshot it built and the partition deltas."""
+
+    base_snapshot_uuid: str | None
+    snapshot: Snapshot
+    statistics: Sequence[PartitionDelta] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotCommitResult:
+    """``success`` False is a conflict (nothing landed; the client rebuilds on the new latest)."""
+
+    success: bool
+    commit_id: str
+    snapshot_id: int | None = None
+    deduplicated: bool = False
+    reason: str | None = None
+
+
+class _Conflict(Exception):
+    pass
+
+
+def _file_names(snapshot: Snapshot) -> list[tuple[str, str]]:
+    named = [
+        ("baseManifestList", snapshot.base_manifest_list),
+        ("deltaManifestList", snapshot.delta_manifest_list),
+        ("changelogManifestList", snapshot.changelog_manifest_list),
+        ("indexManifest", snapshot.index_manifest),
+    ]
+    return [(field, name) for field, name in named if name is not None]
+
+
+def validate_snapshot_files(snapshots: SnapshotManager, snapshot: Snapshot) -> None:
+    """Step 1: every file the snapshot names is a plain name in ``<table>/manifest/`` and exists, and
+    its schema exists. Raises ``ValidationError`` naming the field."""
+    file_io, paths = snapshots.file_io, snapshots.paths
+    for field, name in _file_names(snapshot):
+        if not name or "/" in name or "\\" in name or name in {".", ".."} or "\x00" in name:
+            raise ValidationError(
+                f"snapshot.{field} must be a file name in the table's manifest directory, got {name!r}",
+                field=f"snapshot.{field}",
+            )
+        if not file_io.exists(paths.manifest_path(name)):
+            raise ValidationError(
+                f"snapshot.{field} names {name!r}, which is not in {paths.manifest_dir}",
+                field=f"snapshot.{field}",
+            )
+    if snapshot.schema_id < 0 or not file_io.exists(paths.schema_path(snapshot.schema_id)):
+        raise ValidationError(
+            f"snapshot.schemaId {snapshot.schema_id} is not a schema of the table", field="snapshot.schemaId"
+        )
+
+
+class SnapshotCommitter:
+    """Commits client-built snapshots to one table through a :class:`MetastoreGuard`."""
+
+    def __init__(self, guard: MetastoreGuard, snapshots: SnapshotManager) -> None:
+        self.guard = guard
+        self.snapshots = snapshots
+        self.file_io = snapshots.file_io
+
+    def commit(self, request: SnapshotCommitRequest) -> SnapshotCommitResult:
+        """Steps 1-6 of the module docstring. Raises ``ValidationError`` (bad request, nothing recorded
+        or published), ``LockError`` subclasses (lock not had: nothing published) or
+        ``CommitOutcomeUnknownError`` (the snapshot may be on storage: the client must re-read)."""
+        snap = request.snapshot
+        validate_snapshot_files(self.snapshots, snap)
+        row = self.guard.table_row
+        ref = CommitRef.new(
+            table_id=row.table_id,
+            table_identifier=row.identifier,
+            commit_user=snap.commit_user,
+            commit_identifier=snap.commit_identifier,
+            commit_kind=snap.commit_kind,
+            principal=self.guard.principal,
+        )
+        commit_id = str(ref.commit_id)
+        self.guard.prepared_snapshot(
+            ref,
+            PreparedSnapshot(
+                ref=ref,
+                snapshot={"json": snapshot_to_json(snap)},
+                statistics=[_delta_json(d) for d in request.statistics],
+                payload={"base_snapshot_uuid": request.base_snapshot_uuid},
+            ),
+        )
+        try:
+            result = self._locked(commit_id, ref, request)
+        except _Conflict as e:
+            self.guard.finished(commit_id, outcome="failed", error="CommitConflict", reason=str(e))
+            return SnapshotCommitResult(False, commit_id, reason=str(e))
+        except CommitOutcomeUnknownError:
+            self.guard.finished(commit_id, outcome="unknown")
+            raise
+        except Exception as e:
+            self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
+            raise
+        outcome = "deduplicated" if result.deduplicated else "published"
+        self.guard.finished(commit_id, outcome=outcome, snapshot_id=result.snapshot_id)
+        return result
+
+    def _locked(self, commit_id: str, ref: CommitRef, request: SnapshotCommitRequest) -> SnapshotCommitResult:
+        snap = request.snapshot
+        with self.guard.session(commit_id, 1) as session:
+            latest_id = session.latest_snapshot_id()
+            latest = None if latest_id is None else self.snapshots.snapshot(latest_id)
+            crashpoints.reached(CrashPoint.AFTER_LOCK)
+            existing = session.find_committed(
+                snap.commit_user, snap.commit_identifier, snap.commit_kind, latest
+            )
+            if existing is not None:
+                session.record("deduplicated", attempt=1, kind=snap.commit_kind.value, snapshot_id=existing)
+                return SnapshotCommitResult(True, commit_id, existing, deduplicated=True)
+            t0 = time.monotonic()
+            try:
+                self._check_base(latest, request)
+            except _Conflict as e:
+                session.record(
+                    "conflict_checked",
+                    attempt=1,
+                    kind=snap.commit_kind.value,
+                    base_snapshot_id=latest_id,
+                    duration_ms=round((time.monotonic() - t0) * 1000, 3),
+                    outcome="conflict",
+                    reason="base_snapshot_changed",
+                    message=str(e),
+                )
+                raise
+            session.record(
+                "conflict_checked",
+                attempt=1,
+                kind=snap.commit_kind.value,
+                base_snapshot_id=latest_id,
+                duration_ms=round((time.monotonic() - t0) * 1000, 3),
+                outcome="ok",
+            )
+            session.before_publish()
+            crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
+            try:
+                create_snapshot_file(self.snapshots, snap.id, snapshot_to_json(snap).encode("utf-8"))
+            except SnapshotRaceLost as e:
+                raise _Conflict(f"{e} (outside the lock)") from None
+            crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
+            advance_hints(self.snapshots, snap.id)
+            session.publish_with(apply_statements(ref.table_id, snap.id, request.statistics))
+            details = {
+                "kind": snap.commit_kind.value,
+                "source": "rest",
+                "base_manifest_list": snap.base_manifest_list,
+                "delta_manifest_list": snap.delta_manifest_list,
+                "record_delta": snap.delta_record_count,
+                "total_records": snap.total_record_count,
+                "snapshot_uuid": snap.uuid,
+                "partitions": len(request.statistics),
+            }
+            try:
+                session.published(snap, attempt=1, details=details)
+            except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
+                log.exception(
+                    "snapshot %s is published but recording it failed; recovery records it", snap.id
+                )
+            crashpoints.reached(CrashPoint.AFTER_EVENT)
+            return SnapshotCommitResult(True, commit_id, snap.id)
+
+    @staticmethod
+    def _check_base(latest: Snapshot | None, request: SnapshotCommitRequest) -> None:
+        snap = request.snapshot
+        expected_id = 1 if latest is None else latest.id + 1
+        if latest is None:
+            base_ok = request.base_snapshot_uuid is None
+        elif latest.uuid is None:
+            # Written by an engine that records no uuid: the base cannot be named, only the id checked.
+            base_ok = request.base_snapshot_uuid is None and snap.id == expected_id
+        else:
+            base_ok = request.base_snapshot_uuid == latest.uuid
+        if not base_ok:
+            raise _Conflict(
+                f"the latest snapshot is {None if latest is None else latest.id} "
+                f"(uuid {None if latest is None else latest.uuid}), not the base "
+                f"{request.base_snapshot_uuid} the commit was built on"
+            )
+        if snap.id != expected_id:
+            raise ValidationError(
+                f"snapshot.id must be {expected_id} (the latest snapshot + 1), got {snap.id}",
+                field="snapshot.id",
+            )
+
+
+def _delta_json(d: PartitionDelta) -> dict[str, object]:
+    return {
+        "spec": dict(d.spec),
+        "recordCount": d.record_count,
+        "fileSizeInBytes": d.file_size_in_bytes,
+        "fileCount": d.file_count,
+        "lastFileCreationTime": d.last_file_creation_time,
+        "totalBuckets": d.total_buckets,
+    }
