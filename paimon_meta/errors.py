@@ -65,20 +65,70 @@ class MetastoreUnavailableError(PaimonMetaError):
     """The metastore (Postgres) could not be reached or dropped the connection mid-operation."""
 
 
-class TableNotFoundError(PaimonMetaError):
+class NotFoundError(PaimonMetaError):
+    """A catalog object (database, table, snapshot, tag, principal) does not exist."""
+
+    resource: str = "object"
+
+
+class AlreadyExistsError(PaimonMetaError):
+    """A catalog object with that name already exists."""
+
+    resource: str = "object"
+
+
+class TableNotFoundError(NotFoundError):
     """No table with that identifier (or at that path)."""
 
+    resource = "table"
 
-class TableAlreadyExistsError(PaimonMetaError):
+
+class TableAlreadyExistsError(AlreadyExistsError):
     """A table with that identifier already exists."""
 
+    resource = "table"
 
-class DatabaseNotFoundError(PaimonMetaError):
+
+class DatabaseNotFoundError(NotFoundError):
     """No database with that name."""
 
+    resource = "database"
 
-class DatabaseAlreadyExistsError(PaimonMetaError):
+
+class DatabaseAlreadyExistsError(AlreadyExistsError):
     """A database with that name already exists."""
+
+    resource = "database"
+
+
+class SnapshotNotFoundError(NotFoundError):
+    """No such snapshot (or the table has none yet)."""
+
+    resource = "snapshot"
+
+
+class TagNotFoundError(NotFoundError):
+    """No tag with that name."""
+
+    resource = "tag"
+
+
+class TagAlreadyExistsError(AlreadyExistsError):
+    """A tag with that name already exists."""
+
+    resource = "tag"
+
+
+class PrincipalNotFoundError(NotFoundError):
+    """No service principal with that name."""
+
+    resource = "principal"
+
+
+class PrincipalAlreadyExistsError(AlreadyExistsError):
+    """A service principal with that name already exists."""
+
+    resource = "principal"
 
 
 class CommitError(PaimonMetaError):

@@ -63,6 +63,7 @@ __all__ = [
     "commit_event_insert",
     "commit_event_insert_sql",
     "commit_event_params",
+    "rest_snapshot_uuid",
 ]
 
 # Column -> SQL type of the commit log, for the plain-psycopg inserts of the commit path. The casts make
@@ -289,6 +290,16 @@ class PreparedSnapshot(CommitEvent):
 
     def typed_payload(self) -> dict[str, Any]:
         return {"source": "rest", "snapshot": dict(self.snapshot), "statistics": list(self.statistics)}
+
+
+def rest_snapshot_uuid(prepared_payload: Mapping[str, Any]) -> str | None:
+    """The snapshot uuid of a REST commit's ``prepared`` payload; None for other commits (and for a
+    REST snapshot without a uuid, which cannot be told from another)."""
+    if prepared_payload.get("source") != "rest":
+        return None
+    snapshot = prepared_payload.get("snapshot")
+    value = snapshot.get("uuid") if isinstance(snapshot, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,6 +46,7 @@ from paimon_meta.catalog.events import (
     EventLog,
     External,
     Failed,
+    PendingCommit,
     Prepared,
     Recovered,
     Retried,
@@ -53,6 +54,7 @@ from paimon_meta.catalog.events import (
     commit_event_insert,
     commit_event_insert_sql,
     commit_event_params,
+    rest_snapshot_uuid,
 )
 from paimon_meta.catalog.lock import (
     LockLease,
@@ -145,10 +147,17 @@ def reconcile(
     latest = snapshots.latest_snapshot_id()
     if latest is None or latest <= pointer:
         return []
-    pending = {
-        (p.prepared.ref.commit_user, p.prepared.ref.commit_identifier, p.prepared.ref.commit_kind): p
-        for p in events.pending_commits(table_row.table_id)
-    }
+    # A REST commit is matched by its snapshot's uuid (a REST client reuses one (user, identifier, kind)
+    # for many commits, and a retry is a new commit); every other commit by its (user, identifier, kind).
+    pending: dict[tuple[str, int, CommitKind], PendingCommit] = {}
+    rest: dict[str, PendingCommit] = {}
+    for p in events.pending_commits(table_row.table_id):
+        uuid_of_rest = rest_snapshot_uuid(p.prepared.payload)
+        if uuid_of_rest is not None:
+            rest[uuid_of_rest] = p
+        elif p.prepared.payload.get("source") != "rest":
+            ref = p.prepared.ref
+            pending[(ref.commit_user, ref.commit_identifier, ref.commit_kind)] = p
     recorded: list[tuple[int, str]] = []
     for sid in range(pointer + 1, latest + 1):
         if not snapshots.snapshot_exists(sid):
@@ -157,7 +166,7 @@ def reconcile(
                 Registry.advance_pointer(conn, table_row.table_id, sid - 1 if sid > 1 else None, sid)
             continue
         snap = snapshots.snapshot(sid)
-        match = pending.get((snap.commit_user, snap.commit_identifier, snap.commit_kind))
+        match = rest.get(snap.uuid or "") or pending.get(snap.dedupe_key)
         with engine.begin() as conn:
             Registry.advance_pointer(conn, table_row.table_id, sid - 1 if sid > 1 else None, sid)
             if match is not None:

@@ -10,8 +10,11 @@ reduced to what the protocol defines (the client checked its changes against its
    is recorded, nothing published.
 2. ``prepared`` (:class:`PreparedSnapshot`: the snapshot JSON and the statistics) travels with the first
    lock attempt; acquire the table lock; reconcile storage into the log (as every commit does).
-3. **Exactly once** (I1): a snapshot already holding the (commit user, identifier, kind) answers
-   success and publishes nothing (``aborted``, deduplicated).
+3. No server-side dedupe by (commit user, identifier, kind): pypaimon reuses one such triple for every
+   batch commit of a write builder. Exactly once (I1) holds through the base check instead: a retry of
+   a commit that landed carries a stale base, gets ``success: false``, and the client then finds its
+   snapshot by reading the snapshot files after its base (which is why every accepted snapshot is
+   written to storage before the answer).
 4. **Base check** (I4): ``baseSnapshotUuid`` must be the latest snapshot's uuid (null: no snapshot).
    Otherwise the answer is ``success: false``, the protocol's conflict signal: the client re-reads the
    latest snapshot, re-checks its changes and retries with a new snapshot. A matching base with an id
@@ -30,6 +33,7 @@ storage and records it ``recovered``, and the client's retry deduplicates agains
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -65,7 +69,6 @@ class SnapshotCommitResult:
     success: bool
     commit_id: str
     snapshot_id: int | None = None
-    deduplicated: bool = False
     reason: str | None = None
 
 
@@ -132,7 +135,7 @@ class SnapshotCommitter:
             ref,
             PreparedSnapshot(
                 ref=ref,
-                snapshot={"json": snapshot_to_json(snap)},
+                snapshot=json.loads(snapshot_to_json(snap)),
                 statistics=[_delta_json(d) for d in request.statistics],
                 payload={"base_snapshot_uuid": request.base_snapshot_uuid},
             ),
@@ -148,8 +151,7 @@ class SnapshotCommitter:
         except Exception as e:
             self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
             raise
-        outcome = "deduplicated" if result.deduplicated else "published"
-        self.guard.finished(commit_id, outcome=outcome, snapshot_id=result.snapshot_id)
+        self.guard.finished(commit_id, outcome="published", snapshot_id=result.snapshot_id)
         return result
 
     def _locked(self, commit_id: str, ref: CommitRef, request: SnapshotCommitRequest) -> SnapshotCommitResult:
@@ -158,12 +160,6 @@ class SnapshotCommitter:
             latest_id = session.latest_snapshot_id()
             latest = None if latest_id is None else self.snapshots.snapshot(latest_id)
             crashpoints.reached(CrashPoint.AFTER_LOCK)
-            existing = session.find_committed(
-                snap.commit_user, snap.commit_identifier, snap.commit_kind, latest
-            )
-            if existing is not None:
-                session.record("deduplicated", attempt=1, kind=snap.commit_kind.value, snapshot_id=existing)
-                return SnapshotCommitResult(True, commit_id, existing, deduplicated=True)
             t0 = time.monotonic()
             try:
                 self._check_base(latest, request)

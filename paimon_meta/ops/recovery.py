@@ -298,6 +298,15 @@ def _decide(
     on_storage: dict[tuple[str, int, CommitKind], int],
 ) -> _Decision:
     ref = p.prepared.ref
+    if p.prepared.payload.get("source") == "rest":
+        # A REST commit: the client built the snapshot, so there is nothing to finish here. Reconcile
+        # (run just before, under the lock) matched a landed one by its snapshot uuid; what is still
+        # pending never reached storage, and its client retries it (with a new snapshot) or gave up.
+        # Its (user, identifier, kind) says nothing: a REST client reuses it for many commits.
+        in_flight = _in_flight(catalog, lock_id, p, now=now, grace=grace)
+        if in_flight is not None:
+            return _Decision(p, SKIPPED, reason=in_flight)
+        return _Decision(p, ABORTED, reason="REST commit whose snapshot never reached storage")
     sid = on_storage.get((ref.commit_user, ref.commit_identifier, ref.commit_kind))
     if sid is not None:
         return _Decision(p, PUBLISHED, reason="snapshot found on storage", snapshot_id=sid)
@@ -311,12 +320,9 @@ def _decide(
             reason=f"already committed as snapshot {found.snapshot_id} by commit {found.ref.commit_id}",
             snapshot_id=found.snapshot_id,
         )
-    age = (now - p.last_event_at).total_seconds()
-    if age < grace:
-        return _Decision(p, SKIPPED, reason=f"in flight: last event {age:.1f}s ago (grace {grace:.0f}s)")
-    owner = _last_checking_owner(catalog, lock_id, p)
-    if owner is not None and _owner_active(catalog.engine, owner, grace):
-        return _Decision(p, SKIPPED, reason=f"in flight: its lock owner {owner} is still active")
+    in_flight = _in_flight(catalog, lock_id, p, now=now, grace=grace)
+    if in_flight is not None:
+        return _Decision(p, SKIPPED, reason=in_flight)
     prepared = p.prepared
     try:
         decoded = prepared.commit_messages()
@@ -344,6 +350,19 @@ def _decide(
             p, ABORTED, reason=f"no {ref.commit_kind.value} changes in the messages", messages=messages
         )
     return _Decision(p, FINISHED, messages=kept)
+
+
+def _in_flight(
+    catalog: Catalog, lock_id: str, p: PendingCommit, *, now: datetime, grace: float
+) -> str | None:
+    """Why ``p`` may still be in flight (young, or its lock owner still active); None if it is not."""
+    age = (now - p.last_event_at).total_seconds()
+    if age < grace:
+        return f"in flight: last event {age:.1f}s ago (grace {grace:.0f}s)"
+    owner = _last_checking_owner(catalog, lock_id, p)
+    if owner is not None and _owner_active(catalog.engine, owner, grace):
+        return f"in flight: its lock owner {owner} is still active"
+    return None
 
 
 def _messages_of_kind(messages: Sequence[CommitMessage], kind: CommitKind) -> list[CommitMessage]:
