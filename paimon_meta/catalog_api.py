@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import os
+import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -22,14 +24,16 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from paimon_meta.catalog.events import EventLog
 from paimon_meta.catalog.lock import MetastoreLock
-from paimon_meta.catalog.registry import Registry, TableRow, validate_identifier
+from paimon_meta.catalog.registry import DatabaseRow, Registry, TableRow, validate_identifier
 from paimon_meta.commit.coordinator import CommitCoordinator
 from paimon_meta.commit.metastore_guard import LockSettings, MetastoreGuard
+from paimon_meta.commit.snapshot_commit import SnapshotCommitter
 from paimon_meta.db.embedded import default_home, ensure_embedded_postgres
 from paimon_meta.db.engine import make_engine
 from paimon_meta.db.migrate import upgrade
 from paimon_meta.errors import (
     DatabaseAlreadyExistsError,
+    DatabaseNotFoundError,
     MetastoreUnavailableError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -145,17 +149,6 @@ class Catalog:
     ) -> FileStoreTable:
         """Create ``schema-0`` on storage and register the table. A table directory that already holds a
         schema (left by a crashed create, or written by Java) is adopted if the schema matches."""
-        db, name = split_identifier(identifier)
-        if not self.registry.database_exists(db):
-            self.create_database(db)
-        try:
-            self.registry.get_table_row(db, name)
-        except TableNotFoundError:
-            pass
-        else:
-            if ignore_if_exists:
-                return self.get_table(identifier)
-            raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         fields, highest = from_arrow_schema(schema)
         table_schema = TableSchema(
             id=0,
@@ -167,7 +160,30 @@ class Catalog:
             comment=comment,
             time_millis=int(time.time() * 1000),
         )
+        db, _ = split_identifier(identifier)
+        if not self.registry.database_exists(db):
+            self.create_database(db)
+        return self.create_table_from_schema(identifier, table_schema, ignore_if_exists=ignore_if_exists)
+
+    @_metastore_call
+    def create_table_from_schema(
+        self, identifier: str, table_schema: TableSchema, *, ignore_if_exists: bool = False
+    ) -> FileStoreTable:
+        """Create a table from a complete ``schema-0`` (the REST catalog's create). The database must
+        exist. Options the readers and writers do not implement are refused before anything is written."""
+        db, name = split_identifier(identifier)
+        if not self.registry.database_exists(db):
+            raise DatabaseNotFoundError(f"database {db!r} does not exist", database=db)
+        try:
+            self.registry.get_table_row(db, name)
+        except TableNotFoundError:
+            pass
+        else:
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
+        FileStoreTable.check_schema(table_schema)
         manager = SchemaManager(self.file_io, location)
         if not manager.commit_new_schema(table_schema):
             existing = manager.schema(0)
@@ -222,7 +238,83 @@ class Catalog:
             schema_change.rename_column(table, old, new)
         return self.get_table(identifier)
 
+    @_metastore_call
+    def get_database(self, name: str) -> DatabaseRow:
+        return self.registry.get_database(validate_identifier("database", name))
+
+    @_metastore_call
+    def drop_database(self, name: str) -> None:
+        """Unregister an empty database (its tables must be dropped first)."""
+        self.registry.drop_database(validate_identifier("database", name))
+
+    @_metastore_call
+    def alter_database(
+        self, name: str, *, updates: Mapping[str, str], removals: Sequence[str]
+    ) -> DatabaseRow:
+        return self.registry.alter_database(
+            validate_identifier("database", name), updates=updates, removals=removals
+        )
+
+    @_metastore_call
+    def table_row(self, identifier: str) -> TableRow:
+        db, name = split_identifier(identifier)
+        return self.registry.get_table_row(db, name)
+
+    @_metastore_call
+    def rename_table(self, identifier: str, new_identifier: str) -> None:
+        """Rename the table in the catalog; its files stay at its location. Held under the old name's
+        lock so no commit of ours is between reading the row and publishing while the name changes (a
+        commit that started before still cannot publish twice: the pointer compare-and-set is by table
+        id, and snapshot files are created only if absent)."""
+        db, name = split_identifier(identifier)
+        new_db, new_name = split_identifier(new_identifier)
+        with self._table_lock(db, name, "rename"):
+            self.registry.rename_table_row(db, name, new_db, new_name)
+
+    @_metastore_call
+    def alter_table_changes(
+        self, identifier: str, changes: Sequence[schema_change.SchemaChange]
+    ) -> TableSchema:
+        """Apply ``changes`` as one new ``schema-<N+1>`` under the table's lock (so no commit of ours
+        publishes on a schema that is being replaced) and record the schema id."""
+        db, name = split_identifier(identifier)
+        with self._table_lock(db, name, "alter"):
+            row = self.registry.get_table_row(db, name)
+            table = self.get_table(identifier)
+            schema = schema_change.alter(table, changes)
+            self.registry.set_schema_id(row.table_id, schema.id)
+        return schema
+
+    def snapshot_committer(
+        self, row: TableRow, table: FileStoreTable, *, principal: str | None = None
+    ) -> SnapshotCommitter:
+        """A committer of client-built snapshots (the REST ``commit``) for one request."""
+        guard = MetastoreGuard(
+            engine=self.engine,
+            lock=self.lock,
+            events=self.events,
+            registry=self.registry,
+            table_row=row,
+            snapshots=table.snapshot_manager,
+            lock_id=self.registry.lock_id(row.database, row.name),
+            settings=self.lock_settings,
+            principal=principal,
+        )
+        return SnapshotCommitter(guard, table.snapshot_manager)
+
     # ---- plumbing ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def _table_lock(self, database: str, table: str, purpose: str) -> Iterator[None]:
+        owner = f"{purpose}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        lease = self.lock.acquire(
+            self.registry.lock_id(database, table),
+            owner=owner,
+            lease_seconds=self.lock_settings.lease_seconds,
+            timeout_seconds=self.lock_settings.acquire_timeout_seconds,
+        )
+        with lease:
+            yield
 
     def _committer_factory(self, row: TableRow) -> Any:
         lock_id = self.registry.lock_id(row.database, row.name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -256,6 +256,80 @@ class Registry:
         props.pop(_JAVA_EXISTS_KEY, None)
         return DatabaseRow(None, self.catalog_key, name, location, props)
 
+    def drop_database(self, name: str, *, conn: Connection | None = None) -> None:
+        """Unregister an empty database (ours and Java's property rows).
+
+        Raises:
+            DatabaseNotFoundError: unknown database.
+            ValidationError: it still has tables.
+        """
+        with self._tx(conn) as c:
+            if not self.database_exists(name, conn=c):
+                raise DatabaseNotFoundError(f"database {name!r} does not exist", database=name)
+            if self.list_table_rows(name, conn=c):
+                raise ValidationError(f"database {name!r} is not empty: drop its tables first", database=name)
+            key = self.catalog_key
+            c.execute(
+                delete(PaimonDatabase).where(
+                    PaimonDatabase.catalog_key == key, PaimonDatabase.database_name == name
+                )
+            )
+            c.execute(
+                delete(PaimonDatabaseProperty).where(
+                    PaimonDatabaseProperty.catalog_key == key, PaimonDatabaseProperty.database_name == name
+                )
+            )
+
+    def alter_database(
+        self,
+        name: str,
+        *,
+        updates: Mapping[str, str],
+        removals: Sequence[str],
+        conn: Connection | None = None,
+    ) -> DatabaseRow:
+        """Set and remove database properties (``location`` and Java's ``exists`` are not properties).
+
+        Raises:
+            DatabaseNotFoundError: unknown database (or one only Java knows: its rows are Java's).
+            ValidationError: a reserved or over-long key or value.
+        """
+        for key, value in updates.items():
+            if key in (_JAVA_EXISTS_KEY, _JAVA_LOCATION_KEY) or not key or len(key) > 255:
+                raise ValidationError(f"database property {key!r} cannot be set", key=key)
+            if len(value) > _JAVA_MAX_PROPERTY_VALUE:
+                raise ValidationError(f"database property {key!r}: value too long", key=key)
+        for key in removals:
+            if key in (_JAVA_EXISTS_KEY, _JAVA_LOCATION_KEY):
+                raise ValidationError(f"database property {key!r} cannot be removed", key=key)
+        with self._tx(conn) as c:
+            current = self.get_database(name, conn=c)
+            if current.database_id is None:
+                raise DatabaseNotFoundError(f"database {name!r} is Java's: alter it from Java", database=name)
+            props = {k: v for k, v in current.properties.items() if k not in set(removals)} | dict(updates)
+            key = self.catalog_key
+            c.execute(
+                update(PaimonDatabase)
+                .where(PaimonDatabase.database_id == current.database_id)
+                .values(properties=props)
+            )
+            c.execute(
+                delete(PaimonDatabaseProperty).where(
+                    PaimonDatabaseProperty.catalog_key == key,
+                    PaimonDatabaseProperty.database_name == name,
+                    PaimonDatabaseProperty.property_key.in_([*removals, *updates]),
+                )
+            )
+            if updates:
+                c.execute(
+                    insert(PaimonDatabaseProperty),
+                    [
+                        {"catalog_key": key, "database_name": name, "property_key": k, "property_value": v}
+                        for k, v in updates.items()
+                    ],
+                )
+        return DatabaseRow(current.database_id, key, name, current.location, props, current.created_at)
+
     # -- tables --------------------------------------------------------------------------------
 
     def create_table_row(
@@ -375,6 +449,52 @@ class Registry:
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return TableRow.from_row(row)
+
+    def rename_table_row(
+        self, database: str, name: str, new_database: str, new_name: str, *, conn: Connection | None = None
+    ) -> TableRow:
+        """Rename a table's row; its location (and so its files) stay where they are, and its
+        ``table_id``, pointer and events go with it.
+
+        Raises:
+            TableNotFoundError: the source is not registered (or the target database does not exist).
+            TableAlreadyExistsError: the target name is taken.
+        """
+        validate_identifier("database", new_database)
+        validate_identifier("table", new_name)
+        with self._tx(conn) as c:
+            if not self.database_exists(new_database, conn=c):
+                raise DatabaseNotFoundError(
+                    f"database {new_database!r} does not exist", database=new_database
+                )
+            try:
+                with c.begin_nested():
+                    row = c.execute(
+                        update(PaimonTable)
+                        .where(
+                            PaimonTable.catalog_key == self.catalog_key,
+                            PaimonTable.database_name == database,
+                            PaimonTable.table_name == name,
+                        )
+                        .values(database_name=new_database, table_name=new_name, updated_at=func.now())
+                        .returning(*PaimonTable.__table__.c)
+                    ).first()
+            except IntegrityError as exc:
+                raise TableAlreadyExistsError(
+                    f"table {new_database}.{new_name} already exists", table=f"{new_database}.{new_name}"
+                ) from exc
+        if row is None:
+            raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
+        return TableRow.from_row(row)
+
+    def set_schema_id(self, table_id: int, schema_id: int, *, conn: Connection | None = None) -> None:
+        """Record the table's current schema id (after an ALTER wrote ``schema-<schema_id>``)."""
+        with self._tx(conn) as c:
+            c.execute(
+                update(PaimonTable)
+                .where(PaimonTable.table_id == table_id)
+                .values(schema_id=func.greatest(func.coalesce(PaimonTable.schema_id, 0), schema_id))
+            )
 
     @staticmethod
     def check_pointer_move(table_id: int, expected_prev: int | None, new_snapshot_id: int) -> None:

@@ -6,9 +6,10 @@ increments, then a COMPACT snapshot from the compact increments. They are commit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from paimon_meta.catalog.statistics import PartitionDelta
 from paimon_meta.errors import ValidationError
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.manifest import (
@@ -101,3 +102,25 @@ def collect_changes(messages: Sequence[CommitMessage], *, table_buckets: int) ->
         compact.index_files += _index(FileKind.ADD, msg, c.new_index_files)
         compact.index_files += _index(FileKind.DELETE, msg, c.deleted_index_files)
     return CollectedChanges(append, compact)
+
+
+def partition_deltas(
+    entries: Sequence[ManifestEntry], spec_of: Callable[[bytes], Mapping[str, str]]
+) -> list[PartitionDelta]:
+    """Per-partition signed deltas of a snapshot's table files (Java's ``PartitionStatistics`` of a
+    commit): an ADD counts its rows, bytes and one file, a DELETE subtracts them. ``spec_of`` turns a
+    serialized partition into its ``{key: value-text}`` spec."""
+    by_partition: dict[bytes, list[int]] = {}
+    buckets: dict[bytes, int] = {}
+    for e in entries:
+        sign = 1 if e.kind is FileKind.ADD else -1
+        acc = by_partition.setdefault(e.partition, [0, 0, 0, 0])
+        acc[0] += sign * e.file.row_count
+        acc[1] += sign * e.file.file_size
+        acc[2] += sign
+        acc[3] = max(acc[3], e.file.creation_time or 0)
+        buckets[e.partition] = e.total_buckets
+    return [
+        PartitionDelta(spec_of(raw), rows, size, files, created, buckets[raw])
+        for raw, (rows, size, files, created) in by_partition.items()
+    ]

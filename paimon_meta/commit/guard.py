@@ -11,11 +11,12 @@ an audit trail. Two implementations share one commit path:
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from paimon_meta.catalog.statistics import PartitionDelta
 from paimon_meta.errors import ValidationError
 from paimon_meta.io.base import FileIO
 from paimon_meta.spec.snapshot import CommitKind, Snapshot
@@ -65,6 +66,10 @@ class GuardSession(abc.ABC):
     @abc.abstractmethod
     def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
         """Record the published snapshot (and advance the table pointer) after it is on storage."""
+
+    def set_statistics(self, deltas: Sequence[PartitionDelta]) -> None:  # noqa: B027 - optional hook
+        """The per-partition deltas of the snapshot about to be published, recorded with it (a guard
+        without a metastore keeps none)."""
 
 
 class CommitGuard(abc.ABC):

@@ -28,7 +28,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +66,7 @@ from paimon_meta.catalog.lock import (
     run_batch,
 )
 from paimon_meta.catalog.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
+from paimon_meta.catalog.statistics import PartitionDelta, apply_statements
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
 from paimon_meta.errors import (
@@ -218,14 +219,12 @@ class MetastoreSession(GuardSession):
     # Snapshot holding this session's own (user, identifier, kind), from the last lookup.
     published_as: int | None = None
     held_back: list[Statement] = field(default_factory=list)
-    # Statements for the publishing transaction, after the pointer compare-and-set (see publish_with).
-    with_publish: list[Statement] = field(default_factory=list)
+    # The partition deltas of the snapshot to publish (None: unknown; the totals become incomplete).
+    statistics: list[PartitionDelta] | None = None
     fenced: bool = False
 
-    def publish_with(self, statements: list[Statement]) -> None:
-        """Run ``statements`` in the transaction that records the publish, right after the pointer
-        compare-and-set (they can test that it moved the pointer: it is visible to them)."""
-        self.with_publish.extend(statements)
+    def set_statistics(self, deltas: Sequence[PartitionDelta]) -> None:
+        self.statistics = list(deltas)
 
     def load_pointer(self, rows: list[dict[str, Any]] | None = None) -> None:
         """Pointer and dedupe lookup in one query (read under the lock); ``rows`` if it already ran."""
@@ -316,11 +315,17 @@ class MetastoreSession(GuardSession):
         _, cas_params = Registry.advance_pointer_sql(self.ref.table_id, prev, snapshot.id)
         event = SnapshotPublished(ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details)
         record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
+        # Applied right after the compare-and-set, and only if it moved the pointer to this snapshot.
+        stats = (
+            []
+            if self.statistics is None
+            else apply_statements(self.ref.table_id, snapshot.id, self.statistics)
+        )
         self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
         statements = [
             *self.held_back,
             record,
-            *self.with_publish,
+            *stats,
             self.lease.release_statement(),
             ("COMMIT", {}),
         ]
@@ -328,7 +333,7 @@ class MetastoreSession(GuardSession):
         self.fenced = False
         self.held_back.clear()
         self.lease.confirm_release(bool(results[-2]))
-        if not results[-3 - len(self.with_publish)]:
+        if not results[-3 - len(stats)]:
             actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
             raise SnapshotPointerConflictError(
                 f"table {self.ref.table_identifier}: pointer is "

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from paimon_meta.catalog.events import CommitRef, PreparedSnapshot
-from paimon_meta.catalog.statistics import PartitionDelta, apply_statements
+from paimon_meta.catalog.statistics import PartitionDelta
 from paimon_meta.commit import crashpoints
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.metastore_guard import MetastoreGuard
@@ -191,7 +191,7 @@ class SnapshotCommitter:
                 raise _Conflict(f"{e} (outside the lock)") from None
             crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
             advance_hints(self.snapshots, snap.id)
-            session.publish_with(apply_statements(ref.table_id, snap.id, request.statistics))
+            session.set_statistics(request.statistics)
             details = {
                 "kind": snap.commit_kind.value,
                 "source": "rest",

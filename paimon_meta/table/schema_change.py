@@ -280,3 +280,101 @@ def rename_column(target: object, old: str, new: str) -> TableSchema:
     return _commit(
         source, lambda schema: apply_rename_column(schema, old, new, has_snapshots=source.has_snapshots())
     )
+
+
+# ---- options, comments and several changes in one schema ------------------------------------------------
+
+#: Options that decide where and how existing files were written: changing them would make the table
+#: read its files differently (Java's immutable options, plus ``bucket``, whose change needs a rescale).
+IMMUTABLE_OPTIONS = frozenset(
+    {
+        "primary-key",
+        "partition",
+        "bucket",
+        "bucket-key",
+        "merge-engine",
+        "sequence.field",
+        "file.format",
+        "data-file.thin-mode",
+        "deletion-vectors.enabled",
+        "changelog-producer",
+        "path",
+        "type",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SetOption:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveOption:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateComment:
+    comment: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RenameColumn:
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateColumnComment:
+    name: str
+    comment: str | None
+
+
+SchemaChange = SetOption | RemoveOption | UpdateComment | AddColumn | RenameColumn | UpdateColumnComment
+
+
+def _check_option_key(key: str) -> None:
+    if not isinstance(key, str) or not key.strip():
+        raise ValidationError(f"option key must be a non-empty string, got {key!r}", option=str(key))
+    if key in IMMUTABLE_OPTIONS:
+        raise ValidationError(f"option {key!r} cannot be changed on an existing table", option=key)
+
+
+def apply_change(schema: TableSchema, change: SchemaChange, *, has_snapshots: bool) -> TableSchema:
+    """The schema after one change; id ``schema.id + 1``."""
+    if isinstance(change, AddColumn):
+        return apply_add_columns(schema, [change])
+    if isinstance(change, RenameColumn):
+        return apply_rename_column(schema, change.old, change.new, has_snapshots=has_snapshots)
+    nxt = _next_schema(schema, schema.fields, schema.highest_field_id, schema.primary_keys, schema.options)
+    if isinstance(change, SetOption):
+        _check_option_key(change.key)
+        return replace(nxt, options={**schema.options, change.key: change.value})
+    if isinstance(change, RemoveOption):
+        _check_option_key(change.key)
+        return replace(nxt, options={k: v for k, v in schema.options.items() if k != change.key})
+    if isinstance(change, UpdateComment):
+        return replace(nxt, comment=change.comment)
+    fields = list(schema.fields)
+    i = _index_of(fields, change.name, "commented")
+    fields[i] = replace(fields[i], description=change.comment)
+    return replace(nxt, fields=tuple(fields))
+
+
+def alter(target: object, changes: Sequence[SchemaChange]) -> TableSchema:
+    """Apply ``changes`` in order as ONE new schema (Java's ``SchemaManager.commitChanges``); retried
+    on a concurrent ALTER. Returns the new schema; ``ValidationError`` naming the offending change."""
+    if not changes:
+        raise ValidationError("an ALTER needs at least one change")
+    source = _SchemaSource(target)
+
+    def change_all(latest: TableSchema) -> TableSchema:
+        has_snapshots = source.has_snapshots()
+        schema = latest
+        for change in changes:
+            schema = replace(apply_change(schema, change, has_snapshots=has_snapshots), id=latest.id + 1)
+        return schema
+
+    return _commit(source, change_all)

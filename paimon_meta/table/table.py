@@ -45,6 +45,7 @@ from paimon_meta.table.scan import (
     Split,
 )
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
+from paimon_meta.table.write_input import check_writable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,6 +105,15 @@ class FileStoreTable:
         if schema is None:
             raise TableNotFoundError(f"no Paimon table at {path} (no schema file)", path=path)
         return FileStoreTable(file_io, path, schema)
+
+    @staticmethod
+    def check_schema(schema: TableSchema) -> None:
+        """Refuse a new table's schema that paimon_meta could not write and read (bad keys or bucket
+        settings, options it does not implement), before anything is written: ``ValidationError`` (or
+        ``UnsupportedError``) naming what is wrong."""
+        schema.bucket_keys  # noqa: B018 - validates the bucket keys against the fields
+        schema.trimmed_primary_keys  # noqa: B018
+        check_writable(schema)
 
     def _with_options(self, schema: TableSchema) -> TableSchema:
         if not self.dynamic_options:
