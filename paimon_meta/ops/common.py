@@ -150,7 +150,13 @@ class MaintenanceRun:
     ``finished`` leaves an ``unfinished`` row that says so."""
 
     def __init__(
-        self, catalog: Catalog, row: TableRow, operation: MaintenanceOperation, *, dry_run: bool
+        self,
+        catalog: Catalog,
+        row: TableRow,
+        operation: MaintenanceOperation,
+        *,
+        dry_run: bool,
+        principal: str | None = None,
     ) -> None:
         self.events = catalog.events
         self.row = row
@@ -158,6 +164,7 @@ class MaintenanceRun:
         self.dry_run = dry_run
         self.run_id = uuid.uuid4()
         self.operator = operator_identity()
+        self.principal = principal
 
     def record(self, event_type: MaintenanceEventType, payload: dict[str, Any]) -> None:
         event = MaintenanceEvent(
@@ -169,6 +176,7 @@ class MaintenanceRun:
             operator=self.operator,
             dry_run=self.dry_run,
             payload=payload,
+            principal=self.principal,
         )
         try:
             self.events.append_maintenance(event)
@@ -186,10 +194,11 @@ def maintenance_run(
     *,
     dry_run: bool,
     settings: dict[str, Any],
+    principal: str | None = None,
 ) -> Iterator[MaintenanceRun]:
     """Record a maintenance run around the body: ``started`` (``settings``) now, ``failed`` (the error)
     if the body raises, else whatever the body passes to ``run.record(FINISHED, ...)``."""
-    run = MaintenanceRun(catalog, row, operation, dry_run=dry_run)
+    run = MaintenanceRun(catalog, row, operation, dry_run=dry_run, principal=principal)
     run.record(MaintenanceEventType.STARTED, settings)
     try:
         yield run

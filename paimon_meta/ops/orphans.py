@@ -35,7 +35,6 @@ from paimon_meta.ops.references import (
     BRANCH_DIR,
     CHANGELOG_DIR,
     CONSUMER_DIR,
-    TAG_DIR,
     has_files_under,
     pending_commit_files,
     read_metadata,
@@ -54,6 +53,7 @@ from paimon_meta.table.paths import (
     STATISTICS_DIR,
 )
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.tags import TAG_DIR
 
 if TYPE_CHECKING:
     from paimon_meta.catalog_api import Catalog

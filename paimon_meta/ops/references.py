@@ -30,9 +30,8 @@ from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.merge import merge_entries
 from paimon_meta.table.paths import join_path
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.tags import TAG_DIR, TAG_PREFIX
 
-TAG_DIR = "tag"
-TAG_PREFIX = "tag-"
 CONSUMER_DIR = "consumer"
 CONSUMER_PREFIX = "consumer-"
 BRANCH_DIR = "branch"

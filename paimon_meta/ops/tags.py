@@ -1,0 +1,82 @@
+"""Create and delete tags under the table lock, each recorded as a maintenance run.
+
+A tag keeps a snapshot (and so its files) alive past expiration. Creating one takes the table lock so
+expiration (which takes it too) cannot delete the snapshot between reading it and writing the tag;
+deleting one takes it so no expiration is deciding on the tag's snapshot meanwhile. The data files that
+only the deleted tag kept become orphans, which ``remove-orphan-files`` deletes once they are old.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
+from paimon_meta.errors import SnapshotNotFoundError
+from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
+from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.tags import TagManager, validate_tag_name
+
+if TYPE_CHECKING:
+    from paimon_meta.catalog_api import Catalog
+
+
+def create_tag(
+    catalog: Catalog,
+    identifier: str,
+    name: str,
+    snapshot_id: int | None = None,
+    *,
+    principal: str | None = None,
+) -> Snapshot:
+    """Tag ``snapshot_id`` (default: the latest snapshot) as ``name``; returns the tagged snapshot.
+
+    Raises:
+        ValidationError: a bad tag name.
+        SnapshotNotFoundError: no such snapshot (or, without an id, no snapshot at all).
+        TagAlreadyExistsError: the name is taken.
+    """
+    validate_tag_name(name)
+    row, table = resolve_table(catalog, identifier)
+    settings = {"tag": name, "snapshot_id": snapshot_id}
+    with (
+        maintenance_run(
+            catalog,
+            row,
+            MaintenanceOperation.CREATE_TAG,
+            dry_run=False,
+            settings=settings,
+            principal=principal,
+        ) as run,
+        table_lock(catalog, row, "create-tag"),
+    ):
+        snapshots = table.snapshot_manager
+        sid = snapshots.latest_snapshot_id() if snapshot_id is None else snapshot_id
+        if sid is None or not snapshots.snapshot_exists(sid):
+            raise SnapshotNotFoundError(
+                f"table {row.identifier} has no snapshot {sid if sid is not None else '(none yet)'}",
+                snapshot_id=sid,
+            )
+        snapshot = snapshots.snapshot(sid)
+        TagManager(table.file_io, table.path).create(name, snapshot)
+        run.record(MaintenanceEventType.FINISHED, {"tag": name, "snapshot_id": sid})
+    return snapshot
+
+
+def delete_tag(catalog: Catalog, identifier: str, name: str, *, principal: str | None = None) -> int:
+    """Delete tag ``name``; returns the id of the snapshot it kept. ``TagNotFoundError`` if absent."""
+    validate_tag_name(name)
+    row, table = resolve_table(catalog, identifier)
+    with (
+        maintenance_run(
+            catalog,
+            row,
+            MaintenanceOperation.DELETE_TAG,
+            dry_run=False,
+            settings={"tag": name},
+            principal=principal,
+        ) as run,
+        table_lock(catalog, row, "delete-tag"),
+    ):
+        snapshot = TagManager(table.file_io, table.path).delete(name)
+        run.record(MaintenanceEventType.FINISHED, {"tag": name, "snapshot_id": snapshot.id})
+    return snapshot.id

@@ -1,0 +1,83 @@
+"""Bearer tokens and grants: the one check every route goes through.
+
+Each route declares ``Depends(Require(privilege, scope))``: ``scope`` names which path parameters the
+grant must cover (``catalog``: none; ``database``; ``table``). ``privilege=None`` only authenticates
+(listings then show what the principal's grants reach). A missing or unknown token is 401, a missing
+grant 403; either way the route body never runs, so nothing is written, and the refusal is logged
+(``paimon_meta.service.auth``) and counted (``paimon_meta_service_auth_refusals_total``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from fastapi import Request
+
+from paimon_meta.catalog.principals import Access
+from paimon_meta.db.models import Privilege
+from paimon_meta.service.errors import ForbiddenError, NotAuthenticatedError
+from paimon_meta.service.state import ServiceState
+
+log = logging.getLogger("paimon_meta.service.auth")
+
+Scope = Literal["catalog", "database", "table"]
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Require:
+    """A FastAPI dependency: the caller holds ``privilege`` over ``scope`` of the request's path."""
+
+    privilege: Privilege | None
+    scope: Scope = "catalog"
+
+    def __call__(self, request: Request) -> Access:
+        state: ServiceState = request.app.state.service
+        token = bearer_token(request)
+        access = None if token is None else state.authenticate(token)
+        if access is None:
+            self._refuse(request, state, "unauthenticated", None)
+            raise NotAuthenticatedError(
+                "a valid bearer token is required (Authorization: Bearer <token>)"
+                if token is None
+                else "the bearer token is unknown, revoked or expired"
+            )
+        request.state.principal = access.principal
+        if self.privilege is None:
+            return access
+        database = request.path_params.get("database") if self.scope != "catalog" else None
+        table = request.path_params.get("table") if self.scope == "table" else None
+        if not access.allows(self.privilege, database, table):
+            target = (
+                "the catalog" if database is None else database if table is None else f"{database}.{table}"
+            )
+            self._refuse(request, state, "forbidden", access.principal)
+            raise ForbiddenError(
+                f"principal {access.principal!r} has no {self.privilege.value} grant on {target}",
+                resource_type="TABLE" if table else "DATABASE" if database else None,
+                resource_name=None if database is None else target,
+            )
+        return access
+
+    def _refuse(self, request: Request, state: ServiceState, reason: str, principal: str | None) -> None:
+        log.warning(
+            "refused %s %s: %s (principal %s, needs %s on %s)",
+            request.method,
+            request.url.path,
+            reason,
+            principal or "-",
+            self.privilege.value if self.privilege else "a token",
+            self.scope,
+        )
+        state.metrics.auth_refusals.labels(reason=reason).inc()

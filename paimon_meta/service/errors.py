@@ -1,0 +1,146 @@
+"""One mapping from paimon_meta's error hierarchy to the protocol's error body and status.
+
+Body: ``{message, resourceType, resourceName, code}`` with ``code`` equal to the status (pypaimon lets
+``code`` win over the status). 400 bad input (naming the field), 401 no valid token, 403 no grant, 404
+with the resource type (``SNAPSHOT`` for "no snapshot yet": a bare 404 reads as "no such table"), 409
+already exists, 413 body too large, 501 not implemented, 503 metastore or lock unavailable (retry), 500
+otherwise. Never a stack trace in a body: an unexpected error is logged with the request id, and the
+body names only the id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from paimon_meta.errors import (
+    AlreadyExistsError,
+    CommitOutcomeUnknownError,
+    LockError,
+    MetastoreUnavailableError,
+    NotFoundError,
+    PaimonMetaError,
+    UnsupportedError,
+    ValidationError,
+)
+
+log = logging.getLogger("paimon_meta.service")
+
+_NAME_FIELDS = ("resource_name", "identifier", "table", "database", "tag", "snapshot_id", "principal")
+
+
+class ServiceError(PaimonMetaError):
+    """An error the service raises itself, with its HTTP status."""
+
+    status: int = 400
+
+    def __init__(
+        self, message: str, *, resource_type: str | None = None, resource_name: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+
+
+class NotAuthenticatedError(ServiceError):
+    status = 401
+
+
+class ForbiddenError(ServiceError):
+    status = 403
+
+
+class PayloadTooLargeError(ServiceError):
+    status = 413
+
+
+def error_body(
+    status: int, message: str, resource_type: str | None = None, resource_name: str | None = None
+) -> dict[str, Any]:
+    return {"message": message, "resourceType": resource_type, "resourceName": resource_name, "code": status}
+
+
+def error_response(
+    status: int, message: str, resource_type: str | None = None, resource_name: str | None = None
+) -> JSONResponse:
+    return JSONResponse(error_body(status, message, resource_type, resource_name), status_code=status)
+
+
+def _resource_name(e: PaimonMetaError) -> str | None:
+    for key in _NAME_FIELDS:
+        value = e.fields.get(key)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def classify(e: Exception) -> tuple[int, str, str | None, str | None]:
+    """(status, message, resourceType, resourceName) for an exception raised by a route."""
+    if isinstance(e, ServiceError):
+        return e.status, e.message, e.resource_type, e.resource_name
+    if isinstance(e, NotFoundError):
+        return 404, e.message, e.resource.upper(), _resource_name(e)
+    if isinstance(e, AlreadyExistsError):
+        return 409, e.message, e.resource.upper(), _resource_name(e)
+    if isinstance(e, UnsupportedError):
+        return 501, e.message, None, None
+    if isinstance(e, ValidationError):
+        return 400, e.message, None, _resource_name(e)
+    if isinstance(e, (MetastoreUnavailableError, LockError)):
+        return 503, f"{e.message} (retry)", None, None
+    if isinstance(e, CommitOutcomeUnknownError):
+        return (
+            500,
+            f"{e.message}; the outcome is unknown: read the table's snapshots (or re-send the same commit) "
+            "to resolve it",
+            None,
+            None,
+        )
+    return 500, "internal error", None, None
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into the protocol's body."""
+
+    @app.exception_handler(PaimonMetaError)
+    async def _ours(request: Request, e: PaimonMetaError) -> JSONResponse:
+        status, message, rtype, rname = classify(e)
+        if status >= 500:
+            log.warning("request %s failed: %s", request_id(request), e, exc_info=status == 500)
+        return error_response(status, message, rtype, rname)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+        return error_response(400, describe_validation(e.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        message = e.detail if isinstance(e.detail, str) else "request refused"
+        return error_response(e.status_code, message)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, e: Exception) -> JSONResponse:
+        rid = request_id(request)
+        log.error("request %s failed unexpectedly", rid, exc_info=e)
+        return error_response(500, f"internal error (request id {rid})")
+
+
+def describe_validation(errors: Any) -> str:
+    """'body.snapshot.id: Input should be a valid integer' for the first few problems."""
+    parts = []
+    for err in list(errors)[:5]:
+        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "json_invalid":
+            msg = f"malformed JSON: {err.get('ctx', {}).get('error', msg)}"
+        parts.append(f"{loc or 'body'}: {msg}")
+    return "; ".join(parts) or "invalid request"
+
+
+def request_id(request: Request) -> str:
+    return str(getattr(request.state, "request_id", "-"))

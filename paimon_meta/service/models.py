@@ -1,0 +1,193 @@
+"""Request and response bodies of the REST catalog protocol (apache/paimon ``rest-catalog-open-api.yaml``
+as pypaimon 2.1.0 sends and parses it) and of our extensions. Pydantic lives here and only here; routes
+convert to spec/catalog objects at the edge.
+
+Field names are the protocol's camelCase (``alias``); every list response carries ``nextPageToken``
+(null on the last page: pypaimon stops only then). Snapshot and schema JSON are passed as objects and
+parsed by ``paimon_meta.serde`` (one parser for files and requests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class ErrorResponse(_Model):
+    message: str
+    resource_type: str | None = None
+    resource_name: str | None = None
+    code: int
+
+
+class ConfigResponse(_Model):
+    defaults: dict[str, str]
+    overrides: dict[str, str]
+
+
+# ---- databases -----------------------------------------------------------------------------------------
+
+
+class CreateDatabaseRequest(_Model):
+    name: str
+    options: dict[str, str] | None = None
+
+
+class AlterDatabaseRequest(_Model):
+    removals: list[str] = Field(default_factory=list)
+    updates: dict[str, str] = Field(default_factory=dict)
+
+
+class ListDatabasesResponse(_Model):
+    databases: list[str]
+    next_page_token: str | None
+
+
+class GetDatabaseResponse(_Model):
+    id: str | None
+    name: str
+    location: str | None
+    options: dict[str, str]
+    owner: str | None = None
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+
+# ---- tables --------------------------------------------------------------------------------------------
+
+
+class Identifier(_Model):
+    database: str
+    object: str
+
+
+class SchemaBody(_Model):
+    """Paimon's REST ``Schema``: fields carry ids and Paimon type JSON."""
+
+    fields: list[dict[str, Any]]
+    partition_keys: list[str] = Field(default_factory=list)
+    primary_keys: list[str] = Field(default_factory=list)
+    options: dict[str, str] = Field(default_factory=dict)
+    comment: str | None = None
+
+
+class CreateTableRequest(_Model):
+    identifier: Identifier
+    schema_: SchemaBody = Field(alias="schema")
+
+
+class RenameTableRequest(_Model):
+    source: Identifier
+    destination: Identifier
+
+
+class AlterTableRequest(_Model):
+    """``changes``: SchemaChange objects, each with an ``action`` (parsed by the route)."""
+
+    changes: list[dict[str, Any]]
+
+
+class ListTablesResponse(_Model):
+    tables: list[str]
+    next_page_token: str | None
+
+
+class GetTableResponse(_Model):
+    id: str
+    name: str
+    path: str
+    is_external: bool
+    schema_id: int
+    schema_: SchemaBody = Field(alias="schema")
+    owner: str | None = None
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+
+# ---- snapshots and commits -----------------------------------------------------------------------------
+
+
+class TableSnapshot(_Model):
+    snapshot: dict[str, Any]
+    record_count: int
+    file_size_in_bytes: int
+    file_count: int
+    last_file_creation_time: int
+
+
+class GetTableSnapshotResponse(_Model):
+    snapshot: TableSnapshot
+
+
+class PartitionStatisticsBody(_Model):
+    spec: dict[str, str]
+    record_count: int
+    file_size_in_bytes: int
+    file_count: int
+    last_file_creation_time: int
+    total_buckets: int | None = None
+
+
+class CommitTableRequest(_Model):
+    table_id: str | None = None
+    snapshot: dict[str, Any]
+    statistics: list[PartitionStatisticsBody] = Field(default_factory=list)
+    base_snapshot_uuid: str | None = None
+
+
+class CommitTableResponse(_Model):
+    success: bool
+
+
+class Partition(_Model):
+    spec: dict[str, str]
+    record_count: int
+    file_size_in_bytes: int
+    file_count: int
+    last_file_creation_time: int
+    total_buckets: int | None = None
+    done: bool = False
+
+
+class ListPartitionsResponse(_Model):
+    partitions: list[Partition]
+    next_page_token: str | None
+
+
+# ---- tags ----------------------------------------------------------------------------------------------
+
+
+class CreateTagRequest(_Model):
+    tag_name: str
+    snapshot_id: int | None = None
+    time_retained: str | None = None
+
+
+class ListTagsResponse(_Model):
+    tags: list[str]
+    next_page_token: str | None
+
+
+class GetTagResponse(_Model):
+    tag_name: str
+    snapshot: dict[str, Any]
+    tag_create_time: int | None = None
+    tag_time_retained: str | None = None
+
+
+# ---- operations ----------------------------------------------------------------------------------------
+
+
+class HealthResponse(_Model):
+    status: str
+    detail: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,110 @@
+"""What one service process holds: settings, the catalog (engine, lock sessions, FileIO), principals and
+its metrics. Created in the app's lifespan, never at import time."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from paimon_meta.catalog.principals import Access, Principals, hash_token
+from paimon_meta.catalog_api import Catalog
+
+#: Seconds; request latencies from sub-millisecond reads to lock timeouts.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    """How ``paimon-meta serve`` runs. ``catalog_name`` is the REST ``prefix`` clients get from
+    ``/v1/config`` (and pass as their ``warehouse`` option)."""
+
+    metastore_url: str | None = None
+    warehouse: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    catalog_name: str = "paimon"
+    max_body_bytes: int = 16 * 1024 * 1024
+    worker_threads: int = 32
+    drain_seconds: float = 30.0
+    auth_cache_seconds: float = 1.0
+    event_log_metrics: bool = True
+
+
+class ServiceMetrics:
+    """Request, commit and auth metrics of this process (``prometheus_client``, own registry)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "paimon_meta_service_requests_total",
+            "HTTP requests by route template, method and status.",
+            ("route", "method", "status"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "paimon_meta_service_request_seconds",
+            "HTTP request latency by route template and method.",
+            ("route", "method"),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "paimon_meta_service_requests_in_flight", "Requests being handled now.", registry=self.registry
+        )
+        self.commits = Counter(
+            "paimon_meta_service_commits_total",
+            "REST commits by outcome (published, conflict, rejected, failed).",
+            ("outcome",),
+            registry=self.registry,
+        )
+        self.commit_latency = Histogram(
+            "paimon_meta_service_commit_seconds",
+            "Time to commit a snapshot under the lock, lock wait included.",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.auth_refusals = Counter(
+            "paimon_meta_service_auth_refusals_total",
+            "Requests refused for a missing/unknown token (unauthenticated) or grant (forbidden).",
+            ("reason",),
+            registry=self.registry,
+        )
+
+
+class ServiceState:
+    """One per process; shared by request threads (everything in it is thread-safe)."""
+
+    def __init__(self, settings: ServiceSettings, catalog: Catalog) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.principals = Principals(catalog.engine)
+        self.metrics = ServiceMetrics()
+        self.started = time.time()
+        self.replica = f"{os.uname().nodename}:{os.getpid()}"
+        self._auth_cache: dict[str, tuple[float, Access | None]] = {}
+        self._auth_lock = threading.Lock()
+
+    def authenticate(self, token: str) -> Access | None:
+        """The token's principal and grants, cached for ``auth_cache_seconds`` (a revoked token or
+        grant takes effect within that time; 0 = every request asks the metastore)."""
+        ttl = self.settings.auth_cache_seconds
+        if ttl <= 0:
+            return self.principals.authenticate(token)
+        key = hash_token(token)
+        now = time.monotonic()
+        with self._auth_lock:
+            hit = self._auth_cache.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        access = self.principals.authenticate(token)
+        with self._auth_lock:
+            if len(self._auth_cache) > 10_000:
+                self._auth_cache.clear()
+            self._auth_cache[key] = (now + ttl, access)
+        return access
+
+    def close(self) -> None:
+        self.catalog.close()
