@@ -46,7 +46,7 @@ from paimon_meta.spec.arrow import from_arrow_schema
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table import schema_change
 from paimon_meta.table.builder import Committer
-from paimon_meta.table.snapshots import SchemaManager
+from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
 ENV_URL = "PAIMON_META_URL"
@@ -286,7 +286,7 @@ class Catalog:
         return schema
 
     def snapshot_committer(
-        self, row: TableRow, table: FileStoreTable, *, principal: str | None = None
+        self, row: TableRow, snapshots: SnapshotManager, *, principal: str | None = None
     ) -> SnapshotCommitter:
         """A committer of client-built snapshots (the REST ``commit``) for one request."""
         guard = MetastoreGuard(
@@ -295,12 +295,12 @@ class Catalog:
             events=self.events,
             registry=self.registry,
             table_row=row,
-            snapshots=table.snapshot_manager,
+            snapshots=snapshots,
             lock_id=self.registry.lock_id(row.database, row.name),
             settings=self.lock_settings,
             principal=principal,
         )
-        return SnapshotCommitter(guard, table.snapshot_manager)
+        return SnapshotCommitter(guard, snapshots)
 
     # ---- plumbing ----------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from paimon_meta import errors
 from paimon_meta.errors import (
     CommitConflictError,
     DatabaseNotFoundError,
@@ -581,6 +582,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--serve", type=_port, metavar="PORT", help="serve GET /metrics instead of printing once")
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
 
+    from paimon_meta import cli_service
+
+    cli_service.add_commands(sub, command, common)
+
     p = command("demo", _demo, "the end-to-end Spark demo (needs the spark extra)")
     p.add_argument("--rows-per-writer", type=_positive, default=1_000_000)
     p.add_argument("--writers", type=_positive, default=4)
@@ -591,9 +596,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _exit_code(error: BaseException) -> int:
-    if isinstance(error, TableNotFoundError | DatabaseNotFoundError | NotFoundError):
+    if isinstance(error, TableNotFoundError | DatabaseNotFoundError | NotFoundError | errors.NotFoundError):
         return EXIT_NOT_FOUND
-    if isinstance(error, CommitConflictError | RefusedError | LockTimeoutError):
+    if isinstance(error, CommitConflictError | RefusedError | LockTimeoutError | errors.AlreadyExistsError):
         return EXIT_REFUSED
     if isinstance(error, ValidationError):
         return EXIT_USAGE

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from paimon_meta.catalog.principals import Access, Principals, hash_token
+from paimon_meta.catalog.registry import TableRow
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.table.snapshots import SnapshotManager
 
 #: Seconds; request latencies from sub-millisecond reads to lock timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -86,6 +88,7 @@ class ServiceState:
         self.replica = f"{os.uname().nodename}:{os.getpid()}"
         self._auth_cache: dict[str, tuple[float, Access | None]] = {}
         self._auth_lock = threading.Lock()
+        self._snapshot_managers: dict[str, SnapshotManager] = {}
 
     def authenticate(self, token: str) -> Access | None:
         """The token's principal and grants, cached for ``auth_cache_seconds`` (a revoked token or
@@ -105,6 +108,19 @@ class ServiceState:
                 self._auth_cache.clear()
             self._auth_cache[key] = (now + ttl, access)
         return access
+
+    def snapshot_manager(self, row: TableRow) -> SnapshotManager:
+        """One manager per table location (its cache of immutable snapshot files is shared by
+        requests)."""
+        location = row.location or self.catalog.table_location(row.database, row.name)
+        with self._auth_lock:
+            manager = self._snapshot_managers.get(location)
+            if manager is None:
+                if len(self._snapshot_managers) > 1000:
+                    self._snapshot_managers.clear()
+                manager = SnapshotManager(self.catalog.file_io, location)
+                self._snapshot_managers[location] = manager
+        return manager
 
     def close(self) -> None:
         self.catalog.close()

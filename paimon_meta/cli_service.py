@@ -1,0 +1,167 @@
+"""``paimon-meta serve`` and ``paimon-meta principals ...`` (the commit service's commands)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from paimon_meta.db.models import Privilege
+
+if TYPE_CHECKING:
+    from paimon_meta.cli import Output, _Context
+
+Command = Callable[[str, Callable[..., Any], str], Any]
+
+
+def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) -> None:
+    p = command(
+        "serve", _serve, "serve Paimon's REST catalog protocol over the metastore (the commit service)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8181, help="port (default 8181)")
+    p.add_argument("--catalog-name", default="paimon", help="the REST prefix clients use as 'warehouse'")
+    p.add_argument("--workers", type=int, default=32, help="threads for blocking work (default 32)")
+    p.add_argument("--drain-seconds", type=float, default=30.0, help="SIGTERM grace for in-flight requests")
+    p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024, help="request body limit")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    principals = sub.add_parser("principals", help="service principals, their tokens and grants")
+    ps = principals.add_subparsers(dest="principals_command", metavar="ACTION", required=True)
+    p = ps.add_parser("create", parents=[common], help="create a principal and print its token (shown once)")
+    p.add_argument("name")
+    p.set_defaults(handler=_create)
+    p = ps.add_parser("token", parents=[common], help="issue another token for a principal (shown once)")
+    p.add_argument("name")
+    p.set_defaults(handler=_token)
+    p = ps.add_parser("revoke-token", parents=[common], help="revoke a principal's tokens (or one by prefix)")
+    p.add_argument("name")
+    p.add_argument("--prefix", help="only the token starting with this (as `principals list` shows)")
+    p.set_defaults(handler=_revoke_token)
+    for action, handler, text in (
+        ("grant", _grant, "grant read|write|admin on the catalog, a database or a table"),
+        ("revoke", _revoke, "revoke exactly such a grant"),
+    ):
+        p = ps.add_parser(action, parents=[common], help=text)
+        p.add_argument("name")
+        p.add_argument("privilege", choices=[v.value for v in Privilege])
+        scope = p.add_mutually_exclusive_group()
+        scope.add_argument("--database", metavar="DB")
+        scope.add_argument("--table", metavar="DB.T")
+        p.set_defaults(handler=handler)
+    p = ps.add_parser("list", parents=[common], help="principals with their grants and tokens (prefixes)")
+    p.set_defaults(handler=_list)
+
+
+def _principals(ctx: _Context) -> Any:
+    from paimon_meta.catalog.principals import Principals
+
+    return Principals(ctx.catalog().engine)
+
+
+def _output(data: Any, text: str) -> Output:
+    from paimon_meta.cli import Output
+
+    return Output(data, text)
+
+
+def _create(ctx: _Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.common import operator_identity
+
+    token = _principals(ctx).create(args.name, created_by=operator_identity())
+    return _output(
+        {"principal": args.name, "token": token},
+        f"principal {args.name} created; token (shown once):\n{token}",
+    )
+
+
+def _token(ctx: _Context, args: argparse.Namespace) -> Output:
+    token = _principals(ctx).issue_token(args.name)
+    return _output(
+        {"principal": args.name, "token": token}, f"new token for {args.name} (shown once):\n{token}"
+    )
+
+
+def _revoke_token(ctx: _Context, args: argparse.Namespace) -> Output:
+    n = _principals(ctx).revoke_tokens(args.name, prefix=args.prefix)
+    return _output({"principal": args.name, "revoked": n}, f"revoked {n} token(s) of {args.name}")
+
+
+def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    if args.table:
+        from paimon_meta.catalog_api import split_identifier
+
+        return split_identifier(args.table)
+    return args.database, None
+
+
+def _grant(ctx: _Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.common import operator_identity
+
+    db, table = _scope(args)
+    new = _principals(ctx).grant(
+        args.name, Privilege(args.privilege), database=db, table=table, granted_by=operator_identity()
+    )
+    where = "the catalog" if db is None else db if table is None else f"{db}.{table}"
+    text = f"granted {args.privilege} on {where} to {args.name}" if new else "already granted"
+    return _output({"principal": args.name, "privilege": args.privilege, "scope": where, "new": new}, text)
+
+
+def _revoke(ctx: _Context, args: argparse.Namespace) -> Output:
+    db, table = _scope(args)
+    done = _principals(ctx).revoke(args.name, Privilege(args.privilege), database=db, table=table)
+    where = "the catalog" if db is None else db if table is None else f"{db}.{table}"
+    text = f"revoked {args.privilege} on {where} from {args.name}" if done else "no such grant"
+    return _output(
+        {"principal": args.name, "privilege": args.privilege, "scope": where, "revoked": done}, text
+    )
+
+
+def _list(ctx: _Context, args: argparse.Namespace) -> Output:
+    rows = _principals(ctx).list()
+    data = [
+        {
+            "principal": p.name,
+            "created_at": p.created_at.isoformat(),
+            "created_by": p.created_by,
+            "grants": [{"privilege": g.privilege.value, "scope": str(g.scope)} for g in p.grants],
+            "tokens": [
+                {"prefix": t[0], "created_at": t[1].isoformat(), "revoked_at": t[2] and t[2].isoformat()}
+                for t in p.tokens
+            ],
+        }
+        for p in rows
+    ]
+    lines = []
+    for d in data:
+        grants = ", ".join(f"{g['privilege']}@{g['scope']}" for g in d["grants"]) or "-"
+        live = sum(1 for t in d["tokens"] if not t["revoked_at"])
+        lines.append(f"{d['principal']:<24} grants: {grants}  tokens: {live} live")
+    return _output(data, "\n".join(lines) or "(no principals)")
+
+
+def _serve(ctx: _Context, args: argparse.Namespace) -> Output:
+    import os
+
+    from paimon_meta.catalog_api import ENV_WAREHOUSE
+    from paimon_meta.service.server import serve
+    from paimon_meta.service.state import ServiceSettings
+
+    logging.getLogger("paimon_meta").setLevel(args.log_level.upper())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("paimon_meta").addHandler(handler)
+    logging.getLogger("paimon_meta").propagate = False
+    settings = ServiceSettings(
+        metastore_url=ctx.metastore_url(),
+        warehouse=args.warehouse or os.environ.get(ENV_WAREHOUSE),
+        options=ctx.options(),
+        catalog_name=args.catalog_name,
+        worker_threads=args.workers,
+        drain_seconds=args.drain_seconds,
+        max_body_bytes=args.max_body_bytes,
+    )
+    serve(settings, host=args.host, port=args.port, log_level=args.log_level)
+    return _output({"stopped": True}, "")

@@ -1,0 +1,171 @@
+"""The ASGI app of ``paimon-meta serve``: Paimon's REST catalog protocol over the metastore.
+
+``create_app(settings)`` builds it; the lifespan connects the catalog (migrating the metastore), sizes
+the worker pool that runs the blocking handlers, and closes everything on shutdown (uvicorn stops
+accepting on SIGTERM and lets in-flight requests finish within ``drain_seconds``; see ``server.py``).
+
+Every request passes through one middleware: it assigns a request id (``X-Request-Id``, echoed), treats
+any body under ``/v1/`` as JSON whatever its Content-Type (pypaimon sends none), refuses bodies over
+``max_body_bytes`` with 413, and records the access log line (request id, principal, route, status,
+latency) and the request metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from paimon_meta import metrics as event_log_metrics
+from paimon_meta.catalog_api import connect
+from paimon_meta.db import migrate
+from paimon_meta.service import errors, models, routes_catalog, routes_table
+from paimon_meta.service.state import ServiceSettings, ServiceState
+
+access_log = logging.getLogger("paimon_meta.service.access")
+
+API_VERSION = "0.1.0"
+
+
+def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) -> FastAPI:
+    """The app. ``state``: an already connected state (tests); else the lifespan connects one."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = state is None
+        service = await anyio.to_thread.run_sync(_connect, settings) if state is None else state
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
+        app.state.service = service
+        try:
+            yield
+        finally:
+            if own:
+                await anyio.to_thread.run_sync(service.close)
+
+    app = FastAPI(
+        title="paimon_meta commit service",
+        version=API_VERSION,
+        description=(
+            "Apache Paimon's REST catalog protocol (as pypaimon 2.1.0 speaks it) over paimon_meta's "
+            "metastore: every commit goes through the table lock, fencing, create-if-absent publish and "
+            "the event log. Authenticate with `Authorization: Bearer <token>`."
+        ),
+        lifespan=lifespan,
+    )
+    if state is not None:
+        app.state.service = state
+    errors.install(app)
+    app.include_router(routes_catalog.router)
+    app.include_router(routes_table.router)
+    _install_ops(app)
+    _install_middleware(app, settings)
+    return app
+
+
+def _connect(settings: ServiceSettings) -> ServiceState:
+    catalog = connect(settings.metastore_url, settings.warehouse, **settings.options)
+    return ServiceState(settings, catalog)
+
+
+def _install_middleware(app: FastAPI, settings: ServiceSettings) -> None:
+    @app.middleware("http")
+    async def every_request(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        rid = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
+        request.state.request_id = rid
+        request.state.principal = None
+        started = time.monotonic()
+        service: ServiceState | None = getattr(request.app.state, "service", None)
+        refused = _refuse_body(request, settings.max_body_bytes)
+        if refused is not None:
+            response = refused
+        else:
+            _body_as_json(request)
+            if service is not None:
+                service.metrics.in_flight.inc()
+            try:
+                response = await call_next(request)
+            finally:
+                if service is not None:
+                    service.metrics.in_flight.dec()
+        elapsed = time.monotonic() - started
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        response.headers["x-request-id"] = rid
+        if service is not None:
+            service.metrics.requests.labels(route, request.method, str(response.status_code)).inc()
+            service.metrics.latency.labels(route, request.method).observe(elapsed)
+        access_log.info(
+            "%s %s %s %s %d %.1fms principal=%s",
+            rid,
+            request.method,
+            request.url.path,
+            route,
+            response.status_code,
+            elapsed * 1000,
+            request.state.principal or "-",
+        )
+        return response
+
+
+def _refuse_body(request: Request, limit: int) -> Response | None:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            too_big = int(declared) > limit
+        except ValueError:
+            return errors.error_response(400, "Content-Length is not a number")
+        if too_big:
+            return errors.error_response(413, f"request body over {limit} bytes")
+    elif request.headers.get("transfer-encoding", "").lower() == "chunked" and request.method != "GET":
+        # A body of unknown length is read into memory by the JSON parser: refuse it rather than
+        # trusting it to be small.
+        return errors.error_response(411, "a request body needs a Content-Length")
+    return None
+
+
+def _body_as_json(request: Request) -> None:
+    """Parse every body under /v1/ as JSON: pypaimon sends no Content-Type, others may send text/plain."""
+    if not request.url.path.startswith("/v1/"):
+        return
+    headers = [(k, v) for k, v in request.scope["headers"] if k != b"content-type"]
+    headers.append((b"content-type", b"application/json"))
+    request.scope["headers"] = headers
+
+
+def _install_ops(app: FastAPI) -> None:
+    @app.get("/healthz", response_model=models.HealthResponse, tags=["operations"])
+    def healthz() -> models.HealthResponse:
+        """The process is up (no dependency checked)."""
+        return models.HealthResponse(status="ok")
+
+    @app.get("/readyz", response_model=models.HealthResponse, tags=["operations"])
+    def readyz(request: Request) -> Response:
+        """Postgres answers and its schema is at the migrations' head; 503 otherwise."""
+        service: ServiceState = request.app.state.service
+        try:
+            current = migrate.current(service.catalog.engine)
+            heads = migrate.heads()
+        except Exception as e:
+            return errors.error_response(503, f"metastore unreachable: {type(e).__name__}")
+        if current not in heads:
+            return errors.error_response(503, f"metastore schema at {current}, expected {heads}")
+        body = models.HealthResponse(status="ready", detail={"revision": current, "replica": service.replica})
+        return Response(body.model_dump_json(by_alias=True), media_type="application/json")
+
+    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    def prometheus(request: Request) -> Response:
+        """This process's request, commit and auth metrics, then the event log's commit and lock
+        metrics (every writer's, computed in SQL on each scrape)."""
+        service: ServiceState = request.app.state.service
+        text = generate_latest(service.metrics.registry).decode("utf-8")
+        if service.settings.event_log_metrics:
+            text += event_log_metrics.scrape(service.catalog.engine)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,213 @@
+"""Conversions between the protocol's bodies (service.models) and paimon_meta's objects, and listing
+helpers (paging by name, SQL LIKE patterns). No IO here."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from paimon_meta.catalog.registry import TableRow
+from paimon_meta.catalog.statistics import PartitionDelta
+from paimon_meta.errors import ValidationError
+from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
+from paimon_meta.service import models
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.spec.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
+from paimon_meta.table import schema_change
+
+#: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").
+SERVICE_OWNER = "paimon_meta"
+MAX_PAGE = 1000
+
+
+def millis(value: datetime | None) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+def schema_body(schema: TableSchema) -> models.SchemaBody:
+    return models.SchemaBody(
+        fields=[f.to_json() for f in schema.fields],
+        partition_keys=list(schema.partition_keys),
+        primary_keys=list(schema.primary_keys),
+        options=dict(schema.options),
+        comment=schema.comment,
+    )
+
+
+def table_response_id(row: TableRow) -> str:
+    """The table's ``id`` in the protocol (its uuid; pypaimon sends it back as the commit's ``tableId``)."""
+    return str(row.table_uuid) if row.table_uuid is not None else f"table-{row.table_id}"
+
+
+def table_response(row: TableRow, schema: TableSchema, location: str) -> models.GetTableResponse:
+    return models.GetTableResponse(
+        id=table_response_id(row),
+        name=row.name,
+        path=location,
+        is_external=False,
+        schema_id=schema.id,
+        schema=schema_body(schema),
+        owner=SERVICE_OWNER,
+        created_at=millis(row.created_at),
+        created_by=SERVICE_OWNER,
+        updated_at=millis(row.updated_at),
+        updated_by=SERVICE_OWNER,
+    )
+
+
+def _max_id(data_type: DataType) -> int:
+    if isinstance(data_type, RowType):
+        return max((max(f.id, _max_id(f.type)) for f in data_type.fields), default=-1)
+    if isinstance(data_type, (ArrayType, MultisetType)):
+        return _max_id(data_type.element)
+    if isinstance(data_type, MapType):
+        return max(_max_id(data_type.key), _max_id(data_type.value))
+    return -1
+
+
+def _fields(raw: Sequence[Any], where: str) -> list[DataField]:
+    out = []
+    for i, obj in enumerate(raw):
+        try:
+            out.append(DataField.from_json(obj))
+        except ValidationError as e:
+            raise ValidationError(f"{where}[{i}]: {e.message}", field=f"{where}[{i}]") from e
+    return out
+
+
+def table_schema(body: models.SchemaBody) -> TableSchema:
+    """``schema-0`` for a create-table request: the client's field ids kept, ``highestFieldId``
+    computed over nested types too."""
+    fields = _fields(body.fields, "schema.fields")
+    if not fields:
+        raise ValidationError("schema.fields must name at least one column", field="schema.fields")
+    highest = max(max(f.id, _max_id(f.type)) for f in fields)
+    return TableSchema(
+        id=0,
+        fields=tuple(fields),
+        highest_field_id=highest,
+        partition_keys=tuple(body.partition_keys),
+        primary_keys=tuple(body.primary_keys),
+        options=dict(body.options),
+        comment=body.comment,
+        time_millis=int(time.time() * 1000),
+    )
+
+
+def _one_name(change: dict[str, Any], action: str) -> str:
+    names = change.get("fieldNames")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
+        raise ValidationError(f"{action}.fieldNames must be a non-empty list of names", field="fieldNames")
+    if len(names) != 1:
+        raise ValidationError(f"{action} of a nested field {names} is not supported", field="fieldNames")
+    return str(names[0])
+
+
+def _text(change: dict[str, Any], key: str, action: str, *, nullable: bool = False) -> Any:
+    value = change.get(key)
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(f"{action}.{key} must be a string, got {value!r}", field=key)
+    return value
+
+
+def schema_changes(raw: Sequence[dict[str, Any]]) -> list[schema_change.SchemaChange]:
+    """The protocol's SchemaChange objects as the library's changes; an action the library does not
+    implement is refused by name (``UnsupportedError``, 501), never skipped."""
+    from paimon_meta.errors import UnsupportedError
+    from paimon_meta.spec.types import parse_type
+
+    out: list[schema_change.SchemaChange] = []
+    for change in raw:
+        action = change.get("action")
+        if action == "setOption":
+            out.append(schema_change.SetOption(_text(change, "key", action), _text(change, "value", action)))
+        elif action == "removeOption":
+            out.append(schema_change.RemoveOption(_text(change, "key", action)))
+        elif action == "updateComment":
+            out.append(schema_change.UpdateComment(_text(change, "comment", action, nullable=True)))
+        elif action == "addColumn":
+            if change.get("move") is not None:
+                raise UnsupportedError("addColumn with a move is not supported")
+            try:
+                data_type = parse_type(change.get("dataType"))
+            except ValidationError as e:
+                raise ValidationError(f"addColumn.dataType: {e.message}", field="dataType") from e
+            out.append(
+                schema_change.AddColumn(
+                    _one_name(change, action), data_type, _text(change, "comment", action, nullable=True)
+                )
+            )
+        elif action == "renameColumn":
+            out.append(
+                schema_change.RenameColumn(_one_name(change, action), _text(change, "newName", action))
+            )
+        elif action == "updateColumnComment":
+            out.append(
+                schema_change.UpdateColumnComment(
+                    _one_name(change, action), _text(change, "newComment", action, nullable=True)
+                )
+            )
+        elif isinstance(action, str) and action:
+            raise UnsupportedError(f"schema change {action!r} is not supported by this catalog")
+        else:
+            raise ValidationError(f"a schema change needs an 'action', got {change!r}", field="action")
+    return out
+
+
+def commit_snapshot(body: models.CommitTableRequest) -> Snapshot:
+    """The request's snapshot through the snapshot file parser (typed errors name the member)."""
+    try:
+        return snapshot_from_json(json.dumps(body.snapshot))
+    except Exception as e:
+        message = getattr(e, "message", str(e))
+        raise ValidationError(f"snapshot: {message}", field="snapshot") from e
+
+
+def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(snapshot_to_json(snapshot))
+    return result
+
+
+def deltas(body: models.CommitTableRequest) -> list[PartitionDelta]:
+    return [
+        PartitionDelta(
+            spec=dict(s.spec),
+            record_count=s.record_count,
+            file_size_in_bytes=s.file_size_in_bytes,
+            file_count=s.file_count,
+            last_file_creation_time=s.last_file_creation_time,
+            total_buckets=s.total_buckets,
+        )
+        for s in body.statistics
+    ]
+
+
+def like(pattern: str | None) -> re.Pattern[str] | None:
+    """A SQL LIKE pattern (``%`` any run, ``_`` one character) as a regex; None matches all."""
+    if not pattern:
+        return None
+    parts = (".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def page(
+    names: Sequence[str], *, max_results: int | None, page_token: str | None, pattern: str | None = None
+) -> tuple[list[str], str | None]:
+    """Names after ``page_token`` (the last name of the previous page), sorted, at most
+    ``max_results`` (no limit when None); the next token is null on the last page."""
+    if max_results is not None and not 0 < max_results <= MAX_PAGE:
+        raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
+    regex = like(pattern)
+    selected = sorted(
+        n for n in names if (regex is None or regex.fullmatch(n)) and (not page_token or n > page_token)
+    )
+    if max_results is None or len(selected) <= max_results:
+        return selected, None
+    return selected[:max_results], selected[max_results - 1]

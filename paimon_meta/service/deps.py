@@ -1,0 +1,35 @@
+"""Small helpers every route uses: the process state, the catalog behind the request's prefix, and
+identifiers validated as the library validates them."""
+
+from __future__ import annotations
+
+from fastapi import Request
+
+from paimon_meta.catalog.registry import validate_identifier
+from paimon_meta.catalog_api import Catalog
+from paimon_meta.errors import NotFoundError
+from paimon_meta.service.state import ServiceState
+
+#: The path prefix of catalog routes: ``/v1/<catalog name>`` (the ``prefix`` from ``/v1/config``).
+CATALOG = "/v1/{prefix}"
+
+
+def state_of(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+def catalog_of(request: Request) -> Catalog:
+    """The catalog; 404 when the path's prefix is not this server's catalog name."""
+    state = state_of(request)
+    prefix = request.path_params.get("prefix")
+    if prefix is not None and prefix != state.settings.catalog_name:
+        raise NotFoundError(
+            f"no catalog {prefix!r} here (this server serves {state.settings.catalog_name!r})"
+        )
+    return state.catalog
+
+
+def table_identifier(database: str, table: str) -> str:
+    """``database.table``, both validated (``..``, ``/``, quotes, NUL and the like are refused)."""
+    return f"{validate_identifier('database', database)}.{validate_identifier('table', table)}"

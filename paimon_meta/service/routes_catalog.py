@@ -1,0 +1,198 @@
+"""Config, databases and tables (the REST catalog's first ring). Handlers are thin: check, call the
+catalog, convert. They are plain ``def``s, so FastAPI runs them in the bounded worker pool."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from paimon_meta.catalog.principals import Access
+from paimon_meta.catalog.registry import validate_identifier
+from paimon_meta.db.models import Privilege
+from paimon_meta.errors import NotFoundError
+from paimon_meta.service import convert, models
+from paimon_meta.service.auth import Require
+from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
+from paimon_meta.service.errors import ForbiddenError
+
+router = APIRouter()
+
+READ_DATABASE = Depends(Require(Privilege.READ, "database"))
+ADMIN_CATALOG = Depends(Require(Privilege.ADMIN, "catalog"))
+ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
+READ_TABLE = Depends(Require(Privilege.READ, "table"))
+ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
+AUTHENTICATED = Depends(Require(None))
+MaxResults = Annotated[int | None, Query(alias="maxResults")]
+PageToken = Annotated[str | None, Query(alias="pageToken")]
+
+
+@router.get("/v1/config", response_model=models.ConfigResponse, tags=["config"])
+def get_config(
+    request: Request, access: Annotated[Access, AUTHENTICATED], warehouse: str | None = None
+) -> models.ConfigResponse:
+    """The catalog's prefix (its name) and the client options the server fixes. ``warehouse`` (the
+    catalog name; pypaimon 2.1.0 sends it URL-encoded twice) must name this catalog when given."""
+    state = state_of(request)
+    name = state.settings.catalog_name
+    if warehouse is not None and warehouse not in (name, _decoded(warehouse)):
+        raise NotFoundError(f"no catalog {warehouse!r} here (this server serves {name!r})")
+    return models.ConfigResponse(defaults={"prefix": name}, overrides={"data-token.enabled": "false"})
+
+
+def _decoded(value: str) -> str:
+    from urllib.parse import unquote_plus
+
+    return unquote_plus(value)
+
+
+# ---- databases -----------------------------------------------------------------------------------------
+
+
+@router.get(f"{CATALOG}/databases", response_model=models.ListDatabasesResponse, tags=["databases"])
+def list_databases(
+    request: Request,
+    access: Annotated[Access, AUTHENTICATED],
+    max_results: MaxResults = None,
+    page_token: PageToken = None,
+    pattern: Annotated[str | None, Query(alias="databaseNamePattern")] = None,
+) -> models.ListDatabasesResponse:
+    """Databases the caller's grants reach."""
+    names = [n for n in catalog_of(request).list_databases() if access.sees_database(n)]
+    items, token = convert.page(names, max_results=max_results, page_token=page_token, pattern=pattern)
+    return models.ListDatabasesResponse(databases=items, next_page_token=token)
+
+
+@router.post(f"{CATALOG}/databases", tags=["databases"], dependencies=[ADMIN_CATALOG])
+def create_database(request: Request, body: models.CreateDatabaseRequest) -> Response:
+    catalog = catalog_of(request)
+    name = validate_identifier("database", body.name)
+    catalog.create_database(name, ignore_if_exists=False)
+    if body.options:
+        catalog.alter_database(name, updates=body.options, removals=[])
+    return Response(status_code=200)
+
+
+@router.get(
+    f"{CATALOG}/databases/{{database}}",
+    response_model=models.GetDatabaseResponse,
+    tags=["databases"],
+    dependencies=[READ_DATABASE],
+)
+def get_database(request: Request, database: str) -> models.GetDatabaseResponse:
+    row = catalog_of(request).get_database(database)
+    return models.GetDatabaseResponse(
+        id=None if row.database_id is None else str(row.database_id),
+        name=row.name,
+        location=row.location,
+        options=dict(row.properties),
+        owner=convert.SERVICE_OWNER,
+        created_at=convert.millis(row.created_at),
+        created_by=convert.SERVICE_OWNER,
+    )
+
+
+@router.post(f"{CATALOG}/databases/{{database}}", tags=["databases"], dependencies=[ADMIN_DATABASE])
+def alter_database(request: Request, database: str, body: models.AlterDatabaseRequest) -> Response:
+    catalog_of(request).alter_database(database, updates=body.updates, removals=body.removals)
+    return Response(status_code=200)
+
+
+@router.delete(f"{CATALOG}/databases/{{database}}", tags=["databases"], dependencies=[ADMIN_DATABASE])
+def drop_database(request: Request, database: str) -> Response:
+    catalog_of(request).drop_database(database)
+    return Response(status_code=200)
+
+
+# ---- tables --------------------------------------------------------------------------------------------
+
+
+@router.get(
+    f"{CATALOG}/databases/{{database}}/tables", response_model=models.ListTablesResponse, tags=["tables"]
+)
+def list_tables(
+    request: Request,
+    database: str,
+    access: Annotated[Access, AUTHENTICATED],
+    max_results: MaxResults = None,
+    page_token: PageToken = None,
+    pattern: Annotated[str | None, Query(alias="tableNamePattern")] = None,
+) -> models.ListTablesResponse:
+    """Tables of ``database`` the caller may read."""
+    if not access.sees_database(database):
+        raise ForbiddenError(
+            f"principal {access.principal!r} has no grant in database {database!r}",
+            resource_type="DATABASE",
+            resource_name=database,
+        )
+    names = [
+        n for n in catalog_of(request).list_tables(database) if access.allows(Privilege.READ, database, n)
+    ]
+    items, token = convert.page(names, max_results=max_results, page_token=page_token, pattern=pattern)
+    return models.ListTablesResponse(tables=items, next_page_token=token)
+
+
+@router.post(f"{CATALOG}/databases/{{database}}/tables", tags=["tables"], dependencies=[ADMIN_DATABASE])
+def create_table(request: Request, database: str, body: models.CreateTableRequest) -> Response:
+    if body.identifier.database != database:
+        raise_field("identifier.database", f"{body.identifier.database!r} is not the path's {database!r}")
+    identifier = table_identifier(database, body.identifier.object)
+    catalog_of(request).create_table_from_schema(identifier, convert.table_schema(body.schema_))
+    return Response(status_code=200)
+
+
+@router.get(
+    f"{CATALOG}/databases/{{database}}/tables/{{table}}",
+    response_model=models.GetTableResponse,
+    tags=["tables"],
+    dependencies=[READ_TABLE],
+)
+def get_table(request: Request, database: str, table: str) -> models.GetTableResponse:
+    catalog = catalog_of(request)
+    identifier = table_identifier(database, table)
+    row = catalog.table_row(identifier)
+    loaded = catalog.get_table(identifier)
+    return convert.table_response(row, loaded.schema, loaded.path)
+
+
+@router.post(
+    f"{CATALOG}/databases/{{database}}/tables/{{table}}", tags=["tables"], dependencies=[ADMIN_TABLE]
+)
+def alter_table(request: Request, database: str, table: str, body: models.AlterTableRequest) -> Response:
+    catalog_of(request).alter_table_changes(
+        table_identifier(database, table), convert.schema_changes(body.changes)
+    )
+    return Response(status_code=200)
+
+
+@router.delete(
+    f"{CATALOG}/databases/{{database}}/tables/{{table}}", tags=["tables"], dependencies=[ADMIN_TABLE]
+)
+def drop_table(request: Request, database: str, table: str) -> Response:
+    catalog_of(request).drop_table(table_identifier(database, table))
+    return Response(status_code=200)
+
+
+@router.post(f"{CATALOG}/tables/rename", tags=["tables"])
+def rename_table(
+    request: Request, body: models.RenameTableRequest, access: Annotated[Access, AUTHENTICATED]
+) -> Response:
+    """Needs admin on the source table and on the destination database."""
+    src, dst = body.source, body.destination
+    for ok, target in (
+        (access.allows(Privilege.ADMIN, src.database, src.object), f"{src.database}.{src.object}"),
+        (access.allows(Privilege.ADMIN, dst.database), dst.database),
+    ):
+        if not ok:
+            raise ForbiddenError(f"principal {access.principal!r} has no admin grant on {target}")
+    catalog_of(request).rename_table(
+        table_identifier(src.database, src.object), table_identifier(dst.database, dst.object)
+    )
+    return Response(status_code=200)
+
+
+def raise_field(field: str, message: str) -> None:
+    from paimon_meta.errors import ValidationError
+
+    raise ValidationError(f"{field}: {message}", field=field)

@@ -1,0 +1,229 @@
+"""Snapshots, commits, partitions and tags of one table."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from paimon_meta.catalog.principals import Access
+from paimon_meta.catalog.statistics import TableStatistics, list_partitions, table_statistics
+from paimon_meta.commit.snapshot_commit import SnapshotCommitRequest
+from paimon_meta.db.models import Privilege
+from paimon_meta.errors import SnapshotNotFoundError, TableNotFoundError
+from paimon_meta.ops import tags as tag_ops
+from paimon_meta.service import convert, models
+from paimon_meta.service.auth import Require
+from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
+from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.tags import TagManager
+
+router = APIRouter()
+
+TABLE = f"{CATALOG}/databases/{{database}}/tables/{{table}}"
+READ = Depends(Require(Privilege.READ, "table"))
+WRITE = Depends(Require(Privilege.WRITE, "table"))
+
+
+@router.get(
+    f"{TABLE}/snapshot",
+    response_model=models.GetTableSnapshotResponse,
+    tags=["snapshots"],
+    dependencies=[READ],
+)
+def get_snapshot(request: Request, database: str, table: str) -> models.GetTableSnapshotResponse:
+    """The latest snapshot on storage with the table's totals; 404 ``SNAPSHOT`` when it has none."""
+    catalog = catalog_of(request)
+    identifier = table_identifier(database, table)
+    row = catalog.table_row(identifier)
+    snapshots = state_of(request).snapshot_manager(row)
+    latest = snapshots.latest_snapshot()
+    if latest is None:
+        raise SnapshotNotFoundError(f"table {identifier} has no snapshot yet", resource_name=identifier)
+    stats = table_statistics(catalog.engine, row.table_id)
+    if not stats.complete:
+        stats = _scanned_statistics(request, identifier, latest)
+    return models.GetTableSnapshotResponse(
+        snapshot=models.TableSnapshot(
+            snapshot=convert.snapshot_json(latest),
+            record_count=stats.record_count,
+            file_size_in_bytes=stats.file_size_in_bytes,
+            file_count=stats.file_count,
+            last_file_creation_time=stats.last_file_creation_time,
+        )
+    )
+
+
+def _scanned_statistics(request: Request, identifier: str, latest: Snapshot) -> TableStatistics:
+    """Totals read from the manifests, for a table whose kept statistics miss a snapshot (one another
+    engine published, or one from before the statistics were kept)."""
+    table = catalog_of(request).get_table(identifier)
+    files = table.new_read_builder().with_snapshot(latest.id).new_scan().file_store_scan.plan_files()
+    return TableStatistics(
+        record_count=sum(e.file.row_count for e in files),
+        file_size_in_bytes=sum(e.file.file_size for e in files),
+        file_count=len(files),
+        last_file_creation_time=max((e.file.creation_time or 0 for e in files), default=0),
+        complete=True,
+    )
+
+
+@router.post(
+    f"{TABLE}/commit", response_model=models.CommitTableResponse, tags=["snapshots"], dependencies=[WRITE]
+)
+def commit_table(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.CommitTableRequest,
+    access: Annotated[Access, WRITE],
+) -> models.CommitTableResponse:
+    """Commit a snapshot the client built (see ``paimon_meta.commit.snapshot_commit``): ``success:
+    false`` when its base is no longer the latest snapshot (the client rebuilds and retries)."""
+    state = state_of(request)
+    catalog = catalog_of(request)
+    identifier = table_identifier(database, table)
+    row = catalog.table_row(identifier)
+    table_id = convert.table_response_id(row)
+    if body.table_id is not None and body.table_id != table_id:
+        raise TableNotFoundError(
+            f"table {identifier} is {table_id}, not {body.table_id} (dropped and re-created?)",
+            resource_name=identifier,
+        )
+    snapshot = convert.commit_snapshot(body)
+    committer = catalog.snapshot_committer(row, state.snapshot_manager(row), principal=access.principal)
+    started = time.monotonic()
+    outcome = "failed"
+    try:
+        result = committer.commit(
+            SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))
+        )
+        outcome = "published" if result.success else "conflict"
+    except Exception as e:
+        outcome = "rejected" if getattr(e, "fields", None) is not None and _is_client_error(e) else "failed"
+        raise
+    finally:
+        state.metrics.commits.labels(outcome=outcome).inc()
+        state.metrics.commit_latency.observe(time.monotonic() - started)
+    return models.CommitTableResponse(success=result.success)
+
+
+def _is_client_error(e: Exception) -> bool:
+    from paimon_meta.errors import ValidationError
+
+    return isinstance(e, ValidationError)
+
+
+@router.get(
+    f"{TABLE}/partitions",
+    response_model=models.ListPartitionsResponse,
+    tags=["partitions"],
+    dependencies=[READ],
+)
+def list_table_partitions(
+    request: Request,
+    database: str,
+    table: str,
+    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    pattern: Annotated[str | None, Query(alias="partitionNamePattern")] = None,
+) -> models.ListPartitionsResponse:
+    """Partitions with their totals, from the statistics the commit path keeps (no manifest scan).
+    501 when they miss a snapshot (another engine's): the client then scans the manifests itself."""
+    catalog = catalog_of(request)
+    row = catalog.table_row(table_identifier(database, table))
+    if not table_statistics(catalog.engine, row.table_id).complete:
+        from paimon_meta.errors import UnsupportedError
+
+        raise UnsupportedError(
+            "partition statistics of this table miss a snapshot published outside the catalog; "
+            "list its partitions from the manifests"
+        )
+    partitions = {_partition_name(p.spec): p for p in list_partitions(catalog.engine, row.table_id)}
+    names, token = convert.page(
+        list(partitions), max_results=max_results, page_token=page_token, pattern=pattern
+    )
+    return models.ListPartitionsResponse(
+        partitions=[
+            models.Partition(
+                spec=partitions[n].spec,
+                record_count=partitions[n].record_count,
+                file_size_in_bytes=partitions[n].file_size_in_bytes,
+                file_count=partitions[n].file_count,
+                last_file_creation_time=partitions[n].last_file_creation_time,
+                total_buckets=partitions[n].total_buckets,
+            )
+            for n in names
+        ],
+        next_page_token=token,
+    )
+
+
+def _partition_name(spec: dict[str, str]) -> str:
+    return "/".join(f"{k}={v}" for k, v in spec.items())
+
+
+# ---- tags ----------------------------------------------------------------------------------------------
+
+
+@router.post(f"{TABLE}/tags", tags=["tags"], dependencies=[WRITE])
+def create_tag(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.CreateTagRequest,
+    access: Annotated[Access, WRITE],
+) -> Response:
+    if body.time_retained is not None:
+        from paimon_meta.errors import UnsupportedError
+
+        raise UnsupportedError("tags with timeRetained are not supported (they would never expire)")
+    tag_ops.create_tag(
+        catalog_of(request),
+        table_identifier(database, table),
+        body.tag_name,
+        body.snapshot_id,
+        principal=access.principal,
+    )
+    return Response(status_code=200)
+
+
+@router.get(f"{TABLE}/tags", response_model=models.ListTagsResponse, tags=["tags"], dependencies=[READ])
+def list_tags(
+    request: Request,
+    database: str,
+    table: str,
+    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    prefix_filter: Annotated[str | None, Query(alias="tagNamePrefix")] = None,
+) -> models.ListTagsResponse:
+    names = _tags(request, database, table).names()
+    if prefix_filter:
+        names = [n for n in names if n.startswith(prefix_filter)]
+    items, token = convert.page(names, max_results=max_results, page_token=page_token)
+    return models.ListTagsResponse(tags=items, next_page_token=token)
+
+
+@router.get(f"{TABLE}/tags/{{tag}}", response_model=models.GetTagResponse, tags=["tags"], dependencies=[READ])
+def get_tag(request: Request, database: str, table: str, tag: str) -> models.GetTagResponse:
+    found = _tags(request, database, table).get(tag)
+    return models.GetTagResponse(
+        tag_name=found.name, snapshot=convert.snapshot_json(found.snapshot), tag_create_time=found.created_ms
+    )
+
+
+@router.delete(f"{TABLE}/tags/{{tag}}", tags=["tags"], dependencies=[WRITE])
+def delete_tag(
+    request: Request, database: str, table: str, tag: str, access: Annotated[Access, WRITE]
+) -> Response:
+    tag_ops.delete_tag(
+        catalog_of(request), table_identifier(database, table), tag, principal=access.principal
+    )
+    return Response(status_code=200)
+
+
+def _tags(request: Request, database: str, table: str) -> TagManager:
+    catalog = catalog_of(request)
+    row = catalog.table_row(table_identifier(database, table))
+    return TagManager(catalog.file_io, row.location or catalog.table_location(row.database, row.name))
