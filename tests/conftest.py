@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.interop",
     "tests.fixtures.spark",
+    "tests.fixtures.service",
 ]

@@ -237,9 +237,14 @@ class Registry:
                 )
             ).first()
             if row is not None:
-                db = row[0]
+                db = row._mapping  # a Core select of the model: its columns, not an ORM object
                 return DatabaseRow(
-                    db.database_id, db.catalog_key, name, db.location, dict(db.properties), db.created_at
+                    db["database_id"],
+                    db["catalog_key"],
+                    name,
+                    db["location"],
+                    dict(db["properties"]),
+                    db["created_at"],
                 )
             props = {
                 r.property_key: r.property_value or ""

@@ -121,6 +121,7 @@ class SnapshotCommitter:
         ``CommitOutcomeUnknownError`` (the snapshot may be on storage: the client must re-read)."""
         snap = request.snapshot
         validate_snapshot_files(self.snapshots, snap)
+        self._precheck_id(request)
         row = self.guard.table_row
         ref = CommitRef.new(
             table_id=row.table_id,
@@ -210,6 +211,19 @@ class SnapshotCommitter:
                 )
             crashpoints.reached(CrashPoint.AFTER_EVENT)
             return SnapshotCommitResult(True, commit_id, snap.id)
+
+    def _precheck_id(self, request: SnapshotCommitRequest) -> None:
+        """Refuse a malformed id before anything is recorded: when the base is the latest snapshot as
+        read now (without the lock), the id must follow it. Checked again under the lock."""
+        latest = self.snapshots.latest_snapshot()
+        base = None if latest is None else latest.uuid
+        if request.base_snapshot_uuid == base and (latest is None or latest.uuid is not None):
+            expected = 1 if latest is None else latest.id + 1
+            if request.snapshot.id != expected:
+                raise ValidationError(
+                    f"snapshot.id must be {expected} (the latest snapshot + 1), got {request.snapshot.id}",
+                    field="snapshot.id",
+                )
 
     @staticmethod
     def _check_base(latest: Snapshot | None, request: SnapshotCommitRequest) -> None:

@@ -36,7 +36,7 @@ def get_config(
     catalog name; pypaimon 2.1.0 sends it URL-encoded twice) must name this catalog when given."""
     state = state_of(request)
     name = state.settings.catalog_name
-    if warehouse is not None and warehouse not in (name, _decoded(warehouse)):
+    if warehouse is not None and name not in (warehouse, _decoded(warehouse)):
         raise NotFoundError(f"no catalog {warehouse!r} here (this server serves {name!r})")
     return models.ConfigResponse(defaults={"prefix": name}, overrides={"data-token.enabled": "false"})
 

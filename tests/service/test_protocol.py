@@ -1,0 +1,375 @@
+"""The REST catalog protocol in-process: shapes pypaimon relies on, the commit's checks, and bad input
+(4xx with the protocol's error body, nothing changed)."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from paimon_meta.catalog_api import Catalog
+from paimon_meta.table.snapshots import SchemaManager
+from tests.fixtures.service import make_principal
+from tests.service.helpers import P, auth, commit_body, seed, state_of_storage
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def admin(service_catalog: Catalog) -> dict[str, str]:
+    return auth(make_principal(service_catalog, "admin", [("admin", None, None)]))
+
+
+def _error(response: Any, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert set(body) == {"message", "resourceType", "resourceName", "code"}
+    assert body["code"] == status
+    assert "Traceback" not in response.text and 'File "' not in response.text
+    return body
+
+
+def test_config_prefix_and_overrides(service_client: TestClient, admin: dict[str, str]) -> None:
+    r = service_client.get("/v1/config", params={"warehouse": "paimon"}, headers=admin)
+    assert r.json() == {"defaults": {"prefix": "paimon"}, "overrides": {"data-token.enabled": "false"}}
+    # pypaimon 2.1.0 encodes the warehouse twice: "paimon" is unchanged, but a name with a space is not
+    twice = urllib.parse.quote_plus(urllib.parse.quote_plus("paimon"))
+    assert service_client.get(f"/v1/config?warehouse={twice}", headers=admin).status_code == 200
+    _error(service_client.get("/v1/config", params={"warehouse": "other"}, headers=admin), 404)
+
+
+def test_databases(service_client: TestClient, admin: dict[str, str]) -> None:
+    for name in ("a1", "b2", "b3"):
+        assert service_client.post(
+            f"{P}/databases", content=json.dumps({"name": name}), headers=admin
+        ).is_success
+    body = _error(service_client.post(f"{P}/databases", json={"name": "a1"}, headers=admin), 409)
+    assert body["resourceType"] == "DATABASE"
+    first = service_client.get(f"{P}/databases", params={"maxResults": 2}, headers=admin).json()
+    assert first == {"databases": ["a1", "b2"], "nextPageToken": "b2"}
+    rest = service_client.get(f"{P}/databases", params={"maxResults": 2, "pageToken": "b2"}, headers=admin)
+    assert rest.json() == {"databases": ["b3"], "nextPageToken": None}
+    like = service_client.get(f"{P}/databases", params={"databaseNamePattern": "b%"}, headers=admin)
+    assert like.json()["databases"] == ["b2", "b3"]
+    assert service_client.post(
+        f"{P}/databases/a1", json={"updates": {"owner": "ops"}, "removals": []}, headers=admin
+    ).is_success
+    got = service_client.get(f"{P}/databases/a1", headers=admin).json()
+    assert got["name"] == "a1" and got["options"] == {"owner": "ops"} and got["location"].endswith("a1.db")
+    assert service_client.delete(f"{P}/databases/a1", headers=admin).is_success
+    assert _error(service_client.get(f"{P}/databases/a1", headers=admin), 404)["resourceType"] == "DATABASE"
+
+
+def _create_table_body(name: str) -> dict[str, Any]:
+    return {
+        "identifier": {"database": "db", "object": name},
+        "schema": {
+            "fields": [
+                {"id": 0, "name": "id", "type": "BIGINT NOT NULL"},
+                {"id": 1, "name": "tags", "type": {"type": "ARRAY", "element": "STRING", "nullable": True}},
+                {
+                    "id": 2,
+                    "name": "r",
+                    "type": {"type": "ROW", "fields": [{"id": 3, "name": "x", "type": "INT"}]},
+                },
+            ],
+            "partitionKeys": [],
+            "primaryKeys": ["id"],
+            "options": {"bucket": "2"},
+            "comment": "c",
+        },
+    }
+
+
+def test_tables_create_get_alter_rename_drop(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+) -> None:
+    service_client.post(f"{P}/databases", json={"name": "db"}, headers=admin)
+    assert service_client.post(
+        f"{P}/databases/db/tables", json=_create_table_body("t"), headers=admin
+    ).is_success
+    _error(service_client.post(f"{P}/databases/db/tables", json=_create_table_body("t"), headers=admin), 409)
+    got = service_client.get(f"{P}/databases/db/tables/t", headers=admin).json()
+    for key in ("id", "name", "path", "isExternal", "schemaId", "schema", "owner", "createdAt", "updatedBy"):
+        assert got[key] is not None, key
+    assert got["schemaId"] == 0 and got["schema"]["primaryKeys"] == ["id"]
+    assert [f["name"] for f in got["schema"]["fields"]] == ["id", "tags", "r"]
+    assert SchemaManager(service_catalog.file_io, got["path"]).schema(0).highest_field_id == 3
+
+    changes = [
+        {"action": "setOption", "key": "snapshot.num-retained.min", "value": "5"},
+        {"action": "addColumn", "fieldNames": ["extra"], "dataType": "STRING", "comment": None, "move": None},
+        {"action": "updateComment", "comment": "new"},
+    ]
+    assert service_client.post(
+        f"{P}/databases/db/tables/t", json={"changes": changes}, headers=admin
+    ).is_success
+    got = service_client.get(f"{P}/databases/db/tables/t", headers=admin).json()
+    assert got["schemaId"] == 1 and got["schema"]["comment"] == "new"
+    assert got["schema"]["options"]["snapshot.num-retained.min"] == "5"
+    assert got["schema"]["fields"][-1] == {"id": 4, "name": "extra", "type": "STRING"}
+    # one ALTER, one schema file
+    assert SchemaManager(service_catalog.file_io, got["path"]).list_ids() == [0, 1]
+    unsupported = [{"action": "updateColumnType", "fieldNames": ["extra"], "newDataType": "INT"}]
+    body = _error(
+        service_client.post(f"{P}/databases/db/tables/t", json={"changes": unsupported}, headers=admin), 501
+    )
+    assert "updateColumnType" in body["message"]
+    immutable = [{"action": "setOption", "key": "bucket", "value": "4"}]
+    _error(service_client.post(f"{P}/databases/db/tables/t", json={"changes": immutable}, headers=admin), 400)
+    assert SchemaManager(service_catalog.file_io, got["path"]).list_ids() == [0, 1]
+
+    listed = service_client.get(f"{P}/databases/db/tables", params={"tableNamePattern": "t%"}, headers=admin)
+    assert listed.json() == {"tables": ["t"], "nextPageToken": None}
+    rename = {"source": {"database": "db", "object": "t"}, "destination": {"database": "db", "object": "u"}}
+    assert service_client.post(f"{P}/tables/rename", json=rename, headers=admin).is_success
+    _error(service_client.get(f"{P}/databases/db/tables/t", headers=admin), 404)
+    assert service_client.get(f"{P}/databases/db/tables/u", headers=admin).json()["path"] == got["path"]
+    assert service_client.delete(f"{P}/databases/db/tables/u", headers=admin).is_success
+    assert (
+        _error(service_client.get(f"{P}/databases/db/tables/u", headers=admin), 404)["resourceType"]
+        == "TABLE"
+    )
+
+
+def test_unwritable_table_is_refused_by_name(service_client: TestClient, admin: dict[str, str]) -> None:
+    service_client.post(f"{P}/databases", json={"name": "db"}, headers=admin)
+    body = _create_table_body("pu")
+    body["schema"]["options"] = {"bucket": "2", "merge-engine": "partial-update"}
+    assert (
+        "merge-engine"
+        in _error(service_client.post(f"{P}/databases/db/tables", json=body, headers=admin), 501)["message"]
+    )
+    _error(service_client.get(f"{P}/databases/db/tables/pu", headers=admin), 404)
+
+
+def test_snapshot_before_and_after_commits(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+) -> None:
+    service_catalog.create_database("db")
+    service_client.post(f"{P}/databases/db/tables", json=_create_table_body("e"), headers=admin)
+    assert _error(service_client.get(f"{P}/databases/db/tables/e/snapshot", headers=admin), 404)[
+        "resourceType"
+    ] == ("SNAPSHOT")
+    base = seed(service_catalog)
+    got = service_client.get(f"{P}/databases/db/tables/t/snapshot", headers=admin).json()["snapshot"]
+    assert got["snapshot"]["id"] == 1 and got["snapshot"]["uuid"] == base.uuid
+    assert (got["recordCount"], got["fileCount"]) == (3, 2)  # the library's commit kept the statistics
+    assert got["fileSizeInBytes"] > 0 and got["lastFileCreationTime"] > 0
+    parts = service_client.get(f"{P}/databases/db/tables/t/partitions", headers=admin).json()
+    assert [(p["spec"], p["recordCount"], p["fileCount"]) for p in parts["partitions"]] == [
+        ({"p": "a"}, 2, 1),
+        ({"p": "b"}, 1, 1),
+    ]
+
+
+def test_commit_publishes_and_records(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+) -> None:
+    base = seed(service_catalog)
+    table_id = service_client.get(f"{P}/databases/db/tables/t", headers=admin).json()["id"]
+    stats = [
+        {
+            "spec": {"p": "a"},
+            "recordCount": -2,
+            "fileSizeInBytes": -1,
+            "fileCount": -1,
+            "lastFileCreationTime": 0,
+        },
+        {
+            "spec": {"p": "b"},
+            "recordCount": -1,
+            "fileSizeInBytes": -1,
+            "fileCount": -1,
+            "lastFileCreationTime": 0,
+        },
+    ]
+    body = commit_body(base, _table_id=table_id, _statistics=stats)
+    r = service_client.post(f"{P}/databases/db/tables/t/commit", content=json.dumps(body), headers=admin)
+    assert r.json() == {"success": True}
+    table = service_catalog.get_table("db.t")
+    assert table.snapshot_manager.latest_snapshot_id() == 2
+    assert table.snapshot_manager.snapshot(2).uuid == body["snapshot"]["uuid"]
+    assert table.snapshot_manager.snapshot(2).commit_user == "rest-user"
+    with service_catalog.engine.connect() as conn:
+        events = conn.execute(
+            text(
+                "SELECT event_type, principal, payload->>'source' AS source, snapshot_id FROM paimon_commit_events"
+                " WHERE commit_user = 'rest-user' ORDER BY event_id"
+            )
+        ).all()
+    assert [(e.event_type, e.principal) for e in events] == [
+        ("prepared", "admin"),
+        ("conflict_checked", "admin"),
+        ("snapshot_published", "admin"),
+    ]
+    assert events[0].source == "rest" and events[2].snapshot_id == 2
+    parts = service_client.get(f"{P}/databases/db/tables/t/partitions", headers=admin).json()["partitions"]
+    assert parts == []  # the deltas emptied both partitions
+
+    # The same (user, identifier, kind) again, on the new base: pypaimon reuses it for every batch
+    # commit of a write builder, so it is a new commit, not a duplicate.
+    again = commit_body(table.snapshot_manager.snapshot(2))
+    assert service_client.post(f"{P}/databases/db/tables/t/commit", json=again, headers=admin).json() == {
+        "success": True
+    }
+    assert table.snapshot_manager.latest_snapshot_id() == 3
+
+
+def test_stale_base_is_a_conflict_answer(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+) -> None:
+    base = seed(service_catalog)
+    first = commit_body(base)
+    assert service_client.post(f"{P}/databases/db/tables/t/commit", json=first, headers=admin).json()[
+        "success"
+    ]
+    stale = commit_body(base)  # built on snapshot 1 again: its base is no longer the latest
+    before = state_of_storage(service_catalog)
+    r = service_client.post(f"{P}/databases/db/tables/t/commit", json=stale, headers=admin)
+    assert r.status_code == 200 and r.json() == {"success": False}
+    assert state_of_storage(service_catalog) == before
+    with service_catalog.engine.connect() as conn:
+        reasons = (
+            conn.execute(
+                text(
+                    "SELECT payload->>'reason' FROM paimon_commit_events WHERE event_type = 'failed'"
+                    " AND payload->>'error_type' = 'CommitConflict'"
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert len(reasons) == 1 and "not the base" in reasons[0]
+
+
+def _bad_commits(service_catalog: Catalog, base: Any) -> list[tuple[str, Any, int]]:
+    other = seed(service_catalog, "db.other")
+    huge = json.dumps(commit_body(base, properties={"pad": "x" * (2 << 20)}))
+    return [
+        ("malformed JSON", '{"snapshot": {', 400),
+        ("snapshot not an object", json.dumps({"snapshot": 5}), 400),
+        ("id of the wrong type", json.dumps(commit_body(base, id="two")), 400),
+        ("statistics of the wrong type", json.dumps({**commit_body(base), "statistics": [{"spec": 1}]}), 400),
+        ("over the body limit", huge, 413),
+        (
+            "another table's manifest list",
+            json.dumps(commit_body(base, deltaManifestList=other.delta_manifest_list)),
+            400,
+        ),
+        (
+            "a path, not a file name",
+            json.dumps(commit_body(base, baseManifestList="../../other/manifest/x")),
+            400,
+        ),
+        ("not latest + 1", json.dumps(commit_body(base, id=5)), 400),
+        ("unknown schema", json.dumps(commit_body(base, schemaId=7)), 400),
+        ("unknown commit kind", json.dumps(commit_body(base, commitKind="MERGE")), 400),
+        ("another table's id", json.dumps(commit_body(base, _table_id="nope")), 404),
+    ]
+
+
+def test_bad_commits_change_nothing(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+) -> None:
+    base = seed(service_catalog)
+    cases = _bad_commits(service_catalog, base)
+    before = state_of_storage(service_catalog)
+    for what, content, status in cases:
+        r = service_client.post(f"{P}/databases/db/tables/t/commit", content=content, headers=admin)
+        body = _error(r, status)
+        assert body["message"], what
+        assert state_of_storage(service_catalog) == before, what
+    # validation failures are refused before anything is recorded
+    with service_catalog.engine.connect() as conn:
+        assert (
+            conn.execute(
+                text("SELECT count(*) FROM paimon_commit_events WHERE commit_user = 'rest-user'")
+            ).scalar()
+            == 0
+        )
+
+
+@pytest.mark.parametrize("name", ["..", "a.b", "a'b", 'a"b', "a\x00b", "a b", "ä"])
+def test_bad_identifiers_are_refused(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str], name: str
+) -> None:
+    seed(service_catalog)
+    # dots encoded too: a client would otherwise resolve a ".." segment itself
+    quoted = urllib.parse.quote(name, safe="").replace(".", "%2E")
+    for response in (
+        service_client.post(f"{P}/databases", json={"name": name}, headers=admin),
+        service_client.get(f"{P}/databases/db/tables/{quoted}", headers=admin),
+        service_client.post(f"{P}/databases/{quoted}/tables", json=_create_table_body("x"), headers=admin),
+        service_client.post(
+            f"{P}/databases/db/tables",
+            json={**_create_table_body("x"), "identifier": {"database": "db", "object": name}},
+            headers=admin,
+        ),
+    ):
+        assert 400 <= response.status_code < 500, response.text
+        _error(response, response.status_code)
+    assert service_catalog.list_databases() == ["db"]
+    assert service_catalog.list_tables("db") == ["t"]
+
+
+def test_slash_in_a_name_never_reaches_another_resource(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+) -> None:
+    seed(service_catalog)
+    r = service_client.get(f"{P}/databases/db/tables/t%2F..%2Fx/snapshot", headers=admin)
+    assert 400 <= r.status_code < 500
+
+
+def test_body_content_type_does_not_matter(service_client: TestClient, admin: dict[str, str]) -> None:
+    for i, ctype in enumerate((None, "text/plain", "application/octet-stream")):
+        headers = dict(admin)
+        if ctype:
+            headers["Content-Type"] = ctype
+        r = service_client.post(f"{P}/databases", content=json.dumps({"name": f"d{i}"}), headers=headers)
+        assert r.is_success, r.text
+
+
+def test_unknown_route_and_method_use_the_error_body(
+    service_client: TestClient, admin: dict[str, str]
+) -> None:
+    _error(service_client.get(f"{P}/nothing-here", headers=admin), 404)
+    _error(service_client.put(f"{P}/databases", headers=admin), 405)
+    _error(service_client.get("/v1/other-catalog/databases", headers=admin), 404)
+
+
+def test_openapi_document_lists_the_protocol(service_client: TestClient) -> None:
+    doc = service_client.get("/openapi.json").json()
+    paths = set(doc["paths"])
+    for path in (
+        "/v1/config",
+        "/v1/{prefix}/databases",
+        "/v1/{prefix}/databases/{database}/tables/{table}/commit",
+        "/v1/{prefix}/databases/{database}/tables/{table}/snapshot",
+        "/v1/{prefix}/databases/{database}/tables/{table}/partitions",
+        "/v1/{prefix}/databases/{database}/tables/{table}/tags/{tag}",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ):
+        assert path in paths, path
+    assert "CommitTableRequest" in doc["components"]["schemas"]
+
+
+def test_ops_endpoints(service_client: TestClient, admin: dict[str, str]) -> None:
+    assert service_client.get("/healthz").json()["status"] == "ok"
+    ready = service_client.get("/readyz").json()
+    assert ready["status"] == "ready" and ready["detail"]["revision"]
+    service_client.get(f"{P}/databases", headers=admin)
+    metrics = service_client.get("/metrics").text
+    assert (
+        'paimon_meta_service_requests_total{method="GET",route="/v1/{prefix}/databases",status="200"}'
+        in metrics
+    )
+    assert "paimon_meta_service_request_seconds_bucket" in metrics
+    assert "paimon_meta_lock_wait_seconds" in metrics  # the event log's metrics follow
+    assert service_client.get("/healthz").headers["x-request-id"]
