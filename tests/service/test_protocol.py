@@ -198,8 +198,8 @@ def test_commit_publishes_and_records(
     with service_catalog.engine.connect() as conn:
         events = conn.execute(
             text(
-                "SELECT event_type, principal, payload->>'source' AS source, snapshot_id FROM paimon_commit_events"
-                " WHERE commit_user = 'rest-user' ORDER BY event_id"
+                "SELECT event_type, principal, payload->>'source' AS source, snapshot_id"
+                " FROM paimon_commit_events WHERE commit_user = 'rest-user' ORDER BY event_id"
             )
         ).all()
     assert [(e.event_type, e.principal) for e in events] == [
