@@ -16,6 +16,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from paimon_meta.catalog.registry import validate_identifier
 from paimon_meta.db.models import Grant, Principal, Privilege, Token
@@ -172,10 +173,10 @@ class Principals:
             return bool(done.rowcount)
 
     def list(self) -> list[PrincipalInfo]:
-        with self.engine.connect() as conn:
-            principals = conn.execute(select(Principal).order_by(Principal.name)).scalars().all()
-            grants = conn.execute(select(Grant).order_by(Grant.grant_id)).scalars().all()
-            tokens = conn.execute(select(Token).order_by(Token.token_id)).scalars().all()
+        with Session(self.engine) as session:
+            principals = session.scalars(select(Principal).order_by(Principal.name)).all()
+            grants = session.scalars(select(Grant).order_by(Grant.grant_id)).all()
+            tokens = session.scalars(select(Token).order_by(Token.token_id)).all()
         return [
             PrincipalInfo(
                 name=p.name,

@@ -44,12 +44,12 @@ def _commit(catalog: Catalog, request: SnapshotCommitRequest, *, die_at: CrashPo
             raise _Killed(point.value)
         original(point)
 
-    crashpoints.reached = reached  # type: ignore[assignment]
+    crashpoints.reached = reached
     try:
         with pytest.raises(_Killed):
             committer.commit(request)
     finally:
-        crashpoints.reached = original  # type: ignore[assignment]
+        crashpoints.reached = original
     return None
 
 
