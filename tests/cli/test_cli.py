@@ -7,55 +7,16 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import text
 
-import paimon_meta
 from paimon_meta.catalog_api import Catalog
-from paimon_meta.cli import main
 from paimon_meta.ops.common import operator_identity
-from tests.ops.helpers import FAST_LOCK, TABLE, Crash, crash_at, create, prepare, write
+from tests.cli.helpers import Cli
+from tests.ops.helpers import TABLE, Crash, crash_at, create, prepare, write
 
 pytestmark = pytest.mark.postgres
-
-
-class Cli:
-    def __init__(self, url: str, warehouse: str, capsys: pytest.CaptureFixture[str]) -> None:
-        self.base = ["--metastore", url, "--warehouse", warehouse]
-        for key, value in FAST_LOCK.items():
-            self.base += ["--option", f"{key}={value}"]
-        self.capsys = capsys
-
-    def run(self, *args: str) -> tuple[int, str, str]:
-        code = main([*self.base, *args])
-        out, err = self.capsys.readouterr()
-        return code, out, err
-
-    def json(self, *args: str, code: int = 0) -> Any:
-        got, out, err = self.run(*args, "--json")
-        assert got == code, (got, out, err)
-        return json.loads(out)
-
-
-@pytest.fixture
-def warehouse(tmp_path: Path) -> str:
-    return str(tmp_path / "warehouse")
-
-
-@pytest.fixture
-def cli(clean_db: str, warehouse: str, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(clean_db, warehouse, capsys)
-
-
-@pytest.fixture
-def catalog(clean_db: str, warehouse: str) -> Iterator[Catalog]:
-    cat = paimon_meta.connect(clean_db, warehouse, **FAST_LOCK)
-    yield cat
-    cat.close()
 
 
 def test_help_and_usage_errors(cli: Cli) -> None:

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from tests.cli.test_cli import Cli, cli, warehouse  # noqa: F401 - the fixtures, shared
+from tests.cli.helpers import Cli
 from tests.fixtures.service import REPO, free_port
 
 pytestmark = pytest.mark.postgres
