@@ -28,6 +28,24 @@ def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) ->
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024, help="request body limit")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
+    p = command("rollback", _rollback, "roll a table back to a snapshot or tag (later snapshots are removed)")
+    p.add_argument("table", metavar="TABLE", help="db.table")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-snapshot", type=int, metavar="ID")
+    target.add_argument("--to-tag", metavar="TAG")
+    p.add_argument(
+        "--from-snapshot", type=int, metavar="ID", help="refuse unless this is the latest snapshot"
+    )
+
+    p = command("tags", _tags, "list a table's tags, or create (--create NAME) / delete (--delete NAME) one")
+    p.add_argument("table", metavar="TABLE", help="db.table")
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--create", metavar="NAME")
+    action.add_argument("--delete", metavar="NAME")
+    p.add_argument(
+        "--snapshot", type=int, metavar="ID", help="with --create: tag this snapshot (default latest)"
+    )
+
     principals = sub.add_parser("principals", help="service principals, their tokens and grants")
     ps = principals.add_subparsers(dest="principals_command", metavar="ACTION", required=True)
     p = ps.add_parser("create", parents=[common], help="create a principal and print its token (shown once)")
@@ -165,3 +183,45 @@ def _serve(ctx: _Context, args: argparse.Namespace) -> Output:
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return _output({"stopped": True}, "")
+
+
+def _rollback(ctx: _Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.rollback import rollback
+
+    report = rollback(
+        ctx.catalog(),
+        args.table,
+        snapshot_id=args.to_snapshot,
+        tag=args.to_tag,
+        from_snapshot=args.from_snapshot,
+    )
+    text = (
+        f"{report.table}: rolled back from snapshot {report.rolled_back_from} to {report.target_snapshot_id} "
+        f"(removed {len(report.removed_snapshots)} snapshots, {len(report.deleted_tags)} tags; "
+        f"timeline {report.timeline})"
+    )
+    return _output(report.to_dict(), text)
+
+
+def _tags(ctx: _Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops import tags as tag_ops
+    from paimon_meta.ops.common import resolve_table
+    from paimon_meta.table.tags import TagManager
+
+    catalog = ctx.catalog()
+    if args.create:
+        snap = tag_ops.create_tag(catalog, args.table, args.create, args.snapshot)
+        return _output(
+            {"tag": args.create, "snapshot_id": snap.id}, f"tag {args.create} -> snapshot {snap.id}"
+        )
+    if args.delete:
+        sid = tag_ops.delete_tag(catalog, args.table, args.delete)
+        return _output(
+            {"tag": args.delete, "snapshot_id": sid}, f"deleted tag {args.delete} (snapshot {sid})"
+        )
+    _, table = resolve_table(catalog, args.table)
+    manager = TagManager(table.file_io, table.path)
+    data = [{"tag": n, "snapshot_id": manager.get(n).snapshot.id} for n in manager.names()]
+    return _output(
+        data, "\n".join(f"{d['tag']:<24} snapshot {d['snapshot_id']}" for d in data) or "(no tags)"
+    )

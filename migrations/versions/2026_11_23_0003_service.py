@@ -11,6 +11,10 @@
 * ``principal`` on the commit, lock and maintenance logs: who asked for each step.
 * A REST commit's ``prepared`` event carries the client-built snapshot instead of CommitMessages (the
   client wrote the manifests), marked ``payload.source = 'rest'``; recovery never re-commits it.
+* Timelines, for rollback: a rollback to snapshot T starts a new timeline of the table
+  (``paimon_tables.timeline`` + 1, a ``paimon_table_timelines`` row with T and the uuids of the removed
+  snapshots), in which ids after T are created again. Publishing events carry their timeline, and a
+  snapshot id is unique per (table, timeline) instead of per table.
 
 Revision ID: 0003
 Revises: 0002
@@ -31,6 +35,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 PRIVILEGES = ("read", "write", "admin")
+PUBLISHING = "event_type IN ('snapshot_published', 'external')"
 EVENT_TABLES = ("paimon_commit_events", "paimon_lock_events", "paimon_maintenance_events")
 PREPARED_CHECK = "ck_paimon_commit_events_prepared_has_messages"
 PRINCIPAL_SETTING = "NULLIF(current_setting('paimon_meta.principal'::text, true), ''::text)"
@@ -122,6 +127,37 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("table_id", "partition_key", name=op.f("pk_paimon_partition_statistics")),
     )
     op.add_column("paimon_tables", sa.Column("stats_snapshot_id", sa.BigInteger(), nullable=True))
+    op.add_column(
+        "paimon_tables", sa.Column("timeline", sa.Integer(), server_default=sa.text("0"), nullable=False)
+    )
+    op.add_column(
+        "paimon_commit_events",
+        sa.Column("timeline", sa.Integer(), server_default=sa.text("0"), nullable=False),
+    )
+    op.drop_index("uq_paimon_commit_events_table_snapshot", table_name="paimon_commit_events")
+    op.create_index(
+        "uq_paimon_commit_events_table_snapshot",
+        "paimon_commit_events",
+        ["table_id", "timeline", "snapshot_id"],
+        unique=True,
+        postgresql_where=sa.text(PUBLISHING),
+    )
+    op.create_table(
+        "paimon_table_timelines",
+        sa.Column("table_id", sa.BigInteger(), nullable=False),
+        sa.Column("timeline", sa.Integer(), nullable=False),
+        sa.Column("base_snapshot_id", sa.BigInteger(), nullable=False),
+        sa.Column("rolled_back_from", sa.BigInteger(), nullable=False),
+        sa.Column(
+            "removed_uuids",
+            postgresql.JSONB(astext_type=sa.Text()),
+            server_default=sa.text("'[]'::jsonb"),
+            nullable=False,
+        ),
+        sa.Column("principal", sa.Text(), nullable=True),
+        _now(),
+        sa.PrimaryKeyConstraint("table_id", "timeline", name=op.f("pk_paimon_table_timelines")),
+    )
     for table in EVENT_TABLES:
         # Lock events are written by many statements (acquire, release, takeover): they take the
         # principal from the session setting the service's guard sets, so no statement needs it.
@@ -153,6 +189,17 @@ def downgrade() -> None:
     )
     for table in EVENT_TABLES:
         op.drop_column(table, "principal")
+    op.drop_table("paimon_table_timelines")
+    op.drop_index("uq_paimon_commit_events_table_snapshot", table_name="paimon_commit_events")
+    op.create_index(
+        "uq_paimon_commit_events_table_snapshot",
+        "paimon_commit_events",
+        ["table_id", "snapshot_id"],
+        unique=True,
+        postgresql_where=sa.text(PUBLISHING),
+    )
+    op.drop_column("paimon_commit_events", "timeline")
+    op.drop_column("paimon_tables", "timeline")
     op.drop_column("paimon_tables", "stats_snapshot_id")
     op.drop_table("paimon_partition_statistics")
     op.drop_index("uq_paimon_grants_scope", table_name="paimon_grants")

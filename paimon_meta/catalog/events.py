@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 from psycopg.types.json import Jsonb
-from sqlalchemy import Connection, Engine, Row, func, insert, select
+from sqlalchemy import Connection, Engine, Row, func, insert, select, text
 
 from paimon_meta.db.models import (
     TERMINAL_COMMIT_EVENT_TYPES,
@@ -83,6 +83,7 @@ _COMMIT_EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("messages_version", "integer"),
     ("duration_ms", "double precision"),
     ("principal", "text"),
+    ("timeline", "integer"),
 )
 
 
@@ -125,14 +126,22 @@ def commit_event_insert(
     return commit_event_insert_sql(key=key, source=source)[0], params
 
 
+#: A publishing event ``e`` whose snapshot is still part of the table: no rollback after its timeline
+#: went back to before it (a rollback to T starting timeline k removes, for every earlier timeline,
+#: the snapshots after T). Without rollbacks the subquery finds no row and costs one index probe.
+LIVE_SNAPSHOT_SQL = (
+    "e.snapshot_id <= coalesce((SELECT min(tl.base_snapshot_id) FROM paimon_table_timelines tl "
+    "WHERE tl.table_id = e.table_id AND tl.timeline > e.timeline), e.snapshot_id)"
+)
 #: Dedupe lookup in psycopg's paramstyle (see :meth:`EventLog.find_published`): the snapshot id that
 #: holds (user, identifier, kind) on a table, if any. Uses ``ix_paimon_commit_events_dedupe``.
-FIND_PUBLISHED_SQL = (
-    "SELECT snapshot_id FROM paimon_commit_events "
-    "WHERE table_id = %(table_id)s AND commit_user = %(commit_user)s "
-    "AND commit_identifier = %(commit_identifier)s AND commit_kind = %(commit_kind)s "
-    "AND event_type IN ('snapshot_published', 'recovered', 'external') AND snapshot_id IS NOT NULL "
-    "ORDER BY event_id LIMIT 1"
+FIND_PUBLISHED_SQL = (  # constant SQL text; values are parameters
+    "SELECT e.snapshot_id FROM paimon_commit_events e "  # noqa: S608
+    "WHERE e.table_id = %(table_id)s AND e.commit_user = %(commit_user)s "
+    "AND e.commit_identifier = %(commit_identifier)s AND e.commit_kind = %(commit_kind)s "
+    "AND e.event_type IN ('snapshot_published', 'recovered', 'external') AND e.snapshot_id IS NOT NULL "
+    f"AND {LIVE_SNAPSHOT_SQL} "
+    "ORDER BY e.event_id LIMIT 1"
 )
 
 
@@ -181,6 +190,8 @@ class CommitEvent:
     attempt: int = 1
     duration_ms: float | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
+    # The table's timeline (see migration 0003): what a publishing event's snapshot id belongs to.
+    timeline: int = 0
 
     def typed_payload(self) -> dict[str, Any]:
         """Payload entries coming from this event type's own fields."""
@@ -225,6 +236,7 @@ class CommitEvent:
             "messages_version": None,
             "duration_ms": self.duration_ms,
             "principal": ref.principal,
+            "timeline": self.timeline,
         }
 
 
@@ -648,9 +660,10 @@ class EventLog:
         """The event that put (user, identifier, kind) into a snapshot of a table, if any (dedupe):
         ``snapshot_published``, ``recovered`` with a snapshot (published, recorded late) or ``external``
         (written by another engine). All three carry the snapshot id."""
-        ev = CommitEventRecord
+        aliased = CommitEventRecord.__table__.alias("e")  # LIVE_SNAPSHOT_SQL names it "e"
+        ev = aliased.c
         query = (
-            select(CommitEventRecord.__table__)
+            select(aliased)
             .where(
                 ev.table_id == table_id,
                 ev.commit_user == commit_user,
@@ -664,6 +677,7 @@ class EventLog:
                     ]
                 ),
                 ev.snapshot_id.is_not(None),
+                text(LIVE_SNAPSHOT_SQL),
             )
             .order_by(ev.event_id)
             .limit(1)

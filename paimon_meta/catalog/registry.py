@@ -95,6 +95,7 @@ class TableRow:
     latest_snapshot_id: int | None
     created_at: datetime
     updated_at: datetime
+    timeline: int = 0
 
     @property
     def identifier(self) -> str:
@@ -116,6 +117,7 @@ class TableRow:
             latest_snapshot_id=m["latest_snapshot_id"],
             created_at=m["created_at"],
             updated_at=m["updated_at"],
+            timeline=m.get("timeline", 0),
         )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, text
@@ -162,3 +163,32 @@ def table_statistics(engine: Engine, table_id: int) -> TableStatistics:
             {"t": table_id},
         ).one()
     return TableStatistics(int(row.rc), int(row.fs), int(row.fc), int(row.lt), bool(row.complete))
+
+
+def replace_statements(
+    table_id: int, snapshot_id: int, totals: Sequence[PartitionDelta]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Statements that set the table's statistics to ``totals`` (each partition's absolute numbers at
+    ``snapshot_id``, e.g. after a rollback) and mark them complete up to it."""
+    rows = [
+        {
+            "k": t.key,
+            "spec": dict(t.spec),
+            "rc": t.record_count,
+            "fs": t.file_size_in_bytes,
+            "fc": t.file_count,
+            "lt": t.last_file_creation_time,
+            "tb": t.total_buckets,
+        }
+        for t in totals
+    ]
+    ids = {"table_id": table_id, "snapshot_id": snapshot_id}
+    return [
+        ("DELETE FROM paimon_partition_statistics WHERE table_id = %(table_id)s", ids),
+        (_APPLY_SQL, {**ids, "deltas": Jsonb(rows)}),
+        (
+            "UPDATE paimon_tables SET stats_snapshot_id = %(snapshot_id)s WHERE table_id = %(table_id)s"
+            " AND latest_snapshot_id = %(snapshot_id)s",
+            ids,
+        ),
+    ]

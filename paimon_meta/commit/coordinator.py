@@ -312,7 +312,7 @@ class CommitCoordinator:
                 **outcome,
             )
         staged = self._stage(latest, p, table_files)
-        session.set_statistics(partition_deltas(table_files, self._partition_spec))
+        session.set_statistics(partition_deltas(table_files, self.table.partition_spec))
         # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
         session.before_publish()
         crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
@@ -339,10 +339,6 @@ class CommitCoordinator:
             )
         crashpoints.reached(CrashPoint.AFTER_EVENT)
         return snap.id, False
-
-    def _partition_spec(self, raw: bytes) -> dict[str, str]:
-        values = deserialize_row(raw, self._partition_types) if self._partition_types else []
-        return dict(self.table.paths.partition_computer.spec(values))
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:

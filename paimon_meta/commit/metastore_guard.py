@@ -67,6 +67,7 @@ from paimon_meta.catalog.lock import (
 )
 from paimon_meta.catalog.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
 from paimon_meta.catalog.statistics import PartitionDelta, apply_statements
+from paimon_meta.catalog.timelines import removed_identities, snapshot_identity
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
 from paimon_meta.errors import (
@@ -92,7 +93,7 @@ _RESOLVED = ServerStatement("paimon_commit_resolved", RESOLVED_SQL, (("commit_id
 # Pointer and dedupe lookup of one commit in one query, read right after the lock is ours.
 _POINTER_AND_PUBLISHED = ServerStatement(
     "paimon_commit_pointer",
-    "SELECT t.latest_snapshot_id AS pointer, (" + FIND_PUBLISHED_SQL + ") AS published "
+    "SELECT t.latest_snapshot_id AS pointer, t.timeline, (" + FIND_PUBLISHED_SQL + ") AS published "
     "FROM paimon_tables t WHERE t.table_id = %(table_id)s",
     (("table_id", "int8"), ("commit_user", "text"), ("commit_identifier", "int8"), ("commit_kind", "text")),
 )
@@ -144,10 +145,15 @@ def reconcile(
     forward, by compare-and-set, in the transaction that records each snapshot.
     """
     engine = registry.engine
-    pointer = registry.get_table_row_by_id(table_row.table_id).latest_snapshot_id or 0
+    current = registry.get_table_row_by_id(table_row.table_id)
+    pointer = current.latest_snapshot_id or 0
     latest = snapshots.latest_snapshot_id()
     if latest is None or latest <= pointer:
         return []
+    if current.timeline > 0:
+        latest = _finish_rollback(engine, current, snapshots, pointer, latest)
+        if latest is None or latest <= pointer:
+            return []
     # A REST commit is matched by its snapshot's uuid (a REST client reuses one (user, identifier, kind)
     # for many commits, and a retry is a new commit); every other commit by its (user, identifier, kind).
     pending: dict[tuple[str, int, CommitKind], PendingCommit] = {}
@@ -180,6 +186,7 @@ def reconcile(
                         reason="snapshot found on storage without its published event",
                         snapshot_id=sid,
                         payload=_snapshot_payload(snap),
+                        timeline=current.timeline,
                     ),
                 )
                 recorded.append((sid, "recovered"))
@@ -191,11 +198,33 @@ def reconcile(
                     commit_identifier=snap.commit_identifier,
                     commit_kind=snap.commit_kind,
                 )
-                events.append(conn, External(ref=ref, snapshot_id=sid, payload=_snapshot_payload(snap)))
+                external = External(
+                    ref=ref, snapshot_id=sid, payload=_snapshot_payload(snap), timeline=current.timeline
+                )
+                events.append(conn, external)
                 recorded.append((sid, "external"))
     if recorded:
         log.info("reconciled %s: %s", table_row.identifier, recorded)
     return recorded
+
+
+def _finish_rollback(
+    engine: Engine, row: TableRow, snapshots: SnapshotManager, pointer: int, latest: int
+) -> int | None:
+    """Delete, newest first, the snapshots beyond the pointer that the rollback which started the
+    table's timeline removed but did not get to delete (it died); returns the latest id left. Held
+    under the table lock, like the rollback itself."""
+    removed = removed_identities(engine, row.table_id, row.timeline)
+    if not removed:
+        return latest
+    for sid in range(latest, pointer, -1):
+        if not snapshots.snapshot_exists(sid):
+            continue
+        if snapshot_identity(snapshots.snapshot(sid)) not in removed:
+            break  # a snapshot of the new timeline: leftovers are only ever above it
+        snapshots.file_io.delete(snapshots.snapshot_path(sid))
+        log.warning("%s: deleted snapshot %s left by an interrupted rollback", row.identifier, sid)
+    return snapshots.latest_snapshot_id()
 
 
 def _snapshot_payload(snap: Snapshot) -> dict[str, Any]:
@@ -216,6 +245,7 @@ class MetastoreSession(GuardSession):
     lease: LockLease
     conn: RawConnection
     pointer: int | None = None
+    timeline: int = 0  # read with the pointer; a rollback (which takes this lock) is what changes it
     # Snapshot holding this session's own (user, identifier, kind), from the last lookup.
     published_as: int | None = None
     held_back: list[Statement] = field(default_factory=list)
@@ -235,6 +265,7 @@ class MetastoreSession(GuardSession):
                 f"table {self.ref.table_identifier} is no longer registered", table_id=self.ref.table_id
             )
         self.pointer, self.published_as = rows[0]["pointer"], rows[0]["published"]
+        self.timeline = rows[0]["timeline"]
 
     def latest_snapshot_id(self) -> int | None:
         snapshots = self.guard.snapshots
@@ -313,7 +344,9 @@ class MetastoreSession(GuardSession):
             raise LockNotHeldError("published() without before_publish()")
         prev = snapshot.id - 1 if snapshot.id > 1 else None
         _, cas_params = Registry.advance_pointer_sql(self.ref.table_id, prev, snapshot.id)
-        event = SnapshotPublished(ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details)
+        event = SnapshotPublished(
+            ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details, timeline=self.timeline
+        )
         record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
         # Applied right after the compare-and-set, and only if it moved the pointer to this snapshot.
         stats = (

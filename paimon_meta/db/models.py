@@ -63,6 +63,7 @@ __all__ = [
     "PartitionStatistics",
     "Principal",
     "Privilege",
+    "TableTimeline",
     "Token",
 ]
 
@@ -190,6 +191,8 @@ class PaimonTable(Base):
     latest_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
     # The snapshot paimon_partition_statistics are complete up to (migration 0003).
     stats_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
+    # Bumped by every rollback (migration 0003): snapshot ids after the rollback's target are new again.
+    timeline: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
@@ -245,6 +248,7 @@ class CommitEventRecord(Base):
         Index(
             "uq_paimon_commit_events_table_snapshot",
             "table_id",
+            "timeline",
             "snapshot_id",
             unique=True,
             postgresql_where=text(_in_list("event_type", PUBLISHING_COMMIT_EVENT_TYPES)),
@@ -276,6 +280,8 @@ class CommitEventRecord(Base):
     )
     duration_ms: Mapped[float | None] = mapped_column(Double)
     principal: Mapped[str | None] = mapped_column(Text)
+    # The table's timeline when a publishing event was written (rollbacks start new ones).
+    timeline: Mapped[int] = mapped_column(Integer, server_default=text("0"))
 
 
 class LockEventRecord(Base):
@@ -433,3 +439,18 @@ class PartitionStatistics(Base):
     total_buckets: Mapped[int | None] = mapped_column(Integer)
     snapshot_id: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class TableTimeline(Base):
+    """One rollback: timeline ``timeline`` of the table starts from ``base_snapshot_id``; the snapshots
+    after it (up to ``rolled_back_from``, their uuids in ``removed_uuids``) are gone from it."""
+
+    __tablename__ = "paimon_table_timelines"
+
+    table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    timeline: Mapped[int] = mapped_column(Integer, primary_key=True)
+    base_snapshot_id: Mapped[int] = mapped_column(BigInteger)
+    rolled_back_from: Mapped[int] = mapped_column(BigInteger)
+    removed_uuids: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    principal: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))

@@ -455,6 +455,7 @@ def _record(
                 reason=reason,
                 snapshot_id=snapshot_id,
                 payload={"operator": operator_identity(), **payload},
+                timeline=catalog.registry.get_table_row_by_id(p.prepared.ref.table_id).timeline,
             ),
         )
     return True

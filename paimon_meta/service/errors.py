@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from paimon_meta.errors import (
     AlreadyExistsError,
+    CommitConflictError,
     CommitOutcomeUnknownError,
     LockError,
     MetastoreUnavailableError,
@@ -85,6 +86,8 @@ def classify(e: Exception) -> tuple[int, str, str | None, str | None]:
         return e.status, e.message, e.resource_type, e.resource_name
     if isinstance(e, NotFoundError):
         return 404, e.message, e.resource.upper(), _resource_name(e)
+    if isinstance(e, CommitConflictError):
+        return 409, e.message, None, _resource_name(e)
     if isinstance(e, AlreadyExistsError):
         return 409, e.message, e.resource.upper(), _resource_name(e)
     if isinstance(e, UnsupportedError):

@@ -185,6 +185,19 @@ class GetTagResponse(_Model):
     tag_time_retained: str | None = None
 
 
+class Instant(_Model):
+    """A rollback target: ``{"type": "snapshot", "snapshotId": n}`` or ``{"type": "tag", "tagName": s}``."""
+
+    type: str
+    snapshot_id: int | None = None
+    tag_name: str | None = None
+
+
+class RollbackTableRequest(_Model):
+    instant: Instant
+    from_snapshot: int | None = None
+
+
 # ---- operations ----------------------------------------------------------------------------------------
 
 

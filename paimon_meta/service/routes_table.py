@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
@@ -11,7 +11,8 @@ from paimon_meta.catalog.principals import Access
 from paimon_meta.catalog.statistics import TableStatistics, list_partitions, table_statistics
 from paimon_meta.commit.snapshot_commit import SnapshotCommitRequest
 from paimon_meta.db.models import Privilege
-from paimon_meta.errors import SnapshotNotFoundError, TableNotFoundError
+from paimon_meta.errors import SnapshotNotFoundError, TableNotFoundError, ValidationError
+from paimon_meta.ops import rollback as rollback_ops
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
@@ -227,3 +228,39 @@ def _tags(request: Request, database: str, table: str) -> TagManager:
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
     return TagManager(catalog.file_io, row.location or catalog.table_location(row.database, row.name))
+
+
+# ---- rollback ------------------------------------------------------------------------------------------
+
+
+ADMIN = Depends(Require(Privilege.ADMIN, "table"))
+
+
+@router.post(f"{TABLE}/rollback", tags=["snapshots"])
+def rollback_table(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.RollbackTableRequest,
+    access: Annotated[Access, ADMIN],
+) -> Response:
+    """Roll the table back to a snapshot or a tag (see ``paimon_meta.ops.rollback``); 409 when
+    ``fromSnapshot`` is no longer the latest snapshot."""
+    instant = body.instant
+    if instant.type == "snapshot" and instant.snapshot_id is not None:
+        target: dict[str, Any] = {"snapshot_id": instant.snapshot_id}
+    elif instant.type == "tag" and instant.tag_name is not None:
+        target = {"tag": instant.tag_name}
+    else:
+        raise ValidationError(
+            f"instant must be a snapshot with snapshotId or a tag with tagName, got {instant.type!r}",
+            field="instant",
+        )
+    rollback_ops.rollback(
+        catalog_of(request),
+        table_identifier(database, table),
+        from_snapshot=body.from_snapshot,
+        principal=access.principal,
+        **target,
+    )
+    return Response(status_code=200)

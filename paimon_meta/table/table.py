@@ -25,6 +25,7 @@ from paimon_meta.errors import TableNotFoundError, ValidationError
 from paimon_meta.io import get_file_io
 from paimon_meta.io.base import FileIO
 from paimon_meta.spec.arrow import to_arrow_schema
+from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.manifest import ManifestEntry, ManifestFileMeta
 from paimon_meta.spec.options import CoreOptions
 from paimon_meta.spec.schema import TableSchema
@@ -105,6 +106,12 @@ class FileStoreTable:
         if schema is None:
             raise TableNotFoundError(f"no Paimon table at {path} (no schema file)", path=path)
         return FileStoreTable(file_io, path, schema)
+
+    def partition_spec(self, raw: bytes) -> dict[str, str]:
+        """A serialized partition as its ``{key: value-text}`` spec (Java's partition path values)."""
+        types = [f.type for f in self.schema.partition_type.fields]
+        values = deserialize_row(raw, types) if types else []
+        return dict(self.paths.partition_computer.spec(values))
 
     @staticmethod
     def check_schema(schema: TableSchema) -> None:

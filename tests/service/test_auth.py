@@ -42,6 +42,7 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{T}/tags"): ("read", "table"),
     ("GET", f"{T}/tags/{{tag}}"): ("read", "table"),
     ("DELETE", f"{T}/tags/{{tag}}"): ("write", "table"),
+    ("POST", f"{T}/rollback"): ("admin", "table"),
 }
 UNAUTHENTICATED = {
     "/healthz",

@@ -373,3 +373,26 @@ def test_ops_endpoints(service_client: TestClient, admin: dict[str, str]) -> Non
     assert "paimon_meta_service_request_seconds_bucket" in metrics
     assert "paimon_meta_lock_wait_seconds" in metrics  # the event log's metrics follow
     assert service_client.get("/healthz").headers["x-request-id"]
+
+
+def test_rollback_route(service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]) -> None:
+    base = seed(service_catalog)
+    for _ in range(2):
+        latest = service_catalog.get_table("db.t").latest_snapshot()
+        assert latest is not None
+        service_client.post(f"{P}/databases/db/tables/t/commit", json=commit_body(latest), headers=admin)
+    url = f"{P}/databases/db/tables/t/rollback"
+    stale = {"instant": {"type": "snapshot", "snapshotId": 1}, "fromSnapshot": 2}
+    assert _error(service_client.post(url, json=stale, headers=admin), 409)["message"]
+    bad = {"instant": {"type": "watermark", "value": 3}}
+    _error(service_client.post(url, json=bad, headers=admin), 400)
+    missing = {"instant": {"type": "tag", "tagName": "nope"}}
+    assert _error(service_client.post(url, json=missing, headers=admin), 404)["resourceType"] == "TAG"
+    assert service_catalog.get_table("db.t").snapshot_manager.latest_snapshot_id() == 3
+    ok = {"instant": {"type": "snapshot", "snapshotId": 1}, "fromSnapshot": 3}
+    assert service_client.post(url, json=ok, headers=admin).status_code == 200
+    got = service_client.get(f"{P}/databases/db/tables/t/snapshot", headers=admin).json()["snapshot"]
+    assert got["snapshot"]["uuid"] == base.uuid and got["recordCount"] == 3
+    # the next commit builds snapshot 2 again
+    again = service_client.post(f"{P}/databases/db/tables/t/commit", json=commit_body(base), headers=admin)
+    assert again.json() == {"success": True}
