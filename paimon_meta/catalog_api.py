@@ -289,7 +289,12 @@ class Catalog:
         self, row: TableRow, snapshots: SnapshotManager, *, principal: str | None = None
     ) -> SnapshotCommitter:
         """A committer of client-built snapshots (the REST ``commit``) for one request."""
-        guard = MetastoreGuard(
+        return SnapshotCommitter(self._guard(row, snapshots, principal), snapshots)
+
+    def _guard(
+        self, row: TableRow, snapshots: SnapshotManager, principal: str | None = None
+    ) -> MetastoreGuard:
+        return MetastoreGuard(
             engine=self.engine,
             lock=self.lock,
             events=self.events,
@@ -300,7 +305,6 @@ class Catalog:
             settings=self.lock_settings,
             principal=principal,
         )
-        return SnapshotCommitter(guard, snapshots)
 
     # ---- plumbing ----------------------------------------------------------------------------------
 
@@ -317,20 +321,8 @@ class Catalog:
             yield
 
     def _committer_factory(self, row: TableRow) -> Any:
-        lock_id = self.registry.lock_id(row.database, row.name)
-
         def factory(table: FileStoreTable, commit_user: str) -> Committer:
-            guard = MetastoreGuard(
-                engine=self.engine,
-                lock=self.lock,
-                events=self.events,
-                registry=self.registry,
-                table_row=row,
-                snapshots=table.snapshot_manager,
-                lock_id=lock_id,
-                settings=self.lock_settings,
-            )
-            return CommitCoordinator(table, guard, commit_user=commit_user)
+            return CommitCoordinator(table, self._guard(row, table.snapshot_manager), commit_user=commit_user)
 
         return factory
 

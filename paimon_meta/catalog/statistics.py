@@ -135,18 +135,7 @@ def list_partitions(engine: Engine, table_id: int) -> list[PartitionStats]:
             ),
             {"t": table_id},
         ).all()
-    return [
-        PartitionStats(
-            spec=dict(r.spec),
-            record_count=r.record_count,
-            file_size_in_bytes=r.file_size_in_bytes,
-            file_count=r.file_count,
-            last_file_creation_time=r.last_file_creation_time,
-            total_buckets=r.total_buckets,
-            snapshot_id=r.snapshot_id,
-        )
-        for r in rows
-    ]
+    return [PartitionStats(**{**r._asdict(), "spec": dict(r.spec)}) for r in rows]
 
 
 def table_statistics(engine: Engine, table_id: int) -> TableStatistics:

@@ -162,28 +162,21 @@ class SnapshotCommitter:
             latest = None if latest_id is None else self.snapshots.snapshot(latest_id)
             crashpoints.reached(CrashPoint.AFTER_LOCK)
             t0 = time.monotonic()
+            outcome: dict[str, str] = {"outcome": "ok"}
             try:
                 self._check_base(latest, request)
             except _Conflict as e:
+                outcome = {"outcome": "conflict", "reason": "base_snapshot_changed", "message": str(e)}
+                raise
+            finally:
                 session.record(
                     "conflict_checked",
                     attempt=1,
                     kind=snap.commit_kind.value,
                     base_snapshot_id=latest_id,
                     duration_ms=round((time.monotonic() - t0) * 1000, 3),
-                    outcome="conflict",
-                    reason="base_snapshot_changed",
-                    message=str(e),
+                    **outcome,
                 )
-                raise
-            session.record(
-                "conflict_checked",
-                attempt=1,
-                kind=snap.commit_kind.value,
-                base_snapshot_id=latest_id,
-                duration_ms=round((time.monotonic() - t0) * 1000, 3),
-                outcome="ok",
-            )
             session.before_publish()
             crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
             try:

@@ -10,7 +10,8 @@ exactly-once is in :mod:`paimon_meta.catalog.timelines`; the steps:
 3. One transaction: start the new timeline (pointer latest -> target by compare-and-set, the removed
    snapshots' identities recorded) and set the partition statistics to the target's totals.
 4. Move LATEST back to the target, then delete ``snapshot-latest`` .. ``snapshot-(target+1)``, newest
-   first; delete tags of removed snapshots (Java does too). A crash here leaves files the next lock holder deletes.
+   first; delete tags of removed snapshots (Java does too). A crash here leaves files the next lock
+   holder deletes.
 5. Record the run (a ``rollback`` maintenance event, with the principal). The data files and manifests
    only the removed snapshots used become orphans; ``remove-orphan-files`` deletes them once old.
 """
