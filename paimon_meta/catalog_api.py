@@ -285,6 +285,17 @@ class Catalog:
             self.registry.set_schema_id(row.table_id, schema.id)
         return schema
 
+    def message_committer(
+        self, identifier: str, commit_user: str, *, principal: str | None = None
+    ) -> CommitCoordinator:
+        """A coordinator committing CommitMessages for ``commit_user`` (the control plane's commit), its
+        events naming ``principal``."""
+        row = self.table_row(identifier)
+        table = self.get_table(identifier)
+        return CommitCoordinator(
+            table, self._guard(row, table.snapshot_manager, principal), commit_user=commit_user
+        )
+
     def snapshot_committer(
         self, row: TableRow, snapshots: SnapshotManager, *, principal: str | None = None
     ) -> SnapshotCommitter:

@@ -94,7 +94,9 @@ class _Out:
             self.sized(encode(item, f"{what}[{i}]"))
 
 
-def _write_message(out: _Out, msg: CommitMessage, layout: RowLayout, where: str) -> None:
+def _write_message(
+    out: _Out, msg: CommitMessage, layout: RowLayout, where: str, table_buckets: int | None = None
+) -> None:
     v = layout.version
     if not isinstance(msg.partition, bytes) or serialized_row_problem(msg.partition):
         problem = serialized_row_problem(msg.partition) if isinstance(msg.partition, bytes) else "not bytes"
@@ -105,8 +107,16 @@ def _write_message(out: _Out, msg: CommitMessage, layout: RowLayout, where: str)
         out.flag(msg.total_buckets is not None)
         if msg.total_buckets is not None:
             out.i32(msg.total_buckets, f"{where}.total_buckets")
-    elif msg.total_buckets is not None:
-        raise _cannot_carry(where, v, "total_buckets")
+    elif msg.total_buckets is not None and msg.total_buckets != table_buckets:
+        # Before version 7 a reader takes the table's bucket count: dropping total_buckets is exact
+        # only when it is that count (Java's own writers then omit it too).
+        raise ValidationError(
+            f"{where}: CommitMessage version {v} cannot carry CommitMessage.total_buckets "
+            f"({msg.total_buckets}), and it is not the table's bucket count ({table_buckets}) "
+            "that a reader of this version assumes",
+            field="total_buckets",
+            version=v,
+        )
     if v < 14 and msg.check_from_snapshot is not None:
         raise _cannot_carry(where, v, "check_from_snapshot")
 
@@ -162,24 +172,31 @@ def _cannot_carry(where: str, version: int, attr: str) -> ValidationError:
     )
 
 
-def serialize_commit_message(msg: CommitMessage, version: int = CURRENT_VERSION) -> bytes:
+def serialize_commit_message(
+    msg: CommitMessage, version: int = CURRENT_VERSION, *, table_buckets: int | None = None
+) -> bytes:
     """Java ``CommitMessageSerializer.serialize`` bytes of ``msg`` at ``version`` (stored beside the bytes).
+    ``table_buckets``: the table's bucket count, which lets a version before 7 (Java <= 1.0 reads
+    version 3) drop a ``total_buckets`` equal to it.
 
     Raises ValidationError for an unsupported version or a field ``version`` cannot carry.
     """
     layout = _layout(version, SUPPORTED_WRITE_VERSIONS)
     out = _Out()
-    _write_message(out, msg, layout, "message")
+    _write_message(out, msg, layout, "message", table_buckets)
     return b"".join(out.parts)
 
 
-def serialize_commit_messages(msgs: Sequence[CommitMessage], version: int = CURRENT_VERSION) -> bytes:
-    """Java ``CommitMessageSerializer.serializeList`` bytes: ``int count`` + the messages back to back."""
+def serialize_commit_messages(
+    msgs: Sequence[CommitMessage], version: int = CURRENT_VERSION, *, table_buckets: int | None = None
+) -> bytes:
+    """Java ``CommitMessageSerializer.serializeList`` bytes: ``int count`` + the messages back to back
+    (``table_buckets`` as in :func:`serialize_commit_message`)."""
     layout = _layout(version, SUPPORTED_WRITE_VERSIONS)
     out = _Out()
     out.i32(len(msgs), "count")
     for i, msg in enumerate(msgs):
-        _write_message(out, msg, layout, f"message[{i}]")
+        _write_message(out, msg, layout, f"message[{i}]", table_buckets)
     return b"".join(out.parts)
 
 

@@ -198,6 +198,55 @@ class RollbackTableRequest(_Model):
     from_snapshot: int | None = None
 
 
+# ---- the control plane (our extension) -----------------------------------------------------------------
+
+
+class CommitMessagesRequest(_Model):
+    """CommitMessages a writer produced (Java's ``CommitMessageSerializer.serializeList`` bytes at
+    ``messagesVersion``, base64), committed server-side exactly as an in-process commit."""
+
+    commit_user: str = Field(min_length=1, max_length=255)
+    commit_identifier: int
+    messages_version: int = Field(ge=3, le=14)
+    messages: str
+    overwrite: dict[str, str] | None = None
+
+
+class CommitMessagesResponse(_Model):
+    snapshot_ids: list[int]
+    deduplicated: bool
+
+
+class FilterCommittedRequest(_Model):
+    commit_user: str = Field(min_length=1, max_length=255)
+    identifiers: list[int]
+
+
+class FilterCommittedResponse(_Model):
+    identifiers: list[int]
+
+
+class CommitRecord(_Model):
+    commit_id: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    outcome: str
+    snapshot_id: int | None
+    attempts: int | None
+    retries: int | None
+    conflicts: int | None
+    elapsed_ms: float | None
+    final_reason: str | None
+    principal: str | None
+    started_at: int | None
+
+
+class ListCommitsResponse(_Model):
+    commits: list[CommitRecord]
+    next_page_token: str | None
+
+
 # ---- operations ----------------------------------------------------------------------------------------
 
 

@@ -662,3 +662,21 @@ def test_writer_shaped_files_take_the_specialised_path() -> None:
     layout = LAYOUTS[CURRENT_VERSION]
     fast = _fast_data_file(meta, layout.data_write_fields)
     assert fast is not None and fast == _generic_data_file(meta, layout, "file")
+
+
+def test_versions_before_7_drop_total_buckets_only_when_it_is_the_tables() -> None:
+    msg = CommitMessage(EMPTY_ROW_BYTES, bucket=1, total_buckets=4)
+    without = replace(msg, total_buckets=None)
+    for v in (3, 6):
+        assert serialize_commit_message(msg, v, table_buckets=4) == serialize_commit_message(without, v)
+        assert serialize_commits_list(msg, v, 4) == serialize_commits_list(without, v, None)
+        with pytest.raises(ValidationError, match=r"total_buckets \(4\).*bucket count \(2\)"):
+            serialize_commit_message(msg, v, table_buckets=2)
+    # version 7 on carries it, whatever the table says
+    assert deserialize_commit_message(serialize_commit_message(msg, 7, table_buckets=2), 7) == msg
+
+
+def serialize_commits_list(msg: CommitMessage, version: int, table_buckets: int | None) -> bytes:
+    from paimon_meta.serde.commit_message import serialize_commit_messages
+
+    return serialize_commit_messages([msg, msg], version, table_buckets=table_buckets)

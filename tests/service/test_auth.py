@@ -43,6 +43,9 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{T}/tags/{{tag}}"): ("read", "table"),
     ("DELETE", f"{T}/tags/{{tag}}"): ("write", "table"),
     ("POST", f"{T}/rollback"): ("admin", "table"),
+    ("POST", f"{T}/commit-messages"): ("write", "table"),
+    ("POST", f"{T}/filter-committed"): ("write", "table"),
+    ("GET", f"{T}/commits"): ("read", "table"),
 }
 UNAUTHENTICATED = {
     "/healthz",

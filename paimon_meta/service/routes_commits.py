@@ -1,0 +1,129 @@
+"""The control plane (our extension of the protocol): writers send the CommitMessages they produced and
+the server commits them, conflicts, manifest merge and exactly-once included (``CommitCoordinator``);
+streaming writers ask which identifiers are not committed yet; auditors page through the commit history
+without database access."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy import text
+
+from paimon_meta.catalog.principals import Access
+from paimon_meta.db.models import Privilege
+from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.serde.commit_message import deserialize_commit_messages
+from paimon_meta.service import convert, models
+from paimon_meta.service.auth import Require
+from paimon_meta.service.deps import CATALOG, catalog_of, table_identifier
+from paimon_meta.spec.commit_message import CommitMessage
+
+router = APIRouter()
+
+TABLE = f"{CATALOG}/databases/{{database}}/tables/{{table}}"
+READ = Depends(Require(Privilege.READ, "table"))
+WRITE = Depends(Require(Privilege.WRITE, "table"))
+
+_HISTORY = text(
+    "SELECT h.commit_id::text AS commit_id, h.commit_user, h.commit_identifier, h.commit_kind, h.outcome,"
+    " h.snapshot_id, h.attempts, h.retries, h.conflicts, h.elapsed_ms::float8 AS elapsed_ms, h.final_reason,"
+    " (SELECT p.principal FROM paimon_commit_events p WHERE p.commit_id = h.commit_id"
+    "  AND p.event_type = 'prepared' LIMIT 1) AS principal, h.first_event_at"
+    " FROM paimon_commit_history h WHERE h.table_id = :table_id"
+    " ORDER BY h.first_event_at DESC, h.commit_id OFFSET :offset LIMIT :limit"
+)
+
+
+def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:
+    try:
+        raw = base64.b64decode(body.messages, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ValidationError(f"messages: not base64: {e}", field="messages") from e
+    try:
+        return deserialize_commit_messages(raw, body.messages_version)
+    except CorruptMetadataError as e:
+        raise ValidationError(f"messages: {e.message}", field="messages") from e
+
+
+@router.post(
+    f"{TABLE}/commit-messages",
+    response_model=models.CommitMessagesResponse,
+    tags=["control plane"],
+)
+def commit_messages(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.CommitMessagesRequest,
+    access: Annotated[Access, WRITE],
+) -> models.CommitMessagesResponse:
+    """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
+    if they carry compaction results, exactly as an in-process commit. 409: a conflict (nothing landed);
+    400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
+    messages = _messages(body)
+    committer = catalog_of(request).message_committer(
+        table_identifier(database, table), body.commit_user, principal=access.principal
+    )
+    result = committer.commit(messages, body.commit_identifier, overwrite=body.overwrite)
+    return models.CommitMessagesResponse(
+        snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
+    )
+
+
+@router.post(
+    f"{TABLE}/filter-committed",
+    response_model=models.FilterCommittedResponse,
+    tags=["control plane"],
+)
+def filter_committed(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.FilterCommittedRequest,
+    access: Annotated[Access, WRITE],
+) -> models.FilterCommittedResponse:
+    """The identifiers of ``commitUser`` not committed yet (a streaming writer's restart)."""
+    committer = catalog_of(request).message_committer(
+        table_identifier(database, table), body.commit_user, principal=access.principal
+    )
+    return models.FilterCommittedResponse(identifiers=committer.filter_committed(body.identifiers))
+
+
+@router.get(
+    f"{TABLE}/commits",
+    response_model=models.ListCommitsResponse,
+    tags=["control plane"],
+    dependencies=[READ],
+)
+def list_commits(
+    request: Request,
+    database: str,
+    table: str,
+    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+) -> models.ListCommitsResponse:
+    """The table's commits from the event log, newest first (outcome, snapshot, attempts, principal)."""
+    catalog = catalog_of(request)
+    row = catalog.table_row(table_identifier(database, table))
+    limit = max_results or 100
+    if not 0 < limit <= convert.MAX_PAGE:
+        raise ValidationError(f"maxResults must be between 1 and {convert.MAX_PAGE}", field="maxResults")
+    try:
+        offset = int(page_token or 0)
+    except ValueError:
+        raise ValidationError("pageToken is not one this server issued", field="pageToken") from None
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(_HISTORY, {"table_id": row.table_id, "offset": offset, "limit": limit + 1}).all()
+    records = [
+        models.CommitRecord(
+            **{k: v for k, v in r._mapping.items() if k != "first_event_at"},
+            started_at=convert.millis(r.first_event_at),
+        )
+        for r in rows[:limit]
+    ]
+    return models.ListCommitsResponse(
+        commits=records, next_page_token=str(offset + limit) if len(rows) > limit else None
+    )

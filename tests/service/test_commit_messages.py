@@ -1,0 +1,100 @@
+"""The control plane: CommitMessages sent over HTTP are committed exactly as in-process commits."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from paimon_meta.catalog_api import Catalog
+from paimon_meta.serde.commit_message import serialize_commit_messages
+from tests.fixtures.service import make_principal
+from tests.ops.helpers import create, prepare, read_keys
+from tests.service.helpers import P, auth
+
+pytestmark = pytest.mark.postgres
+
+URL = f"{P}/databases/db/tables/t"
+
+
+def _body(catalog: Catalog, keys: list[int], user: str, identifier: int, version: int = 14) -> dict[str, Any]:
+    messages = prepare(catalog.get_table("db.t"), keys, user=user)
+    raw = serialize_commit_messages(messages, version, table_buckets=2)
+    return {
+        "commitUser": user,
+        "commitIdentifier": identifier,
+        "messagesVersion": version,
+        "messages": base64.b64encode(raw).decode(),
+    }
+
+
+@pytest.fixture
+def writer(service_catalog: Catalog) -> dict[str, str]:
+    create(service_catalog)
+    return auth(make_principal(service_catalog, "spark", [("write", "db", "t")]))
+
+
+def test_commit_dedupe_and_filter(
+    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+) -> None:
+    user = f"stream-{uuid.uuid4().hex[:6]}"
+    first = service_client.post(
+        f"{URL}/commit-messages", json=_body(service_catalog, [1, 2], user, 1), headers=writer
+    )
+    assert first.json() == {"snapshotIds": [1], "deduplicated": False}
+    # the same identifier again (a driver that died before its checkpoint): deduplicated
+    again = service_client.post(
+        f"{URL}/commit-messages", json=_body(service_catalog, [1, 2], user, 1), headers=writer
+    )
+    assert again.json() == {"snapshotIds": [1], "deduplicated": True}
+    second = service_client.post(
+        f"{URL}/commit-messages", json=_body(service_catalog, [3], user, 2), headers=writer
+    )
+    assert second.json()["snapshotIds"] == [2]
+    assert read_keys(service_catalog, identifier="db.t") == [1, 2, 3]
+    pending = service_client.post(
+        f"{URL}/filter-committed", json={"commitUser": user, "identifiers": [1, 2, 3, 4]}, headers=writer
+    )
+    assert pending.json() == {"identifiers": [3, 4]}
+    history = service_client.get(f"{URL}/commits", params={"maxResults": 2}, headers=writer).json()
+    assert [c["outcome"] for c in history["commits"]] == ["published", "aborted"]  # newest first
+    assert all(c["principal"] == "spark" for c in history["commits"])
+    rest = service_client.get(
+        f"{URL}/commits", params={"pageToken": history["nextPageToken"]}, headers=writer
+    )
+    assert [c["snapshotId"] for c in rest.json()["commits"]] == [1] and rest.json()["nextPageToken"] is None
+
+
+def test_java_version_3_messages(
+    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+) -> None:
+    body = _body(service_catalog, [5], "java-writer", 7, version=3)
+    assert service_client.post(f"{URL}/commit-messages", json=body, headers=writer).json()["snapshotIds"] == [
+        1
+    ]
+    assert read_keys(service_catalog, identifier="db.t") == [5]
+
+
+def test_bad_messages_change_nothing(
+    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+) -> None:
+    good = _body(service_catalog, [1], "u", 1)
+    for bad, field in (
+        ({**good, "messages": "%%%"}, "messages"),
+        ({**good, "messages": base64.b64encode(b"\x00\x00\x00\x05garbage").decode()}, "messages"),
+        ({**good, "messagesVersion": 2}, "messagesVersion"),
+        ({**good, "commitUser": ""}, "commitUser"),
+    ):
+        r = service_client.post(f"{URL}/commit-messages", json=bad, headers=writer)
+        assert r.status_code == 400, r.text
+        assert field in r.json()["message"]
+    assert service_catalog.get_table("db.t").snapshot_manager.latest_snapshot_id() is None
+    reader = auth(make_principal(service_catalog, "auditor", [("read", "db", None)]))
+    assert service_client.post(f"{URL}/commit-messages", json=good, headers=reader).status_code == 403
+    assert service_client.get(f"{URL}/commits", headers=reader).json() == {
+        "commits": [],
+        "nextPageToken": None,
+    }
