@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.interop",
     "tests.fixtures.spark",
     "tests.fixtures.service",
+    "tests.fixtures.java",
 ]

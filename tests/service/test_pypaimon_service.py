@@ -36,6 +36,8 @@ from paimon_meta.ops.recovery import recover_table
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import FAST_LOCK, FailoverProxy, ServiceProcess, make_principal, spawn_service
+from tests.interop.java_env import JavaHarness
+from tests.interop.test_java_read import assert_java_reads_as_we_do
 
 pytestmark = [pytest.mark.interop, pytest.mark.postgres]
 
@@ -299,7 +301,7 @@ KV_BATCHES: list[list[Row]] = [
 ]
 
 
-def test_round_trip(rig: Rig) -> None:
+def test_round_trip(rig: Rig, java_harnesses: dict[str, JavaHarness]) -> None:
     server = rig.spawn()
     read = run_pypaimon(
         ROUND_TRIP,
@@ -350,6 +352,12 @@ def test_round_trip(rig: Rig) -> None:
         assert got[day]["fileCount"] == len(files), got[day]
         assert got[day]["fileSizeInBytes"] == sum(f.stat().st_size for f in files), got[day]
         assert got[day]["totalBuckets"] == 2, got[day]
+
+    # Java Paimon 0.9 and 1.0 read both tables as we do (rows, latest snapshot, fields).
+    paths = [str(location), str(location.parent / "kv")]
+    for version, harness in java_harnesses.items():
+        for read, path in zip(harness.read_tables(paths), paths, strict=True):
+            assert_java_reads_as_we_do(read, path, version)
 
 
 # ---- 2. concurrency ------------------------------------------------------------------------------------

@@ -1,0 +1,342 @@
+/*
+ * Java Paimon as an oracle for the interop tests (tests/interop/java_env.py compiles and runs it).
+ *
+ * Compiles unchanged against Paimon 0.9.0 and 1.0-SNAPSHOT: it uses only FileStoreTableFactory,
+ * LocalFileIO, ReadBuilder, RecordReader and the DataGetters accessors, which both versions share,
+ * and switches on type-root names (not enum constants) so roots one version lacks cannot break it.
+ *
+ *   java -cp <classes>:<paimon jars> PaimonHarness read [--columns=a,b] <table_path>...
+ *
+ * --columns=a,b projects the tables after it onto those columns (ReadBuilder.withProjection), until
+ * the next --columns= (an empty list reads every column again).
+ *
+ * For each table, in the order given, stdout carries one JSON line
+ *   {"table": path, "snapshot": id-or-null, "fields": [names], "types": [Paimon SQL types]}
+ * then one JSON object per row of a full batch read of the latest snapshot (field name -> value, in
+ * the order of the read type). A table that cannot be read prints the single line
+ *   {"table": path, "error": "<stack trace>"}
+ * instead, and the next table follows. Exit status: 0 when every table was read, 1 when any was not,
+ * 2 on bad usage. Whatever the libraries log goes to stderr (System.out is redirected there), with
+ * one timing line per table.
+ *
+ * Canonical values:
+ *   BOOLEAN -> true/false; TINYINT/SMALLINT/INT/BIGINT -> JSON integers;
+ *   FLOAT/DOUBLE -> JSON numbers from Double.toString (a FLOAT is widened to double first, exactly);
+ *     NaN/Infinity/-Infinity as the strings "NaN", "Infinity", "-Infinity";
+ *   DECIMAL(p, s) -> string, BigDecimal.toPlainString() (scale s kept: "1.50" for DECIMAL(5, 2));
+ *   CHAR/VARCHAR/STRING -> string; BINARY/VARBINARY/BYTES -> base64 string (standard alphabet, padded);
+ *   DATE -> integer days since 1970-01-01; TIME(p) -> integer milliseconds of the day;
+ *   TIMESTAMP(p) -> "yyyy-MM-ddTHH:mm:ss.nnnnnnnnn" (always 9 fraction digits, proleptic Gregorian,
+ *     computed from the epoch millis and nano-of-milli Paimon holds, no time zone applied);
+ *   TIMESTAMP_LTZ(p) -> the same with a trailing "Z" (the instant Paimon holds, in UTC);
+ *   ARRAY -> list; MAP -> list of [key, value] pairs; MULTISET -> list of [element, count] pairs;
+ *     ROW -> list of its field values; any other type -> {"unsupported": "<type>"};
+ *   NULL -> null.
+ * A value Java throws on (a RuntimeException from a getter) prints as {"java_error": "<exception>"},
+ * so the rest of the row and of the table still print.
+ * A row whose kind is not +I carries "_row_kind": "+U", "-U" or "-D".
+ */
+
+import java.io.FileOutputStream;
+import java.io.FileDescriptor;
+import java.io.OutputStreamWriter;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.io.BufferedWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.OptionalLong;
+
+import org.apache.paimon.data.DataGetters;
+import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.InternalArray;
+import org.apache.paimon.data.InternalMap;
+import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.fs.Path;
+import org.apache.paimon.fs.local.LocalFileIO;
+import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.table.FileStoreTable;
+import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.types.ArrayType;
+import org.apache.paimon.types.DataField;
+import org.apache.paimon.types.DataType;
+import org.apache.paimon.types.DataTypeChecks;
+import org.apache.paimon.types.MapType;
+import org.apache.paimon.types.MultisetType;
+import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
+
+public final class PaimonHarness {
+
+    private static final DateTimeFormatter SECONDS =
+            DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss");
+
+    private PaimonHarness() {}
+
+    public static void main(String[] args) throws Exception {
+        PrintStream realOut =
+                new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
+        System.setOut(System.err); // library logging must never interleave with the JSON
+        if (args.length < 2 || !args[0].equals("read")) {
+            System.err.println("usage: PaimonHarness read [--columns=a,b] <table_path>...");
+            System.exit(2);
+        }
+        BufferedWriter out =
+                new BufferedWriter(new OutputStreamWriter(realOut, StandardCharsets.UTF_8), 1 << 16);
+        int failed = 0;
+        List<String> columns = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            String path = args[i];
+            if (path.startsWith("--columns=")) {
+                columns.clear();
+                for (String name : path.substring("--columns=".length()).split(",")) {
+                    if (!name.isEmpty()) {
+                        columns.add(name);
+                    }
+                }
+                continue;
+            }
+            List<String> lines = new ArrayList<>();
+            long started = System.nanoTime();
+            try {
+                readTable(path, columns, lines);
+                long millis = (System.nanoTime() - started) / 1_000_000;
+                System.err.printf("PaimonHarness: read %s (%d rows) in %d ms%n", path, lines.size() - 1, millis);
+            } catch (Throwable t) {
+                failed++;
+                StringWriter trace = new StringWriter();
+                t.printStackTrace(new PrintWriter(trace));
+                lines.clear();
+                lines.add("{\"table\":" + str(path) + ",\"error\":" + str(trace.toString()) + "}");
+            }
+            for (String line : lines) {
+                out.write(line);
+                out.write('\n');
+            }
+            out.flush();
+        }
+        out.flush();
+        System.exit(failed == 0 ? 0 : 1);
+    }
+
+    private static void readTable(String path, List<String> columns, List<String> lines)
+            throws Exception {
+        FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+        ReadBuilder readBuilder = table.newReadBuilder();
+        if (!columns.isEmpty()) {
+            int[] projection = new int[columns.size()];
+            for (int i = 0; i < projection.length; i++) {
+                projection[i] = table.rowType().getFieldIndex(columns.get(i));
+                if (projection[i] < 0) {
+                    throw new IllegalArgumentException(
+                            "no column " + columns.get(i) + " in " + table.rowType());
+                }
+            }
+            readBuilder = readBuilder.withProjection(projection);
+        }
+        List<DataField> fields = readBuilder.readType().getFields();
+        OptionalLong snapshot = table.latestSnapshotId();
+        StringBuilder header = new StringBuilder();
+        header.append("{\"table\":").append(str(path));
+        header.append(",\"snapshot\":").append(snapshot.isPresent() ? Long.toString(snapshot.getAsLong()) : "null");
+        header.append(",\"fields\":[");
+        for (int i = 0; i < fields.size(); i++) {
+            header.append(i == 0 ? "" : ",").append(str(fields.get(i).name()));
+        }
+        header.append("],\"types\":[");
+        for (int i = 0; i < fields.size(); i++) {
+            header.append(i == 0 ? "" : ",").append(str(fields.get(i).type().toString()));
+        }
+        header.append("]}");
+        lines.add(header.toString());
+
+        List<Split> splits = readBuilder.newScan().plan().splits();
+        try (RecordReader<InternalRow> reader = readBuilder.newRead().createReader(splits)) {
+            reader.forEachRemaining(row -> lines.add(rowJson(row, fields)));
+        }
+    }
+
+    private static String rowJson(InternalRow row, List<DataField> fields) {
+        StringBuilder sb = new StringBuilder("{");
+        for (int i = 0; i < fields.size(); i++) {
+            DataField field = fields.get(i);
+            sb.append(i == 0 ? "" : ",").append(str(field.name())).append(':');
+            int mark = sb.length();
+            try {
+                value(sb, row, i, field.type());
+            } catch (RuntimeException e) { // one bad value must not hide the rest of the table
+                sb.setLength(mark);
+                sb.append("{\"java_error\":").append(str(e.toString())).append('}');
+            }
+        }
+        RowKind kind = row.getRowKind();
+        if (kind != RowKind.INSERT) {
+            sb.append(fields.isEmpty() ? "" : ",").append("\"_row_kind\":").append(str(kind.shortString()));
+        }
+        return sb.append('}').toString();
+    }
+
+    private static void value(StringBuilder sb, DataGetters g, int pos, DataType type) {
+        if (g.isNullAt(pos)) {
+            sb.append("null");
+            return;
+        }
+        switch (type.getTypeRoot().name()) {
+            case "BOOLEAN":
+                sb.append(g.getBoolean(pos));
+                break;
+            case "TINYINT":
+                sb.append(g.getByte(pos));
+                break;
+            case "SMALLINT":
+                sb.append(g.getShort(pos));
+                break;
+            case "INTEGER":
+            case "DATE":
+            case "TIME_WITHOUT_TIME_ZONE":
+                sb.append(g.getInt(pos));
+                break;
+            case "BIGINT":
+                sb.append(g.getLong(pos));
+                break;
+            case "FLOAT":
+                number(sb, (double) g.getFloat(pos));
+                break;
+            case "DOUBLE":
+                number(sb, g.getDouble(pos));
+                break;
+            case "DECIMAL": {
+                Decimal d = g.getDecimal(pos, DataTypeChecks.getPrecision(type), DataTypeChecks.getScale(type));
+                sb.append(str(d.toBigDecimal().toPlainString()));
+                break;
+            }
+            case "CHAR":
+            case "VARCHAR":
+                sb.append(str(g.getString(pos).toString()));
+                break;
+            case "BINARY":
+            case "VARBINARY":
+                sb.append(str(Base64.getEncoder().encodeToString(g.getBinary(pos))));
+                break;
+            case "TIMESTAMP_WITHOUT_TIME_ZONE":
+                sb.append(str(timestamp(g.getTimestamp(pos, DataTypeChecks.getPrecision(type)), "")));
+                break;
+            case "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
+                sb.append(str(timestamp(g.getTimestamp(pos, DataTypeChecks.getPrecision(type)), "Z")));
+                break;
+            case "ARRAY": {
+                InternalArray array = g.getArray(pos);
+                DataType element = ((ArrayType) type).getElementType();
+                sb.append('[');
+                for (int i = 0; i < array.size(); i++) {
+                    sb.append(i == 0 ? "" : ",");
+                    value(sb, array, i, element);
+                }
+                sb.append(']');
+                break;
+            }
+            case "MAP":
+                pairs(sb, g.getMap(pos), ((MapType) type).getKeyType(), ((MapType) type).getValueType());
+                break;
+            case "MULTISET":
+                pairs(sb, g.getMap(pos), ((MultisetType) type).getElementType(), new org.apache.paimon.types.IntType(false));
+                break;
+            case "ROW": {
+                List<DataField> nested = ((RowType) type).getFields();
+                InternalRow inner = g.getRow(pos, nested.size());
+                sb.append('[');
+                for (int i = 0; i < nested.size(); i++) {
+                    sb.append(i == 0 ? "" : ",");
+                    value(sb, inner, i, nested.get(i).type());
+                }
+                sb.append(']');
+                break;
+            }
+            default:
+                sb.append("{\"unsupported\":").append(str(type.toString())).append('}');
+        }
+    }
+
+    private static void pairs(StringBuilder sb, InternalMap map, DataType keyType, DataType valueType) {
+        InternalArray keys = map.keyArray();
+        InternalArray values = map.valueArray();
+        sb.append('[');
+        for (int i = 0; i < map.size(); i++) {
+            sb.append(i == 0 ? "[" : ",[");
+            value(sb, keys, i, keyType);
+            sb.append(',');
+            value(sb, values, i, valueType);
+            sb.append(']');
+        }
+        sb.append(']');
+    }
+
+    private static void number(StringBuilder sb, double v) {
+        if (Double.isNaN(v)) {
+            sb.append("\"NaN\"");
+        } else if (Double.isInfinite(v)) {
+            sb.append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        } else {
+            sb.append(Double.toString(v));
+        }
+    }
+
+    /** Epoch millis + nano-of-milli as wall-clock text with 9 fraction digits (no zone applied). */
+    static String timestamp(Timestamp ts, String suffix) {
+        long millis = ts.getMillisecond();
+        long seconds = Math.floorDiv(millis, 1000L);
+        int nanos = (int) Math.floorMod(millis, 1000L) * 1_000_000 + ts.getNanoOfMillisecond();
+        LocalDateTime ldt = LocalDateTime.ofEpochSecond(seconds, 0, ZoneOffset.UTC);
+        return ldt.format(SECONDS) + String.format(".%09d", nanos) + suffix;
+    }
+
+    static String str(String s) {
+        StringBuilder sb = new StringBuilder(s.length() + 2).append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"':
+                    sb.append("\\\"");
+                    break;
+                case '\\':
+                    sb.append("\\\\");
+                    break;
+                case '\n':
+                    sb.append("\\n");
+                    break;
+                case '\r':
+                    sb.append("\\r");
+                    break;
+                case '\t':
+                    sb.append("\\t");
+                    break;
+                default:
+                    if (c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029
+                            || (c >= 0xD800 && c <= 0xDFFF && !validSurrogate(s, i))) {
+                        sb.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        sb.append(c);
+                    }
+            }
+        }
+        return sb.append('"').toString();
+    }
+
+    /** True if the surrogate at i is half of a well-formed pair (lone halves are escaped). */
+    private static boolean validSurrogate(String s, int i) {
+        char c = s.charAt(i);
+        if (Character.isHighSurrogate(c)) {
+            return i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1));
+        }
+        return i > 0 && Character.isHighSurrogate(s.charAt(i - 1));
+    }
+}
