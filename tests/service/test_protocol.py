@@ -7,12 +7,15 @@ import json
 import urllib.parse
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.table.scan import FileStoreScan
 from paimon_meta.table.snapshots import SchemaManager
+from paimon_meta.table.tags import TagManager
 from tests.fixtures.service import make_principal
 from tests.service.helpers import P, auth, commit_body, seed, state_of_storage
 
@@ -396,3 +399,57 @@ def test_rollback_route(service_client: TestClient, service_catalog: Catalog, ad
     # the next commit builds snapshot 2 again
     again = service_client.post(f"{P}/databases/db/tables/t/commit", json=commit_body(base), headers=admin)
     assert again.json() == {"success": True}
+
+
+def test_tags(service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]) -> None:
+    from paimon_meta.ops.expire import expire_snapshots
+    from tests.ops.helpers import read_keys
+
+    seed(service_catalog)
+    table = service_catalog.get_table("db.t")
+    for i in range(3):
+        wb = table.new_batch_write_builder()
+        w = wb.new_write()
+        w.write_arrow(pa.table({"k": pa.array([10 + i], pa.int64()), "p": ["a"], "v": ["n"]}))
+        wb.new_commit().commit(w.prepare_commit())
+    url = f"{P}/databases/db/tables/t/tags"
+    assert service_client.post(url, json={"tagName": "first", "snapshotId": 1}, headers=admin).is_success
+    assert service_client.post(url, json={"tagName": "latest", "snapshotId": None}, headers=admin).is_success
+    _error(service_client.post(url, json={"tagName": "first"}, headers=admin), 409)
+    assert (
+        _error(service_client.post(url, json={"tagName": "x", "snapshotId": 99}, headers=admin), 404)[
+            "resourceType"
+        ]
+        == "SNAPSHOT"
+    )
+    _error(service_client.post(url, json={"tagName": "123"}, headers=admin), 400)  # numeric: a snapshot id
+    _error(service_client.post(url, json={"tagName": "t", "timeRetained": "1 d"}, headers=admin), 501)
+    assert service_client.get(url, headers=admin).json() == {
+        "tags": ["first", "latest"],
+        "nextPageToken": None,
+    }
+    got = service_client.get(f"{url}/first", headers=admin).json()
+    assert got["tagName"] == "first" and got["snapshot"]["id"] == 1 and got["tagCreateTime"] > 0
+    assert service_client.get(f"{url}/latest", headers=admin).json()["snapshot"]["id"] == 4
+    # expiration keeps the tagged snapshot's files: time travel by tag still reads it
+    report = expire_snapshots(service_catalog, "db.t", retain_min=1, retain_max=1, time_retained_ms=0)
+    assert report.earliest_after == 4
+    assert sorted(read_keys(service_catalog, identifier="db.t", snapshot=None)) == [1, 2, 3, 10, 11, 12]
+    tag = TagManager(table.file_io, table.path).get("first").snapshot
+    rb = table.new_read_builder()
+    scan = FileStoreScan(table.manifest_reader, table.schema, tag)
+    assert sorted(rb.new_read().to_arrow(scan.plan().splits()).column("k").to_pylist()) == [1, 2, 3]
+    assert service_client.delete(f"{url}/first", headers=admin).is_success
+    assert _error(service_client.get(f"{url}/first", headers=admin), 404)["resourceType"] == "TAG"
+    with service_catalog.engine.connect() as conn:
+        runs = conn.execute(
+            text(
+                "SELECT operation, principal FROM paimon_maintenance_events WHERE event_type = 'finished'"
+                " AND operation LIKE '%tag' ORDER BY event_id"
+            )
+        ).all()
+    assert [tuple(r) for r in runs] == [
+        ("create_tag", "admin"),
+        ("create_tag", "admin"),
+        ("delete_tag", "admin"),
+    ]
