@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["connect", "open_table"]
+__all__ = ["connect", "connect_service", "open_table"]
 
 if TYPE_CHECKING:
     from paimon_meta.catalog_api import connect
     from paimon_meta.client import open_table
+    from paimon_meta.remote import connect_service
 
 
 def __getattr__(name: str) -> Any:
@@ -22,6 +23,10 @@ def __getattr__(name: str) -> Any:
         from paimon_meta.catalog_api import connect
 
         return connect
+    if name == "connect_service":
+        from paimon_meta.remote import connect_service
+
+        return connect_service
     if name == "open_table":
         from paimon_meta.client import open_table
 

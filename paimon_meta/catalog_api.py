@@ -360,7 +360,15 @@ def connect(
 ) -> Catalog:
     """Connect to the metastore (``metastore_url``, else ``$PAIMON_META_URL``, else an embedded Postgres
     under ``$PAIMON_META_HOME``) and a warehouse (``warehouse``, else ``$PAIMON_META_WAREHOUSE``, else
-    ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect."""
+    ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect.
+
+    A commit service (``http(s)://``) is reached with :func:`paimon_meta.connect_service` instead: its
+    catalog has the same table API but no database, so it is another type."""
+    if metastore_url is not None and metastore_url.startswith(("http://", "https://")):
+        raise ValidationError(
+            f"{metastore_url} is a commit service: use paimon_meta.connect_service(url, token=...)",
+            url=metastore_url,
+        )
     url = metastore_url or os.environ.get(ENV_URL)
     embedded = url is None
     if url is None:

@@ -165,3 +165,7 @@ class LockNotHeldError(LockError):
 
 class SnapshotPointerConflictError(CommitConflictError):
     """The table's latest-snapshot pointer was not the expected value (another commit advanced it)."""
+
+
+class AccessDeniedError(PaimonMetaError):
+    """The commit service refused the request: no valid token (401) or no grant for it (403)."""

@@ -9,7 +9,7 @@ parsed by ``paimon_meta.serde`` (one parser for files and requests).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -209,7 +209,12 @@ class CommitMessagesRequest(_Model):
     commit_identifier: int
     messages_version: int = Field(ge=3, le=14)
     messages: str
+    #: An OVERWRITE of this partition spec ({} = the whole table) instead of an APPEND.
     overwrite: dict[str, str] | None = None
+    #: "dynamic" or "static"; absent: the table's ``dynamic-partition-overwrite`` option decides.
+    overwrite_mode: Literal["dynamic", "static"] | None = None
+    properties: dict[str, str] | None = None
+    watermark: int | None = None
 
 
 class CommitMessagesResponse(_Model):

@@ -20,6 +20,7 @@ from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import CATALOG, catalog_of, table_identifier
 from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.table.overwrite import OverwriteSpec
 
 router = APIRouter()
 
@@ -67,7 +68,16 @@ def commit_messages(
     committer = catalog_of(request).message_committer(
         table_identifier(database, table), body.commit_user, principal=access.principal
     )
-    result = committer.commit(messages, body.commit_identifier, overwrite=body.overwrite)
+    overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
+    if body.overwrite is not None and body.overwrite_mode is not None:
+        overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
+    result = committer.commit(
+        messages,
+        body.commit_identifier,
+        overwrite=overwrite,
+        properties=body.properties,
+        watermark=body.watermark,
+    )
     return models.CommitMessagesResponse(
         snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
     )

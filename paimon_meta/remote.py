@@ -1,0 +1,291 @@
+"""``paimon_meta.connect_service("http://host:port", token=...)``: the catalog API over the commit service.
+
+Metadata calls and commits go to the service with a bearer token (no database credentials on this side);
+data files are written and read directly on storage, where the table's ``path`` says (``options`` are the
+storage options, ``s3.*``). Commits send the CommitMessages the writers produced to the control plane
+(``POST .../commit-messages``), which commits them exactly as an in-process commit does: conflicts,
+manifest merge and exactly-once are the server's.
+
+Errors come back typed, from the protocol's error body: 404 by resource type (``DatabaseNotFoundError``,
+``TableNotFoundError``, ...), 409 ``AlreadyExistsError`` or, for a commit, ``CommitConflictError`` (nothing
+landed), 400 ``ValidationError``, 401/403 ``AccessDeniedError``, 501 ``UnsupportedError``; a commit that
+fails with a 5xx or a broken connection is ``CommitOutcomeUnknownError`` (re-send the same identifier:
+it is deduplicated if it landed).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from paimon_meta import errors
+from paimon_meta.catalog.registry import validate_identifier
+from paimon_meta.errors import PaimonMetaError
+from paimon_meta.io import get_file_io
+from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
+from paimon_meta.spec.arrow import from_arrow_schema
+from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.table.overwrite import OverwriteSpec
+from paimon_meta.table.table import FileStoreTable
+
+_NOT_FOUND: dict[str, type[errors.NotFoundError]] = {
+    "DATABASE": errors.DatabaseNotFoundError,
+    "TABLE": errors.TableNotFoundError,
+    "SNAPSHOT": errors.SnapshotNotFoundError,
+    "TAG": errors.TagNotFoundError,
+}
+_EXISTS: dict[str, type[errors.AlreadyExistsError]] = {
+    "DATABASE": errors.DatabaseAlreadyExistsError,
+    "TABLE": errors.TableAlreadyExistsError,
+    "TAG": errors.TagAlreadyExistsError,
+}
+
+
+def _split(identifier: str) -> tuple[str, str]:
+    parts = identifier.split(".")
+    if len(parts) != 2:
+        raise errors.ValidationError(f"table identifier must be '<database>.<table>', got {identifier!r}")
+    return validate_identifier("database", parts[0]), validate_identifier("table", parts[1])
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteCommitResult:
+    snapshot_ids: tuple[int, ...]
+    deduplicated: bool
+
+
+class RemoteCatalog:
+    """Databases and tables of a ``paimon-meta serve`` catalog. Close it (or use ``with``) when done."""
+
+    def __init__(
+        self,
+        uri: str,
+        token: str,
+        *,
+        catalog_name: str | None = None,
+        options: Mapping[str, str] | None = None,
+        timeout_seconds: float = 120.0,
+    ) -> None:
+        self.uri = uri.rstrip("/")
+        self.token = token
+        self.options = dict(options or {})
+        self.timeout = timeout_seconds
+        query = {"warehouse": catalog_name} if catalog_name else None
+        config = self._call("GET", "/v1/config", query=query)
+        self.prefix = str(config["defaults"]["prefix"])
+
+    # ---- HTTP -------------------------------------------------------------------------------------
+
+    def _path(self, *segments: str) -> str:
+        quoted = "/".join(urllib.parse.quote(s, safe="") for s in segments)
+        return f"/v1/{urllib.parse.quote(self.prefix, safe='')}/{quoted}"
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: Mapping[str, Any] | None = None,
+        commit: bool = False,
+    ) -> Any:
+        url = self.uri + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as e:
+            raise self._error(e, commit=commit) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+            if commit:
+                raise errors.CommitOutcomeUnknownError(
+                    f"commit to {self.uri} did not answer ({e}); re-send the same identifier to resolve it"
+                ) from e
+            raise errors.MetastoreUnavailableError(f"service {self.uri} unreachable: {e}") from e
+        return json.loads(raw) if raw else None
+
+    def _error(self, e: urllib.error.HTTPError, *, commit: bool) -> PaimonMetaError:
+        try:
+            body = json.loads(e.read() or b"{}")
+        except ValueError:
+            body = {}
+        status = int(body.get("code") or e.code)
+        message = str(body.get("message") or e.reason)
+        rtype, rname = body.get("resourceType"), body.get("resourceName")
+        where = f"{message} (HTTP {status} from {self.uri})"
+        if status == 404:
+            return _NOT_FOUND.get(str(rtype), errors.NotFoundError)(where, resource_name=rname)
+        if status == 409:
+            if commit:
+                return errors.CommitConflictError(where)
+            return _EXISTS.get(str(rtype), errors.AlreadyExistsError)(where, resource_name=rname)
+        if status in (401, 403):
+            return errors.AccessDeniedError(where, status=status)
+        if status == 501:
+            return errors.UnsupportedError(where)
+        if 400 <= status < 500:
+            return errors.ValidationError(where)
+        if commit:
+            return errors.CommitOutcomeUnknownError(f"{where}; re-send the same identifier to resolve it")
+        return errors.MetastoreUnavailableError(where)
+
+    # ---- catalog ----------------------------------------------------------------------------------
+
+    def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+        try:
+            self._call("POST", self._path("databases"), {"name": validate_identifier("database", name)})
+        except errors.AlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+
+    def list_databases(self) -> list[str]:
+        return self._names(self._path("databases"), "databases")
+
+    def list_tables(self, database: str) -> list[str]:
+        return self._names(
+            self._path("databases", validate_identifier("database", database), "tables"), "tables"
+        )
+
+    def _names(self, path: str, key: str) -> list[str]:
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            page = self._call("GET", path, query={"pageToken": token} if token else None)
+            names.extend(page[key])
+            token = page.get("nextPageToken")
+            if not token:
+                return names
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+        ignore_if_exists: bool = False,
+    ) -> FileStoreTable:
+        db, name = _split(identifier)
+        self.create_database(db)
+        fields, _ = from_arrow_schema(schema)
+        body = {
+            "identifier": {"database": db, "object": name},
+            "schema": {
+                "fields": [f.to_json() for f in fields],
+                "partitionKeys": list(partition_keys),
+                "primaryKeys": list(primary_keys),
+                "options": dict(options or {}),
+                "comment": comment,
+            },
+        }
+        try:
+            self._call("POST", self._path("databases", db, "tables"), body)
+        except errors.AlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+        return self.get_table(identifier)
+
+    def get_table(self, identifier: str) -> FileStoreTable:
+        """The table, read from storage where the service says it lives, committing through the service."""
+        db, name = _split(identifier)
+        meta = self._call("GET", self._path("databases", db, "tables", name))
+        path = str(meta["path"])
+        table = FileStoreTable.load(get_file_io(path, self.options), path)
+
+        def factory(_: FileStoreTable, commit_user: str) -> RemoteCommitter:
+            return RemoteCommitter(self, db, name, commit_user)
+
+        table.committer_factory = factory
+        return table
+
+    def drop_table(self, identifier: str) -> None:
+        db, name = _split(identifier)
+        self._call("DELETE", self._path("databases", db, "tables", name))
+
+    def commits(self, identifier: str, *, limit: int = 100) -> list[dict[str, Any]]:
+        """The table's commit history from the service's event log, newest first."""
+        db, name = _split(identifier)
+        page = self._call(
+            "GET", self._path("databases", db, "tables", name, "commits"), query={"maxResults": limit}
+        )
+        result: list[dict[str, Any]] = page["commits"]
+        return result
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> RemoteCatalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteCommitter:
+    """Commits one commit user's messages through the control plane."""
+
+    def __init__(self, catalog: RemoteCatalog, database: str, table: str, commit_user: str) -> None:
+        self.catalog = catalog
+        self.database = database
+        self.table = table
+        self.commit_user = commit_user
+
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
+        *,
+        overwrite: Mapping[str, Any] | OverwriteSpec | None = None,
+        properties: Mapping[str, str] | None = None,
+        watermark: int | None = None,
+    ) -> RemoteCommitResult:
+        body: dict[str, Any] = {
+            "commitUser": self.commit_user,
+            "commitIdentifier": identifier,
+            "messagesVersion": CURRENT_VERSION,
+            "messages": base64.b64encode(serialize_commit_messages(list(messages), CURRENT_VERSION)).decode(),
+        }
+        if isinstance(overwrite, OverwriteSpec):
+            body["overwrite"] = dict(overwrite.partition)
+            body["overwriteMode"] = "dynamic" if overwrite.dynamic else "static"
+        elif overwrite is not None:
+            body["overwrite"] = {str(k): str(v) for k, v in overwrite.items()}
+        if properties is not None:
+            body["properties"] = dict(properties)
+        if watermark is not None:
+            body["watermark"] = watermark
+        path = self.catalog._path("databases", self.database, "tables", self.table, "commit-messages")
+        answer = self.catalog._call("POST", path, body, commit=True)
+        return RemoteCommitResult(tuple(answer["snapshotIds"]), bool(answer["deduplicated"]))
+
+    def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
+        path = self.catalog._path("databases", self.database, "tables", self.table, "filter-committed")
+        answer = self.catalog._call(
+            "POST", path, {"commitUser": self.commit_user, "identifiers": list(identifiers)}
+        )
+        return [int(i) for i in answer["identifiers"]]
+
+
+def connect_service(
+    uri: str, token: str, *, catalog_name: str | None = None, **options: str
+) -> RemoteCatalog:
+    """The catalog served at ``uri`` (``paimon-meta serve``), authenticated with ``token``; ``options``
+    are the storage options of the data files (``s3.endpoint``, ...)."""
+    if not uri.startswith(("http://", "https://")):
+        raise errors.ValidationError(f"a commit service URL starts with http:// or https://, got {uri!r}")
+    return RemoteCatalog(uri, token, catalog_name=catalog_name, options=options)
