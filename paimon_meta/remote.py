@@ -181,7 +181,6 @@ class RemoteCatalog:
         ignore_if_exists: bool = False,
     ) -> FileStoreTable:
         db, name = _split(identifier)
-        self.create_database(db)
         fields, _ = from_arrow_schema(schema)
         body = {
             "identifier": {"database": db, "object": name},
@@ -194,7 +193,11 @@ class RemoteCatalog:
             },
         }
         try:
-            self._call("POST", self._path("databases", db, "tables"), body)
+            try:
+                self._call("POST", self._path("databases", db, "tables"), body)
+            except errors.DatabaseNotFoundError:
+                self.create_database(db)  # as Catalog.create_table does (needs the catalog admin grant)
+                self._call("POST", self._path("databases", db, "tables"), body)
         except errors.AlreadyExistsError:
             if not ignore_if_exists:
                 raise

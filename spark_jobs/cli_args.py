@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.common import connect_catalog, parse_options
+
+TOKEN_ENV = "PAIMON_META_TOKEN"
 
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +24,15 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         help="metastore URL (default: $PAIMON_META_URL, else embedded Postgres)",
     )
     parser.add_argument("--warehouse", default=None, help="warehouse root of the catalog")
+    parser.add_argument(
+        "--service",
+        default=None,
+        metavar="URL",
+        help="commit through a paimon-meta serve catalog instead of the database (with --table)",
+    )
+    parser.add_argument(
+        "--token", default=None, help="bearer token for --service (default $PAIMON_META_TOKEN)"
+    )
     parser.add_argument(
         "--option", action="append", default=[], help="FileIO/catalog option k=v (repeatable)"
     )
@@ -43,5 +55,15 @@ def open_target(args: argparse.Namespace) -> OpenedTable:
         from paimon_meta.client import open_table
 
         return OpenedTable(open_table(args.table_path, options), options, lambda: None)
+    if args.service:
+        # Executors write data files with ``options``; the driver's commit goes to the service: no
+        # database credentials anywhere in the job.
+        from paimon_meta.remote import connect_service
+
+        token = args.token or os.environ.get(TOKEN_ENV)
+        if not token:
+            raise SystemExit(f"--service needs --token or ${TOKEN_ENV}")
+        remote = connect_service(args.service, token=token, **options)
+        return OpenedTable(remote.get_table(args.table), options, remote.close)
     catalog = connect_catalog(args.metastore_url, args.warehouse, options)
     return OpenedTable(catalog.get_table(args.table), dict(catalog.file_io_options), catalog.close)
