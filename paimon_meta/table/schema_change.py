@@ -1,4 +1,7 @@
-"""ALTER TABLE: add columns and rename columns, writing ``schema/schema-<N+1>``.
+"""ALTER TABLE: add and rename columns, set and remove options, comments, writing ``schema/schema-<N+1>``.
+
+:func:`alter` applies several changes as one new schema (the REST catalog's alter); options that decide
+how existing files were written (``IMMUTABLE_OPTIONS``) are refused by name.
 
 Matches Java's ``SchemaManager.commitChanges``/``generateTableSchema`` for ``AddColumn`` and
 ``RenameColumn``: the new schema is derived from the latest one, created if absent (a concurrent ALTER
