@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: venv run test lint typecheck unit interop-venv java-env bench clean
+.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,12 +33,16 @@ typecheck: venv
 interop-venv:
 	$(PY) tests/interop/pypaimon_env.py
 
+## paimon-rust (pypaimon-rust 0.4.0) in its own venv, for the interop tests.
+rust-venv:
+	$(PY) tests/interop/rust_env.py
+
 ## Java Paimon 0.9 and 1.0 (jars from PyPI packages, into ~/.cache/paimon-meta/java) and the test harness.
 java-env:
 	$(PY) tests/interop/java_env.py
 
 ## Lint, type-check and the whole test suite (interop, Postgres, S3 and Spark tests included).
-test: venv lint typecheck interop-venv java-env
+test: venv lint typecheck interop-venv rust-venv java-env
 	$(VENV)/bin/pytest tests -q
 
 unit: venv
@@ -48,4 +52,4 @@ bench: venv
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .venv-pypaimon .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .venv-pypaimon .venv-rust .mypy_cache .ruff_cache .pytest_cache
