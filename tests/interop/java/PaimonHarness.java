@@ -6,6 +6,24 @@
  * and switches on type-root names (not enum constants) so roots one version lacks cannot break it.
  *
  *   java -cp <classes>:<paimon jars> PaimonHarness read [--columns=a,b] <table_path>...
+ *   java -cp <classes>:<paimon jars> PaimonHarness write [--compact] <table_path> <rows.jsonl> <out_file>
+ *   java -cp <classes>:<paimon jars> PaimonHarness commit <table_path> <messages_file> <version> <user> <id>
+ *
+ * write: one JSON object per line of rows.jsonl (field name -> value, missing = null; "_row_kind"
+ * "+I"/"-U"/"+U"/"-D" for primary-key tables) is written with the table's BatchWriteBuilder; the
+ * CommitMessages of prepareCommit() are NOT committed but serialized with
+ * CommitMessageSerializer.serializeList into out_messages_file, and stdout carries one JSON line
+ *   {"version": serializer version, "messages": count, "rows": count}
+ * --compact also asks for a full compaction (TableWrite.compact(partition, bucket, true)) of every
+ * (partition, bucket) the rows went to, so the messages carry compaction results too.
+ * Input values: BOOLEAN true/false; TINYINT..BIGINT integers; FLOAT/DOUBLE numbers (or "NaN",
+ * "Infinity", "-Infinity"); DECIMAL string or number; CHAR/VARCHAR string; BINARY/VARBINARY base64;
+ * DATE integer days since 1970-01-01 or "yyyy-mm-dd"; TIME integer milliseconds of the day;
+ * TIMESTAMP(p)/TIMESTAMP_LTZ(p) integer epoch microseconds.
+ *
+ * commit: the messages_file (CommitMessageSerializer.serializeList bytes of the given version) is
+ * deserialized and committed with a StreamTableCommit for <user> and identifier <id>; stdout carries
+ *   {"snapshot": latest snapshot id after the commit, "messages": count}
  *
  * --columns=a,b projects the tables after it onto those columns (ReadBuilder.withProjection), until
  * the next --columns= (an empty list reads every column again).
@@ -38,6 +56,10 @@
  */
 
 import java.io.FileOutputStream;
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.LocalDate;
 import java.io.FileDescriptor;
 import java.io.OutputStreamWriter;
 import java.io.PrintStream;
@@ -50,20 +72,36 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.OptionalLong;
 
+import org.apache.paimon.data.BinaryRow;
+import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.DataGetters;
+import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.Decimal;
 import org.apache.paimon.data.InternalArray;
 import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.fs.Path;
+import org.apache.paimon.io.DataInputDeserializer;
+import org.apache.paimon.io.DataOutputSerializer;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.CommitMessageSerializer;
+import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.ArrayType;
@@ -86,8 +124,30 @@ public final class PaimonHarness {
         PrintStream realOut =
                 new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
         System.setOut(System.err); // library logging must never interleave with the JSON
+        if (args.length == 4 && args[0].equals("write")) {
+            String result = write(args[1], args[2], args[3], false);
+            realOut.println(result);
+            realOut.flush();
+            System.exit(0);
+        }
+        if (args.length == 5 && args[0].equals("write") && args[1].equals("--compact")) {
+            String result = write(args[2], args[3], args[4], true);
+            realOut.println(result);
+            realOut.flush();
+            System.exit(0);
+        }
+        if (args.length == 6 && args[0].equals("commit")) {
+            String result =
+                    commit(args[1], args[2], Integer.parseInt(args[3]), args[4], Long.parseLong(args[5]));
+            realOut.println(result);
+            realOut.flush();
+            System.exit(0);
+        }
         if (args.length < 2 || !args[0].equals("read")) {
-            System.err.println("usage: PaimonHarness read [--columns=a,b] <table_path>...");
+            System.err.println(
+                    "usage: PaimonHarness read [--columns=a,b] <table_path>...\n"
+                            + "       PaimonHarness write [--compact] <table_path> <rows.jsonl> <out_file>\n"
+                            + "       PaimonHarness commit <table_path> <messages_file> <version> <user> <id>");
             System.exit(2);
         }
         BufferedWriter out =
@@ -126,6 +186,104 @@ public final class PaimonHarness {
         }
         out.flush();
         System.exit(failed == 0 ? 0 : 1);
+    }
+
+    private static String write(String path, String rowsFile, String outFile, boolean compact)
+            throws Exception {
+        FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+        List<DataField> fields = table.rowType().getFields();
+        ObjectMapper mapper = new ObjectMapper();
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        int rows = 0;
+        List<CommitMessage> messages;
+        Map<BinaryRow, Set<Integer>> touched = new LinkedHashMap<>();
+        try (BatchTableWrite write = builder.newWrite()) {
+            for (String line : Files.readAllLines(Paths.get(rowsFile), StandardCharsets.UTF_8)) {
+                if (line.trim().isEmpty()) {
+                    continue;
+                }
+                JsonNode node = mapper.readTree(line);
+                JsonNode kind = node.get("_row_kind");
+                GenericRow row = new GenericRow(
+                        kind == null ? RowKind.INSERT : RowKind.fromShortString(kind.asText()), fields.size());
+                for (int i = 0; i < fields.size(); i++) {
+                    row.setField(i, internal(node.get(fields.get(i).name()), fields.get(i).type()));
+                }
+                write.write(row);
+                touched.computeIfAbsent(write.getPartition(row).copy(), p -> new TreeSet<>())
+                        .add(write.getBucket(row));
+                rows++;
+            }
+            if (compact) {
+                for (Map.Entry<BinaryRow, Set<Integer>> e : touched.entrySet()) {
+                    for (int bucket : e.getValue()) {
+                        write.compact(e.getKey(), bucket, true);
+                    }
+                }
+            }
+            messages = write.prepareCommit();
+        }
+        CommitMessageSerializer serializer = new CommitMessageSerializer();
+        DataOutputSerializer out = new DataOutputSerializer(4096);
+        serializer.serializeList(messages, out);
+        Files.write(Paths.get(outFile), out.getCopyOfBuffer());
+        return "{\"version\":" + serializer.getVersion() + ",\"messages\":" + messages.size()
+                + ",\"rows\":" + rows + "}";
+    }
+
+    private static String commit(String path, String messagesFile, int version, String user, long identifier)
+            throws Exception {
+        FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+        byte[] bytes = Files.readAllBytes(Paths.get(messagesFile));
+        List<CommitMessage> messages =
+                new CommitMessageSerializer().deserializeList(version, new DataInputDeserializer(bytes));
+        try (StreamTableCommit commit =
+                table.newStreamWriteBuilder().withCommitUser(user).newCommit()) {
+            commit.commit(identifier, messages);
+        }
+        OptionalLong snapshot = table.latestSnapshotId();
+        return "{\"snapshot\":" + (snapshot.isPresent() ? Long.toString(snapshot.getAsLong()) : "null")
+                + ",\"messages\":" + messages.size() + "}";
+    }
+
+    /** A JSON value as Paimon's internal representation of ``type`` (see the header). */
+    private static Object internal(JsonNode v, DataType type) {
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        switch (type.getTypeRoot().name()) {
+            case "BOOLEAN":
+                return v.asBoolean();
+            case "TINYINT":
+                return (byte) v.asInt();
+            case "SMALLINT":
+                return (short) v.asInt();
+            case "INTEGER":
+            case "TIME_WITHOUT_TIME_ZONE":
+                return v.asInt();
+            case "DATE":
+                return v.isTextual() ? (int) LocalDate.parse(v.asText()).toEpochDay() : v.asInt();
+            case "BIGINT":
+                return v.asLong();
+            case "FLOAT":
+                return v.isTextual() ? Float.parseFloat(v.asText()) : (float) v.asDouble();
+            case "DOUBLE":
+                return v.isTextual() ? Double.parseDouble(v.asText()) : v.asDouble();
+            case "DECIMAL":
+                return Decimal.fromBigDecimal(
+                        new BigDecimal(v.asText()), DataTypeChecks.getPrecision(type), DataTypeChecks.getScale(type));
+            case "CHAR":
+            case "VARCHAR":
+                return BinaryString.fromString(v.asText());
+            case "BINARY":
+            case "VARBINARY":
+                return Base64.getDecoder().decode(v.asText());
+            case "TIMESTAMP_WITHOUT_TIME_ZONE":
+            case "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
+                return Timestamp.fromMicros(v.asLong());
+            default:
+                throw new IllegalArgumentException("the harness cannot write " + type);
+        }
     }
 
     private static void readTable(String path, List<String> columns, List<String> lines)
