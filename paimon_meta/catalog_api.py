@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -39,7 +40,7 @@ from paimon_meta.errors import (
     TableNotFoundError,
     ValidationError,
 )
-from paimon_meta.io import get_file_io
+from paimon_meta.io import get_file_io, resolve_location, scheme_of
 from paimon_meta.io.base import FileIO
 from paimon_meta.serde.json import schema_to_json
 from paimon_meta.spec.arrow import from_arrow_schema
@@ -107,6 +108,8 @@ class Catalog:
         self.options = dict(options)
         self.file_io_options = {k: v for k, v in options.items() if k not in _CATALOG_OPTIONS}
         self.file_io: FileIO = get_file_io(self.warehouse, self.file_io_options)
+        self._file_ios: dict[str, FileIO] = {}
+        self._file_ios_lock = threading.Lock()
         self.registry = Registry(engine, catalog_key=options.get(CATALOG_KEY, "jdbc"))
         self.events = EventLog(engine)
         self.lock = MetastoreLock(engine)
@@ -131,6 +134,21 @@ class Catalog:
         return self.registry.list_databases()
 
     # ---- tables ------------------------------------------------------------------------------------
+
+    def table_file_io(self, location: str) -> FileIO:
+        """The FileIO of a table's own location: the warehouse's when the table lives in the same store,
+        else one chosen by the location's scheme (with the catalog's storage options), kept for reuse.
+        A table registered elsewhere (another warehouse, a Java catalog) is then opened where it is."""
+        scheme = scheme_of(location)
+        if scheme == scheme_of(self.warehouse) and (scheme == "file" or location.startswith(self.warehouse)):
+            return self.file_io
+        # one FileIO per store: the local disk, or an S3 bucket
+        key = scheme if scheme == "file" else f"{scheme}://{location.split('/', 3)[2]}"
+        with self._file_ios_lock:
+            file_io = self._file_ios.get(key)
+            if file_io is None:
+                file_io = self._file_ios[key] = get_file_io(location, self.file_io_options)
+        return file_io
 
     def table_location(self, database: str, table: str) -> str:
         return self.file_io.join(self.warehouse, f"{database}.db", table)
@@ -184,7 +202,7 @@ class Catalog:
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
         FileStoreTable.check_schema(table_schema)
-        manager = SchemaManager(self.file_io, location)
+        manager = SchemaManager(self.table_file_io(location), location)
         if not manager.commit_new_schema(table_schema):
             existing = manager.schema(0)
             if schema_to_json(_comparable(existing)) != schema_to_json(_comparable(table_schema)):
@@ -202,7 +220,7 @@ class Catalog:
         db, name = split_identifier(identifier)
         row = self.registry.get_table_row(db, name)
         location = row.location or self.table_location(db, name)
-        table = FileStoreTable.load(self.file_io, location)
+        table = FileStoreTable.load(self.table_file_io(location), location)
         table.committer_factory = self._committer_factory(row)
         return table
 
@@ -219,8 +237,9 @@ class Catalog:
         row = self.registry.drop_table_row(db, name)
         if purge:
             location = row.location or self.table_location(db, name)
-            for status in self.file_io.list_recursive(location):
-                self.file_io.delete(status.path)
+            file_io = self.table_file_io(location)
+            for status in file_io.list_recursive(location):
+                file_io.delete(status.path)
 
     @_metastore_call
     def alter_table(
@@ -340,6 +359,8 @@ class Catalog:
     def close(self) -> None:
         self.lock.close()
         self.file_io.close()
+        for other in self._file_ios.values():
+            other.close()
         self.engine.dispose()
 
     def __enter__(self) -> Catalog:
@@ -373,7 +394,9 @@ def connect(
     embedded = url is None
     if url is None:
         url = ensure_embedded_postgres().url
-    wh = warehouse or os.environ.get(ENV_WAREHOUSE) or str(Path(default_home()) / "warehouse")
+    wh = resolve_location(
+        warehouse or os.environ.get(ENV_WAREHOUSE) or str(Path(default_home()) / "warehouse")
+    )
     engine = make_engine(url)
     upgrade(engine)
     return Catalog(engine, wh, options, info=ConnectInfo(str(url), wh, embedded))

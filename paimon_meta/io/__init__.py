@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.io.base import Capabilities, FileIO, FileStatus, join_uri, normalise_uri, scheme_of
+from paimon_meta.io.base import (
+    Capabilities,
+    FileIO,
+    FileStatus,
+    join_uri,
+    normalise_uri,
+    resolve_location,
+    scheme_of,
+)
 from paimon_meta.io.faults import FaultInjectingFileIO, FaultRule
 from paimon_meta.io.local import LocalFileIO
 from paimon_meta.io.s3 import S3FileIO
@@ -22,6 +30,7 @@ __all__ = [
     "get_file_io",
     "join_uri",
     "normalise_uri",
+    "resolve_location",
     "scheme_of",
 ]
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -129,6 +130,16 @@ def scheme_of(uri: str) -> str:
     if not uri.startswith("/"):
         raise ValidationError(f"not an absolute path or URI: {uri!r}", uri=uri)
     return "file"
+
+
+def resolve_location(location: str) -> str:
+    """A location as a user types it, made absolute once: a URI or an absolute path as it is, a relative
+    path against the working directory now (so nothing depends on the working directory later)."""
+    if _SCHEME.match(location) is not None or location.startswith("/"):
+        return location
+    if not location.strip():
+        raise ValidationError("a location must not be empty", uri=location)
+    return os.path.abspath(location)
 
 
 def join_uri(base: str, *parts: str) -> str:

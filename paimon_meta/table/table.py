@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_meta.errors import TableNotFoundError, ValidationError
-from paimon_meta.io import get_file_io
+from paimon_meta.io import get_file_io, resolve_location
 from paimon_meta.io.base import FileIO
 from paimon_meta.spec.arrow import to_arrow_schema
 from paimon_meta.spec.binary_row import deserialize_row
@@ -96,7 +96,8 @@ class FileStoreTable:
     def open(path_or_uri: str, options: Mapping[str, str] | None = None) -> FileStoreTable:
         """Open the table at a path or URI (``options`` configure the FileIO, e.g. S3 settings).
         ``TableNotFoundError`` if there is no schema file there."""
-        return FileStoreTable.load(get_file_io(path_or_uri, options), path_or_uri)
+        location = resolve_location(path_or_uri)
+        return FileStoreTable.load(get_file_io(location, options), location)
 
     @staticmethod
     def load(file_io: FileIO, path: str) -> FileStoreTable:

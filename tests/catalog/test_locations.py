@@ -1,0 +1,62 @@
+"""Locations as a user types them: relative paths are resolved once; a table is opened on the store its
+own location names, whatever the catalog's warehouse is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import paimon_meta
+from paimon_meta.catalog_api import Catalog
+from paimon_meta.cli import main
+from paimon_meta.ops.recovery import recover_table
+
+pytestmark = pytest.mark.postgres
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+def _write(catalog: Catalog, identifier: str, keys: list[int]) -> None:
+    wb = catalog.get_table(identifier).new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(pa.table({"k": pa.array(keys, pa.int64()), "v": [str(k) for k in keys]}))
+    wb.new_commit().commit(w.prepare_commit())
+
+
+def _keys(catalog: Catalog, identifier: str) -> list[int]:
+    rb = catalog.get_table(identifier).new_read_builder()
+    return sorted(rb.new_read().to_arrow(rb.new_scan().plan().splits()).column("k").to_pylist())
+
+
+def test_relative_paths_are_resolved_once(
+    clean_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with paimon_meta.connect(clean_db, "wh") as catalog:
+        assert catalog.warehouse == str(tmp_path / "wh")
+        catalog.create_table("db.t", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
+        _write(catalog, "db.t", [1, 2])
+    table = paimon_meta.open_table("wh/db.db/t")
+    assert table.path == str(tmp_path / "wh" / "db.db" / "t")
+    assert table.latest_snapshot() is not None
+    assert main(["--metastore", clean_db, "--warehouse", "wh", "read", "db.t", "--json"]) == 0
+    assert '"k": 2' in capsys.readouterr().out
+
+
+@pytest.mark.s3
+def test_a_table_is_opened_on_its_own_store(
+    clean_db: str, tmp_path: Path, s3_warehouse: tuple[str, dict[str, str]]
+) -> None:
+    s3_uri, s3_options = s3_warehouse
+    with paimon_meta.connect(clean_db, s3_uri, **s3_options) as on_s3:
+        on_s3.create_table("db.remote", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
+        _write(on_s3, "db.remote", [7])
+    # The same metastore, a local warehouse: the S3 table is still opened on S3 (with the -o options).
+    with paimon_meta.connect(clean_db, str(tmp_path / "local"), **s3_options) as local:
+        local.create_table("db.here", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
+        _write(local, "db.remote", [8])
+        assert _keys(local, "db.remote") == [7, 8]
+        assert local.get_table("db.remote").path.startswith("s3://")
+        assert recover_table(local, "db.remote").ok
