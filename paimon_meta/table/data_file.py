@@ -201,6 +201,15 @@ class FileLayout:
 # ---- one format writer over an in-memory sink ------------------------------------------------------
 
 
+def _needs_int96(schema: pa.Schema) -> bool:
+    """Whether a Parquet file of ``schema`` stores its timestamps as INT96, as Java does for TIMESTAMP(7..9):
+    when every timestamp column is one of those. pyarrow's INT96 switch is per file, and Java reads only
+    INT64 for precision <= 6, so a file mixing both keeps INT64 nanoseconds (Java 0.9/1.0 cannot read its
+    7..9 columns: docs/INTEROP.md)."""
+    units = [f.type.unit for f in schema if pa.types.is_timestamp(f.type)]
+    return bool(units) and all(u == "ns" for u in units)
+
+
 class _FormatWriter:
     """A pyarrow Parquet/ORC writer streaming into memory, with a running size estimate."""
 
@@ -224,6 +233,9 @@ class _FormatWriter:
                 store_schema=False,
                 store_decimal_as_integer=True,
                 write_time_adjusted_to_utc=True,
+                # Java Paimon writes TIMESTAMP(7..9) as INT96 and reads nothing else there
+                # (ParquetSplitReaderUtil); pyarrow's switch is per file, see _needs_int96.
+                use_deprecated_int96_timestamps=_needs_int96(schema),
             )
         else:
             self._orc = pa_orc.ORCWriter(self.sink, compression=_ORC_CODECS[layout.compression])

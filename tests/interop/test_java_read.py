@@ -361,6 +361,14 @@ NANOS_COLUMNS: list[Column] = [
     ),
 ]
 
+# Lower precisions in the same Parquet file as TIMESTAMP(7..9): the whole file is INT96 then.
+MILLIS_MICROS_COLUMNS: list[Column] = [
+    ("m3", TIMESTAMP(3), TS3[:4]),
+    ("m6", TIMESTAMP(6), TS6[:4]),
+    ("mltz3", TIMESTAMP_LTZ(3), TS3[:4]),
+    ("mltz6", TIMESTAMP_LTZ(6), TS6[:4]),
+]
+
 # Before 1970 with digits below the millisecond.
 PRE_1970_SUB_MILLIS_COLUMNS: list[Column] = [
     (
@@ -608,8 +616,9 @@ class Written:
 
 
 JAVA_NANOS_PARQUET = (
-    "we write TIMESTAMP(7..9) to Parquet as INT64 nanoseconds; Java Paimon 0.9/1.0 only reads INT96 there "
-    "(ParquetSplitReaderUtil: 'Unexpected type: INT64', the whole file is unreadable)"
+    "a Parquet file with TIMESTAMP(7..9) and lower-precision timestamp columns: Java reads 7..9 only as "
+    "INT96 and <= 6 only as INT64, and pyarrow's INT96 switch is per file, so we keep INT64 nanoseconds "
+    "(ParquetSplitReaderUtil: 'Unexpected type: INT64'); files whose timestamps are all 7..9 are INT96"
 )
 JAVA_PRE_1970_ORC = (
     "pyarrow's ORC writer encodes pre-1970 timestamps with sub-millisecond digits so that Java's ORC reader "
@@ -631,7 +640,14 @@ WRITTEN: list[Written] = [
     *(Written(f"partitions_{fmt}", "partitions", fmt) for fmt in ("parquet", "orc")),
     *(Written(f"nested_{fmt}", "nested", fmt) for fmt in ("parquet", "orc")),
     Written("empty", "empty", "parquet"),
-    Written("timestamp_nanos_parquet", "append", "parquet", NANOS_COLUMNS, java_differs=JAVA_NANOS_PARQUET),
+    Written("timestamp_nanos_parquet", "append", "parquet", NANOS_COLUMNS),
+    Written(
+        "timestamp_mixed_parquet",
+        "append",
+        "parquet",
+        [*NANOS_COLUMNS, *MILLIS_MICROS_COLUMNS],
+        java_differs=JAVA_NANOS_PARQUET,
+    ),
     Written("timestamp_nanos_orc", "append", "orc", NANOS_COLUMNS),
     Written("pre_1970_sub_millis_parquet", "append", "parquet", PRE_1970_SUB_MILLIS_COLUMNS),
     Written(
