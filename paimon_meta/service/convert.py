@@ -12,12 +12,12 @@ from typing import Any
 
 from paimon_meta.catalog.registry import TableRow
 from paimon_meta.catalog.statistics import PartitionDelta
-from paimon_meta.errors import ValidationError
+from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
 from paimon_meta.service import models
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import Snapshot
-from paimon_meta.spec.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
+from paimon_meta.spec.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType, parse_type
 from paimon_meta.table import schema_change
 
 #: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").
@@ -120,9 +120,6 @@ def _text(change: dict[str, Any], key: str, action: str, *, nullable: bool = Fal
 def schema_changes(raw: Sequence[dict[str, Any]]) -> list[schema_change.SchemaChange]:
     """The protocol's SchemaChange objects as the library's changes; an action the library does not
     implement is refused by name (``UnsupportedError``, 501), never skipped."""
-    from paimon_meta.errors import UnsupportedError
-    from paimon_meta.spec.types import parse_type
-
     out: list[schema_change.SchemaChange] = []
     for change in raw:
         action = change.get("action")

@@ -4,13 +4,14 @@ catalog, convert. They are plain ``def``s, so FastAPI runs them in the bounded w
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import unquote_plus
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from paimon_meta.catalog.principals import Access
 from paimon_meta.catalog.registry import validate_identifier
 from paimon_meta.db.models import Privilege
-from paimon_meta.errors import NotFoundError
+from paimon_meta.errors import NotFoundError, ValidationError
 from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
@@ -42,8 +43,6 @@ def get_config(
 
 
 def _decoded(value: str) -> str:
-    from urllib.parse import unquote_plus
-
     return unquote_plus(value)
 
 
@@ -193,6 +192,4 @@ def rename_table(
 
 
 def raise_field(field: str, message: str) -> None:
-    from paimon_meta.errors import ValidationError
-
     raise ValidationError(f"{field}: {message}", field=field)

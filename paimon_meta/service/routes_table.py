@@ -11,7 +11,7 @@ from paimon_meta.catalog.principals import Access
 from paimon_meta.catalog.statistics import TableStatistics, list_partitions, table_statistics
 from paimon_meta.commit.snapshot_commit import SnapshotCommitRequest
 from paimon_meta.db.models import Privilege
-from paimon_meta.errors import SnapshotNotFoundError, TableNotFoundError, ValidationError
+from paimon_meta.errors import SnapshotNotFoundError, TableNotFoundError, UnsupportedError, ValidationError
 from paimon_meta.ops import rollback as rollback_ops
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.service import convert, models
@@ -102,18 +102,12 @@ def commit_table(
         )
         outcome = "published" if result.success else "conflict"
     except Exception as e:
-        outcome = "rejected" if getattr(e, "fields", None) is not None and _is_client_error(e) else "failed"
+        outcome = "rejected" if isinstance(e, ValidationError) else "failed"
         raise
     finally:
         state.metrics.commits.labels(outcome=outcome).inc()
         state.metrics.commit_latency.observe(time.monotonic() - started)
     return models.CommitTableResponse(success=result.success)
-
-
-def _is_client_error(e: Exception) -> bool:
-    from paimon_meta.errors import ValidationError
-
-    return isinstance(e, ValidationError)
 
 
 @router.get(
@@ -135,8 +129,6 @@ def list_table_partitions(
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
     if not table_statistics(catalog.engine, row.table_id).complete:
-        from paimon_meta.errors import UnsupportedError
-
         raise UnsupportedError(
             "partition statistics of this table miss a snapshot published outside the catalog; "
             "list its partitions from the manifests"
@@ -177,8 +169,6 @@ def create_tag(
     access: Annotated[Access, WRITE],
 ) -> Response:
     if body.time_retained is not None:
-        from paimon_meta.errors import UnsupportedError
-
         raise UnsupportedError("tags with timeRetained are not supported (they would never expire)")
     tag_ops.create_tag(
         catalog_of(request),
