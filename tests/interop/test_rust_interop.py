@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import base64
-import os
 import struct
 import uuid
 from pathlib import Path
@@ -34,7 +33,6 @@ from paimon_meta.spec.types import BIGINT
 from paimon_meta.table.table import FileStoreTable
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import make_principal
-from tests.interop.rust_env import RUST_DIST, RUST_VERSION, RustEnvError, ensure_venv
 from tests.service.helpers import P, auth
 
 pytestmark = [pytest.mark.interop, pytest.mark.postgres]
@@ -94,18 +92,6 @@ spec = json.load(sys.stdin)
 print(json.dumps(read_rows(open_table(spec["location"]))))
 """
 )
-
-
-@pytest.fixture(scope="session")
-def rust_python() -> Path:
-    """The python of the pypaimon-rust venv (created on first use, reused after)."""
-    try:
-        return ensure_venv()
-    except RustEnvError as e:
-        msg = f"cannot create the {RUST_DIST} {RUST_VERSION} venv: {e}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
 
 
 @pytest.fixture
