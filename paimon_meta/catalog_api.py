@@ -150,6 +150,10 @@ class Catalog:
                 file_io = self._file_ios[key] = get_file_io(location, self.file_io_options)
         return file_io
 
+    def location_of(self, row: TableRow) -> str:
+        """Where a registered table lives (rows Java inserted have no location: the warehouse layout)."""
+        return row.location or self.table_location(row.database, row.name)
+
     def table_location(self, database: str, table: str) -> str:
         return self.file_io.join(self.warehouse, f"{database}.db", table)
 
@@ -219,7 +223,7 @@ class Catalog:
         """The table, wired to commit through the metastore guard."""
         db, name = split_identifier(identifier)
         row = self.registry.get_table_row(db, name)
-        location = row.location or self.table_location(db, name)
+        location = self.location_of(row)
         table = FileStoreTable.load(self.table_file_io(location), location)
         table.committer_factory = self._committer_factory(row)
         return table
@@ -236,7 +240,7 @@ class Catalog:
         db, name = split_identifier(identifier)
         row = self.registry.drop_table_row(db, name)
         if purge:
-            location = row.location or self.table_location(db, name)
+            location = self.location_of(row)
             file_io = self.table_file_io(location)
             for status in file_io.list_recursive(location):
                 file_io.delete(status.path)

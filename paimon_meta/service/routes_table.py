@@ -217,7 +217,8 @@ def delete_tag(
 def _tags(request: Request, database: str, table: str) -> TagManager:
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
-    return TagManager(catalog.file_io, row.location or catalog.table_location(row.database, row.name))
+    location = catalog.location_of(row)
+    return TagManager(catalog.table_file_io(location), location)
 
 
 # ---- rollback ------------------------------------------------------------------------------------------

@@ -112,13 +112,13 @@ class ServiceState:
     def snapshot_manager(self, row: TableRow) -> SnapshotManager:
         """One manager per table location (its cache of immutable snapshot files is shared by
         requests)."""
-        location = row.location or self.catalog.table_location(row.database, row.name)
+        location = self.catalog.location_of(row)
         with self._auth_lock:
             manager = self._snapshot_managers.get(location)
             if manager is None:
                 if len(self._snapshot_managers) > 1000:
                     self._snapshot_managers.clear()
-                manager = SnapshotManager(self.catalog.file_io, location)
+                manager = SnapshotManager(self.catalog.table_file_io(location), location)
                 self._snapshot_managers[location] = manager
         return manager
 
