@@ -101,3 +101,23 @@ def test_a_snapshot_published_elsewhere_marks_them_incomplete(catalog: Catalog) 
     _write(paimon_meta.open_table(table.path), [2], "b")  # storage-guarded: no metastore
     _write(catalog.get_table("db.t"), [3], "a")  # reconciles the other snapshot, then commits
     assert not table_statistics(catalog.engine, row.table_id).complete
+
+
+def test_deltas_apply_only_when_the_pointer_moved_to_their_snapshot(catalog: Catalog) -> None:
+    from paimon_meta.catalog.statistics import PartitionDelta, apply_statements
+
+    table = catalog.create_table(
+        "db.t", SCHEMA, partition_keys=["p"], options={"bucket": "1", "bucket-key": "k"}
+    )
+    _write(table, [1], "a")  # pointer at 1, statistics complete up to 1
+    row = catalog.table_row("db.t")
+    before = _kept(catalog)
+    delta = PartitionDelta({"p": "a"}, 100, 100, 1, 1)
+    # as in a publishing transaction whose compare-and-set did not move the pointer to snapshot 2
+    with catalog.engine.begin() as conn:
+        for statement in apply_statements(row.table_id, 2, [delta]):
+            assert isinstance(statement, tuple)  # plain (sql, params), no prepared statement
+            conn.exec_driver_sql(statement[0], dict(statement[1]))
+    assert _kept(catalog) == before
+    stats = table_statistics(catalog.engine, row.table_id)
+    assert stats.complete and stats.record_count == 1
