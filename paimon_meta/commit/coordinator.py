@@ -87,6 +87,30 @@ class _Pending:
     changelog: list[ManifestFileMeta] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class PreparedCommit:
+    """A ``commit()`` call up to the lock (:meth:`CommitCoordinator.prepare`): its snapshots planned,
+    their delta manifests written. Committed once, by the coordinator that prepared it."""
+
+    coordinator: CommitCoordinator
+    identifier: int
+    body: bytes
+    spec: OverwriteSpec | None
+    pendings: list[_Pending]
+    used: bool = False
+
+    @property
+    def kinds(self) -> tuple[CommitKind, ...]:
+        return tuple(p.kind for p in self.pendings)
+
+    def discard(self) -> None:
+        """Delete what :meth:`CommitCoordinator.prepare` wrote (it will never be committed)."""
+        if not self.used:
+            self.used = True
+            for pending in self.pendings:
+                self.coordinator._delete(pending.writer.written)
+
+
 class CommitCoordinator:
     """Commits CommitMessages to one table through a :class:`CommitGuard`.
 
@@ -146,7 +170,27 @@ class CommitCoordinator:
         ``overwrite`` makes the first snapshot an OVERWRITE: a partition spec (static or dynamic by
         the table's ``dynamic-partition-overwrite`` option, as Java) or a resolved
         :class:`OverwriteSpec`; see :mod:`paimon_meta.table.overwrite`. A dynamic overwrite without
-        new files commits no OVERWRITE snapshot."""
+        new files commits no OVERWRITE snapshot.
+
+        The same as :meth:`prepare` then :meth:`commit_prepared`."""
+        prepared = self.prepare(
+            messages, identifier, overwrite=overwrite, properties=properties, watermark=watermark
+        )
+        return self.commit_prepared(prepared)
+
+    def prepare(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
+        *,
+        overwrite: Mapping[str, Any] | OverwriteSpec | None = None,
+        properties: Mapping[str, str] | None = None,
+        watermark: int | None = None,
+    ) -> PreparedCommit:
+        """Everything of :meth:`commit` that needs no lock: validate the messages, plan the snapshots,
+        serialize the recovery record and write the delta manifests of APPEND and COMPACT (they do not
+        depend on the latest snapshot). Nothing is recorded and nothing can be referenced yet: if the
+        result is never committed its manifests are orphans (orphan cleanup removes them)."""
         self._validate(messages)
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
         spec = None if overwrite is None else self._overwrite_spec(overwrite, changes.append)
@@ -161,29 +205,9 @@ class CommitCoordinator:
             plan.append((CommitKind.COMPACT, changes.compact))
         keep = self.guard.keeps_messages
         body = serialize_commit_messages(list(messages), CURRENT_VERSION) if keep else b""
-        ids: list[int] = []
-        commit_ids: list[str] = []
-        deduplicated = False
-        attempts = 0
-        # Each snapshot of the call is its own commit (own commit id and events), in Java's order:
-        # APPEND/OVERWRITE first, then COMPACT. The messages are stored with each so either can be finished.
-        for kind, change_set in plan:
-            commit_id = str(uuid.uuid4())
-            commit_ids.append(commit_id)
-            self.guard.prepared(
-                CommitRecord(
-                    commit_id=commit_id,
-                    commit_user=self.commit_user,
-                    commit_identifier=identifier,
-                    kind=kind,
-                    counts=change_set.counts(),
-                    messages=body,
-                    messages_version=CURRENT_VERSION,
-                    overwrite=spec.to_json() if spec is not None and kind is CommitKind.OVERWRITE else None,
-                )
-            )
-            pending = _Pending(
-                commit_id,
+        pendings = [
+            _Pending(
+                str(uuid.uuid4()),
                 kind,
                 change_set,
                 identifier,
@@ -192,6 +216,51 @@ class CommitCoordinator:
                 watermark,
                 self._new_writer(),
             )
+            for kind, change_set in plan
+        ]
+        try:
+            for pending in pendings:
+                # The delta of APPEND and COMPACT does not depend on the latest snapshot: written here,
+                # before any lock, to keep the critical section short. OVERWRITE's is staged under it.
+                if pending.kind is not CommitKind.OVERWRITE:
+                    pending.delta = pending.writer.write_manifests(pending.changes.table_files)
+                pending.changelog = pending.writer.write_manifests(pending.changes.changelog_files)
+        except BaseException:
+            for pending in pendings:
+                self._delete(pending.writer.written)
+            raise
+        crashpoints.reached(CrashPoint.AFTER_MANIFESTS)
+        return PreparedCommit(self, identifier, body, spec, pendings)
+
+    def commit_prepared(self, prepared: PreparedCommit) -> CommitResult:
+        """Commit what :meth:`prepare` planned (once): each snapshot under the guard, in order."""
+        if prepared.coordinator is not self:
+            raise ValueError("a prepared commit is committed by the coordinator that prepared it")
+        if prepared.used:
+            raise ValueError("this prepared commit was already committed")
+        prepared.used = True
+        identifier, body, spec = prepared.identifier, prepared.body, prepared.spec
+        ids: list[int] = []
+        commit_ids: list[str] = []
+        deduplicated = False
+        attempts = 0
+        # Each snapshot of the call is its own commit (own commit id and events), in Java's order:
+        # APPEND/OVERWRITE first, then COMPACT. The messages are stored with each so either can be finished.
+        for index, pending in enumerate(prepared.pendings):
+            commit_id, kind = pending.commit_id, pending.kind
+            commit_ids.append(commit_id)
+            self.guard.prepared(
+                CommitRecord(
+                    commit_id=commit_id,
+                    commit_user=self.commit_user,
+                    commit_identifier=identifier,
+                    kind=kind,
+                    counts=pending.changes.counts(),
+                    messages=body,
+                    messages_version=CURRENT_VERSION,
+                    overwrite=spec.to_json() if spec is not None and kind is CommitKind.OVERWRITE else None,
+                )
+            )
             try:
                 sid, dedup, n = self._commit_kind(pending)
             except CommitOutcomeUnknownError:
@@ -199,6 +268,8 @@ class CommitCoordinator:
                 raise
             except Exception as e:
                 self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
+                for later in prepared.pendings[index + 1 :]:
+                    self._delete(later.writer.written)  # never to be referenced
                 if ids:
                     # An earlier snapshot of this call is durable: "nothing landed" (what the other
                     # errors say) would be false. Re-committing the same identifier finishes the call
@@ -242,13 +313,7 @@ class CommitCoordinator:
         )
 
     def _commit_kind(self, pending: _Pending) -> tuple[int, bool, int]:
-        kind, changes, writer, commit_id = pending.kind, pending.changes, pending.writer, pending.commit_id
-        # The delta of APPEND and COMPACT does not depend on the latest snapshot: write it once, before
-        # taking the lock, to keep the critical section short. OVERWRITE's delta does, so it is staged later.
-        if kind is not CommitKind.OVERWRITE:
-            pending.delta = writer.write_manifests(changes.table_files)
-        pending.changelog = writer.write_manifests(changes.changelog_files)
-        crashpoints.reached(CrashPoint.AFTER_MANIFESTS)
+        writer, commit_id = pending.writer, pending.commit_id
         started = time.monotonic()
         # An unknown outcome raises out of this loop (see _publish), so every retry below follows a
         # definite failure: earlier attempts' files can never be referenced by a published snapshot.

@@ -19,6 +19,14 @@ statements per round trip:
    the release (owner- and token-checked delete, its event, NOTIFY to waiters);
 6. a session that did not publish (dedupe, conflict, lost race, error) releases the lock at its end,
    with its held-back events, in one transaction.
+
+Group commit (:class:`LockHold`, used by ``paimon_meta.commit.group``): consecutive sessions of several
+commits share one lease and one connection. The first acquires as in 2.; each later one sends its
+``prepared`` event and reads the pointer and its dedupe lookup in one round trip (the lease is
+validated, as always, in the publishing transaction, 4.); ``published`` (5.) and a session end (6.)
+keep the lock. The hold releases it when the group ends, and drops it (a fresh acquire next) after any
+failure that may have left the connection or the lease in doubt. Every commit still has its own
+events, pointer compare-and-set and fencing check, so the invariants hold per commit.
 """
 
 from __future__ import annotations
@@ -71,6 +79,7 @@ from paimon_meta.catalog.timelines import removed_identities, snapshot_identity
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
 from paimon_meta.errors import (
+    CommitConflictError,
     CommitFailedError,
     LockLostError,
     LockNotHeldError,
@@ -252,6 +261,8 @@ class MetastoreSession(GuardSession):
     # The partition deltas of the snapshot to publish (None: unknown; the totals become incomplete).
     statistics: list[PartitionDelta] | None = None
     fenced: bool = False
+    # Group commit: the lock outlives this session (a LockHold releases it).
+    keep_lock: bool = False
 
     def set_statistics(self, deltas: Sequence[PartitionDelta]) -> None:
         self.statistics = list(deltas)
@@ -354,19 +365,17 @@ class MetastoreSession(GuardSession):
             if self.statistics is None
             else apply_statements(self.ref.table_id, snapshot.id, self.statistics)
         )
-        self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
-        statements = [
-            *self.held_back,
-            record,
-            *stats,
-            self.lease.release_statement(),
-            ("COMMIT", {}),
-        ]
+        release: list[Statement] = []
+        if not self.keep_lock:
+            self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
+            release = [self.lease.release_statement()]
+        statements = [*self.held_back, record, *stats, *release, ("COMMIT", {})]
         results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
         self.fenced = False
         self.held_back.clear()
-        self.lease.confirm_release(bool(results[-2]))
-        if not results[-3 - len(stats)]:
+        if release:
+            self.lease.confirm_release(bool(results[-2]))
+        if not results[len(statements) - 2 - len(release) - len(stats)]:
             actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
             raise SnapshotPointerConflictError(
                 f"table {self.ref.table_identifier}: pointer is "
@@ -385,6 +394,11 @@ class MetastoreSession(GuardSession):
             rollback_quietly(self.conn)
             self.fenced = False
         if self.lease.released:
+            return
+        if self.keep_lock:
+            if self.held_back:
+                run_batch(self.conn, [("BEGIN", {}), *self.held_back, ("COMMIT", {})])
+                self.held_back.clear()
             return
         self.lease.stop_heartbeat()
         try:
@@ -422,6 +436,8 @@ class MetastoreGuard(CommitGuard):
     _started: dict[str, float] = field(default_factory=dict)
     # Prepared events not sent yet: they travel with the first lock attempt of the commit.
     _unsent: dict[str, CommitEvent] = field(default_factory=dict)
+    # Group commit: while set, sessions take (or reuse) the hold's lease instead of their own.
+    hold: LockHold | None = None
 
     def pointer_query(self, ref: CommitRef) -> Statement:
         """The pointer and the dedupe lookup of ``ref``'s (user, identifier, kind), as one query."""
@@ -485,6 +501,10 @@ class MetastoreGuard(CommitGuard):
 
     @contextmanager
     def session(self, commit_id: str, attempt: int) -> Iterator[MetastoreSession]:
+        if self.hold is not None:
+            with self.hold.session(self, commit_id) as held:
+                yield held
+            return
         ref = self._refs[commit_id]
         # One connection for the whole hold. Any metastore failure until the snapshot is created
         # fails the attempt definitely (LockLostError); later ones never reach here (the coordinator
@@ -573,3 +593,135 @@ class MetastoreGuard(CommitGuard):
             error_type=details.get("error"),
         )
         self._write(*([unsent] if unsent is not None else []), failed)
+
+
+class LockHold:
+    """One table lock held across the consecutive commits of a group (group commit).
+
+    Used by one thread. Set it as ``guard.hold`` of each commit's :class:`MetastoreGuard` (all guards of
+    the same table and lock id) while that commit runs; :meth:`release` once the group is over. The
+    lease is taken by the first session and kept (heartbeat running) until :meth:`release`, or dropped
+    (released on a fresh connection, or left to expire) after a session failed in a way that may leave
+    the connection or the lease in doubt: the next session then acquires again, like a new holder.
+    """
+
+    def __init__(self, lock: MetastoreLock, lock_id: str, *, owner: str, settings: LockSettings) -> None:
+        self.lock = lock
+        self.lock_id = lock_id
+        self.owner = owner
+        self.settings = settings
+        self.lease: LockLease | None = None
+        self._conn: RawConnection | None = None
+        self._conn_cm: Any = None
+        self.acquisitions = 0
+        self.sessions = 0
+
+    @property
+    def held(self) -> bool:
+        return self.lease is not None and not self.lease.released and not self.lease.lost
+
+    def _connection(self) -> RawConnection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._close_connection()
+            self._conn_cm = self.lock.connection()
+            self._conn = self._conn_cm.__enter__()
+        assert self._conn is not None
+        return self._conn
+
+    def _close_connection(self) -> None:
+        cm, self._conn_cm, self._conn = self._conn_cm, None, None
+        if cm is not None:
+            try:
+                cm.__exit__(None, None, None)
+            except Exception:  # giving a broken connection back must not mask anything
+                log.debug("returning the group's connection failed", exc_info=True)
+
+    @contextmanager
+    def session(self, guard: MetastoreGuard, commit_id: str) -> Iterator[MetastoreSession]:
+        if guard.lock_id != self.lock_id:
+            raise ValueError(f"hold of {self.lock_id!r} used for {guard.lock_id!r}")
+        ref = guard._refs[commit_id]
+        with _metastore_step("holding the lock", self.lock_id):
+            conn = self._connection()
+            if not self.held:
+                self._drop()
+                conn = self._connection()
+                try:
+                    lease, after = self.lock.acquire_on(
+                        conn,
+                        self.lock_id,
+                        owner=self.owner,
+                        lease_seconds=self.settings.lease_seconds,
+                        timeout_seconds=self.settings.acquire_timeout_seconds,
+                        first=guard._prepared_statements(commit_id),
+                        after=[guard.pointer_query(ref)],
+                    )
+                finally:
+                    # Committed by the first attempt (acquired, or timed out waiting).
+                    guard._unsent.pop(commit_id, None)
+                self.lease, rows = lease, after[0]
+                self.acquisitions += 1
+            else:
+                # The lock is ours already: the prepared event (durable before anything of this commit
+                # can publish) and the pointer with this commit's dedupe lookup, in one round trip.
+                results = run_batch(
+                    conn,
+                    [
+                        ("BEGIN", {}),
+                        *guard._prepared_statements(commit_id),
+                        ("COMMIT", {}),
+                        guard.pointer_query(ref),
+                    ],
+                )
+                guard._unsent.pop(commit_id, None)
+                rows = results[-1]
+            assert self.lease is not None
+            session = MetastoreSession(guard, ref, self.lease, conn, keep_lock=True)
+            self.sessions += 1
+            try:
+                session.load_pointer(rows)
+                yield session
+            except BaseException as e:
+                # A conflict ends the session as planned; anything else may have lost the lease or left
+                # the connection in doubt, and a fresh acquire is cheap next to a doubt.
+                self._end(session, keep=isinstance(e, CommitConflictError))
+                raise
+            self._end(session, keep=True)
+
+    def _end(self, session: MetastoreSession, *, keep: bool) -> None:
+        try:
+            session.close()
+        except Exception:
+            log.warning("ending a group session of %s failed", self.lock_id, exc_info=True)
+            keep = False
+        if not keep:
+            self._drop()
+
+    def _drop(self) -> None:
+        lease, self.lease = self.lease, None
+        if lease is not None and not lease.released:
+            try:
+                lease.release()  # a fresh connection of the pool
+            except Exception:
+                log.warning("releasing %s failed; it expires after its lease", self.lock_id, exc_info=True)
+        self._close_connection()
+
+    def release(self) -> None:
+        """End the group: release the lock (with its ``released`` event and NOTIFY) on the group's
+        connection, and give the connection back."""
+        lease = self.lease
+        if lease is None or lease.released:
+            self._close_connection()
+            self.lease = None
+            return
+        lease.stop_heartbeat()
+        try:
+            conn = self._connection()
+            results = run_batch(conn, [lease.release_statement()])
+            lease.confirm_release(bool(results[0]))
+        except Exception:
+            log.warning("releasing %s on the group's connection failed; retrying", self.lock_id)
+            self._drop()
+            return
+        self.lease = None
+        self._close_connection()
