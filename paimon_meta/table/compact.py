@@ -53,7 +53,6 @@ from paimon_meta.spec.manifest import DataFileMeta, FileSource
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import BIGINT, TINYINT, DataField, DataType
 from paimon_meta.table.data_file import (
-    KEY_FIELD_PREFIX,
     SEQUENCE_NUMBER_FIELD,
     VALUE_KIND_FIELD,
     FileLayout,
@@ -61,7 +60,12 @@ from paimon_meta.table.data_file import (
 )
 from paimon_meta.table.evolution import evolve_columns
 from paimon_meta.table.paths import join_path
-from paimon_meta.table.read import file_format_of, read_data_file
+from paimon_meta.table.read import (
+    check_key_value_columns,
+    file_format_of,
+    primary_key_columns,
+    read_data_file,
+)
 from paimon_meta.table.scan import PartitionFilterArg, Split
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write_input import UNAWARE_BUCKET, check_writable, target_file_size
@@ -303,13 +307,10 @@ def _read_for_rewrite(
     file_fields: list[DataField] = list(file_schema.fields)
     keys: dict[int, tuple[str, DataType]] = {}
     if task.primary_key:
-        for name in file_schema.trimmed_primary_keys:
-            f = file_schema.field(name)
-            keys[f.id] = (KEY_FIELD_PREFIX + name, f.type)
-        columns += [name for name, _ in keys.values()] + [SEQUENCE_NUMBER_FIELD.name, VALUE_KIND_FIELD.name]
-        key_fields = [DataField(fid, name, t) for fid, (name, t) in keys.items()]
+        # Keys come from the value columns, so files with and without _KEY_ copies (thin mode) mix.
+        keys = primary_key_columns(file_schema)
+        columns += [SEQUENCE_NUMBER_FIELD.name, VALUE_KIND_FIELD.name]
         file_fields = [
-            *key_fields,
             DataField(-1, SEQUENCE_NUMBER_FIELD.name, BIGINT(False)),
             DataField(-2, VALUE_KIND_FIELD.name, TINYINT(False)),
             *file_fields,
@@ -318,6 +319,8 @@ def _read_for_rewrite(
     fmt = file_format_of(file.file_name)
     avro_schema = to_arrow_schema(file_fields) if fmt == "avro" else None
     data = read_data_file(table.file_io.read(path), fmt, columns, path=path, avro_schema=avro_schema)
+    if task.primary_key:
+        check_key_value_columns(data, keys, path)
     for f in schema.partition_type.fields:
         if f.id not in values or values[f.id][0] not in data.column_names:
             # Java writes partition columns into every data file; a file without them is not ours

@@ -6,7 +6,8 @@
   ``sequence.field.sort-order``), then ``_SEQUENCE_NUMBER``, then retractions before additions; a
   winning ``-U``/``-D`` row removes the key (``DropDeleteReader``). Remaining ties (which Java leaves
   to heap order) go to the newer file: lower level, then higher max sequence number, then the later
-  row. Only the value columns are returned.
+  row. Only the value columns are returned. Keys are read from the value columns, never from the
+  ``_KEY_*`` copies (Java >= 1.0): thin-mode files, which have no copies, read like the others.
 * Deletion-vector tables: positions marked in a file's vector are dropped before anything else.
 """
 
@@ -38,7 +39,6 @@ from paimon_meta.table.snapshots import SchemaManager
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
-KEY_PREFIX = "_KEY_"
 SEQUENCE_FIELD = "sequence.field"
 SEQUENCE_FIELD_SORT_ORDER = "sequence.field.sort-order"
 DATA_EVOLUTION_ENABLED = "data-evolution.enabled"
@@ -84,6 +84,23 @@ def read_data_file(
     except (pa.ArrowException, ValueError, OSError) as e:
         raise CorruptMetadataError(f"cannot read {fmt} data file: {e}", path=path) from e
     raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc, avro)", path=path)
+
+
+def primary_key_columns(file_schema: TableSchema) -> dict[int, tuple[str, DataType]]:
+    """Where a primary-key data file written with ``file_schema`` holds its keys, by field id: the value
+    columns of the trimmed primary key. Java (since 1.0, ``FormatReaderMapping.trimKeyFields``) never reads
+    the ``_KEY_<k>`` copies, so files that have them and thin-mode files that do not
+    (``data-file.thin-mode``; paimon-rust always writes those) read alike, whatever the table option says."""
+    return {f.id: (f.name, f.type) for f in (file_schema.field(k) for k in file_schema.trimmed_primary_keys)}
+
+
+def check_key_value_columns(table: pa.Table, keys: dict[int, tuple[str, DataType]], path: str) -> None:
+    """CorruptMetadataError naming ``path`` unless a primary-key file's ``table`` has its system
+    columns and the value columns its keys are read from (:func:`primary_key_columns`)."""
+    required = (SEQUENCE_NUMBER, VALUE_KIND, *(k for k, _ in keys.values()))
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        raise CorruptMetadataError(f"primary-key data file lacks columns {missing}", path=path)
 
 
 def _constant(value: Any, data_type: DataType, n: int) -> pa.Array:
@@ -162,10 +179,7 @@ class SplitReader:
         columns = [values[fid][0] for fid in wanted if fid in values]
         avro_fields = list(file_schema.fields)
         if self.has_pk:
-            for name in file_schema.trimmed_primary_keys:
-                f = file_schema.field(name)
-                keys[f.id] = (KEY_PREFIX + name, f.type)
-                avro_fields.insert(0, DataField(f.id, KEY_PREFIX + name, f.type))
+            keys = primary_key_columns(file_schema)
             columns += [k for k, _ in keys.values()] + [SEQUENCE_NUMBER, VALUE_KIND]
             avro_fields += [
                 DataField(-1, SEQUENCE_NUMBER, BIGINT(False)),
@@ -174,12 +188,10 @@ class SplitReader:
         path = file.external_path or join_path(split.bucket_path, file.file_name)
         fmt = file_format_of(file.file_name)
         avro_schema = to_arrow_schema(avro_fields) if fmt == "avro" else None
+        columns = list(dict.fromkeys(columns))  # a key may also be an output column: read it once
         table = read_data_file(self.file_io.read(path), fmt, columns, path=path, avro_schema=avro_schema)
         if self.has_pk:
-            required = (SEQUENCE_NUMBER, VALUE_KIND, *(k for k, _ in keys.values()))
-            missing = [c for c in required if c not in table.column_names]
-            if missing:
-                raise CorruptMetadataError(f"primary-key data file lacks columns {missing}", path=path)
+            check_key_value_columns(table, keys, path)
         deleted = self._deleted_positions(deletion_file)
         if deleted is not None and len(deleted):
             table = table.filter(_keep_mask(table.num_rows, deleted))
