@@ -26,6 +26,18 @@ def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) ->
     p.add_argument("--workers", type=int, default=32, help="threads for blocking work (default 32)")
     p.add_argument("--drain-seconds", type=float, default=30.0, help="SIGTERM grace for in-flight requests")
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024, help="request body limit")
+    p.add_argument(
+        "--group-max-commits",
+        type=int,
+        default=64,
+        help="commit-messages requests of one table committed under one lock hold, at most (1: no grouping)",
+    )
+    p.add_argument(
+        "--group-max-hold-ms",
+        type=float,
+        default=500.0,
+        help="longest a group holds a table's lock before letting others in (default 500)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     p = command("rollback", _rollback, "roll a table back to a snapshot or tag (later snapshots are removed)")
@@ -180,6 +192,8 @@ def _serve(ctx: _Context, args: argparse.Namespace) -> Output:
         worker_threads=args.workers,
         drain_seconds=args.drain_seconds,
         max_body_bytes=args.max_body_bytes,
+        group_max_commits=args.group_max_commits,
+        group_max_hold_seconds=args.group_max_hold_ms / 1000,
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return _output({"stopped": True}, "")

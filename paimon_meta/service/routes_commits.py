@@ -18,7 +18,7 @@ from paimon_meta.errors import CorruptMetadataError, ValidationError
 from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import CATALOG, catalog_of, table_identifier
+from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.table.overwrite import OverwriteSpec
 
@@ -71,13 +71,16 @@ def commit_messages(
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
-    result = committer.commit(
+    # Validation, the recovery record and the delta manifests on this thread; then queued behind the
+    # table's other commits of this replica, committed back to back under one lock hold (group commit).
+    prepared = committer.prepare(
         messages,
         body.commit_identifier,
         overwrite=overwrite,
         properties=body.properties,
         watermark=body.watermark,
     )
+    result = state_of(request).groups.commit(prepared)
     return models.CommitMessagesResponse(
         snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
     )
