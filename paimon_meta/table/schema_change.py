@@ -298,7 +298,6 @@ IMMUTABLE_OPTIONS = frozenset(
         "merge-engine",
         "sequence.field",
         "file.format",
-        "data-file.thin-mode",
         "deletion-vectors.enabled",
         "changelog-producer",
         "path",
