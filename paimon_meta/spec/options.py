@@ -36,6 +36,7 @@ SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
 DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
 SEQUENCE_FIELD = "sequence.field"
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+DATA_FILE_THIN_MODE = "data-file.thin-mode"
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 DEFAULT_DATA_FILE_PREFIX = "data-"
@@ -198,6 +199,11 @@ class CoreOptions:
     @property
     def deletion_vectors_enabled(self) -> bool:
         return self.raw.get(DELETION_VECTORS_ENABLED, "false").lower() == "true"
+
+    @property
+    def data_file_thin_mode(self) -> bool:
+        """Primary-key data files are written without the ``_KEY_*`` copies of the key columns."""
+        return self.raw.get(DATA_FILE_THIN_MODE, "false").strip().lower() == "true"
 
     @property
     def dynamic_partition_overwrite(self) -> bool:

@@ -8,8 +8,11 @@ row count, sequence-number range, key range (primary-key tables), stats and crea
 File layout (``KeyValue.schema``, ``SpecialFields``): an append table's files hold the table's
 columns; a primary-key table's files hold ``_KEY_<k>`` for each trimmed primary-key column (field id
 ``Integer.MAX_VALUE / 2 + id``), ``_SEQUENCE_NUMBER`` BIGINT NOT NULL, ``_VALUE_KIND`` TINYINT NOT
-NULL, then every table column again (keys included). Parquet columns carry field ids, decimals of
-precision <= 18 are INT32/INT64 and TIME is INT32 millis adjusted to UTC, as Java writes them.
+NULL, then every table column again (keys included). With ``data-file.thin-mode`` (Java >= 1.0,
+``KeyValueThinDataFileWriterImpl``) the ``_KEY_`` copies are left out; the key stats in the metadata are
+then the value stats of the key columns, which get ``truncate(128)`` like ``_KEY_`` columns do. Parquet
+columns carry field ids, decimals of precision <= 18 are INT32/INT64 and TIME is INT32 millis adjusted
+to UTC, as Java writes them.
 
 Bytes are produced in memory and written through ``FileIO.write`` in one piece: a file is never
 visible half-written, and the same code serves local disks and S3.
@@ -130,8 +133,9 @@ def key_field(source: DataField) -> DataField:
 class FileLayout:
     """What one table schema's data files hold and how they are encoded.
 
-    ``fields`` are the file's columns in order; primary-key tables have ``key_arity`` leading
-    ``_KEY_`` columns followed by ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``.
+    ``fields`` are the columns of the rows handed to a writer, in order; primary-key tables have
+    ``key_arity`` leading ``_KEY_`` columns followed by ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. The
+    files hold the same columns (``file_fields``), minus the ``_KEY_`` ones when ``thin``.
     """
 
     schema_id: int
@@ -141,6 +145,7 @@ class FileLayout:
     compression: str
     zstd_level: int
     options: Mapping[str, str]
+    thin: bool = False
 
     @staticmethod
     def for_schema(schema: TableSchema) -> FileLayout:
@@ -172,8 +177,10 @@ class FileLayout:
             key_arity = len(keys)
         else:
             fields, key_arity = schema.fields, 0
+        # Java's supportsThinMode holds for every valid schema: each key column is a value column.
+        thin = key_arity > 0 and opts.data_file_thin_mode
         return FileLayout(
-            schema.id, fields, key_arity, fmt, opts.file_compression, zstd_level, dict(schema.options)
+            schema.id, fields, key_arity, fmt, opts.file_compression, zstd_level, dict(schema.options), thin
         )
 
     @property
@@ -190,12 +197,27 @@ class FileLayout:
 
     @property
     def value_offset(self) -> int:
-        """Index of the first value column in the file."""
+        """Index of the first value column in the rows."""
         return self.key_arity + 2 if self.is_key_value else 0
 
+    @property
+    def file_fields(self) -> tuple[DataField, ...]:
+        """The columns stored in a data file: ``fields`` without the ``_KEY_`` ones in thin mode."""
+        return self.fields[self.key_arity :] if self.thin else self.fields
+
+    @property
+    def key_value_positions(self) -> tuple[int, ...]:
+        """For each key column, the index of its value column in ``value_fields``."""
+        by_id = {f.id: i for i, f in enumerate(self.value_fields)}
+        return tuple(by_id[f.id - KEY_FIELD_ID_START] for f in self.key_fields)
+
     def arrow_schema(self) -> pa.Schema:
-        """The Arrow schema of the file's columns, with Parquet field ids."""
+        """The Arrow schema of the rows handed to a writer (``fields``), with Parquet field ids."""
         return pa.schema([to_arrow_field(f, field_ids=True) for f in self.fields])
+
+    def file_arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of a data file (``file_fields``), with Parquet field ids."""
+        return pa.schema([to_arrow_field(f, field_ids=True) for f in self.file_fields])
 
 
 # ---- one format writer over an in-memory sink ------------------------------------------------------
@@ -299,7 +321,9 @@ class _OpenFile:
         self.first_key: list[Any] | None = None
         self.last_key: list[Any] | None = None
         fmt = layout.file_format
-        self.key_stats = [ColumnStatsAccumulator(f.type, fmt) for f in layout.key_fields]
+        # Thin files have no key columns: their key stats are the key's value stats (see _meta).
+        key_fields = () if layout.thin else layout.key_fields
+        self.key_stats = [ColumnStatsAccumulator(f.type, fmt) for f in key_fields]
         self.value_stats = [ColumnStatsAccumulator(f.type, fmt) for f in layout.value_fields]
 
 
@@ -350,10 +374,14 @@ class RollingDataFileWriter:
         self.path_factory = path_factory
         self.target_file_size = target_file_size
         self.estimate = estimate or SizeEstimate()
-        self._schema = layout.arrow_schema()
-        modes = stats_modes(layout.options, [f.name for f in layout.fields])
-        self._key_modes: list[StatsMode] = modes[: layout.key_arity]
-        self._value_modes: list[StatsMode] = modes[layout.value_offset :]
+        self._file_schema = layout.file_arrow_schema()
+        # StatsCollectorFactories over the file's columns; in thin mode with the key names, so the key
+        # value columns get truncate(128), and the key stats are theirs.
+        key_names = [f.name for f in layout.key_fields] if layout.thin else []
+        modes = stats_modes(layout.options, [f.name for f in layout.file_fields], key_names=key_names)
+        value_offset = 2 if layout.thin else layout.value_offset
+        self._value_modes: list[StatsMode] = modes[value_offset:]
+        self._key_modes: list[StatsMode] = [] if layout.thin else modes[: layout.key_arity]
         # Each chunk becomes one Parquet row group; at most half a target so files overshoot little.
         self._chunk_bytes = max(1, min(MAX_CHUNK_BYTES, target_file_size // 2))
         self._current: _OpenFile | None = None
@@ -380,7 +408,7 @@ class RollingDataFileWriter:
     def _open(self) -> _OpenFile:
         name = self.path_factory.new_data_file_name()
         path, external = self.path_factory.new_path(name)
-        writer = _FormatWriter(self.layout, self._schema, self.estimate.ratio)
+        writer = _FormatWriter(self.layout, self._file_schema, self.estimate.ratio)
         return _OpenFile(self.layout, name, path, external, writer)
 
     def _write_chunk(self, chunk: pa.Table, first_sequence: int) -> None:
@@ -388,7 +416,8 @@ class RollingDataFileWriter:
             self._current = self._open()
         f = self._current
         layout = self.layout
-        f.writer.write(chunk)
+        stored = chunk.select(list(range(layout.key_arity, chunk.num_columns))) if layout.thin else chunk
+        f.writer.write(stored)
         n = chunk.num_rows
         for i, acc in enumerate(f.key_stats):
             acc.update(chunk.column(i))
@@ -436,7 +465,11 @@ class RollingDataFileWriter:
         if layout.is_key_value:
             assert f.first_key is not None and f.last_key is not None
             key_types = [k.type for k in layout.key_fields]
-            keys: list[ColStats] = [m.convert(acc.result()) for m, acc in zip(self._key_modes, f.key_stats)]
+            keys: list[ColStats]
+            if layout.thin:  # KeyValueThinDataFileWriterImpl.fetchKeyValueStats
+                keys = [values[i] for i in layout.key_value_positions]
+            else:
+                keys = [m.convert(acc.result()) for m, acc in zip(self._key_modes, f.key_stats)]
             min_key = serialize_row(f.first_key, key_types)
             max_key = serialize_row(f.last_key, key_types)
             kstats = to_simple_stats(keys, layout.key_fields)

@@ -21,7 +21,7 @@ them to the BinaryRow value conventions of :mod:`paimon_meta.spec.binary_row`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -117,9 +117,16 @@ def is_system_field(name: str) -> bool:
     return name.startswith(KEY_FIELD_PREFIX) or name in SYSTEM_FIELD_NAMES
 
 
-def stats_modes(options: Mapping[str, str], field_names: Sequence[str], *, level: int = 0) -> list[StatsMode]:
+def stats_modes(
+    options: Mapping[str, str],
+    field_names: Sequence[str],
+    *,
+    level: int = 0,
+    key_names: Collection[str] = (),
+) -> list[StatsMode]:
     """Each column's stats mode, as ``StatsCollectorFactories.createStatsFactories``: a
     ``fields.<name>.stats-mode`` option wins; system columns (``_KEY_*``, ``_SEQUENCE_NUMBER``, ...)
+    and, in a thin-mode file, the value columns of the keys (``key_names`` are the ``_KEY_*`` names)
     get ``truncate(128)``; other columns past ``metadata.stats-keep-first-n-columns`` get none; the
     rest use the level's ``metadata.stats-mode.per.level`` entry or ``metadata.stats-mode``."""
     default_text = _per_level_mode(options, level) or options.get(METADATA_STATS_MODE, DEFAULT_STATS_MODE)
@@ -140,7 +147,7 @@ def stats_modes(options: Mapping[str, str], field_names: Sequence[str], *, level
         if field_mode is not None:
             modes.append(StatsMode.parse(field_mode, option=key))
             counted += 1
-        elif is_system_field(name):
+        elif is_system_field(name) or KEY_FIELD_PREFIX + name in key_names:
             modes.append(StatsMode("truncate", SYSTEM_FIELD_TRUNCATE_LENGTH))
         else:
             modes.append(StatsMode("none") if 0 <= keep_first <= counted else default)

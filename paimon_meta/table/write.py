@@ -345,7 +345,8 @@ class TableWrite:
 
     Not supported (``UnsupportedError``): dynamic-bucket and postpone-bucket primary-key tables, merge
     engines other than ``deduplicate``, ``sequence.field``, deletion vectors on primary-key tables,
-    ``changelog-producer=input``, thin mode, row tracking; file formats other than Parquet and ORC.
+    ``changelog-producer=input``, row tracking; file formats other than Parquet and ORC.
+    ``data-file.thin-mode=true`` writes primary-key files without the ``_KEY_*`` columns, as Java does.
     """
 
     def __init__(

@@ -92,8 +92,6 @@ def check_writable(schema: TableSchema) -> None:
                 "changelog-producer=input is not supported (changelog files are not written)",
                 option="changelog-producer",
             )
-        if _option(schema, "data-file.thin-mode", "false").lower() == "true":
-            raise UnsupportedError("data-file.thin-mode is not supported", option="data-file.thin-mode")
     for key in ("row-tracking.enabled", "data-evolution.enabled"):
         if _option(schema, key, "false").lower() == "true":
             raise UnsupportedError(f"{key} is not supported for writing", option=key)
