@@ -223,13 +223,44 @@ class FileLayout:
 # ---- one format writer over an in-memory sink ------------------------------------------------------
 
 
-def _needs_int96(schema: pa.Schema) -> bool:
-    """Whether a Parquet file of ``schema`` stores its timestamps as INT96, as Java does for TIMESTAMP(7..9):
-    when every timestamp column is one of those. pyarrow's INT96 switch is per file, and Java reads only
-    INT64 for precision <= 6, so a file mixing both keeps INT64 nanoseconds (Java 0.9/1.0 cannot read its
-    7..9 columns: docs/INTEROP.md)."""
-    units = [f.type.unit for f in schema if pa.types.is_timestamp(f.type)]
-    return bool(units) and all(u == "ns" for u in units)
+def _has_nanos(pa_type: pa.DataType) -> bool:
+    if pa.types.is_timestamp(pa_type):
+        return bool(pa_type.unit == "ns")
+    return any(_has_nanos(pa_type.field(i).type) for i in range(pa_type.num_fields))
+
+
+def _unannotated(pa_type: pa.DataType) -> pa.DataType:
+    """``pa_type`` with every millisecond/microsecond timestamp, nested ones too, as plain int64."""
+    if pa.types.is_timestamp(pa_type):
+        return pa_type if pa_type.unit == "ns" else pa.int64()
+    if pa.types.is_struct(pa_type):
+        return pa.struct([f.with_type(_unannotated(f.type)) for f in pa_type])
+    if pa.types.is_map(pa_type):
+        return pa.map_(
+            pa_type.key_field.with_type(_unannotated(pa_type.key_type)),
+            pa_type.item_field.with_type(_unannotated(pa_type.item_type)),
+        )
+    if pa.types.is_list(pa_type):
+        return pa.list_(pa_type.value_field.with_type(_unannotated(pa_type.value_type)))
+    return pa_type
+
+
+def parquet_layout(schema: pa.Schema) -> tuple[pa.Schema, bool]:
+    """(the schema handed to pyarrow's Parquet writer, whether it writes timestamps as INT96) for rows of
+    ``schema``, so that every timestamp is stored as Java stores it: TIMESTAMP(7..9) as INT96, the lower
+    precisions as INT64 millis (<= 3) or micros (<= 6). Java 0.9/1.0 read nothing else there
+    (ParquetSplitReaderUtil: INT96 for 7..9, INT64 for <= 6, nested fields too).
+
+    pyarrow's INT96 switch (``use_deprecated_int96_timestamps``) covers every timestamp of a file, so a
+    file that has TIMESTAMP(7..9) hands its lower-precision timestamps to the writer as plain int64 of
+    their unit: the INT64 values Java writes, without the TIMESTAMP logical annotation. Paimon reads them
+    by the column's precision (0.9/1.0's LongColumnReader; later versions'
+    ParquetVectorUpdaterFactory.timestampUnit falls back to the precision for an unannotated INT64), and
+    so do our reader, pypaimon 2.1.0 and paimon-rust (tests/interop)."""
+    if not any(_has_nanos(f.type) for f in schema):
+        return schema, False
+    fields = [f.with_type(_unannotated(f.type)) for f in schema]
+    return pa.schema(fields, metadata=schema.metadata), True
 
 
 class _FormatWriter:
@@ -244,20 +275,23 @@ class _FormatWriter:
         self.arrow_bytes = 0
         self._parquet: pq.ParquetWriter | None = None
         self._orc: pa_orc.ORCWriter | None = None
+        self._parquet_schema: pa.Schema | None = None  # set when it differs from the rows' schema
         if self.format == "parquet":
             codec = _PARQUET_CODECS[layout.compression]
+            parquet_schema, int96 = parquet_layout(schema)
+            if parquet_schema != schema:
+                self._parquet_schema = parquet_schema
             self._parquet = pq.ParquetWriter(
                 self.sink,
-                schema,
+                parquet_schema,
                 compression=codec,
                 compression_level=layout.zstd_level if codec == "zstd" else None,
                 write_statistics=True,
                 store_schema=False,
                 store_decimal_as_integer=True,
                 write_time_adjusted_to_utc=True,
-                # Java Paimon writes TIMESTAMP(7..9) as INT96 and reads nothing else there
-                # (ParquetSplitReaderUtil); pyarrow's switch is per file, see _needs_int96.
-                use_deprecated_int96_timestamps=_needs_int96(schema),
+                # TIMESTAMP(7..9) as INT96, as Java writes and 0.9/1.0 read them: parquet_layout
+                use_deprecated_int96_timestamps=int96,
             )
         else:
             self._orc = pa_orc.ORCWriter(self.sink, compression=_ORC_CODECS[layout.compression])
@@ -267,6 +301,8 @@ class _FormatWriter:
         if self._parquet is not None:
             # Arrow never lets a row group cross a chunk boundary: a table assembled from many small input
             # batches would become many small row groups, which encode about 2x slower and read worse.
+            if self._parquet_schema is not None:
+                chunk = chunk.cast(self._parquet_schema)  # timestamps to int64: a reinterpretation
             self._parquet.write_table(chunk.combine_chunks())
             return
         assert self._orc is not None

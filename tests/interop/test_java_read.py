@@ -361,7 +361,7 @@ NANOS_COLUMNS: list[Column] = [
     ),
 ]
 
-# Lower precisions in the same Parquet file as TIMESTAMP(7..9): the whole file is INT96 then.
+# Lower precisions in the same Parquet file as TIMESTAMP(7..9): INT96 for 7..9, INT64 for the rest.
 MILLIS_MICROS_COLUMNS: list[Column] = [
     ("m3", TIMESTAMP(3), TS3[:4]),
     ("m6", TIMESTAMP(6), TS6[:4]),
@@ -559,6 +559,7 @@ def write_nested(root: Path, fmt: str) -> Built:
             DataField(5, "x", INT()),
             DataField(6, "ts", TIMESTAMP(6)),
             DataField(7, "a", ArrayType(True, STRING())),
+            DataField(8, "ts9", TIMESTAMP(9)),  # with ts: INT96 and INT64 in one Parquet file
         ),
     )
     columns = [
@@ -575,10 +576,15 @@ def write_nested(root: Path, fmt: str) -> Built:
             "p": "a",
             "arr": [1, None, 3],
             "m": [("k", Decimal("1.50")), ("ü", None)],
-            "r": {"x": 1, "ts": dt.datetime(1969, 12, 31, 23, 59, 59, 999000), "a": ["u", None]},
+            "r": {
+                "x": 1,
+                "ts": dt.datetime(1969, 12, 31, 23, 59, 59, 999000),
+                "a": ["u", None],
+                "ts9": dt.datetime(2024, 1, 2, 3, 4, 5, 678901),
+            },
         },
         {"id": 2, "p": "a", "arr": None, "m": None, "r": None},
-        {"id": 3, "p": "b", "arr": [], "m": [], "r": {"x": None, "ts": None, "a": []}},
+        {"id": 3, "p": "b", "arr": [], "m": [], "r": {"x": None, "ts": None, "a": [], "ts9": None}},
     ]
     data = pa.Table.from_pylist(rows, schema=schema)
     commit(path, data)
@@ -615,11 +621,6 @@ class Written:
         return write_append(path, self.fmt, self.bucket, self.columns)
 
 
-JAVA_NANOS_PARQUET = (
-    "a Parquet file with TIMESTAMP(7..9) and lower-precision timestamp columns: Java reads 7..9 only as "
-    "INT96 and <= 6 only as INT64, and pyarrow's INT96 switch is per file, so we keep INT64 nanoseconds "
-    "(ParquetSplitReaderUtil: 'Unexpected type: INT64'); files whose timestamps are all 7..9 are INT96"
-)
 JAVA_PRE_1970_ORC = (
     "pyarrow's ORC writer encodes pre-1970 timestamps with sub-millisecond digits so that Java's ORC reader "
     "yields a negative nano-of-millisecond: Java Paimon 0.9/1.0 throws IllegalArgumentException on each"
@@ -641,13 +642,7 @@ WRITTEN: list[Written] = [
     *(Written(f"nested_{fmt}", "nested", fmt) for fmt in ("parquet", "orc")),
     Written("empty", "empty", "parquet"),
     Written("timestamp_nanos_parquet", "append", "parquet", NANOS_COLUMNS),
-    Written(
-        "timestamp_mixed_parquet",
-        "append",
-        "parquet",
-        [*NANOS_COLUMNS, *MILLIS_MICROS_COLUMNS],
-        java_differs=JAVA_NANOS_PARQUET,
-    ),
+    Written("timestamp_mixed_parquet", "append", "parquet", [*NANOS_COLUMNS, *MILLIS_MICROS_COLUMNS]),
     Written("timestamp_nanos_orc", "append", "orc", NANOS_COLUMNS),
     Written("pre_1970_sub_millis_parquet", "append", "parquet", PRE_1970_SUB_MILLIS_COLUMNS),
     Written(

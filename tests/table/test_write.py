@@ -548,14 +548,93 @@ def test_timestamps_are_stored_at_column_precision(tmp_path: Path) -> None:
     )
     (m,) = write_all(table, data)
     (meta,) = m.data_increment.new_files
-    rows = read_file(file_path(table, m, meta))
-    assert rows.schema.field("ts").type == pa.timestamp("ms")
+    path = file_path(table, m, meta)
+    # As Java stores them: TIMESTAMP(3) as INT64 millis, TIMESTAMP(9) as INT96 (see the next test).
+    assert _physical_types(path) == {"ts": "INT64", "ts9": "INT96"}
+    millis_in_file = pq.read_table(path, columns=["ts"]).column("ts").to_pylist()
     stats = decode_stats(meta, table.schema.fields)
     # Floored like Java's Timestamp.getMillisecond (the pre-1970 value goes to -1000, not -999).
     millis = [(x - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1) for x in moments]
     assert millis[1] == -1000
+    assert millis_in_file == millis
     assert stats["ts"][:2] == (Timestamp(min(millis)), Timestamp(max(millis)))
     assert stats["ts9"] == (None, None, 0)  # Java writes TIMESTAMP(9) to Parquet as INT96: no stats
+    assert read_back(table, [m]).column("ts9").to_pylist() == moments
+
+
+def _physical_types(path: str) -> dict[str, str]:
+    """Parquet physical type of every leaf column, by its dotted path."""
+    schema = pq.ParquetFile(path).schema
+    return {schema.column(i).path: schema.column(i).physical_type for i in range(len(schema))}
+
+
+def _logical_types(path: str) -> dict[str, str]:
+    schema = pq.ParquetFile(path).schema
+    return {schema.column(i).path: str(schema.column(i).logical_type) for i in range(len(schema))}
+
+
+def test_timestamps_of_every_precision_in_one_parquet_file_are_stored_as_java_reads_them(
+    tmp_path: Path,
+) -> None:
+    """Java 0.9/1.0 read TIMESTAMP(7..9) only from INT96 and TIMESTAMP(<= 6) only from INT64, nested ones
+    too; pyarrow's INT96 switch is per file, so a file with both stores the lower precisions as plain
+    INT64 (no TIMESTAMP annotation) of their unit. Every value reads back as written."""
+    from paimon_meta.spec.types import TIMESTAMP, TIMESTAMP_LTZ, ArrayType, MapType, RowType
+
+    row = RowType(True, (DataField(10, "r6", TIMESTAMP(6)), DataField(11, "r9", TIMESTAMP(9))))
+    fields: list[tuple[str, DataType]] = [
+        ("ts3", TIMESTAMP(3)),
+        ("ltz6", TIMESTAMP_LTZ(6)),
+        ("ts9", TIMESTAMP(9)),
+        ("arr3", ArrayType(True, TIMESTAMP(3))),
+        ("m6", MapType(True, STRING(False), TIMESTAMP(6))),
+        ("row", row),
+    ]
+    table = make_table(tmp_path, fields)
+    moments = [dt.datetime(2024, 1, 2, 3, 4, 5, 678000), dt.datetime(1900, 1, 1, 0, 0, 0, 1000), None]
+    data = pa.Table.from_pylist(
+        [
+            {
+                "ts3": t,
+                "ltz6": t,
+                "ts9": t,
+                "arr3": None if t is None else [t, None],
+                "m6": None if t is None else [("k", t)],
+                "row": None if t is None else {"r6": t, "r9": t},
+            }
+            for t in moments
+        ],
+        schema=table.arrow_schema(),
+    )
+    (m,) = write_all(table, data)
+    (meta,) = m.data_increment.new_files
+    path = file_path(table, m, meta)
+    assert _physical_types(path) == {
+        "ts3": "INT64",
+        "ltz6": "INT64",
+        "ts9": "INT96",
+        "arr3.list.element": "INT64",
+        "m6.key_value.key": "BYTE_ARRAY",
+        "m6.key_value.value": "INT64",
+        "row.r6": "INT64",
+        "row.r9": "INT96",
+    }
+    stored = pq.read_table(path)
+    assert stored.column("ts3").to_pylist() == [1704164645678, -2208988799999, None]  # epoch millis
+    assert stored.column("ltz6").to_pylist() == [1704164645678000, -2208988799999000, None]  # micros
+    assert read_back(table, [m]).to_pylist() == data.to_pylist()
+    # A file without TIMESTAMP(7..9) keeps the annotated INT64 timestamps Java writes.
+    plain = make_table(tmp_path / "plain", fields[:2])
+    (m,) = write_all(plain, data.select(["ts3", "ltz6"]))
+    (meta,) = m.data_increment.new_files
+    path = file_path(plain, m, meta)
+    assert _physical_types(path) == {"ts3": "INT64", "ltz6": "INT64"}
+    assert _logical_types(path) == {
+        "ts3": "Timestamp(isAdjustedToUTC=false, timeUnit=milliseconds, is_from_converted_type=false, "
+        "force_set_converted_type=false)",
+        "ltz6": "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds, is_from_converted_type=false, "
+        "force_set_converted_type=false)",
+    }
 
 
 def test_changed_bucket_count_is_refused_before_anything_is_written(tmp_path: Path) -> None:
