@@ -149,6 +149,7 @@ class CommitCoordinator:
         # The last snapshot this coordinator created: exactly the bytes on storage, so when it is still
         # the latest the next commit builds on it without reading it back.
         self._last_published: Snapshot | None = None
+        self._timeline: int | None = None
 
     # ---- public API -------------------------------------------------------------------------------
 
@@ -349,7 +350,14 @@ class CommitCoordinator:
                 time.sleep(wait / 1000)
 
     def _attempt(self, session: GuardSession, attempt: int, p: _Pending) -> tuple[int, bool]:
-        latest = self._snapshot(session.latest_snapshot_id())
+        latest_id = session.latest_snapshot_id()
+        # I4 across rollbacks: a rollback (another timeline) reuses snapshot ids, so nothing cached
+        # under an earlier timeline may be the base.
+        if session.timeline != self._timeline:
+            self._last_published = None
+            self.snapshots.observe_timeline(session.timeline)
+            self._timeline = session.timeline
+        latest = self._snapshot(latest_id)
         crashpoints.reached(CrashPoint.AFTER_LOCK)
         # I1: exactly-once, decided under the guard against the state we are about to build on.
         existing = session.find_committed(self.commit_user, p.identifier, p.kind, latest)

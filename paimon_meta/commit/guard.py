@@ -42,6 +42,10 @@ class GuardSession(abc.ABC):
     """One lock hold. Everything between ``__enter__`` and ``__exit__`` of ``CommitGuard.session`` is
     serialised against other committers that respect the same guard."""
 
+    # The table's timeline (bumped by every rollback, which reuses the snapshot ids above its target),
+    # valid once ``latest_snapshot_id`` returned. A guard that cannot know keeps 0.
+    timeline: int = 0
+
     @abc.abstractmethod
     def latest_snapshot_id(self) -> int | None:
         """The id of the latest snapshot on storage, read under the guard (I4: the next snapshot is

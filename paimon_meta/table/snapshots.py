@@ -49,6 +49,16 @@ class SnapshotManager:
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._timeline: int | None = None
+
+    def observe_timeline(self, timeline: int) -> None:
+        """The table's timeline as the metastore has it now. A rollback starts a new one and reuses the
+        snapshot ids above its target for different snapshots, so cached snapshots of another timeline
+        are dropped (a manager that has not seen one yet drops everything it cached)."""
+        with self._lock:
+            if self._timeline != timeline:
+                self._cache.clear()
+                self._timeline = timeline
 
     def snapshot_path(self, snapshot_id: int) -> str:
         return self.paths.snapshot_path(snapshot_id)

@@ -145,3 +145,21 @@ def test_an_interrupted_rollback_is_finished_by_the_next_lock_holder(
     assert read_keys(catalog) == [1, 2, 11, 12, 99]
     assert [p for p in _published(catalog) if p[0] == 1] == [(1, 3, "snapshot_published")]
     assert not any(p[2] == "external" for p in _published(catalog))
+
+
+def test_a_long_lived_writer_builds_on_the_new_timeline_not_on_what_it_cached(catalog: Catalog) -> None:
+    """Snapshot ids above a rollback's target are created again with other content: a writer that
+    published (and so remembers) the old snapshot 3 must build the next one on the new snapshot 3."""
+    table = create(catalog)
+    writer_table = catalog.get_table(TABLE)
+    assert writer_table.committer_factory is not None
+    long_lived = writer_table.committer_factory(writer_table, "long-lived")
+    for identifier in (1, 2, 3):
+        long_lived.commit(prepare(writer_table, [identifier], user="long-lived"), identifier)
+    rollback(catalog, TABLE, snapshot_id=2)
+    assert write(catalog, [30]) == 3  # another writer: the new snapshot 3
+    assert table.snapshot_manager.latest_snapshot_id() == 3
+    result = long_lived.commit(prepare(writer_table, [4], user="long-lived"), 4)
+    assert result.snapshot_ids == (4,)
+    # Built on the new 3 (keys 1, 2, 30), not on the rolled-back one (key 3).
+    assert read_keys(catalog) == [1, 2, 4, 30]
