@@ -7,8 +7,9 @@
    reader must then both return exactly the rows paimon-rust wrote.
 2. paimon-rust reads what we write: append tables (bucket -1 and fixed) and a primary-key table with an
    update and a ``_row_kind`` ``-D`` delete, Parquet; its rows must equal ours.
-3. paimon-rust writes primary-key tables in thin mode (no ``_KEY_*`` columns): the commit lands and
-   paimon-rust reads it back, but our reader refuses the files (strict xfail until thin mode is read).
+3. paimon-rust writes primary-key tables in thin mode (no ``_KEY_*`` columns, whatever
+   ``data-file.thin-mode`` says), an insert then updates: the commits land, paimon-rust and we read the
+   table alike, and our compaction of its files is read alike too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import struct
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +27,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paimon_meta.catalog_api import Catalog
-from paimon_meta.errors import CorruptMetadataError
 from paimon_meta.ops.references import live_entries, read_metadata
 from paimon_meta.serde.commit_message import CURRENT_VERSION, deserialize_commit_messages
 from paimon_meta.spec.bucket import bucket_of
 from paimon_meta.spec.types import BIGINT
+from paimon_meta.table.compact import compact
 from paimon_meta.table.table import FileStoreTable
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import make_principal
@@ -103,7 +105,7 @@ def _sorted(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=lambda r: (r["p"], r["k"]))
 
 
-def _rows(keys: range, prefix: str) -> list[Row]:
+def _rows(keys: Iterable[int], prefix: str) -> list[Row]:
     return [{"k": k, "p": "ab"[k % 2], "v": f"{prefix}{k}"} for k in keys]
 
 
@@ -237,14 +239,9 @@ def test_rust_reads_ours(layout: str, rust_python: Path, service_catalog: Catalo
     assert _rust_read(rust_python, table) == ours
 
 
-THIN_MODE_ERROR = "primary-key data file lacks columns ['_KEY_k']"  # p is a partition key: trimmed
+THIN = ("_SEQUENCE_NUMBER", "_VALUE_KIND", "k", "p", "v")  # p is a partition key: the trimmed key is k
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=CorruptMetadataError,
-    reason=f"paimon-rust writes primary-key files in thin mode; our reader refuses them: {THIN_MODE_ERROR}",
-)
 def test_rust_writes_primary_key_thin_mode(
     rust_python: Path, service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
 ) -> None:
@@ -255,22 +252,31 @@ def test_rust_writes_primary_key_thin_mode(
         primary_keys=["k", "p"],
         options={"bucket": "2", "file.format": "parquet"},
     )
-    rows = _rows(range(12), "r")
-    version, raw = _rust_write(rust_python, table, rows)
-    files = [
-        next(Path(table.path).rglob(f.file_name))
-        for m in deserialize_commit_messages(raw, version)
-        for f in m.data_increment.new_files
-    ]
-    for path in files:  # thin mode: only the system columns and the values, no _KEY_ copies
-        assert pq.read_schema(path).names == ["_SEQUENCE_NUMBER", "_VALUE_KIND", "k", "p", "v"]
-    # The control plane takes the messages (nothing checks the files' layout) ...
-    assert _commit(service_client, writer, "rust_pk", version, raw)["snapshotIds"] == [1]
+    first, second = _rows(range(12), "r"), _rows([*range(0, 12, 3), *range(12, 15)], "u")
+    expected = {(r["k"], r["p"]): r for r in first + second}  # the second write updates k % 3 == 0
+    rust_files: set[str] = set()
+    for rows, snapshot_id in ((first, 1), (second, 2)):
+        version, raw = _rust_write(rust_python, table, rows)
+        messages = deserialize_commit_messages(raw, version)
+        names = {f.file_name for m in messages for f in m.data_increment.new_files}
+        rust_files |= names
+        for name in names:  # thin mode: only the system columns and the values, no _KEY_ copies
+            assert tuple(pq.read_schema(next(Path(table.path).rglob(name))).names) == THIN
+        # The control plane takes the messages (nothing checks the files' layout) ...
+        assert _commit(service_client, writer, "rust_pk", version, raw)["snapshotIds"] == [snapshot_id]
     table = service_catalog.get_table("db.rust_pk")
-    assert _rust_read(rust_python, table) == _sorted(rows)  # ... paimon-rust reads its table back ...
-    try:
-        ours = _our_read(table)
-    except CorruptMetadataError as e:  # ... and our reader refuses it: the strict xfail
-        assert str(e).startswith(THIN_MODE_ERROR), e
-        raise
-    assert ours == _sorted(rows)
+    want = _sorted(list(expected.values()))
+    assert _rust_read(rust_python, table) == want  # ... paimon-rust reads its table back, and so do we
+    assert _our_read(table) == want
+    # Our compaction merges paimon-rust's overlapping thin files into full ones (data-file.thin-mode is
+    # off); a file overlapping no other is upgraded to the max level as it is, still thin.
+    assert compact(table).snapshot_ids
+    table = service_catalog.get_table("db.rust_pk")
+    assert _our_read(table) == want
+    layouts = {
+        (name in rust_files, tuple(pq.read_schema(path).names))
+        for split in table.new_read_builder().new_scan().plan().splits()
+        for name, path in zip((f.file_name for f in split.files), split.file_paths)
+    }
+    assert (False, ("_KEY_k", *THIN)) in layouts and layouts <= {(False, ("_KEY_k", *THIN)), (True, THIN)}
+    assert _rust_read(rust_python, table) == want
