@@ -158,14 +158,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(url: str, warehouse: str, log_dir: Path, timeout: float = 60.0) -> Server:
+def start_server(
+    url: str, warehouse: str, log_dir: Path, timeout: float = 60.0, extra: Sequence[str] = ()
+) -> Server:
     port = free_port()
     log_path = log_dir / f"serve-{port}.log"
     env = {k: v for k, v in os.environ.items() if k != "PAIMON_META_OPTIONS"}  # default lock settings
     env["PAIMON_META_URL"] = url
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
-            [*SERVE, "--warehouse", warehouse, "--port", str(port), "--log-level", "warning"],
+            [*SERVE, "--warehouse", warehouse, "--port", str(port), "--log-level", "warning", *extra],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -198,12 +200,15 @@ def stop_server(server: Server) -> None:
 
 
 @contextmanager
-def servers(url: str, warehouse: str, log_dir: Path, count: int) -> Iterator[list[Server]]:
-    """``count`` replicas on one metastore and warehouse, stopped (SIGTERM) at the end."""
+def servers(
+    url: str, warehouse: str, log_dir: Path, count: int, extra: Sequence[str] = ()
+) -> Iterator[list[Server]]:
+    """``count`` replicas on one metastore and warehouse (``extra``: more ``serve`` arguments), stopped
+    (SIGTERM) at the end."""
     started: list[Server] = []
     try:
         for _ in range(count):
-            started.append(start_server(url, warehouse, log_dir))
+            started.append(start_server(url, warehouse, log_dir, extra=extra))
         yield started
     finally:
         for s in started:

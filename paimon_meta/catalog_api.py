@@ -309,12 +309,20 @@ class Catalog:
         return schema
 
     def message_committer(
-        self, identifier: str, commit_user: str, *, principal: str | None = None
+        self,
+        identifier: str,
+        commit_user: str,
+        *,
+        principal: str | None = None,
+        row: TableRow | None = None,
+        table: FileStoreTable | None = None,
     ) -> CommitCoordinator:
         """A coordinator committing CommitMessages for ``commit_user`` (the control plane's commit), its
-        events naming ``principal``."""
-        row = self.table_row(identifier)
-        table = self.get_table(identifier)
+        events naming ``principal``. ``row``/``table``: the table's registry row and a table object the
+        caller already holds (a service shares one per table and schema, so its manifest caches stay
+        warm); read here otherwise."""
+        row = row or self.table_row(identifier)
+        table = table or self.get_table(identifier)
         return CommitCoordinator(
             table, self._guard(row, table.snapshot_manager, principal), commit_user=commit_user
         )

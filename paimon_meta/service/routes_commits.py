@@ -65,8 +65,14 @@ def commit_messages(
     if they carry compaction results, exactly as an in-process commit. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
     messages = _messages(body)
-    committer = catalog_of(request).message_committer(
-        table_identifier(database, table), body.commit_user, principal=access.principal
+    catalog, identifier = catalog_of(request), table_identifier(database, table)
+    row = catalog.table_row(identifier)
+    committer = catalog.message_committer(
+        identifier,
+        body.commit_user,
+        principal=access.principal,
+        row=row,
+        table=state_of(request).commit_table(row),
     )
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:

@@ -14,7 +14,9 @@ from paimon_meta.catalog.principals import Access, Principals, hash_token
 from paimon_meta.catalog.registry import TableRow
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.group import GroupCommitter, GroupReport, GroupSettings
-from paimon_meta.table.snapshots import SnapshotManager
+from paimon_meta.errors import TableNotFoundError
+from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
+from paimon_meta.table.table import FileStoreTable
 
 #: Seconds; request latencies from sub-millisecond reads to lock timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -105,6 +107,8 @@ class ServiceState:
         self._auth_cache: dict[str, tuple[float, Access | None]] = {}
         self._auth_lock = threading.Lock()
         self._snapshot_managers: dict[str, SnapshotManager] = {}
+        self._schema_managers: dict[str, SchemaManager] = {}
+        self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
         self.groups = GroupCommitter(
             catalog.lock,
             settings=GroupSettings(
@@ -136,6 +140,33 @@ class ServiceState:
                 self._auth_cache.clear()
             self._auth_cache[key] = (now + ttl, access)
         return access
+
+    def commit_table(self, row: TableRow) -> FileStoreTable:
+        """The table object commits of ``row`` use, shared by requests (its manifest caches stay warm
+        across commits: manifests are immutable and never renamed). One per location and latest schema
+        on storage (listed each time: another engine may have altered the table); its snapshot cache
+        follows the table's timeline (see ``SnapshotManager.observe_timeline``)."""
+        location = self.catalog.location_of(row)
+        with self._auth_lock:
+            schemas = self._schema_managers.get(location)
+            if schemas is None:
+                if len(self._schema_managers) > 1000:
+                    self._schema_managers.clear()
+                schemas = SchemaManager(self.catalog.table_file_io(location), location)
+                self._schema_managers[location] = schemas
+        ids = schemas.list_ids()
+        if not ids:
+            raise TableNotFoundError(f"no Paimon table at {location} (no schema file)", path=location)
+        key = (location, ids[-1])
+        with self._auth_lock:
+            table = self._commit_tables.get(key)
+        if table is None:
+            table = FileStoreTable(schemas.file_io, location, schemas.schema(ids[-1]))
+            with self._auth_lock:
+                if len(self._commit_tables) > 1000:
+                    self._commit_tables.clear()
+                table = self._commit_tables.setdefault(key, table)
+        return table
 
     def snapshot_manager(self, row: TableRow) -> SnapshotManager:
         """One manager per table location (its cache of immutable snapshot files is shared by

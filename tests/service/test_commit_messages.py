@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.serde.commit_message import serialize_commit_messages
+from paimon_meta.table.schema_change import SetOption, alter
 from tests.fixtures.service import make_principal
 from tests.ops.helpers import create, prepare, read_keys
 from tests.service.helpers import P, auth
@@ -98,3 +99,19 @@ def test_bad_messages_change_nothing(
         "commits": [],
         "nextPageToken": None,
     }
+
+
+def test_a_commit_after_an_alter_uses_the_new_schema(
+    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+) -> None:
+    """The service shares one table object per table and schema: an ALTER (here straight on storage,
+    as another engine would) must not leave commits on the old schema."""
+    assert service_client.post(
+        f"{URL}/commit-messages", json=_body(service_catalog, [1], "u", 1), headers=writer
+    ).json()["snapshotIds"] == [1]
+    alter(service_catalog.get_table("db.t"), [SetOption("snapshot.num-retained.max", "50")])
+    assert service_client.post(
+        f"{URL}/commit-messages", json=_body(service_catalog, [2], "u", 2), headers=writer
+    ).json()["snapshotIds"] == [2]
+    snapshots = service_catalog.get_table("db.t").snapshot_manager
+    assert (snapshots.snapshot(1).schema_id, snapshots.snapshot(2).schema_id) == (0, 1)
