@@ -17,6 +17,10 @@ for a child process only:
     heartbeat thread included, as a GC pause or a frozen VM would) and continues when someone sends
     SIGCONT. A test sees the stop as state ``T`` in ``/proc/<pid>/stat``.
 
+``PAIMON_META_TEST_POINT_HIT=<n>``
+    Fire at the n-th time a listed point is reached in this process instead of the first (a service
+    replica's n-th commit, say: in the middle of a group commit).
+
 Each variable fires once per process (a restarted writer must set it again). With none set,
 :func:`reached` is a dictionary lookup.
 """
@@ -31,6 +35,7 @@ import sys
 CRASH_AT_ENV = "PAIMON_META_TEST_CRASH_AT"
 CRASH_MODE_ENV = "PAIMON_META_TEST_CRASH_MODE"
 PAUSE_AT_ENV = "PAIMON_META_TEST_PAUSE_AT"
+POINT_HIT_ENV = "PAIMON_META_TEST_POINT_HIT"
 
 #: Exit status of a crash in ``exit`` mode.
 CRASH_EXIT_CODE = 86
@@ -56,6 +61,7 @@ class CrashPoint(enum.StrEnum):
 
 
 _fired: set[str] = set()
+_hits: dict[str, int] = {}
 
 
 def _armed(env: str, point: CrashPoint) -> bool:
@@ -63,6 +69,9 @@ def _armed(env: str, point: CrashPoint) -> bool:
     if not value or env in _fired:
         return False
     if point.value not in {p.strip() for p in value.split(",")}:
+        return False
+    _hits[env] = _hits.get(env, 0) + 1
+    if _hits[env] < int(os.environ.get(POINT_HIT_ENV) or 1):
         return False
     _fired.add(env)
     return True
