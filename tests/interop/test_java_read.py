@@ -12,8 +12,9 @@ compared as multisets: neither side promises an order.
 * (a) The Java-written golden tables (``tests/fixtures/golden.py``): both versions read them as we do.
 * (b) Tables we write through ``paimon_meta.open_table`` (schema-0 created with ``SchemaManager``, no
   catalog): append with bucket -1, fixed-bucket append, a partitioned primary-key table with updates and
-  deletes, partition values that need escaping, nested types, an empty table; Parquet and ORC; every
-  simple type with edge values. Java must read them as our reader does, and as we wrote them.
+  deletes (also in thin mode, ``data-file.thin-mode``), partition values that need escaping, nested types,
+  an empty table; Parquet and ORC; every simple type with edge values. Java must read them as our reader
+  does, and as we wrote them.
 
 Known differences are strict xfails with the reason (JAVA_*, WE_FAIL_* below). No Java or jars: skipped
 with the reason, except under ``CI=true`` where that fails.
@@ -508,13 +509,15 @@ def write_append(root: Path, fmt: str, bucket: int, columns: list[Column]) -> Bu
     return path, batches
 
 
-def write_pk(root: Path, fmt: str, bucket: int, columns: list[Column]) -> Built:
+def write_pk(
+    root: Path, fmt: str, bucket: int, columns: list[Column], options: dict[str, str] | None = None
+) -> Built:
     path = create_table(
         root,
         [*KEY_COLUMNS, *((n, t) for n, t, _ in columns)],
         partition_keys=["p"],
         primary_keys=["id", "p"],
-        options={"bucket": str(bucket), "file.format": fmt},
+        options={"bucket": str(bucket), "file.format": fmt, **(options or {})},
     )
     commit(path, batch([1, 2, 3, 4, 5, 6], ["a", "a", "b", "b", "c", "c"], columns, range(6)))
     # +U, a -U/+U pair, a -D, a key written twice in one batch, the -D of a key that never existed.
@@ -608,10 +611,11 @@ class Written:
     bucket: int = -1
     java_differs: str | None = None  # Java reads neither what we read nor what we wrote
     we_differ: str | None = None  # our reader does not read what we wrote (Java does)
+    options: dict[str, str] = field(default_factory=dict)  # table options ("pk" tables)
 
     def build(self, path: Path) -> Built:
         if self.kind == "pk":
-            return write_pk(path, self.fmt, self.bucket, self.columns)
+            return write_pk(path, self.fmt, self.bucket, self.columns, self.options)
         if self.kind == "partitions":
             return write_partitions(path, self.fmt)
         if self.kind == "nested":
@@ -634,10 +638,25 @@ WE_FAIL_FAR_ORC = (
     "1677-09-21..2262-04-11, which we write (and Java reads)"
 )
 
+JAVA_THIN_MODE = (
+    "Java Paimon 0.9.0 and the harness's 1.0-SNAPSHOT (a 2024-09 build) predate data-file.thin-mode (Paimon "
+    "1.0.0: apache/paimon#4666 writes it, #4651 reads keys from the value columns): they read the _KEY_ "
+    "columns and throw 'Required column is missing in data file. Col: [_KEY_id]'"
+)
+
 WRITTEN: list[Written] = [
     *(Written(f"append_unaware_{fmt}", "append", fmt, SIMPLE_COLUMNS) for fmt in ("parquet", "orc")),
     *(Written(f"append_fixed_{fmt}", "append", fmt, SIMPLE_COLUMNS, bucket=3) for fmt in ("parquet", "orc")),
     *(Written(f"pk_{fmt}", "pk", fmt, SIMPLE_COLUMNS, bucket=2) for fmt in ("parquet", "orc")),
+    Written(
+        "pk_thin_parquet",
+        "pk",
+        "parquet",
+        SIMPLE_COLUMNS,
+        bucket=2,
+        options={"data-file.thin-mode": "true"},
+        java_differs=JAVA_THIN_MODE,
+    ),
     *(Written(f"partitions_{fmt}", "partitions", fmt) for fmt in ("parquet", "orc")),
     *(Written(f"nested_{fmt}", "nested", fmt) for fmt in ("parquet", "orc")),
     Written("empty", "empty", "parquet"),

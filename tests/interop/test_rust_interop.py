@@ -6,7 +6,7 @@
    we commit them through the control plane (``POST .../commit-messages``). Our reader and paimon-rust's
    reader must then both return exactly the rows paimon-rust wrote.
 2. paimon-rust reads what we write: append tables (bucket -1 and fixed) and a primary-key table with an
-   update and a ``_row_kind`` ``-D`` delete, Parquet; its rows must equal ours.
+   update and a ``_row_kind`` ``-D`` delete, with and without thin mode, Parquet; its rows must equal ours.
 3. paimon-rust writes primary-key tables in thin mode (no ``_KEY_*`` columns, whatever
    ``data-file.thin-mode`` says), an insert then updates: the commits land, paimon-rust and we read the
    table alike, and our compaction of its files is read alike too.
@@ -115,6 +115,10 @@ def _our_read(table: FileStoreTable) -> list[Row]:
     return _sorted(rows)
 
 
+def _columns(paths: list[str]) -> set[str]:
+    return {name for path in paths for name in pq.read_schema(path).names}
+
+
 def _rust_read(python: Path, table: FileStoreTable) -> list[Row]:
     rows: list[Row] = run_pypaimon(RUST_READS, input_json={"location": table.path}, python=python)
     return _sorted(rows)
@@ -209,16 +213,19 @@ def _arrow(rows: list[Row]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
-@pytest.mark.parametrize("layout", [*sorted(APPEND_LAYOUTS), "primary-key"])
+@pytest.mark.parametrize("layout", [*sorted(APPEND_LAYOUTS), "primary-key", "primary-key-thin"])
 def test_rust_reads_ours(layout: str, rust_python: Path, service_catalog: Catalog) -> None:
     name = f"ours_{layout.replace('-', '_')}"
+    thin = layout == "primary-key-thin"
+    if thin:
+        layout = "primary-key"
     if layout == "primary-key":
         table = service_catalog.create_table(
             f"db.{name}",
             SCHEMA,
             partition_keys=["p"],
             primary_keys=["k", "p"],
-            options={"bucket": "2", "file.format": "parquet"},
+            options={"bucket": "2", "file.format": "parquet", "data-file.thin-mode": str(thin).lower()},
         )
     else:
         options = {**APPEND_LAYOUTS[layout], "file.format": "parquet"}
@@ -230,6 +237,11 @@ def test_rust_reads_ours(layout: str, rust_python: Path, service_catalog: Catalo
         deletes = _arrow(_rows(range(1, 40, 5), "gone"))
         _write(table, deletes.append_column("_row_kind", pa.array(["-D"] * deletes.num_rows)))
     table = service_catalog.get_table(f"db.{name}")
+    if layout == "primary-key":  # _KEY_k columns unless written in thin mode
+        names = {
+            n for s in table.new_read_builder().new_scan().plan().splits() for n in _columns(s.file_paths)
+        }
+        assert ("_KEY_k" in names) is not thin and "_SEQUENCE_NUMBER" in names
     ours = _our_read(table)
     if layout == "primary-key":
         assert len(ours) == 40 - len(range(1, 40, 5))
