@@ -36,6 +36,11 @@ class UnsupportedError(ValidationError):
     """A valid Paimon feature that paimon_meta does not implement (named in the message)."""
 
 
+class StorageOptionsMissingError(ValidationError):
+    """A store cannot be used because options it needs are missing (e.g. S3 credentials for a table whose
+    location is ``s3://``). ``options`` lists the missing option keys, ``uri`` the location."""
+
+
 class CorruptMetadataError(PaimonMetaError):
     """A metadata file or byte string could not be decoded. ``path`` names the file when there is one."""
 

@@ -19,6 +19,10 @@ Options (keys as in pypaimon; absent ones fall back to the AWS SDK defaults, i.e
 ``s3.connect-timeout``     Paimon duration (``5 s``, ``500 ms``; bare numbers are ms), default 5 s
 ``s3.read-timeout``        default 30 s
 
+Credentials are required: when neither the options nor the SDK's chain supply any, the first request
+raises :class:`~paimon_meta.errors.StorageOptionsMissingError` naming ``s3.access-key`` and
+``s3.secret-key`` (nothing was sent).
+
 No operation uses CopyObject or renames: S3 has no atomic rename, and moto's conditional copy is
 unreliable. Every botocore error is mapped to the FileIO error hierarchy.
 """
@@ -35,7 +39,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from paimon_meta.errors import FileAlreadyExistsError, FileIOError, FileNotFound, ValidationError
+from paimon_meta.errors import (
+    FileAlreadyExistsError,
+    FileIOError,
+    FileNotFound,
+    StorageOptionsMissingError,
+    ValidationError,
+)
 from paimon_meta.io.base import Capabilities, FileIO, FileStatus
 from paimon_meta.spec.options import parse_duration_ms
 
@@ -159,13 +169,35 @@ def _is_not_found(code: str, status: int) -> bool:
     return code in ("NoSuchKey", "NotFound", "404") or (status == 404 and code != "NoSuchBucket")
 
 
+def _missing_credentials(path: str, settings: S3Settings | None) -> StorageOptionsMissingError:
+    """No credentials in the options nor anywhere the AWS SDK looks: name the options that supply them,
+    and the connection options that are unset too (the usual cause: no ``s3.*`` options at all, e.g. a
+    catalog on a local warehouse opening a table whose location is ``s3://``)."""
+    unset = []
+    if settings is not None and settings.endpoint is None:
+        unset.append(f"{ENDPOINT} (requests go to AWS S3 itself)")
+    if settings is not None and settings.region is None:
+        unset.append(REGION)
+    also = f"; not set either: {', '.join(unset)}" if unset else ""
+    return StorageOptionsMissingError(
+        f"S3 storage of {path} needs credentials: options {ACCESS_KEY} and {SECRET_KEY} are missing (and the "
+        f"AWS SDK found none in the environment, shared config files or an instance role){also}. "
+        f"Pass them as storage options (the CLI's -o {ACCESS_KEY}=... -o {SECRET_KEY}=...)",
+        options=[ACCESS_KEY, SECRET_KEY],
+        uri=path,
+    )
+
+
 @contextlib.contextmanager
-def _s3_errors(op: str, path: str) -> Iterator[None]:
-    """Map botocore errors to FileNotFound / FileIOError naming the operation and the path."""
-    from botocore.exceptions import BotoCoreError, ClientError
+def _s3_errors(op: str, path: str, settings: S3Settings | None = None) -> Iterator[None]:
+    """Map botocore errors to FileNotFound / FileIOError naming the operation and the path; missing
+    credentials to StorageOptionsMissingError (nothing was sent)."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
     try:
         yield
+    except NoCredentialsError as e:
+        raise _missing_credentials(path, settings) from e
     except ClientError as e:
         code, status, retries = _error_code(e)
         if _is_not_found(code, status):
@@ -251,6 +283,9 @@ class S3FileIO(FileIO):
                 self._conditional = self._probe()
             return self._conditional
 
+    def _errors(self, op: str, path: str) -> contextlib.AbstractContextManager[None]:
+        return _s3_errors(op, path, self.settings)
+
     def _probe(self) -> bool:
         scheme, bucket, prefix = parse_s3_uri(self.root)
         key = (
@@ -264,14 +299,14 @@ class S3FileIO(FileIO):
                     return verdict
             return False  # the second PUT overwrote the first: If-None-Match was ignored
         finally:
-            with contextlib.suppress(FileIOError), _s3_errors("delete probe", path):
+            with contextlib.suppress(FileIOError), self._errors("delete probe", path):
                 self._client.delete_object(Bucket=bucket, Key=key)
 
     def _probe_put(self, path: str, bucket: str, key: str, *, second: bool) -> bool | None:
         """One probe PUT: True/False when it settles the question, None to go on."""
         from botocore.exceptions import ClientError
 
-        with _s3_errors("conditional-write probe", path):
+        with self._errors("conditional-write probe", path):
             try:
                 self._client.put_object(Bucket=bucket, Key=key, Body=b"probe", IfNoneMatch="*")
             except ClientError as e:
@@ -285,7 +320,7 @@ class S3FileIO(FileIO):
 
     def read(self, path: str) -> bytes:
         bucket, key = _object_key(path)
-        with _s3_errors("read", path):
+        with self._errors("read", path):
             body = self._client.get_object(Bucket=bucket, Key=key)["Body"]
             try:
                 return body.read()
@@ -296,7 +331,7 @@ class S3FileIO(FileIO):
         """A single PUT: S3 replaces objects atomically, so readers see the old or the new bytes.
         Every PUT is durable: ``durable`` changes nothing."""
         bucket, key = _object_key(path)
-        with _s3_errors("write", path):
+        with self._errors("write", path):
             self._client.put_object(Bucket=bucket, Key=key, Body=data)
 
     def create_if_absent(
@@ -330,7 +365,7 @@ class S3FileIO(FileIO):
 
         maybe_ours = False  # an earlier attempt may have landed before its response was lost
         for attempt in range(_CONFLICT_ATTEMPTS):
-            with _s3_errors("create_if_absent", path):
+            with self._errors("create_if_absent", path):
                 try:
                     self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
                     return
@@ -378,7 +413,7 @@ class S3FileIO(FileIO):
         _, bucket, key = parse_s3_uri(path)
         if not key or key.endswith("/"):
             raise FileNotFound("status: not an object path", path=path)
-        with _s3_errors("status", path):
+        with self._errors("status", path):
             head = self._client.head_object(Bucket=bucket, Key=key)
         return _status(path, head["ContentLength"], head["LastModified"], head.get("ETag"))
 
@@ -399,7 +434,7 @@ class S3FileIO(FileIO):
         if not recursive:
             kwargs["Delimiter"] = "/"
         out: builtins.list[FileStatus] = []
-        with _s3_errors("list_recursive" if recursive else "list", directory):
+        with self._errors("list_recursive" if recursive else "list", directory):
             for page in self._client.get_paginator("list_objects_v2").paginate(**kwargs):
                 for obj in page.get("Contents", []):
                     k = obj["Key"]
@@ -413,7 +448,7 @@ class S3FileIO(FileIO):
 
     def delete(self, path: str) -> None:
         bucket, key = _object_key(path)
-        with _s3_errors("delete", path):
+        with self._errors("delete", path):
             self._client.delete_object(Bucket=bucket, Key=key)
 
     def close(self) -> None:

@@ -10,7 +10,8 @@ import pytest
 
 import paimon_meta
 from paimon_meta.catalog_api import Catalog
-from paimon_meta.cli import main
+from paimon_meta.cli import EXIT_FAILURE, EXIT_USAGE, main
+from paimon_meta.errors import StorageOptionsMissingError
 from paimon_meta.ops.recovery import recover_table
 
 pytestmark = pytest.mark.postgres
@@ -60,3 +61,49 @@ def test_a_table_is_opened_on_its_own_store(
         assert _keys(local, "db.remote") == [7, 8]
         assert local.get_table("db.remote").path.startswith("s3://")
         assert recover_table(local, "db.remote").ok
+
+
+@pytest.mark.s3
+def test_missing_s3_options_are_named(
+    clean_db: str,
+    tmp_path: Path,
+    s3_warehouse: tuple[str, dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A catalog on a local warehouse holding an s3:// table, without S3 credentials: opening that table
+    says which options are missing (it used to be an 'outcome unknown' FileIOError from botocore), and
+    ``paimon-meta recover`` recovers the other tables and names them for it."""
+    s3_uri, s3_options = s3_warehouse
+    with paimon_meta.connect(clean_db, s3_uri, **s3_options) as on_s3:
+        on_s3.create_table("db.remote", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
+        _write(on_s3, "db.remote", [7])
+    # No credentials anywhere the AWS SDK looks.
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    local_wh = str(tmp_path / "local")
+    with paimon_meta.connect(clean_db, local_wh, **{"s3.endpoint": s3_options["s3.endpoint"]}) as local:
+        local.create_table("db.here", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
+        _write(local, "db.here", [1])
+        with pytest.raises(StorageOptionsMissingError) as e:
+            local.get_table("db.remote")
+        assert e.value.fields["options"] == ["s3.access-key", "s3.secret-key"]
+        assert e.value.fields["uri"].startswith(s3_uri)
+        assert "s3.access-key and s3.secret-key are missing" in str(e.value)
+        assert "s3.endpoint" not in str(e.value)  # it was given
+        assert _keys(local, "db.here") == [1]
+
+    base = ["--metastore", clean_db, "--warehouse", local_wh]
+    assert main([*base, "recover", "db.remote"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "s3.access-key and s3.secret-key are missing" in err
+    assert "s3.endpoint (requests go to AWS S3 itself)" in err  # no -o options at all this time
+    # Every table: the local one is recovered, the S3 one is reported with the options it lacks.
+    assert main([*base, "recover"]) == EXIT_FAILURE
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("db.here: 0 snapshots recorded") for line in lines)
+    (remote,) = [line for line in lines if line.startswith("db.remote:")]
+    assert "NOT RECOVERED: StorageOptionsMissingError" in remote and "s3.secret-key are missing" in remote

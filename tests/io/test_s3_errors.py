@@ -6,6 +6,7 @@ import io
 import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import boto3
@@ -13,7 +14,13 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from paimon_meta.errors import FileAlreadyExistsError, FileIOError, FileNotFound, ValidationError
+from paimon_meta.errors import (
+    FileAlreadyExistsError,
+    FileIOError,
+    FileNotFound,
+    StorageOptionsMissingError,
+    ValidationError,
+)
 from paimon_meta.io import S3FileIO, get_file_io
 from paimon_meta.io import s3 as s3_module
 
@@ -191,6 +198,38 @@ def test_network_errors_become_file_io_errors() -> None:
     probing = get_file_io("s3://bkt/w", {**options, "s3.conditional-writes": "auto"})
     with pytest.raises(FileIOError):
         _ = probing.capabilities
+
+
+@pytest.mark.parametrize(
+    ("options", "unset"),
+    [
+        ({}, ["s3.endpoint", "s3.region"]),
+        ({"s3.endpoint": "http://127.0.0.1:9", "s3.region": "us-east-1"}, []),
+    ],
+)
+def test_missing_credentials_name_the_options(
+    options: dict[str, str], unset: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No credentials in the options nor the environment: a typed error naming the option keys, not an
+    'outcome unknown' FileIOError (nothing was sent)."""
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    fio = S3FileIO("s3://bkt/w", {**options, "s3.conditional-writes": "true"})
+    calls: list[Callable[[], object]] = [
+        lambda: fio.read(PATH),
+        lambda: fio.create_if_absent(PATH, b"x"),
+        lambda: fio.list("s3://bkt/w"),
+    ]
+    for call in calls:
+        with pytest.raises(StorageOptionsMissingError) as e:
+            call()
+        assert e.value.fields == {"options": ["s3.access-key", "s3.secret-key"], "uri": e.value.fields["uri"]}
+        assert e.value.fields["uri"].startswith("s3://bkt/w")
+        _, _, also = str(e.value).partition("not set either: ")
+        assert [key for key in ("s3.endpoint", "s3.region") if key in also] == unset
 
 
 @pytest.mark.parametrize(
