@@ -198,7 +198,7 @@ def _commits(ctx: _Context, args: argparse.Namespace) -> Output:
 
     cat = ctx.catalog()
     row, _ = resolve_table(cat, args.table)
-    rows = commit_history(cat.engine, row.identifier, limit=args.limit)
+    rows = commit_history(cat.engine, row.table_id, limit=args.limit)
     cols: list[render.Column] = [
         ("first_event_at", "started"),
         ("commit_kind", "kind"),

@@ -19,7 +19,7 @@ _HISTORY = text(
     "SELECT commit_id, commit_user, commit_identifier, commit_kind, outcome, snapshot_id, attempts, "
     "retries, conflicts, conflict_check_ms, elapsed_ms::float8 AS elapsed_ms, final_reason, "
     "first_event_at, last_event_at "
-    "FROM paimon_commit_history WHERE table_identifier = :table "
+    "FROM paimon_commit_history WHERE table_id = :table_id "
     "ORDER BY first_event_at DESC, commit_id LIMIT :limit"
 )
 _EVENTS = text(
@@ -49,10 +49,11 @@ _RECORDED = text(
 )
 
 
-def commit_history(engine: Engine, table: str, *, limit: int = 50) -> list[dict[str, Any]]:
-    """The latest ``limit`` commits of a table (``paimon_commit_history``), newest first."""
+def commit_history(engine: Engine, table_id: int, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The latest ``limit`` commits of a table (``paimon_commit_history``), newest first: by its id, so
+    from before a rename too, and none of an earlier table of the same name."""
     with engine.connect() as conn:
-        return [dict(r._mapping) for r in conn.execute(_HISTORY, {"table": table, "limit": limit})]
+        return [dict(r._mapping) for r in conn.execute(_HISTORY, {"table_id": table_id, "limit": limit})]
 
 
 def commit_events(
