@@ -4,6 +4,7 @@ same questions as SQL to paste into psql). All statements are constant SQL with 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from paimon_meta.ops.common import resolve_table
 
 if TYPE_CHECKING:
     from paimon_meta.catalog_api import Catalog
+    from paimon_meta.table.table import FileStoreTable
 
 _HISTORY = text(
     "SELECT commit_id, commit_user, commit_identifier, commit_kind, outcome, snapshot_id, attempts, "
@@ -28,24 +30,25 @@ _EVENTS = text(
     "FROM paimon_commit_events "
     "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) "
     "AND (CAST(:commit_id AS uuid) IS NULL OR commit_id = :commit_id) "
-    "ORDER BY event_id DESC LIMIT :limit"
+    "ORDER BY event_id DESC LIMIT :limit OFFSET :offset"
 )
 _LOCK_EVENTS = text(
     "SELECT event_id, created_at, lock_id, event_type, owner, fencing_token, hostname, pid, operator, "
     "reason, previous_owner, previous_fencing_token, wait_ms, payload "
     "FROM paimon_lock_events WHERE (CAST(:lock_id AS text) IS NULL OR lock_id = :lock_id) "
-    "ORDER BY event_id DESC LIMIT :limit"
+    "ORDER BY event_id DESC LIMIT :limit OFFSET :offset"
 )
 _MAINTENANCE = text(
     "SELECT run_id, table_identifier, operation, outcome, dry_run, operator, started_at, ended_at, "
     "elapsed_ms, settings, result FROM paimon_maintenance_history "
     "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) "
-    "ORDER BY started_at DESC, run_id LIMIT :limit"
+    "ORDER BY started_at DESC, run_id LIMIT :limit OFFSET :offset"
 )
 _RECORDED = text(
     "SELECT snapshot_id, event_type, commit_id FROM paimon_commit_events "
     "WHERE table_id = :table_id AND snapshot_id IS NOT NULL "
     "AND event_type IN ('snapshot_published', 'external', 'recovered') ORDER BY event_id"
+    " LIMIT :limit OFFSET :offset"
 )
 
 
@@ -57,9 +60,15 @@ def commit_history(engine: Engine, table_id: int, *, limit: int = 50) -> list[di
 
 
 def commit_events(
-    engine: Engine, *, table: str | None = None, commit_id: str | None = None, limit: int = 100
+    engine: Engine,
+    *,
+    table: str | None = None,
+    commit_id: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """The latest ``limit`` commit events (optionally of one table and/or one commit), oldest first.
+    """The latest ``limit`` commit events (optionally of one table and/or one commit) after skipping the
+    ``offset`` newest, oldest first.
 
     Raises:
         ValidationError: ``commit_id`` is not a UUID.
@@ -70,35 +79,64 @@ def commit_events(
             cid = uuid.UUID(commit_id)
         except ValueError as e:
             raise ValidationError(f"commit id {commit_id!r} is not a UUID") from e
+    params = {"table": table, "commit_id": cid, "limit": limit, "offset": offset}
     with engine.connect() as conn:
-        rows = [
-            dict(r._mapping)
-            for r in conn.execute(_EVENTS, {"table": table, "commit_id": cid, "limit": limit})
-        ]
+        rows = [dict(r._mapping) for r in conn.execute(_EVENTS, params)]
     return rows[::-1]
 
 
-def maintenance_history(engine: Engine, *, table: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-    """The latest ``limit`` maintenance runs (``paimon_maintenance_history``), oldest first."""
+def maintenance_history(
+    engine: Engine, *, table: str | None = None, limit: int = 50, offset: int = 0
+) -> list[dict[str, Any]]:
+    """The latest ``limit`` maintenance runs (``paimon_maintenance_history``) after skipping the ``offset``
+    newest, oldest first."""
+    params = {"table": table, "limit": limit, "offset": offset}
     with engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(_MAINTENANCE, {"table": table, "limit": limit})]
+        rows = [dict(r._mapping) for r in conn.execute(_MAINTENANCE, params)]
     return rows[::-1]
 
 
-def lock_events(engine: Engine, *, lock_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    """The latest ``limit`` lock events (optionally of one lock), oldest first."""
+def lock_events(
+    engine: Engine, *, lock_id: str | None = None, limit: int = 100, offset: int = 0
+) -> list[dict[str, Any]]:
+    """The latest ``limit`` lock events (optionally of one lock) after skipping the ``offset`` newest,
+    oldest first."""
+    params = {"lock_id": lock_id, "limit": limit, "offset": offset}
     with engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(_LOCK_EVENTS, {"lock_id": lock_id, "limit": limit})]
+        rows = [dict(r._mapping) for r in conn.execute(_LOCK_EVENTS, params)]
     return rows[::-1]
+
+
+#: snapshot id -> (event type, commit id) of the event that recorded it in the log.
+Recorded = dict[int, tuple[str, str]]
+
+
+def recording_events(
+    engine: Engine, table_id: int, *, limit: int | None = None, offset: int = 0
+) -> list[tuple[int, str, str]]:
+    """(snapshot id, event type, commit id) of the events that recorded snapshots of the table
+    (published, external, recovered), oldest first; ``limit`` None: all after ``offset``."""
+    params = {"table_id": table_id, "limit": limit, "offset": offset}
+    with engine.connect() as conn:
+        return [(r.snapshot_id, r.event_type, str(r.commit_id)) for r in conn.execute(_RECORDED, params)]
+
+
+def first_recordings(events: Iterable[tuple[int, str, str]]) -> Recorded:
+    """snapshot id -> the first of ``events`` (in the log's order) that recorded it."""
+    recorded: Recorded = {}
+    for snapshot_id, event_type, commit_id in events:
+        recorded.setdefault(snapshot_id, (event_type, commit_id))
+    return recorded
 
 
 def snapshot_rows(catalog: Catalog, identifier: str) -> list[dict[str, Any]]:
     """Snapshots on storage (earliest first) with the event that recorded each in the log, if any."""
     row, table = resolve_table(catalog, identifier)
-    with catalog.engine.connect() as conn:
-        recorded: dict[int, tuple[str, str]] = {}
-        for r in conn.execute(_RECORDED, {"table_id": row.table_id}):
-            recorded.setdefault(r.snapshot_id, (r.event_type, str(r.commit_id)))
+    return snapshot_rows_of(table, first_recordings(recording_events(catalog.engine, row.table_id)))
+
+
+def snapshot_rows_of(table: FileStoreTable, recorded: Recorded) -> list[dict[str, Any]]:
+    """:func:`snapshot_rows` of a table opened by any catalog, given its recording events."""
     sm = table.snapshot_manager
     out = []
     for sid in sm.list_snapshot_ids():

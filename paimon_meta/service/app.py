@@ -26,7 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from paimon_meta import metrics as event_log_metrics
 from paimon_meta.catalog_api import connect
 from paimon_meta.db import migrate
-from paimon_meta.service import errors, models, routes_catalog, routes_commits, routes_table
+from paimon_meta.service import errors, models, routes_audit, routes_catalog, routes_commits, routes_table
 from paimon_meta.service.state import ServiceSettings, ServiceState
 
 access_log = logging.getLogger("paimon_meta.service.access")
@@ -65,6 +65,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_catalog.router)
     app.include_router(routes_table.router)
     app.include_router(routes_commits.router)
+    app.include_router(routes_audit.router)
     _install_ops(app)
     _install_middleware(app, settings)
     return app

@@ -208,3 +208,18 @@ def page(
     if max_results is None or len(selected) <= max_results:
         return selected, None
     return selected[:max_results], selected[max_results - 1]
+
+
+def offset_page(max_results: int | None, page_token: str | None, *, default: int = 100) -> tuple[int, int]:
+    """(limit, offset) of a listing paged by position (the event log's, newest first): the token is the
+    number of rows already returned, as the previous page's ``nextPageToken`` said."""
+    limit = default if max_results is None else max_results
+    if not 0 < limit <= MAX_PAGE:
+        raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
+    try:
+        offset = int(page_token or 0)
+    except ValueError:
+        raise ValidationError("pageToken is not one this server issued", field="pageToken") from None
+    if offset < 0:
+        raise ValidationError("pageToken is not one this server issued", field="pageToken")
+    return limit, offset

@@ -9,6 +9,8 @@ parsed by ``paimon_meta.serde`` (one parser for files and requests).
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -232,6 +234,9 @@ class FilterCommittedResponse(_Model):
 
 
 class CommitRecord(_Model):
+    """One commit of ``paimon_commit_history``. ``startedAt`` is epoch milliseconds, as the protocol's
+    times; ``firstEventAt``/``lastEventAt`` are the log's own timestamps (ISO 8601, microseconds)."""
+
     commit_id: str
     commit_user: str
     commit_identifier: int
@@ -245,11 +250,111 @@ class CommitRecord(_Model):
     final_reason: str | None
     principal: str | None
     started_at: int | None
+    conflict_check_ms: float | None
+    first_event_at: datetime
+    last_event_at: datetime
 
 
 class ListCommitsResponse(_Model):
     commits: list[CommitRecord]
     next_page_token: str | None
+
+
+# ---- the audit trail (our extension; read grant on the table) ------------------------------------------
+# Rows of the append-only logs as ``paimon_meta.ops.audit`` reads them, newest first, paged by position;
+# times are the log's own timestamps (ISO 8601, microseconds).
+
+
+class CommitEvent(_Model):
+    event_id: int
+    created_at: datetime
+    table_identifier: str
+    commit_id: uuid.UUID
+    event_type: str
+    attempt: int
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    snapshot_id: int | None
+    duration_ms: float | None
+    payload: dict[str, Any]
+
+
+class ListCommitEventsResponse(_Model):
+    events: list[CommitEvent]
+    next_page_token: str | None
+
+
+class LockEvent(_Model):
+    event_id: int
+    created_at: datetime
+    lock_id: str
+    event_type: str
+    owner: str | None
+    fencing_token: int | None
+    hostname: str | None
+    pid: int | None
+    operator: str | None
+    reason: str | None
+    previous_owner: str | None
+    previous_fencing_token: int | None
+    wait_ms: float | None
+    payload: dict[str, Any]
+
+
+class ListLockEventsResponse(_Model):
+    events: list[LockEvent]
+    next_page_token: str | None
+
+
+class MaintenanceRun(_Model):
+    """One run of ``paimon_maintenance_history`` (expiration, orphan cleanup): settings and result."""
+
+    run_id: uuid.UUID
+    table_identifier: str
+    operation: str
+    outcome: str
+    dry_run: bool
+    operator: str | None
+    started_at: datetime
+    ended_at: datetime | None
+    elapsed_ms: float | None
+    settings: dict[str, Any] | None
+    result: dict[str, Any] | None
+
+
+class ListMaintenanceRunsResponse(_Model):
+    runs: list[MaintenanceRun]
+    next_page_token: str | None
+
+
+class SnapshotRecording(_Model):
+    """An event that recorded a snapshot in the log (``snapshot_published``, ``external``, ``recovered``)."""
+
+    snapshot_id: int
+    event_type: str
+    commit_id: uuid.UUID
+
+
+class ListSnapshotRecordingsResponse(_Model):
+    """Oldest first."""
+
+    recordings: list[SnapshotRecording]
+    next_page_token: str | None
+
+
+class TableRegistryResponse(_Model):
+    """The table's row in the metastore registry: the pointer (the latest snapshot the log recorded,
+    which storage may be ahead of until the next commit reconciles), the schema id and the location as
+    registered (null for rows Java inserted: the warehouse layout)."""
+
+    identifier: str
+    location: str | None
+    schema_id: int | None
+    latest_snapshot_id: int | None
+    timeline: int
+    created_at: datetime
+    updated_at: datetime
 
 
 # ---- operations ----------------------------------------------------------------------------------------

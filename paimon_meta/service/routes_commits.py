@@ -32,7 +32,8 @@ _HISTORY = text(
     "SELECT h.commit_id::text AS commit_id, h.commit_user, h.commit_identifier, h.commit_kind, h.outcome,"
     " h.snapshot_id, h.attempts, h.retries, h.conflicts, h.elapsed_ms::float8 AS elapsed_ms, h.final_reason,"
     " (SELECT p.principal FROM paimon_commit_events p WHERE p.commit_id = h.commit_id"
-    "  AND p.event_type = 'prepared' LIMIT 1) AS principal, h.first_event_at"
+    "  AND p.event_type = 'prepared' LIMIT 1) AS principal, h.conflict_check_ms, h.first_event_at,"
+    " h.last_event_at"
     " FROM paimon_commit_history h WHERE h.table_id = :table_id"
     " ORDER BY h.first_event_at DESC, h.commit_id OFFSET :offset LIMIT :limit"
 )
@@ -127,21 +128,11 @@ def list_commits(
     """The table's commits from the event log, newest first (outcome, snapshot, attempts, principal)."""
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
-    limit = max_results or 100
-    if not 0 < limit <= convert.MAX_PAGE:
-        raise ValidationError(f"maxResults must be between 1 and {convert.MAX_PAGE}", field="maxResults")
-    try:
-        offset = int(page_token or 0)
-    except ValueError:
-        raise ValidationError("pageToken is not one this server issued", field="pageToken") from None
+    limit, offset = convert.offset_page(max_results, page_token)
     with catalog.engine.connect() as conn:
         rows = conn.execute(_HISTORY, {"table_id": row.table_id, "offset": offset, "limit": limit + 1}).all()
     records = [
-        models.CommitRecord(
-            **{k: v for k, v in r._mapping.items() if k != "first_event_at"},
-            started_at=convert.millis(r.first_event_at),
-        )
-        for r in rows[:limit]
+        models.CommitRecord(**r._mapping, started_at=convert.millis(r.first_event_at)) for r in rows[:limit]
     ]
     return models.ListCommitsResponse(
         commits=records, next_page_token=str(offset + limit) if len(rows) > limit else None

@@ -46,6 +46,11 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", f"{T}/commit-messages"): ("write", "table"),
     ("POST", f"{T}/filter-committed"): ("write", "table"),
     ("GET", f"{T}/commits"): ("read", "table"),
+    ("GET", f"{T}/registry"): ("read", "table"),
+    ("GET", f"{T}/events"): ("read", "table"),
+    ("GET", f"{T}/lock-events"): ("read", "table"),
+    ("GET", f"{T}/maintenance-runs"): ("read", "table"),
+    ("GET", f"{T}/snapshot-recordings"): ("read", "table"),
 }
 UNAUTHENTICATED = {
     "/healthz",

@@ -1,0 +1,143 @@
+"""The audit trail of one table over HTTP (our extension; the read grant on the table): its registry row,
+its commit events, its lock's events, its maintenance runs and the events that recorded its snapshots,
+as ``paimon_meta.ops.audit`` reads them, so ``paimon-meta --metastore http://...`` shows what the
+database would. Listings are newest first (recordings: oldest first) and paged by position."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from paimon_meta.catalog_api import split_identifier
+from paimon_meta.db.models import Privilege
+from paimon_meta.ops import audit
+from paimon_meta.service import convert, models
+from paimon_meta.service.auth import Require
+from paimon_meta.service.deps import CATALOG, catalog_of, table_identifier
+
+router = APIRouter()
+
+TABLE = f"{CATALOG}/databases/{{database}}/tables/{{table}}"
+READ = Depends(Require(Privilege.READ, "table"))
+MaxResults = Annotated[int | None, Query(alias="maxResults")]
+PageToken = Annotated[str | None, Query(alias="pageToken")]
+
+
+def _next(returned: int, limit: int, offset: int) -> str | None:
+    """A full page may have a next one (at worst it is empty); a short page is the last."""
+    return str(offset + limit) if returned == limit else None
+
+
+@router.get(
+    f"{TABLE}/registry",
+    response_model=models.TableRegistryResponse,
+    tags=["audit"],
+    dependencies=[READ],
+)
+def get_registry(request: Request, database: str, table: str) -> models.TableRegistryResponse:
+    """The table's registry row: the pointer, schema id and location as the metastore has them."""
+    row = catalog_of(request).table_row(table_identifier(database, table))
+    return models.TableRegistryResponse(
+        identifier=row.identifier,
+        location=row.location,
+        schema_id=row.schema_id,
+        latest_snapshot_id=row.latest_snapshot_id,
+        timeline=row.timeline,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+@router.get(
+    f"{TABLE}/events",
+    response_model=models.ListCommitEventsResponse,
+    tags=["audit"],
+    dependencies=[READ],
+)
+def list_commit_events(
+    request: Request,
+    database: str,
+    table: str,
+    max_results: MaxResults = None,
+    page_token: PageToken = None,
+    commit_id: Annotated[str | None, Query(alias="commitId")] = None,
+) -> models.ListCommitEventsResponse:
+    """Commit events of tables of this name (``paimon_commit_events``), optionally of one commit."""
+    limit, offset = convert.offset_page(max_results, page_token)
+    rows = audit.commit_events(
+        catalog_of(request).engine,
+        table=table_identifier(database, table),
+        commit_id=commit_id,
+        limit=limit,
+        offset=offset,
+    )
+    return models.ListCommitEventsResponse(
+        events=[models.CommitEvent(**r) for r in reversed(rows)],
+        next_page_token=_next(len(rows), limit, offset),
+    )
+
+
+@router.get(
+    f"{TABLE}/lock-events",
+    response_model=models.ListLockEventsResponse,
+    tags=["audit"],
+    dependencies=[READ],
+)
+def list_lock_events(
+    request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None
+) -> models.ListLockEventsResponse:
+    """Events of the table's lock (``paimon_lock_events``: Java's key, ours and Java's writers)."""
+    catalog = catalog_of(request)
+    lock_id = catalog.registry.lock_id(*split_identifier(table_identifier(database, table)))
+    limit, offset = convert.offset_page(max_results, page_token)
+    rows = audit.lock_events(catalog.engine, lock_id=lock_id, limit=limit, offset=offset)
+    return models.ListLockEventsResponse(
+        events=[models.LockEvent(**r) for r in reversed(rows)],
+        next_page_token=_next(len(rows), limit, offset),
+    )
+
+
+@router.get(
+    f"{TABLE}/maintenance-runs",
+    response_model=models.ListMaintenanceRunsResponse,
+    tags=["audit"],
+    dependencies=[READ],
+)
+def list_maintenance_runs(
+    request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None
+) -> models.ListMaintenanceRunsResponse:
+    """Expiration and orphan-cleanup runs of tables of this name (``paimon_maintenance_history``)."""
+    limit, offset = convert.offset_page(max_results, page_token)
+    rows = audit.maintenance_history(
+        catalog_of(request).engine, table=table_identifier(database, table), limit=limit, offset=offset
+    )
+    return models.ListMaintenanceRunsResponse(
+        runs=[models.MaintenanceRun(**r) for r in reversed(rows)],
+        next_page_token=_next(len(rows), limit, offset),
+    )
+
+
+@router.get(
+    f"{TABLE}/snapshot-recordings",
+    response_model=models.ListSnapshotRecordingsResponse,
+    tags=["audit"],
+    dependencies=[READ],
+)
+def list_snapshot_recordings(
+    request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None
+) -> models.ListSnapshotRecordingsResponse:
+    """The events that recorded this table's snapshots, oldest first (the first one of a snapshot id
+    is how ``paimon-meta snapshots`` says it was recorded)."""
+    catalog = catalog_of(request)
+    row = catalog.table_row(table_identifier(database, table))
+    limit, offset = convert.offset_page(max_results, page_token, default=convert.MAX_PAGE)
+    events = audit.recording_events(catalog.engine, row.table_id, limit=limit, offset=offset)
+    return models.ListSnapshotRecordingsResponse(
+        recordings=[
+            models.SnapshotRecording(snapshot_id=s, event_type=e, commit_id=uuid.UUID(c))
+            for s, e, c in events
+        ],
+        next_page_token=_next(len(events), limit, offset),
+    )
