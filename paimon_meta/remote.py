@@ -37,6 +37,9 @@ from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 
+#: Rows asked for per request of a paged listing (the service's maximum).
+_PAGE = 1000
+
 _NOT_FOUND: dict[str, type[errors.NotFoundError]] = {
     "DATABASE": errors.DatabaseNotFoundError,
     "TABLE": errors.TableNotFoundError,
@@ -222,12 +225,73 @@ class RemoteCatalog:
 
     def commits(self, identifier: str, *, limit: int = 100) -> list[dict[str, Any]]:
         """The table's commit history from the service's event log, newest first."""
+        return self._log(identifier, "commits", "commits", id_key="commitId", limit=limit)
+
+    # ---- the audit trail (read grant; JSON objects as the service sends them, camelCase) -----------
+
+    def table_registry(self, identifier: str) -> dict[str, Any]:
+        """The table's registry row: ``latestSnapshotId`` (the pointer), ``schemaId``, ``location``, ..."""
         db, name = _split(identifier)
-        page = self._call(
-            "GET", self._path("databases", db, "tables", name, "commits"), query={"maxResults": limit}
-        )
-        result: list[dict[str, Any]] = page["commits"]
-        return result
+        row: dict[str, Any] = self._call("GET", self._path("databases", db, "tables", name, "registry"))
+        return row
+
+    def commit_events(
+        self, identifier: str, *, commit_id: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """The latest ``limit`` commit events of tables of this name (of one commit), newest first."""
+        query = None if commit_id is None else {"commitId": commit_id}
+        return self._log(identifier, "events", "events", id_key="eventId", limit=limit, query=query)
+
+    def lock_events(self, identifier: str, *, limit: int = 100) -> list[dict[str, Any]]:
+        """The latest ``limit`` events of the table's lock, newest first."""
+        return self._log(identifier, "lock-events", "events", id_key="eventId", limit=limit)
+
+    def maintenance_runs(self, identifier: str, *, limit: int = 50) -> list[dict[str, Any]]:
+        """The latest ``limit`` expiration and orphan-cleanup runs of tables of this name, newest first."""
+        return self._log(identifier, "maintenance-runs", "runs", id_key="runId", limit=limit)
+
+    def snapshot_recordings(self, identifier: str) -> list[tuple[int, str, str]]:
+        """(snapshot id, event type, commit id) of every event that recorded a snapshot of the table,
+        oldest first (``paimon_meta.ops.audit.recording_events``)."""
+        records = self._log(identifier, "snapshot-recordings", "recordings", id_key=None, limit=None)
+        return [(int(r["snapshotId"]), str(r["eventType"]), str(r["commitId"])) for r in records]
+
+    def _log(
+        self,
+        identifier: str,
+        resource: str,
+        key: str,
+        *,
+        id_key: str | None,
+        limit: int | None,
+        query: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` (None: all) rows of a listing of the table paged by position. A newest-first
+        log grows at the front while it is paged, so a row may come again on the next page: rows are
+        kept once by ``id_key``."""
+        db, name = _split(identifier)
+        path = self._path("databases", db, "tables", name, resource)
+        rows: list[dict[str, Any]] = []
+        seen: set[Any] = set()
+        token: str | None = None
+        while limit is None or len(rows) < limit:
+            params = {
+                **(query or {}),
+                "maxResults": _PAGE if limit is None else min(_PAGE, limit - len(rows)),
+            }
+            if token:
+                params["pageToken"] = token
+            page = self._call("GET", path, query=params)
+            for row in page[key]:
+                if id_key is not None:
+                    if row[id_key] in seen:
+                        continue
+                    seen.add(row[id_key])
+                rows.append(row)
+            token = page.get("nextPageToken")
+            if not token:
+                break
+        return rows if limit is None else rows[:limit]
 
     def close(self) -> None:
         return None
