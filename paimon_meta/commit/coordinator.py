@@ -392,6 +392,7 @@ class CommitCoordinator:
         self._publish(staged, p.writer)
         snap = staged.snapshot
         self._last_published = snap
+        self.snapshots.remember(snap)  # other coordinators sharing this table build on it without a read
         crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
         # Still under the guard, so hints only move forward (they are only hints: readers verify them).
         advance_hints(self.snapshots, snap.id)

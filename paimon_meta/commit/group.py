@@ -156,9 +156,17 @@ class TableGroup:
 
     def _hold_once(self) -> None:
         settings = self.settings
-        hold = LockHold(self.lock, self.lock_id, owner=self.owner, settings=self.lock_settings)
         started = time.monotonic()
         commits = 0
+
+        def more() -> bool:  # asked while commit number ``commits`` publishes
+            return (
+                bool(self._queue)
+                and commits < settings.max_commits
+                and time.monotonic() - started < settings.max_hold_seconds
+            )
+
+        hold = LockHold(self.lock, self.lock_id, owner=self.owner, settings=self.lock_settings, more=more)
         try:
             while commits < settings.max_commits and time.monotonic() - started < settings.max_hold_seconds:
                 item = self._next()

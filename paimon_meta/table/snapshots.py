@@ -63,6 +63,14 @@ class SnapshotManager:
     def snapshot_path(self, snapshot_id: int) -> str:
         return self.paths.snapshot_path(snapshot_id)
 
+    def remember(self, snapshot: Snapshot) -> None:
+        """Cache a snapshot this process just created (its bytes are what a read would decode)."""
+        with self._lock:
+            self._cache[snapshot.id] = snapshot
+            self._cache.move_to_end(snapshot.id)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
     def _read_hint(self, path: str) -> int | None:
         # HintFileUtils.readHint: any failure (absent, partial write, garbage) means "no hint".
         try:

@@ -184,6 +184,12 @@ def test_a_replica_killed_in_the_middle_of_a_group(
         h = read_history(catalog, "db.t")
         _check_after_crash(h, acked)
         # The frozen commit: published by A, recorded by B's reconcile, its re-send deduplicated.
+        unusual = [
+            (e["event_type"], e["commit_user"], e["commit_identifier"], e["snapshot_id"])
+            for e in h.events
+            if e["event_type"] not in ("prepared", "conflict_checked", "snapshot_published")
+        ]
+        assert len(h.events_of("recovered")) == 1, (unusual, doomed.log_tail())
         (recovered,) = h.events_of("recovered")
         frozen = h.snapshots[recovered["snapshot_id"]]
         assert (frozen.commit_user, frozen.commit_identifier) in acked
