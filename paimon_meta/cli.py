@@ -3,6 +3,10 @@
 ``main(argv)`` returns the exit code (see ``EXIT_CODES``); the console script and ``python -m
 paimon_meta.cli`` exit with it. Results go to stdout (aligned tables, or JSON with ``--json``); progress
 of long work and errors go to stderr, errors as one line (with the traceback under ``--debug``).
+
+``--metastore`` is a database URL, or the URL of a commit service (``paimon-meta serve``) with a token:
+then the read-only and audit commands (``REMOTE_COMMANDS``) read through the service (``cli_remote``)
+and every other command is refused (``DatabaseUrlRequiredError``) before anything is done.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from paimon_meta.ops.common import NotFoundError, RefusedError, parse_age
 
 if TYPE_CHECKING:
     from paimon_meta.catalog_api import Catalog
+    from paimon_meta.remote import RemoteCatalog
+    from paimon_meta.table.table import FileStoreTable
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -42,17 +48,33 @@ EXIT_CODES = {
     EXIT_FAILURE: "operational failure (storage or metastore error, unresolved commit, failed demo check)",
     EXIT_USAGE: "usage error (bad arguments or invalid input)",
     EXIT_NOT_FOUND: "not found (table, database, lock, commit or snapshot)",
-    EXIT_REFUSED: "conflict or refused (commit conflict, live lock not forced, table lock busy past timeout)",
+    EXIT_REFUSED: (
+        "conflict or refused (commit conflict, live lock not forced, table lock busy past timeout, "
+        "token refused by the service)"
+    ),
 }
 
 ENV_URL = "PAIMON_META_URL"
 ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
 ENV_OPTIONS = "PAIMON_META_OPTIONS"
+ENV_TOKEN = "PAIMON_META_TOKEN"  # as spark_jobs' --service/--token
+
+#: The commands that work with ``--metastore http(s)://...`` (read-only; ``tags`` only lists there).
+REMOTE_COMMANDS = ("tables", "snapshots", "read", "commits", "events --table", "tags (listing)")
+#: Where to look instead, for read-only commands a service does not answer.
+_SERVICE_HINTS = {
+    "db current": "the service's GET /readyz says whether its metastore schema is at head",
+    "metrics": "scrape the service's GET /metrics",
+    "locks list": "a table's lock history: `paimon-meta events --table DB.T --locks`",
+}
 
 EPILOG = (
     "exit codes:\n" + "".join(f"  {code}  {text}\n" for code, text in EXIT_CODES.items()) + "\nenvironment:\n"
     f"  {ENV_URL}        metastore URL (postgresql+psycopg://user@host:5432/db); unset: an embedded\n"
-    "                         Postgres under $PAIMON_META_HOME (default ~/.paimon-meta)\n"
+    "                         Postgres under $PAIMON_META_HOME (default ~/.paimon-meta); a commit\n"
+    "                         service's http(s)://host:port serves the read-only commands:\n"
+    f"                         {', '.join(REMOTE_COMMANDS)}\n"
+    f"  {ENV_TOKEN}      bearer token for a commit service URL; --token wins\n"
     f"  {ENV_WAREHOUSE}  warehouse root (/path or s3://bucket/prefix)\n"
     f"  {ENV_OPTIONS}    catalog/storage options, 'k=v,k=v' (s3.endpoint, s3.access-key, s3.secret-key,\n"
     "                         s3.region, s3.path-style-access, lock.lease-seconds, ...); --option wins\n"
@@ -70,12 +92,37 @@ class Output:
     extra: list[str] = field(default_factory=list)
 
 
+class DatabaseUrlRequiredError(errors.UnsupportedError):
+    """The command needs the metastore database, and ``--metastore`` is a commit service's URL."""
+
+    def __init__(self, command: str, url: str) -> None:
+        hint = _SERVICE_HINTS.get(command)
+        super().__init__(
+            f"`paimon-meta {command}` needs a database URL (--metastore postgresql+psycopg://...), "
+            f"not the commit service {url}; over a service only {', '.join(REMOTE_COMMANDS)} work"
+            + (f" ({hint})" if hint else ""),
+            command=command,
+            url=url,
+        )
+
+
+def is_service_url(url: str | None) -> bool:
+    return url is not None and url.startswith(("http://", "https://"))
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """``locks release``, ``db upgrade``, ``tables``: the command as typed, for messages."""
+    action = getattr(args, f"{args.command}_command", None)  # db, locks, principals: their ACTION
+    return f"{args.command} {action}" if action else str(args.command)
+
+
 class _Context:
     """Connections shared by one invocation, created on first use and closed at the end."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self._catalog: Catalog | None = None
+        self._remote: RemoteCatalog | None = None
 
     def progress(self, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -89,7 +136,19 @@ class _Context:
             out[key.strip()] = value.strip()
         return out
 
+    def service_url(self) -> str | None:
+        """The commit service ``--metastore`` names, or None when it is a database (or unset)."""
+        url: str | None = self.args.metastore or os.environ.get(ENV_URL)
+        return url if is_service_url(url) else None
+
+    def require_database(self, command: str | None = None) -> None:
+        """Refuse (before anything is done) when ``--metastore`` is a service, not a database."""
+        url = self.service_url()
+        if url is not None:
+            raise DatabaseUrlRequiredError(command or command_name(self.args), url)
+
     def metastore_url(self) -> str:
+        self.require_database()
         url: str | None = self.args.metastore or os.environ.get(ENV_URL)
         if url:
             return url
@@ -99,6 +158,7 @@ class _Context:
         return str(ensure_embedded_postgres().url)
 
     def catalog(self) -> Catalog:
+        self.require_database()
         if self._catalog is None:
             import paimon_meta
 
@@ -107,9 +167,35 @@ class _Context:
             )
         return self._catalog
 
+    def remote(self) -> RemoteCatalog | None:
+        """The commit service's catalog when ``--metastore`` is one (token: ``--token`` or
+        ``$PAIMON_META_TOKEN``), else None: the database path."""
+        url = self.service_url()
+        if url is None:
+            return None
+        if self._remote is None:
+            token = self.args.token or os.environ.get(ENV_TOKEN)
+            if not token:
+                raise ValidationError(
+                    f"--metastore {url} is a commit service: give its bearer token with --token or "
+                    f"${ENV_TOKEN}",
+                    url=url,
+                )
+            from paimon_meta.remote import connect_service
+
+            self._remote = connect_service(url, token, **self.options())
+        return self._remote
+
+    def table(self, identifier: str) -> FileStoreTable:
+        """A table to read, opened by the database catalog or the commit service."""
+        remote = self.remote()
+        return self.catalog().get_table(identifier) if remote is None else remote.get_table(identifier)
+
     def close(self) -> None:
         if self._catalog is not None:
             self._catalog.close()
+        if self._remote is not None:
+            self._remote.close()
 
 
 def _split_options(text: str) -> list[str]:
@@ -140,11 +226,17 @@ def _db_current(ctx: _Context, args: argparse.Namespace) -> Output:
 
 
 def _tables(ctx: _Context, args: argparse.Namespace) -> Output:
+    remote = ctx.remote()
+    if remote is not None:
+        from paimon_meta import cli_remote
+
+        rows = cli_remote.table_rows(remote, args.database)
+        return Output(rows, render.table(rows))
     cat = ctx.catalog()
     databases = [args.database] if args.database else cat.list_databases()
     rows = []
     for db in databases:
-        for t in cat.registry.list_table_rows(db):
+        for t in sorted(cat.registry.list_table_rows(db), key=lambda r: r.name):
             rows.append(
                 {
                     "table": t.identifier,
@@ -158,9 +250,15 @@ def _tables(ctx: _Context, args: argparse.Namespace) -> Output:
 
 
 def _snapshots(ctx: _Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.ops.audit import snapshot_rows
+    remote = ctx.remote()
+    if remote is None:
+        from paimon_meta.ops.audit import snapshot_rows
 
-    rows = snapshot_rows(ctx.catalog(), args.table)
+        rows = snapshot_rows(ctx.catalog(), args.table)
+    else:
+        from paimon_meta import cli_remote
+
+        rows = cli_remote.snapshot_rows(remote, args.table)
     cols: list[render.Column] = [
         ("snapshot_id", "id"),
         ("commit_kind", "kind"),
@@ -175,7 +273,7 @@ def _snapshots(ctx: _Context, args: argparse.Namespace) -> Output:
 
 
 def _read(ctx: _Context, args: argparse.Namespace) -> Output:
-    table = ctx.catalog().get_table(args.table)
+    table = ctx.table(args.table)
     builder = table.new_read_builder()
     if args.snapshot is not None:
         if not table.snapshot_manager.snapshot_exists(args.snapshot):
@@ -193,12 +291,18 @@ def _read(ctx: _Context, args: argparse.Namespace) -> Output:
 
 
 def _commits(ctx: _Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.ops.audit import commit_history
-    from paimon_meta.ops.common import resolve_table
+    remote = ctx.remote()
+    if remote is None:
+        from paimon_meta.ops.audit import commit_history
+        from paimon_meta.ops.common import resolve_table
 
-    cat = ctx.catalog()
-    row, _ = resolve_table(cat, args.table)
-    rows = commit_history(cat.engine, row.table_id, limit=args.limit)
+        cat = ctx.catalog()
+        row, _ = resolve_table(cat, args.table)
+        rows = commit_history(cat.engine, row.table_id, limit=args.limit)
+    else:
+        from paimon_meta import cli_remote
+
+        rows = cli_remote.commit_history(remote, args.table, args.limit)
     cols: list[render.Column] = [
         ("first_event_at", "started"),
         ("commit_kind", "kind"),
@@ -216,13 +320,7 @@ def _commits(ctx: _Context, args: argparse.Namespace) -> Output:
 
 
 def _events(ctx: _Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.ops.audit import commit_events, lock_events
-
-    cat = ctx.catalog()
     if args.maintenance:
-        from paimon_meta.ops.audit import maintenance_history
-
-        rows = maintenance_history(cat.engine, table=args.table, limit=args.limit)
         mcols: list[render.Column] = [
             ("started_at", "started"),
             "table_identifier",
@@ -233,14 +331,9 @@ def _events(ctx: _Context, args: argparse.Namespace) -> Output:
             "operator",
             "result",
         ]
+        rows = _event_rows(ctx, args, "maintenance")
         return Output(rows, render.table(rows, mcols))
     if args.locks:
-        lock_id = None
-        if args.table:
-            from paimon_meta.catalog_api import split_identifier
-
-            lock_id = cat.registry.lock_id(*split_identifier(args.table))
-        rows = lock_events(cat.engine, lock_id=lock_id, limit=args.limit)
         cols: list[render.Column] = [
             ("created_at", "at"),
             "lock_id",
@@ -252,8 +345,9 @@ def _events(ctx: _Context, args: argparse.Namespace) -> Output:
             "reason",
             "previous_owner",
         ]
+        rows = _event_rows(ctx, args, "locks")
         return Output(rows, render.table(rows, cols))
-    rows = commit_events(cat.engine, table=args.table, commit_id=args.commit, limit=args.limit)
+    rows = _event_rows(ctx, args, "commits")
     if args.commit and not rows:
         raise NotFoundError(f"no events for commit {args.commit}")
     cols = [
@@ -269,6 +363,35 @@ def _events(ctx: _Context, args: argparse.Namespace) -> Output:
         "payload",
     ]
     return Output(rows, render.table(rows, cols))
+
+
+def _event_rows(ctx: _Context, args: argparse.Namespace, kind: str) -> list[dict[str, Any]]:
+    """The rows of ``events`` (``kind``: commits, locks, maintenance), from the database or the service
+    (there only of one table: its grants are per table)."""
+    from paimon_meta.ops import audit
+
+    if not args.table:
+        ctx.require_database("events (without --table)")
+    remote = ctx.remote()
+    if remote is not None:
+        from paimon_meta import cli_remote
+
+        if kind == "maintenance":
+            return cli_remote.maintenance_history(remote, args.table, args.limit)
+        if kind == "locks":
+            return cli_remote.lock_events(remote, args.table, args.limit)
+        return cli_remote.commit_events(remote, args.table, args.commit, args.limit)
+    cat = ctx.catalog()
+    if kind == "maintenance":
+        return audit.maintenance_history(cat.engine, table=args.table, limit=args.limit)
+    if kind == "locks":
+        lock_id = None
+        if args.table:
+            from paimon_meta.catalog_api import split_identifier
+
+            lock_id = cat.registry.lock_id(*split_identifier(args.table))
+        return audit.lock_events(cat.engine, lock_id=lock_id, limit=args.limit)
+    return audit.commit_events(cat.engine, table=args.table, commit_id=args.commit, limit=args.limit)
 
 
 def _locks_list(ctx: _Context, args: argparse.Namespace) -> Output:
@@ -448,7 +571,7 @@ def _add_globals(parser: argparse.ArgumentParser, default: Any) -> None:
         "--metastore",
         metavar="URL",
         default=default,
-        help=f"metastore URL (default ${ENV_URL}, else embedded)",
+        help=f"metastore URL, or a commit service's http(s):// URL (default ${ENV_URL}, else embedded)",
     )
     parser.add_argument(
         "--warehouse", metavar="URI", default=default, help=f"warehouse root (default ${ENV_WAREHOUSE})"
@@ -460,6 +583,12 @@ def _add_globals(parser: argparse.ArgumentParser, default: Any) -> None:
         default=default,
         metavar="KEY=VALUE",
         help="catalog/storage option (repeatable)",
+    )
+    parser.add_argument(
+        "--token",
+        metavar="TOKEN",
+        default=default,
+        help=f"bearer token when --metastore is a commit service URL (default ${ENV_TOKEN})",
     )
     flag_default = False if default is None else default
     parser.add_argument("--json", action="store_true", default=flag_default, help="print results as JSON")
@@ -482,7 +611,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_globals(common, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, handler: Callable[[_Context, argparse.Namespace], Output], help_text: str) -> Any:
+    def command(
+        name: str,
+        handler: Callable[[_Context, argparse.Namespace], Output],
+        help_text: str,
+        *,
+        remote: bool = False,
+    ) -> Any:
+        """A command; ``remote``: it also reads through a commit service (``--metastore http://``)."""
         p = sub.add_parser(
             name,
             parents=[common],
@@ -491,7 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        p.set_defaults(handler=handler)
+        p.set_defaults(handler=handler, remote=remote)
         return p
 
     db = sub.add_parser("db", help="metastore schema (Alembic migrations)")
@@ -503,26 +639,34 @@ def build_parser() -> argparse.ArgumentParser:
         handler=_db_current
     )
 
-    p = command("tables", _tables, "list registered tables (of one database, or all)")
+    p = command("tables", _tables, "list registered tables (of one database, or all)", remote=True)
     p.add_argument("database", nargs="?", metavar="DB")
 
     p = command(
-        "snapshots", _snapshots, "list a table's snapshots on storage and how the event log recorded them"
+        "snapshots",
+        _snapshots,
+        "list a table's snapshots on storage and how the event log recorded them",
+        remote=True,
     )
     p.add_argument("table", metavar="TABLE", help="db.table")
 
-    p = command("read", _read, "print rows of a table")
+    p = command("read", _read, "print rows of a table", remote=True)
     p.add_argument("table", metavar="TABLE", help="db.table")
     p.add_argument("--limit", type=_positive, default=20, help="at most N rows (default 20)")
     p.add_argument("--snapshot", type=int, metavar="ID", help="read as of this snapshot")
     p.add_argument("--columns", metavar="A,B", help="only these columns")
 
-    p = command("commits", _commits, "a table's commits from the event log (outcome, attempts, time)")
+    p = command(
+        "commits", _commits, "a table's commits from the event log (outcome, attempts, time)", remote=True
+    )
     p.add_argument("table", metavar="TABLE", help="db.table")
     p.add_argument("--limit", type=_positive, default=50, help="latest N commits (default 50)")
 
     p = command(
-        "events", _events, "raw commit events (lock events with --locks, maintenance runs with --maintenance)"
+        "events",
+        _events,
+        "raw commit events (lock events with --locks, maintenance runs with --maintenance)",
+        remote=True,
     )
     p.add_argument("--table", metavar="TABLE", help="only this db.table")
     p.add_argument("--commit", metavar="ID", help="only this commit id")
@@ -598,7 +742,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _exit_code(error: BaseException) -> int:
     if isinstance(error, TableNotFoundError | DatabaseNotFoundError | NotFoundError | errors.NotFoundError):
         return EXIT_NOT_FOUND
-    if isinstance(error, CommitConflictError | RefusedError | LockTimeoutError | errors.AlreadyExistsError):
+    if isinstance(
+        error,
+        CommitConflictError
+        | RefusedError
+        | LockTimeoutError
+        | errors.AlreadyExistsError
+        | errors.AccessDeniedError,
+    ):
         return EXIT_REFUSED
     if isinstance(error, ValidationError):
         return EXIT_USAGE
@@ -626,6 +777,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ctx = _Context(args)
     try:
+        if not getattr(args, "remote", False):
+            ctx.require_database()
         out: Output = args.handler(ctx, args)
     except KeyboardInterrupt:
         print("paimon-meta: interrupted", file=sys.stderr)

@@ -13,7 +13,7 @@ from paimon_meta.db.models import Privilege
 if TYPE_CHECKING:
     from paimon_meta.cli import Output, _Context
 
-Command = Callable[[str, Callable[..., Any], str], Any]
+Command = Callable[..., Any]  # cli.build_parser's ``command(name, handler, help, *, remote=False)``
 
 
 def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) -> None:
@@ -49,7 +49,12 @@ def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) ->
         "--from-snapshot", type=int, metavar="ID", help="refuse unless this is the latest snapshot"
     )
 
-    p = command("tags", _tags, "list a table's tags, or create (--create NAME) / delete (--delete NAME) one")
+    p = command(
+        "tags",
+        _tags,
+        "list a table's tags, or create (--create NAME) / delete (--delete NAME) one",
+        remote=True,
+    )
     p.add_argument("table", metavar="TABLE", help="db.table")
     action = p.add_mutually_exclusive_group()
     action.add_argument("--create", metavar="NAME")
@@ -219,21 +224,22 @@ def _rollback(ctx: _Context, args: argparse.Namespace) -> Output:
 
 def _tags(ctx: _Context, args: argparse.Namespace) -> Output:
     from paimon_meta.ops import tags as tag_ops
-    from paimon_meta.ops.common import resolve_table
     from paimon_meta.table.tags import TagManager
 
-    catalog = ctx.catalog()
     if args.create:
-        snap = tag_ops.create_tag(catalog, args.table, args.create, args.snapshot)
+        ctx.require_database("tags --create")
+        snap = tag_ops.create_tag(ctx.catalog(), args.table, args.create, args.snapshot)
         return _output(
             {"tag": args.create, "snapshot_id": snap.id}, f"tag {args.create} -> snapshot {snap.id}"
         )
     if args.delete:
-        sid = tag_ops.delete_tag(catalog, args.table, args.delete)
+        ctx.require_database("tags --delete")
+        sid = tag_ops.delete_tag(ctx.catalog(), args.table, args.delete)
         return _output(
             {"tag": args.delete, "snapshot_id": sid}, f"deleted tag {args.delete} (snapshot {sid})"
         )
-    _, table = resolve_table(catalog, args.table)
+    # Tags are files of the table: listed on storage, whichever catalog opened it.
+    table = ctx.table(args.table)
     manager = TagManager(table.file_io, table.path)
     data = [{"tag": n, "snapshot_id": manager.get(n).snapshot.id} for n in manager.names()]
     return _output(

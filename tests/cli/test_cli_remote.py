@@ -1,0 +1,244 @@
+"""``paimon-meta --metastore http://...``: the read-only and audit commands through a served catalog print
+exactly what they print against the database; every other command is refused, and so are bad tokens,
+each as one line with a non-zero exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import paimon_meta.remote
+from paimon_meta.catalog.principals import Principals
+from paimon_meta.catalog_api import Catalog
+from tests.cli.helpers import Cli
+from tests.fixtures.service import REPO, ServiceProcess, make_principal, spawn_service
+from tests.ops.helpers import TABLE, create, write
+
+pytestmark = pytest.mark.postgres
+
+#: Every command of REMOTE_COMMANDS, with each of its modes.
+READ_COMMANDS: list[tuple[str, ...]] = [
+    ("tables",),
+    ("tables", "db"),
+    ("snapshots", TABLE),
+    ("read", TABLE, "--limit", "100"),
+    ("read", TABLE, "--snapshot", "1", "--columns", "v", "--limit", "3"),
+    ("commits", TABLE),
+    ("commits", TABLE, "--limit", "2"),
+    ("events", "--table", TABLE),
+    ("events", "--table", TABLE, "--limit", "5"),
+    ("events", "--table", TABLE, "--locks"),
+    ("events", "--table", TABLE, "--maintenance"),
+    ("tags", TABLE),
+]
+#: Commands that write, or read what only the database has: refused over a service, nothing done.
+DATABASE_COMMANDS: list[tuple[str, ...]] = [
+    ("db", "upgrade"),
+    ("db", "current"),
+    ("recover",),
+    ("recover", TABLE, "--dry-run"),
+    ("expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s"),
+    ("remove-orphan-files", TABLE, "--older-than", "0s"),
+    ("locks", "list"),
+    ("locks", "release", "jdbc.db.t", "--reason", "test", "--force"),
+    ("metrics",),
+    ("rollback", TABLE, "--to-snapshot", "1"),
+    ("tags", TABLE, "--create", "v2"),
+    ("tags", TABLE, "--delete", "v1"),
+    ("principals", "create", "intruder"),
+    ("principals", "grant", "reader", "admin"),
+    ("principals", "list"),
+    ("events",),
+    ("events", "--locks"),
+    ("serve", "--port", "1"),
+    ("demo",),
+]
+
+
+@dataclass
+class Served:
+    db: Cli  # the commands against the database
+    url: str
+    tokens: dict[str, str]
+    capsys: pytest.CaptureFixture[str]
+    commit_id: str
+
+    def over_http(self, *args: str, token: str | None = "reader") -> tuple[int, str, str]:
+        cli = Cli(self.url, "", self.capsys)
+        cli.base = ["--metastore", self.url] + ([] if token is None else ["--token", self.tokens[token]])
+        return cli.run(*args)
+
+
+@pytest.fixture
+def served(
+    *,
+    clean_db: str,
+    warehouse: str,
+    catalog: Catalog,
+    cli: Cli,
+    tmp_path: Path,
+    service_processes: list[ServiceProcess],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Served]:
+    """db.t with three snapshots, a tag and two maintenance runs; other.u; a served catalog on them."""
+    monkeypatch.delenv("PAIMON_META_TOKEN", raising=False)
+    create(catalog)
+    for keys in (range(10), range(10, 15), range(15, 17)):
+        write(catalog, keys)
+    create(catalog, "other.u")
+    assert cli.run("tags", TABLE, "--create", "v1", "--snapshot", "2")[0] == 0
+    assert cli.run("expire-snapshots", TABLE, "--dry-run")[0] == 0
+    assert cli.run("remove-orphan-files", TABLE, "--dry-run")[0] == 0
+    tokens = {
+        "reader": make_principal(catalog, "reader", [("read", None, None)]),
+        "db-reader": make_principal(catalog, "db-reader", [("read", "other", None)]),
+        "nobody": make_principal(catalog, "nobody"),
+    }
+    commit_id = cli.json("commits", TABLE)[1]["commit_id"]
+    server = spawn_service(service_processes, clean_db, warehouse, tmp_path)
+    # Pages of 2 rows, so every listing the commands read is followed over several pages.
+    monkeypatch.setattr(paimon_meta.remote, "_PAGE", 2)
+    yield Served(cli, server.base, tokens, capsys, commit_id)
+
+
+def test_read_and_audit_commands_print_what_the_database_path_prints(
+    served: Served, catalog: Catalog
+) -> None:
+    commands = [*READ_COMMANDS, ("events", "--table", TABLE, "--commit", served.commit_id)]
+    for command in commands:
+        for mode in ((), ("--json",)):
+            expected = served.db.run(*command, *mode)
+            got = served.over_http(*command, *mode)
+            assert expected[0] == 0, (command, expected)
+            assert got == expected, command
+
+    # ... and those outputs are the real thing, not two empty answers
+    def data(*command: str) -> list[dict[str, object]]:
+        code, out, err = served.over_http(*command, "--json")
+        assert code == 0, err
+        rows: list[dict[str, object]] = json.loads(out)
+        return rows
+
+    assert [(t["table"], t["latest_snapshot_id"]) for t in data("tables")] == [(TABLE, 3), ("other.u", None)]
+    assert [(s["snapshot_id"], s["recorded_as"]) for s in data("snapshots", TABLE)] == [
+        (i, "snapshot_published") for i in (1, 2, 3)
+    ]
+    assert sorted(r["k"] for r in data("read", TABLE, "--limit", "100")) == list(range(17))  # type: ignore[type-var]
+    assert [c["snapshot_id"] for c in data("commits", TABLE)] == [3, 2, 1]
+    events = data("events", "--table", TABLE)
+    assert len(events) == 9 and {e["commit_id"] for e in events} >= {served.commit_id}
+    assert [e["event_type"] for e in data("events", "--table", TABLE, "--commit", served.commit_id)] == [
+        "prepared",
+        "conflict_checked",
+        "snapshot_published",
+    ]
+    assert [e["event_type"] for e in data("events", "--table", TABLE, "--locks")] == [
+        "acquired",
+        "released",
+    ] * 6
+    assert [r["operation"] for r in data("events", "--table", TABLE, "--maintenance")] == [
+        "create_tag",
+        "expire_snapshots",
+        "remove_orphan_files",
+    ]
+    assert data("tags", TABLE) == [{"tag": "v1", "snapshot_id": 2}]
+
+    # a table's commits follow it across a rename, on both paths
+    catalog.rename_table(TABLE, "db.t2")
+    for mode in ((), ("--json",)):
+        assert served.over_http("commits", "db.t2", *mode) == served.db.run("commits", "db.t2", *mode)
+    assert [c["snapshot_id"] for c in data("commits", "db.t2")] == [3, 2, 1]
+
+
+def test_not_found_and_usage_errors_match_the_database_path(served: Served) -> None:
+    for command, code in (
+        (("commits", "db.nope"), 3),
+        (("snapshots", "db.nope"), 3),
+        (("read", "db.nope"), 3),
+        (("tables", "nope"), 3),
+        (("read", TABLE, "--snapshot", "99"), 3),
+        (("events", "--table", TABLE, "--commit", "00000000-0000-0000-0000-000000000000"), 3),
+        (("events", "--table", TABLE, "--commit", "not-a-uuid"), 2),
+    ):
+        assert served.db.run(*command)[0] == code, command
+        got, out, err = served.over_http(*command)
+        assert (got, out) == (code, ""), (command, got, out, err)
+        assert err.count("\n") == 1 and err.startswith("paimon-meta: error: "), err
+
+
+def test_database_commands_are_refused_and_change_nothing(served: Served, catalog: Catalog) -> None:
+    before = (
+        served.db.run("snapshots", TABLE, "--json")[1],
+        served.db.run("tags", TABLE, "--json")[1],
+        served.db.run("events", "--table", TABLE, "--maintenance", "--json")[1],
+        [p.name for p in Principals(catalog.engine).list()],
+    )
+    for command in DATABASE_COMMANDS:
+        code, out, err = served.over_http(*command)
+        assert code == 2, (command, code, out, err)
+        assert out == "" and err.count("\n") == 1, (command, err)
+        assert "needs a database URL" in err and served.url in err, err
+        assert f"`paimon-meta {command[0]}" in err, err
+        code, out, _ = served.over_http(*command, "--json")
+        assert code == 2 and json.loads(out)["type"] == "DatabaseUrlRequiredError", command
+    # a refused command is refused before the token matters
+    assert served.over_http("recover", token=None)[0] == 2
+    assert "needs a database URL" in served.over_http("recover", token=None)[2]
+    after = (
+        served.db.run("snapshots", TABLE, "--json")[1],
+        served.db.run("tags", TABLE, "--json")[1],
+        served.db.run("events", "--table", TABLE, "--maintenance", "--json")[1],
+        [p.name for p in Principals(catalog.engine).list()],
+    )
+    assert after == before
+
+
+def test_tokens_missing_unknown_and_without_grant(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = served.over_http("commits", TABLE, token=None)
+    assert (code, out) == (2, "") and "--token or $PAIMON_META_TOKEN" in err and err.count("\n") == 1
+    monkeypatch.setenv("PAIMON_META_TOKEN", served.tokens["reader"])
+    assert served.over_http("commits", TABLE, token=None) == served.db.run("commits", TABLE)
+
+    served.tokens["bogus"] = "pmt_not_a_token"
+    code, out, err = served.over_http("tables", token="bogus")  # --token wins over the environment
+    assert (code, out) == (4, "") and err.count("\n") == 1 and "HTTP 401" in err, err
+    code, out, err = served.over_http("commits", TABLE, token="db-reader")
+    assert (code, out) == (4, "") and err.count("\n") == 1 and "HTTP 403" in err and "read grant" in err, err
+    code, out, _ = served.over_http("events", "--table", TABLE, "--locks", "--json", token="nobody")
+    assert code == 4 and json.loads(out)["type"] == "AccessDeniedError"
+    # listings show what the grants reach
+    code, out, _ = served.over_http("tables", "--json", token="db-reader")
+    assert code == 0 and [t["table"] for t in json.loads(out)] == ["other.u"]
+
+
+def test_console_script_over_http_one_line_errors(served: Served) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PAIMON_META_URL", "PAIMON_META_TOKEN")}
+
+    def run(*args: str, token: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "paimon_meta.cli", "--metastore", served.url, *args],
+            env={**env, "PAIMON_META_TOKEN": token},
+            cwd=REPO,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    ok = run("--json", "snapshots", TABLE, token=served.tokens["reader"])
+    assert ok.returncode == 0 and ok.stdout == served.db.run("--json", "snapshots", TABLE)[1]
+    for result, code in (
+        (run("expire-snapshots", TABLE, token=served.tokens["reader"]), 2),
+        (run("commits", TABLE, token="pmt_unknown"), 4),
+        (run("commits", TABLE, token=served.tokens["nobody"]), 4),
+    ):
+        assert result.returncode == code and result.stdout == "", result
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
