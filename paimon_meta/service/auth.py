@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
+import anyio.to_thread
 from fastapi import Request
 
 from paimon_meta.catalog.principals import Access
@@ -42,10 +43,16 @@ class Require:
     privilege: Privilege | None
     scope: Scope = "catalog"
 
-    def __call__(self, request: Request) -> Access:
+    async def __call__(self, request: Request) -> Access:
+        # On the event loop when the answer is cached (no worker-thread hop per request); a miss asks
+        # the metastore on a worker thread.
         state: ServiceState = request.app.state.service
         token = bearer_token(request)
-        access = None if token is None else state.authenticate(token)
+        access = None
+        if token is not None:
+            known, access = state.cached_access(token)
+            if not known:
+                access = await anyio.to_thread.run_sync(state.authenticate, token)
         if access is None:
             self._refuse(request, state, "unauthenticated", None)
             raise NotAuthenticatedError(

@@ -122,18 +122,28 @@ class ServiceState:
         self.metrics.group_commits.observe(report.commits)
         self.metrics.group_hold.observe(report.held_seconds)
 
+    def cached_access(self, token: str) -> tuple[bool, Access | None]:
+        """``(True, access)`` when the token's answer is cached and fresh (no I/O: callable on the
+        event loop), else ``(False, None)``."""
+        if self.settings.auth_cache_seconds <= 0:
+            return False, None
+        with self._auth_lock:
+            hit = self._auth_cache.get(hash_token(token))
+        if hit is not None and hit[0] > time.monotonic():
+            return True, hit[1]
+        return False, None
+
     def authenticate(self, token: str) -> Access | None:
         """The token's principal and grants, cached for ``auth_cache_seconds`` (a revoked token or
         grant takes effect within that time; 0 = every request asks the metastore)."""
         ttl = self.settings.auth_cache_seconds
         if ttl <= 0:
             return self.principals.authenticate(token)
+        known, cached = self.cached_access(token)
+        if known:
+            return cached
         key = hash_token(token)
         now = time.monotonic()
-        with self._auth_lock:
-            hit = self._auth_cache.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
         access = self.principals.authenticate(token)
         with self._auth_lock:
             if len(self._auth_cache) > 10_000:
