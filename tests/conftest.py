@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.service",
     "tests.fixtures.java",
+    "tests.fixtures.interop_tables",
 ]

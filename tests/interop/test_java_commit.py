@@ -4,7 +4,8 @@
   ``<warehouse>/<db>.db/<t>``), Java writes data files into it with its BatchWriteBuilder and hands back
   ``CommitMessageSerializer.serializeList`` bytes without committing (``PaimonHarness write``). Those bytes
   go, as they are, to the control plane's ``POST .../commit-messages`` (in-process TestClient over a
-  Postgres-backed catalog). Then our reader and Java's reader must both see exactly the rows Java wrote.
+  Postgres-backed catalog). Then our reader, Java's and paimon-rust's must all see exactly the rows Java
+  wrote.
   A fixed-bucket append table, an unaware-bucket append table, a fixed-bucket append table partitioned by
   a nullable BOOLEAN, and a primary-key table, each written twice (for the primary-key table the second
   time with updates and a ``-D``; ``primary-key+compacted`` also has Java fully compact the bucket in
@@ -12,7 +13,8 @@
 * We write, Java commits: our writer prepares CommitMessages on a table created by us on storage
   (``SchemaManager`` + ``paimon_meta.open_table``), we serialize them as version 3 (what Java <= 1.0
   reads), and Java deserializes and commits them with a ``StreamTableCommit`` straight to storage
-  (``PaimonHarness commit``). Both readers must see the rows, in a snapshot Java wrote. Then our full
+  (``PaimonHarness commit``). All readers (ours, both Java versions, paimon-rust) must see the rows, in a
+  snapshot Java wrote. Then our full
   compaction (``plan_compaction`` + ``run_tasks_locally``), where there is anything to compact (the
   primary-key table; the append tables' buckets have too few files), is committed by Java as well.
 
@@ -45,13 +47,14 @@ from paimon_meta.spec.types import BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, D
 from paimon_meta.table.compact import plan_compaction, run_tasks_locally
 from paimon_meta.table.snapshots import SchemaManager
 from tests.fixtures.service import make_principal
-from tests.interop.java_env import VERSIONS, JavaHarness
-from tests.interop.test_java_read import (
+from tests.interop.canonical import (
     assert_java_reads_as_we_do,
     assert_same_rows,
     canonical_float,
     our_read,
 )
+from tests.interop.java_env import VERSIONS, JavaHarness
+from tests.interop.rust_reader import assert_rust_reads_as_we_do, rust_read_tables
 from tests.ops.helpers import assert_consistent
 from tests.service.helpers import P, auth
 
@@ -150,15 +153,21 @@ def java_commit(
     return snapshot
 
 
-def assert_both_read(harnesses: dict[str, JavaHarness], path: str, expected: Sequence[Row]) -> None:
-    """Our reader sees exactly ``expected``; every Java version reads the table as we do."""
+def assert_all_read(
+    harnesses: dict[str, JavaHarness], rust_python: Path, path: str, expected: Sequence[Row], work: Path
+) -> None:
+    """Our reader sees exactly ``expected``; every Java version and paimon-rust read the table as we do
+    (one JVM per version and one paimon-rust process, side by side)."""
     _, fields, ours = our_read(path)
     assert fields == [f.name for f in PAIMON_FIELDS]
     assert_same_rows(ours, [canonical(r) for r in expected], f"our read of {path} vs what was written")
-    with ThreadPoolExecutor(len(harnesses)) as pool:  # one JVM per version, side by side
+    with ThreadPoolExecutor(len(harnesses) + 1) as pool:
+        rust = pool.submit(rust_read_tables, rust_python, [path], work / f"rust-{uuid.uuid4().hex[:8]}")
         reads = dict(zip(harnesses, pool.map(lambda h: h.read_tables([path])[0], harnesses.values())))
+        (rust_read,) = rust.result()
     for version, read in reads.items():
         assert_java_reads_as_we_do(read, path, version)
+    assert_rust_reads_as_we_do(rust_read, path)
 
 
 # ---- Java writes, we commit (the control plane) --------------------------------------------------
@@ -197,6 +206,7 @@ def test_java_writes_we_commit(
     case: str,
     *,
     java_harnesses: dict[str, JavaHarness],
+    rust_python: Path,
     service_client: TestClient,
     service_catalog: Catalog,
     tmp_path: Path,
@@ -221,7 +231,7 @@ def test_java_writes_we_commit(
     assert result == {"snapshotIds": [1], "deduplicated": False}
     snapshot = service_catalog.get_table("db.t").latest_snapshot()
     assert snapshot is not None and snapshot.commit_user == user and snapshot.commit_identifier == 1
-    assert_both_read(java_harnesses, path, first)
+    assert_all_read(java_harnesses, rust_python, path, first, tmp_path)
 
     # Again, the same identifier: deduplicated, nothing new.
     again = _post_messages(service_client, headers, raw, version=serializer_version, user=user, identifier=1)
@@ -249,7 +259,7 @@ def test_java_writes_we_commit(
     committed = service_catalog.get_table("db.t")
     kinds = [committed.snapshot(s).commit_kind.name for s in result["snapshotIds"]]
     assert kinds == (["APPEND", "COMPACT"] if compacts else ["APPEND"])
-    assert_both_read(java_harnesses, path, expected)
+    assert_all_read(java_harnesses, rust_python, path, expected, tmp_path)
     assert_consistent(service_catalog, "db.t")  # storage == event log == pointer, every file present
 
 
@@ -302,7 +312,7 @@ def _our_messages(path: str, rows: Sequence[Row], with_kinds: bool) -> list[Comm
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("version", VERSIONS)
 def test_we_write_java_commits(
-    java_harnesses: dict[str, JavaHarness], tmp_path: Path, version: str, kind: str
+    java_harnesses: dict[str, JavaHarness], rust_python: Path, tmp_path: Path, version: str, kind: str
 ) -> None:
     options, partition_keys, primary_keys = KINDS[kind]
     path = _create_on_storage(tmp_path / "t", options, partition_keys, primary_keys)
@@ -317,7 +327,7 @@ def test_we_write_java_commits(
     snapshot = paimon_meta.open_table(path).latest_snapshot()
     assert snapshot is not None and snapshot.commit_user == user and snapshot.commit_identifier == 1
     assert snapshot.commit_kind.name == "APPEND"
-    assert_both_read(java_harnesses, path, first)
+    assert_all_read(java_harnesses, rust_python, path, first, tmp_path)
 
     second = source_rows(range(10, 14), tag="w")
     expected = first + second
@@ -332,7 +342,7 @@ def test_we_write_java_commits(
     assert java_commit(harness, path, raw, version=3, user=user, identifier=2, work=tmp_path) == 2
     snapshot = paimon_meta.open_table(path).latest_snapshot()
     assert snapshot is not None and snapshot.commit_user == user and snapshot.commit_identifier == 2
-    assert_both_read(java_harnesses, path, expected)
+    assert_all_read(java_harnesses, rust_python, path, expected, tmp_path)
 
     # Our full compaction (plan + rewrite here), committed by Java as a COMPACT snapshot.
     plan = plan_compaction(paimon_meta.open_table(path))
@@ -351,4 +361,4 @@ def test_we_write_java_commits(
         ("APPEND", user, 3),
         ("COMPACT", user, 3),
     ]
-    assert_both_read(java_harnesses, path, expected)
+    assert_all_read(java_harnesses, rust_python, path, expected, tmp_path)
