@@ -11,7 +11,9 @@ Restart after a crash between publishing a snapshot and Spark writing ``commits/
 runs the same batch id again. The first batch a sink sees is checked with ``filter_committed``;
 if this commit user already committed it, the batch is skipped without writing anything. Should a
 replay race past that check (two drivers on one checkpoint), the commit path deduplicates the
-(user, identifier) and the replayed files are deleted (``abort``).
+(user, identifier) and the replayed files are deleted (``abort``). Through the commit service
+(``--service URL --token T``) both answers come from the service, over HTTP: the driver holds no
+database credentials.
 
 Run it: ``python -m spark_jobs.streaming_write --table-path /wh/db.db/t --source-dir /in
 --format parquet --checkpoint /ckpt --available-now``.
@@ -24,6 +26,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -43,9 +46,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COMMIT_USER_FILE = "paimon-commit-user"
-# Test hook: the driver exits right after committing this batch id, before Spark records the batch
-# as done in the checkpoint (the crash window the exactly-once protocol exists for).
+# Test hooks, for the window the exactly-once protocol exists for: right after committing this batch
+# id (its snapshot published, by this process or by the commit service), before Spark records the
+# batch as done in the checkpoint, the driver exits at once (CRASH: ``os._exit``) or hangs in the sink
+# until killed (HANG: a test looks at the window, then SIGKILLs the driver). Hanging, not stopping
+# itself (SIGSTOP): any SIGCONT resumes a stopped process (the kernel sends one to a stopped orphaned
+# process group), and a resumed sink lets Spark record the batch.
 CRASH_AFTER_COMMIT_ENV = "PAIMON_META_CRASH_AFTER_COMMIT_BATCH"
+HANG_AFTER_COMMIT_ENV = "PAIMON_META_HANG_AFTER_COMMIT_BATCH"
+HANG_MARKER = "paimon_meta: hanging after committing batch"
 CRASH_EXIT_CODE = 75
 
 
@@ -124,8 +133,17 @@ class PaimonBatchSink:
         )
         outcome = commit_batch(self.table, self.commit_user, messages, batch_id)
         log.info("batch %s -> snapshots %s", batch_id, list(outcome.snapshot_ids))
-        if os.environ.get(CRASH_AFTER_COMMIT_ENV) == str(batch_id):
-            os._exit(CRASH_EXIT_CODE)
+        _after_commit_hooks(batch_id)
+
+
+def _after_commit_hooks(batch_id: int) -> None:
+    if os.environ.get(HANG_AFTER_COMMIT_ENV) == str(batch_id):
+        sys.stderr.write(f"{HANG_MARKER} {batch_id} (pid {os.getpid()})\n")
+        sys.stderr.flush()
+        while True:  # the batch never returns to Spark
+            time.sleep(3600)
+    if os.environ.get(CRASH_AFTER_COMMIT_ENV) == str(batch_id):
+        os._exit(CRASH_EXIT_CODE)
 
 
 def start_stream(
