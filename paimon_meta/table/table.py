@@ -27,6 +27,7 @@ from paimon_meta.io.base import FileIO
 from paimon_meta.spec.arrow import to_arrow_schema
 from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.manifest import ManifestEntry, ManifestFileMeta
+from paimon_meta.spec.option_audit import check_read_options
 from paimon_meta.spec.options import CoreOptions
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import Snapshot
@@ -226,7 +227,10 @@ class ReadBuilder:
         return resolve_projection(self._snapshot_and_schema()[1], self._projection)
 
     def new_scan(self) -> TableScan:
+        """Plans the read; ``UnsupportedError`` naming a table option that changes what a read returns
+        and is not implemented (:mod:`paimon_meta.spec.option_audit`)."""
         snapshot, schema = self._snapshot_and_schema()
+        check_read_options(schema.options)
         resolve_projection(schema, self._projection)  # fail early on unknown columns
         scan = FileStoreScan(
             self.table.manifest_reader,
@@ -238,7 +242,9 @@ class ReadBuilder:
         return TableScan(scan)
 
     def new_read(self) -> TableRead:
+        """Reads splits; refuses the same table options as :meth:`new_scan`."""
         _, schema = self._snapshot_and_schema()
+        check_read_options(schema.options)
         fields = resolve_projection(schema, self._projection)
         return TableRead(SplitReader(self.table.file_io, schema, self.table.schema_manager, fields))
 
