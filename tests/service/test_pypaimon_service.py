@@ -36,8 +36,8 @@ from paimon_meta.ops.recovery import recover_table
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import FAST_LOCK, FailoverProxy, ServiceProcess, make_principal, spawn_service
+from tests.interop.canonical import assert_java_reads_as_we_do
 from tests.interop.java_env import JavaHarness
-from tests.interop.test_java_read import assert_java_reads_as_we_do
 
 pytestmark = [pytest.mark.interop, pytest.mark.postgres]
 
