@@ -17,8 +17,10 @@ output level is the max level, ``num-levels - 1`` (default 4). A bucket that alr
 run at that level is left alone. The bucket's files are split into sections of overlapping key
 ranges (``IntervalPartition``); a section of one large file is *upgraded* (the same file committed at
 the output level, no rewrite) unless it carries deletes, everything else is merged: per key the row
-with the highest ``_SEQUENCE_NUMBER`` wins (ties as merge-on-read breaks them), and retractions
-(-U/-D) are dropped because nothing older lies below the max level. Rewritten rows keep their
+with the highest ``_SEQUENCE_NUMBER`` wins (ties as merge-on-read breaks them), or the rows are folded
+in that order by the table's merge engine (``MergeTreeCompactRewriter`` with its merge function), and
+retractions (-U/-D) are dropped because nothing older lies below the max level. Level-0 files are
+planned too (first-row batch reads skip them, compaction must not). Rewritten rows keep their
 ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``; they are written as one sorted run of target-size files
 (level = output level, ``file_source = COMPACT``), so the files of a bucket never overlap in key
 range (the commit's LSM check).
@@ -29,7 +31,7 @@ fails with ``CommitConflictError`` and :func:`compact` re-plans on the new snaps
 rewrites whose input files are all still live.
 
 Not supported (``UnsupportedError``): tables ``TableWrite`` cannot write (``check_writable``:
-merge engines other than deduplicate, ``sequence.field``, ...) and append tables with deletion
+merge-engine options it refuses, ``sequence.field``, ...) and append tables with deletion
 vectors. A bucket is rewritten in memory: its data must fit in the worker's memory.
 """
 
@@ -46,43 +48,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError, UnsupportedError
-from paimon_meta.spec.arrow import to_arrow_schema
 from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement
 from paimon_meta.spec.manifest import DataFileMeta, FileSource
 from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, TINYINT, DataField, DataType
+from paimon_meta.spec.types import DataType
 from paimon_meta.table.data_file import (
     SEQUENCE_NUMBER_FIELD,
     VALUE_KIND_FIELD,
     FileLayout,
     RollingDataFileWriter,
 )
-from paimon_meta.table.evolution import evolve_columns
+from paimon_meta.table.merge_engine import DEDUPLICATE, MergeEngine, merge_key_value_rows
 from paimon_meta.table.paths import join_path
-from paimon_meta.table.read import (
-    check_key_value_columns,
-    file_format_of,
-    primary_key_columns,
-    read_data_file,
-)
-from paimon_meta.table.scan import PartitionFilterArg, Split
+from paimon_meta.table.read import read_file_for_rewrite
+from paimon_meta.table.scan import FileStoreScan, PartitionFilterArg, Plan, Split
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write_input import UNAWARE_BUCKET, check_writable, target_file_size
+from paimon_meta.table.write_input import UNAWARE_BUCKET, check_writable, num_levels, target_file_size
 
 log = logging.getLogger(__name__)
 
-NUM_LEVELS = "num-levels"
-DEFAULT_NUM_LEVELS = 5
 FULL_COMPACT_MIN_FILES = 3  # BucketedAppendCompactManager.FULL_COMPACT_MIN_FILE
 DEFAULT_MAX_ATTEMPTS = 10
 _ADD_KINDS = pa.array([0, 2], pa.int8())  # +I, +U; -U and -D retract
-
-
-def num_levels(schema: TableSchema) -> int:
-    """``num-levels`` (Java's default 5 when unset)."""
-    text = schema.options.get(NUM_LEVELS)
-    return int(text) if text else DEFAULT_NUM_LEVELS
 
 
 def compaction_file_size(schema: TableSchema) -> int:
@@ -146,13 +134,22 @@ def plan_compaction(
     """The full-compaction tasks of the latest snapshot (optionally of some partitions only)."""
     schema = table.schema
     _check_compactable(schema)
-    builder = table.new_read_builder()
-    if partition_filter is not None:
-        builder = builder.with_partition_filter(partition_filter)
-    plan = builder.new_scan().plan()
+    plan = _scan_all_levels(table, partition_filter)
     planner = _plan_primary_key_bucket if schema.primary_keys else _plan_append_bucket
     tasks = [task for split in plan.splits() if (task := planner(schema, split)) is not None]
     return CompactPlan(plan.snapshot_id, tuple(tasks))
+
+
+def _scan_all_levels(table: FileStoreTable, partition_filter: PartitionFilterArg | None) -> Plan:
+    """The latest snapshot's live files, level 0 included (batch reads of first-row tables skip it)."""
+    scan = FileStoreScan(
+        table.manifest_reader,
+        table.schema,
+        table.latest_snapshot(),
+        partition_filter=partition_filter,
+        all_levels=True,
+    )
+    return scan.plan()
 
 
 def _task(split: Split, schema: TableSchema, **kwargs: Any) -> CompactTask:
@@ -262,6 +259,7 @@ def run_task(table: FileStoreTable, task: CompactTask) -> CommitMessage:
     deleted before the error propagates."""
     schema = table.schema
     _check_compactable(schema)
+    engine = MergeEngine.for_schema(schema)
     layout = FileLayout.for_schema(schema)
     factory = table.paths.data_file_factory(task.partition_values, task.bucket, schema.core_options)
     after: list[DataFileMeta] = []
@@ -272,7 +270,8 @@ def run_task(table: FileStoreTable, task: CompactTask) -> CommitMessage:
             writers.append(rolling)
             parts = [_read_for_rewrite(table, layout, task, f) for f in group]
             if task.primary_key:
-                rolling.write(_merge_by_key(parts, layout, group, drop_delete=task.drop_delete))
+                merged = _merge_by_key(parts, layout, group, engine, drop_delete=task.drop_delete)
+                rolling.write(merged)
             else:
                 data = pa.concat_tables(parts)
                 rolling.write(data, first_sequence=min(f.min_sequence_number for f in group))
@@ -300,51 +299,23 @@ def _read_for_rewrite(
     table: FileStoreTable, layout: FileLayout, task: CompactTask, file: DataFileMeta
 ) -> pa.Table:
     """One file's rows in the current schema's file layout (older schemas evolved by field id)."""
-    schema = table.schema
-    file_schema = schema if file.schema_id == schema.id else table.schema_manager.schema(file.schema_id)
-    values = {f.id: (f.name, f.type) for f in file_schema.fields}
-    columns = [f.name for f in file_schema.fields]
-    file_fields: list[DataField] = list(file_schema.fields)
-    keys: dict[int, tuple[str, DataType]] = {}
-    if task.primary_key:
-        # Keys come from the value columns, so files with and without _KEY_ copies (thin mode) mix.
-        keys = primary_key_columns(file_schema)
-        columns += [SEQUENCE_NUMBER_FIELD.name, VALUE_KIND_FIELD.name]
-        file_fields = [
-            DataField(-1, SEQUENCE_NUMBER_FIELD.name, BIGINT(False)),
-            DataField(-2, VALUE_KIND_FIELD.name, TINYINT(False)),
-            *file_fields,
-        ]
-    path = file.external_path or join_path(task.bucket_path, file.file_name)
-    fmt = file_format_of(file.file_name)
-    avro_schema = to_arrow_schema(file_fields) if fmt == "avro" else None
-    data = read_data_file(table.file_io.read(path), fmt, columns, path=path, avro_schema=avro_schema)
-    if task.primary_key:
-        check_key_value_columns(data, keys, path)
-    for f in schema.partition_type.fields:
-        if f.id not in values or values[f.id][0] not in data.column_names:
-            # Java writes partition columns into every data file; a file without them is not ours
-            # to rewrite.
-            raise UnsupportedError(f"data file lacks partition column {f.name!r}", path=path, field=f.name)
-    targets = [(f.id, f.name, f.type) for f in schema.fields]
-    out = evolve_columns(data, values, targets)
-    if task.primary_key:
-        key_targets = [(f.id, f.name, f.type) for f in (schema.field(k) for k in schema.trimmed_primary_keys)]
-        out = [
-            *evolve_columns(data, keys, key_targets),
-            data.column(SEQUENCE_NUMBER_FIELD.name),
-            data.column(VALUE_KIND_FIELD.name),
-            *out,
-        ]
-    return pa.Table.from_arrays(out, schema=layout.arrow_schema())
+    return read_file_for_rewrite(
+        table.file_io, table.schema, table.schema_manager, layout, bucket_path=task.bucket_path, file=file
+    )
 
 
 def _merge_by_key(
-    parts: Sequence[pa.Table], layout: FileLayout, files: Sequence[DataFileMeta], *, drop_delete: bool
+    parts: Sequence[pa.Table],
+    layout: FileLayout,
+    files: Sequence[DataFileMeta],
+    engine: MergeEngine,
+    *,
+    drop_delete: bool,
 ) -> pa.Table:
-    """Per key the last row of ``parts`` (the rows of ``files``) in merge-on-read order
+    """Per key the merge of ``parts`` (the rows of ``files``) in merge-on-read order
     (``_SEQUENCE_NUMBER``, then retractions before additions, then the newer file, then the later
-    row), sorted by key; retractions dropped if ``drop_delete``."""
+    row) by ``engine`` (deduplicate: the last row), sorted by key; retractions dropped if
+    ``drop_delete``."""
     data = pa.concat_tables(parts)
     n = data.num_rows
     if n == 0:
@@ -362,6 +333,11 @@ def _merge_by_key(
     work = work.append_column("__age", pa.array(age))
     sort_keys += [("__add", "ascending"), ("__age", "ascending"), ("__row", "ascending")]
     ordered = work.take(pc.sort_indices(work, sort_keys=sort_keys))
+    if engine.name != DEDUPLICATE:
+        merged = merge_key_value_rows(engine, layout, ordered.select(layout.arrow_schema().names))
+        if drop_delete:
+            merged = merged.filter(pc.is_in(merged.column(VALUE_KIND_FIELD.name), value_set=_ADD_KINDS))
+        return merged
     keep = np.ones(n, dtype=bool)
     if n > 1:
         same_as_next = np.ones(n - 1, dtype=bool)
@@ -425,12 +401,9 @@ def _still_live(message: CommitMessage, live: set[tuple[bytes, int, int, str]]) 
 def _live_identities(
     table: FileStoreTable, partition_filter: PartitionFilterArg | None
 ) -> set[tuple[bytes, int, int, str]]:
-    builder = table.new_read_builder()
-    if partition_filter is not None:
-        builder = builder.with_partition_filter(partition_filter)
     return {
         (s.partition, s.bucket, f.level, f.file_name)
-        for s in builder.new_scan().plan().splits()
+        for s in _scan_all_levels(table, partition_filter).splits()
         for f in s.files
     }
 

@@ -24,8 +24,10 @@ dropped instead (a -D result).
 
 Refused with ``UnsupportedError`` naming the option or function: ``fields.<f>.sequence-group`` and
 ``partial-update.remove-record-on-sequence-group``, ``aggregation.remove-record-on-delete``,
-``fields.<f>.distinct``, and the aggregate functions of :data:`aggregate.NOT_IMPLEMENTED` (``count`` is
-no Java function: refused with Java's message for unknown ones).
+``fields.<f>.distinct``, other ``partial-update.*``/``aggregation.*`` keys, and the aggregate functions of
+:data:`aggregate.NOT_IMPLEMENTED` (``count`` is no Java function: refused with Java's message for unknown
+ones). The field options only those functions read (``nested-key``, ``count-limit``, ...) need no check
+of their own.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import DataField
 from paimon_meta.table import aggregate as agg
 from paimon_meta.table.aggregate import FieldFunction, Groups
+from paimon_meta.table.data_file import FileLayout
 
 DEDUPLICATE = "deduplicate"
 PARTIAL_UPDATE = "partial-update"
@@ -70,6 +73,16 @@ IGNORE_DELETE_KEYS = (  # CoreOptions.IGNORE_DELETE and its fallback keys, in Ja
     "partial-update.ignore-delete",
 )
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+# Java's partial-update.* / aggregation.* options (any other key under those prefixes is refused: it may
+# be a newer Java's, changing the merge)
+_KNOWN_ENGINE_KEYS = frozenset(
+    {
+        "partial-update.ignore-delete",
+        PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+        PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
+        AGGREGATION_REMOVE_RECORD_ON_DELETE,
+    }
+)
 
 PARTIAL_UPDATE_DELETE_MESSAGE = "\n".join(
     (
@@ -155,12 +168,12 @@ class MergeEngine:
             raise ValidationError(
                 "Do not support use sequence field on FIRST_ROW merge engine.", option=SEQUENCE_FIELD
             )
+        for key in options if self.name in (PARTIAL_UPDATE, AGGREGATION) else ():
+            if key.startswith(FIELDS_PREFIX) and key.endswith("." + FIELD_SEQUENCE_GROUP):
+                raise UnsupportedError(f"sequence groups ({key}) are not supported", option=key)
+            if key.startswith(f"{self.name}.") and key not in _KNOWN_ENGINE_KEYS:
+                raise UnsupportedError(f"unknown {self.name} option {key}", option=key)
         if self.name == PARTIAL_UPDATE:
-            for key in options:
-                if key.startswith(FIELDS_PREFIX) and key.endswith("." + FIELD_SEQUENCE_GROUP):
-                    raise UnsupportedError(
-                        f"partial-update sequence groups ({key}) are not supported", option=key
-                    )
             if PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP in options:
                 key = PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP
                 raise UnsupportedError(f"{key} is not supported (no sequence groups)", option=key)
@@ -334,9 +347,10 @@ class MergeEngine:
         return MergeResult(out, out_kinds, sequences[g.last])
 
 
-def key_group_starts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> npt.NDArray[np.int64]:
-    """Where each run of equal keys starts in rows sorted by key (``columns``: the key columns)."""
-    n = len(columns[0]) if columns else 0
+def key_group_starts(columns: Sequence[pa.Array | pa.ChunkedArray], num_rows: int) -> npt.NDArray[np.int64]:
+    """Where each run of equal keys starts in ``num_rows`` rows sorted by key (``columns``: the key
+    columns; none when the whole primary key is partition columns: one key per bucket)."""
+    n = num_rows
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     change = np.zeros(n, dtype=bool)
@@ -347,3 +361,23 @@ def key_group_starts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> npt.NDArr
             differs = differs.combine_chunks()
         change[1:] |= np.asarray(differs.fill_null(True), dtype=bool)
     return np.flatnonzero(change).astype(np.int64)
+
+
+def merge_key_value_rows(engine: MergeEngine, layout: FileLayout, data: pa.Table) -> pa.Table:
+    """Rows of a primary-key ``layout`` (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, values),
+    sorted by key and then in merge order, merged to one row per key in the same layout."""
+    n = data.num_rows
+    key_names = [f.name for f in layout.key_fields]
+    starts = key_group_starts([data.column(k) for k in key_names], n)
+    offset = layout.value_offset
+    result = engine.merge(
+        [data.column(offset + i).combine_chunks() for i in range(len(layout.value_fields))],
+        layout.value_fields,
+        data.column(layout.key_arity + 1).to_numpy(),
+        data.column(layout.key_arity).to_numpy(),
+        starts,
+    )
+    first_rows = pa.array(starts)
+    columns = [data.column(k).take(first_rows) for k in key_names]
+    columns += [pa.array(result.sequences, pa.int64()), pa.array(result.kinds, pa.int8()), *result.columns]
+    return pa.Table.from_arrays(columns, schema=layout.arrow_schema())

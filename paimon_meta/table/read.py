@@ -8,6 +8,9 @@
   to heap order) go to the newer file: lower level, then higher max sequence number, then the later
   row. Only the value columns are returned. Keys are read from the value columns, never from the
   ``_KEY_*`` copies (Java >= 1.0): thin-mode files, which have no copies, read like the others.
+* Other merge engines (``partial-update``, ``aggregation``, ``first-row``): rows sorted by key and then
+  in the same order are folded per key by :mod:`paimon_meta.table.merge_engine`, and keys whose result is
+  a retraction are dropped. First-row reads skip level-0 files and concatenate the others (scan).
 * Deletion-vector tables: positions marked in a file's vector are dropped before anything else.
 """
 
@@ -31,8 +34,10 @@ from paimon_meta.spec.binary_row import Timestamp
 from paimon_meta.spec.manifest import DataFileMeta
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import BIGINT, TINYINT, DataField, DataType, TypeRoot
+from paimon_meta.table.data_file import FileLayout
 from paimon_meta.table.deletion_vectors import DeletionFile, read_deletion_vector
 from paimon_meta.table.evolution import evolve_columns
+from paimon_meta.table.merge_engine import DEDUPLICATE, MergeEngine, key_group_starts
 from paimon_meta.table.paths import join_path
 from paimon_meta.table.scan import Split
 from paimon_meta.table.snapshots import SchemaManager
@@ -103,6 +108,55 @@ def check_key_value_columns(table: pa.Table, keys: dict[int, tuple[str, DataType
         raise CorruptMetadataError(f"primary-key data file lacks columns {missing}", path=path)
 
 
+def read_file_for_rewrite(
+    file_io: FileIO,
+    schema: TableSchema,
+    schemas: SchemaManager,
+    layout: FileLayout,
+    *,
+    bucket_path: str,
+    file: DataFileMeta,
+) -> pa.Table:
+    """One data file's rows in ``layout`` (the current ``schema``'s file layout; older schemas evolved by
+    field id), for compaction: primary-key files with their ``_KEY_*`` columns filled from the key
+    value columns, so files with and without the copies (thin mode) mix."""
+    file_schema = schema if file.schema_id == schema.id else schemas.schema(file.schema_id)
+    values = {f.id: (f.name, f.type) for f in file_schema.fields}
+    columns = [f.name for f in file_schema.fields]
+    file_fields: list[DataField] = list(file_schema.fields)
+    keys: dict[int, tuple[str, DataType]] = {}
+    if layout.is_key_value:
+        keys = primary_key_columns(file_schema)
+        columns += [SEQUENCE_NUMBER, VALUE_KIND]
+        file_fields = [
+            DataField(-1, SEQUENCE_NUMBER, BIGINT(False)),
+            DataField(-2, VALUE_KIND, TINYINT(False)),
+            *file_fields,
+        ]
+    path = file.external_path or join_path(bucket_path, file.file_name)
+    fmt = file_format_of(file.file_name)
+    avro_schema = to_arrow_schema(file_fields) if fmt == "avro" else None
+    data = read_data_file(file_io.read(path), fmt, columns, path=path, avro_schema=avro_schema)
+    if layout.is_key_value:
+        check_key_value_columns(data, keys, path)
+    for f in schema.partition_type.fields:
+        if f.id not in values or values[f.id][0] not in data.column_names:
+            # Java writes partition columns into every data file; a file without them is not ours
+            # to rewrite.
+            raise UnsupportedError(f"data file lacks partition column {f.name!r}", path=path, field=f.name)
+    targets = [(f.id, f.name, f.type) for f in schema.fields]
+    out = evolve_columns(data, values, targets)
+    if layout.is_key_value:
+        key_targets = [(f.id, f.name, f.type) for f in (schema.field(k) for k in schema.trimmed_primary_keys)]
+        out = [
+            *evolve_columns(data, keys, key_targets),
+            data.column(SEQUENCE_NUMBER),
+            data.column(VALUE_KIND),
+            *out,
+        ]
+    return pa.Table.from_arrays(out, schema=layout.arrow_schema())
+
+
 def _constant(value: Any, data_type: DataType, n: int) -> pa.Array:
     arrow_type = to_arrow_type(data_type)
     if value is None:
@@ -141,8 +195,9 @@ class SplitReader:
         self.output_schema = to_arrow_schema(self.fields)
         options = schema.core_options
         self.has_pk = bool(schema.primary_keys)
-        if self.has_pk and options.merge_engine != "deduplicate":
-            raise UnsupportedError(f"merge-engine={options.merge_engine} is not supported (deduplicate only)")
+        self.engine = MergeEngine.for_schema(schema) if self.has_pk else None
+        if self.engine is not None:
+            self.engine.check_fields(self.fields)  # only the fields read are merged, as Java's projection
         if (options.get(DATA_EVOLUTION_ENABLED, "false") or "false").lower() == "true":
             # files then hold column subsets stitched by row id, which this reader does not do
             raise UnsupportedError("tables with data-evolution.enabled are not supported")
@@ -252,6 +307,8 @@ class SplitReader:
 
     def _merge(self, merged: pa.Table, n_out: int, n_key: int, n_seq: int) -> pa.Table:
         """Keep, per key, the row that sorts last; drop keys whose winner is a retraction."""
+        if self.engine is not None and self.engine.name != DEDUPLICATE:
+            return self._merge_with_engine(self.engine, merged, n_out, n_key, n_seq)
         key_names = [f"c{n_out + j}" for j in range(n_key)]
         seq_names = [f"c{n_out + n_key + j}" for j in range(n_seq)]
         base = n_out + n_key + n_seq
@@ -272,6 +329,32 @@ class SplitReader:
         if key_names:
             picked = picked.take(pc.sort_indices(picked, sort_keys=[(k, "ascending") for k in key_names]))
         return picked
+
+    def _merge_with_engine(
+        self, engine: MergeEngine, merged: pa.Table, n_out: int, n_key: int, n_seq: int
+    ) -> pa.Table:
+        """Rows sorted by key then in merge order, each key's rows folded by the merge engine; keys
+        whose result is a retraction are dropped (``DropDeleteReader``)."""
+        key_names = [f"c{n_out + j}" for j in range(n_key)]
+        seq_names = [f"c{n_out + n_key + j}" for j in range(n_seq)]
+        base = n_out + n_key + n_seq
+        seq_no, age, row, kind = (f"c{base + j}" for j in range(4))
+        merged = merged.append_column("add", pc.is_in(merged.column(kind), value_set=_ADD_KINDS))
+        keys = [(k, "ascending") for k in key_names] + [(s, self.seq_order) for s in seq_names]
+        keys += [(seq_no, "ascending"), ("add", "ascending"), (age, "ascending"), (row, "ascending")]
+        ordered = merged.take(_sort_indices_nulls_first(merged, keys))
+        starts = key_group_starts([ordered.column(k) for k in key_names], ordered.num_rows)
+        result = engine.merge(
+            [ordered.column(j).combine_chunks() for j in range(n_out)],
+            self.fields,
+            ordered.column(kind).to_numpy(),
+            ordered.column(seq_no).to_numpy(),
+            starts,
+        )
+        keep = pa.array((result.kinds == 0) | (result.kinds == 2))
+        return pa.Table.from_arrays(
+            [c.filter(keep) for c in result.columns], names=[f"c{j}" for j in range(n_out)]
+        )
 
     def read(self, splits: Sequence[Split]) -> Iterator[pa.Table]:
         for split in splits:

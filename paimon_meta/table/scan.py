@@ -35,6 +35,7 @@ from paimon_meta.spec.types import DataField, DataType, TypeRoot
 from paimon_meta.table.cache import LruCache
 from paimon_meta.table.deletion_vectors import DELETION_VECTORS_INDEX, DeletionFile
 from paimon_meta.table.merge import live_files, merge_entries
+from paimon_meta.table.merge_engine import FIRST_ROW
 from paimon_meta.table.paths import POSTPONE_BUCKET, TablePaths
 
 DEFAULT_MANIFEST_CACHE_ENTRIES = 200_000
@@ -308,10 +309,14 @@ class Plan:
         return list(self.split_list)
 
 
-def _pk_raw_convertible(files: Sequence[DataFileMeta], deletion_vectors: bool) -> bool:
+def _pk_raw_convertible(
+    files: Sequence[DataFileMeta], deletion_vectors: bool, first_row: bool = False
+) -> bool:
     # With deletion vectors, files above level 0 hold each key at most once (older copies are
     # marked deleted). Without, a key may appear in several files unless they form one sorted run
     # (one level > 0) or there is a single file; a -U/-D row needs merging to remove its key.
+    # first-row writers only let a key into levels > 0 when no level holds it yet (lookup), so Java
+    # concatenates such files too (MergeTreeSplitGenerator: rawConvertible && FIRST_ROW).
     if deletion_vectors and all(f.level > 0 for f in files):
         return True
     if any(f.delete_row_count != 0 for f in files):
@@ -319,6 +324,8 @@ def _pk_raw_convertible(files: Sequence[DataFileMeta], deletion_vectors: bool) -
     if len(files) == 1:
         return True
     levels = {f.level for f in files}
+    if first_row and 0 not in levels:
+        return True
     return len(levels) == 1 and 0 not in levels
 
 
@@ -333,6 +340,7 @@ class FileStoreScan:
         *,
         partition_filter: PartitionFilterArg | None = None,
         bucket_filter: int | Iterable[int] | None = None,
+        all_levels: bool = False,
     ) -> None:
         self.reader = reader
         self.schema = schema
@@ -352,7 +360,13 @@ class FileStoreScan:
         # CoreOptions.batchScanSkipLevel0: with deletion vectors, uncompacted (level-0) files of a
         # primary-key table are invisible to batch reads unless deletion-vectors.merge-on-read.
         dv_mor = (options.get(DELETION_VECTORS_MERGE_ON_READ, "false") or "false").lower() == "true"
-        self.skip_level0 = bool(schema.primary_keys) and self.deletion_vectors and not dv_mor
+        # first-row: level-0 files are what the writer has not looked up against older levels yet
+        # (DataTableBatchScan's level filter), invisible to batch reads as well. Writers and
+        # compaction (``all_levels``) see every file.
+        self.first_row = bool(schema.primary_keys) and options.merge_engine.strip().lower() == FIRST_ROW
+        self.skip_level0 = not all_levels and (
+            (bool(schema.primary_keys) and self.deletion_vectors and not dv_mor) or self.first_row
+        )
         # Postpone-bucket tables (bucket = -2) keep unassigned rows in bucket-postpone until a
         # compaction moves them; batch reads see only the real buckets (``onlyReadRealBuckets``).
         self.only_real_buckets = options.bucket == POSTPONE_BUCKET
@@ -431,7 +445,8 @@ class FileStoreScan:
                     total_buckets=entries[0].total_buckets,
                     files=files,
                     bucket_path=self.reader.paths.bucket_path(values, bucket),
-                    raw_convertible=not has_pk or _pk_raw_convertible(files, self.deletion_vectors),
+                    raw_convertible=not has_pk
+                    or _pk_raw_convertible(files, self.deletion_vectors, self.first_row),
                     deletion_files=tuple(dvs.get(f.file_name) for f in files)
                     if self.deletion_vectors
                     else None,

@@ -8,9 +8,11 @@ table's latest schema, split by partition (one BinaryRow per distinct partition 
   numbers; bucketed tables continue after the largest number in the bucket's live files of the latest
   snapshot, bucket-unaware tables (``bucket = -1``) start at 0 every time and write bucket 0, recording
   ``total_buckets = -1`` (``AppendFileStoreWrite`` ignores previous files);
-* primary-key tables (``MergeTreeWriter`` with the ``deduplicate`` merge engine): rows are numbered
-  (continuing after the bucket's largest live sequence number), buffered, then sorted by key and
-  folded so that the last row of each key wins, and written as level-0 files of one sorted run.
+* primary-key tables (``MergeTreeWriter``): rows are numbered (continuing after the bucket's largest
+  live sequence number), buffered, then sorted by key and folded by the table's merge engine (the last
+  row of each key wins for ``deduplicate``; :mod:`paimon_meta.table.merge_engine`), and written as
+  level-0 files of one sorted run. First-row writers then move those rows above level 0 by lookup
+  compaction, in the same CommitMessage (:mod:`paimon_meta.table.first_row`).
 
 ``prepare_commit`` finishes every open file and returns one :class:`CommitMessage` per (partition,
 bucket) that got files; nothing is committed. ``abort`` deletes the files not yet handed out. What the
@@ -37,7 +39,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.io.base import FileIO
 from paimon_meta.spec.binary_row import serialize_row
 from paimon_meta.spec.bucket import bucket_array
-from paimon_meta.spec.commit_message import CommitMessage, DataIncrement
+from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
 from paimon_meta.spec.manifest import DataFileMeta
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table.data_file import (
@@ -48,6 +50,8 @@ from paimon_meta.table.data_file import (
     SizeEstimate,
     arrow_to_internal,
 )
+from paimon_meta.table.first_row import FirstRowLevels
+from paimon_meta.table.merge_engine import DEDUPLICATE, FIRST_ROW, MergeEngine, merge_key_value_rows
 from paimon_meta.table.paths import TablePaths
 from paimon_meta.table.scan import FileStoreScan, ManifestReader
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
@@ -58,6 +62,7 @@ from paimon_meta.table.write_input import (
     check_writable,
     ignore_delete,
     normalize_input,
+    num_levels,
     target_file_size,
     write_buffer_size,
 )
@@ -175,6 +180,10 @@ class _BucketWriter(abc.ABC):
         for f in files:
             self.rolling.file_io.delete(self.rolling.path_factory.to_path(f))
 
+    def take_compaction(self) -> CompactIncrement | None:
+        """The compaction the last ``prepare_commit`` did along with its new files (first-row writers)."""
+        return None
+
 
 class _AppendWriter(_BucketWriter):
     """``AppendOnlyWriter``: rows go to files in arrival order, numbered from ``next_sequence``."""
@@ -205,13 +214,17 @@ class _AppendWriter(_BucketWriter):
 
 
 class _KeyValueWriter(_BucketWriter):
-    """``MergeTreeWriter`` with ``DeduplicateMergeFunction``: buffer, sort by key, keep each key's
-    last row (deletes included: a ``-D`` row must reach the file to delete older rows), write."""
+    """``MergeTreeWriter``: buffer, sort by key, merge each key's rows with the table's merge function
+    (deduplicate: the last row, deletes included, since a ``-D`` row must reach the file to delete
+    older rows; the other engines as :mod:`paimon_meta.table.merge_engine`), write."""
 
-    def __init__(self, rolling: RollingDataFileWriter, next_sequence: int, ignore_delete: bool) -> None:
+    def __init__(
+        self, rolling: RollingDataFileWriter, next_sequence: int, ignore_delete: bool, engine: MergeEngine
+    ) -> None:
         super().__init__(rolling, next_sequence)
         self.layout = rolling.layout
         self.ignore_delete = ignore_delete
+        self.engine = engine
         self._schema = self.layout.arrow_schema()
         self._key_names = [f.name for f in self.layout.key_fields]
         self._source_keys = [f.name.removeprefix("_KEY_") for f in self.layout.key_fields]
@@ -244,12 +257,83 @@ class _KeyValueWriter(_BucketWriter):
             + [(SEQUENCE_NUMBER_FIELD.name, "ascending")],
         )
         data = data.take(order).combine_chunks()
-        self.rolling.write(_keep_last_per_key(data, self._key_names))
+        if self.engine.name == DEDUPLICATE:
+            run = _keep_last_per_key(data, self._key_names)
+        else:
+            run = merge_key_value_rows(self.engine, self.layout, data)
+        self._written(run)
+        self.rolling.write(run)
         self.rolling.flush()
+
+    def _written(self, run: pa.Table) -> None:
+        """Called with each sorted run before it is written."""
 
     def prepare_commit(self) -> list[DataFileMeta]:
         self.flush()
         return self.rolling.drain()
+
+
+class _FirstRowWriter(_KeyValueWriter):
+    """A first-row ``MergeTreeWriter``: each ``prepare_commit`` writes level-0 files and then moves their
+    rows up by lookup compaction (:mod:`paimon_meta.table.first_row`), as Java's writer does; batch
+    reads skip level 0. The runs of a commit are kept in memory until then."""
+
+    def __init__(
+        self,
+        rolling: RollingDataFileWriter,
+        next_sequence: int,
+        ignore_delete: bool,
+        engine: MergeEngine,
+        *,
+        levels: FirstRowLevels,
+        compact_rolling: RollingDataFileWriter,
+    ) -> None:
+        super().__init__(rolling, next_sequence, ignore_delete, engine)
+        self.levels = levels
+        self.compact_rolling = compact_rolling
+        self.runs: list[pa.Table] = []
+        self.compaction: CompactIncrement | None = None
+
+    def _written(self, run: pa.Table) -> None:
+        self.runs.append(run)
+
+    def prepare_commit(self) -> list[DataFileMeta]:
+        self._drop_compaction()  # not handed out by the previous call: nobody will commit it
+        files = super().prepare_commit()
+        runs, self.runs = self.runs, []
+        if files:
+            try:
+                self.compaction = self.levels.compact(self.engine, files, runs, self.compact_rolling)
+            except BaseException:
+                super().discard(files)
+                raise
+        return files
+
+    def take_compaction(self) -> CompactIncrement | None:
+        compaction, self.compaction = self.compaction, None
+        return compaction
+
+    def _drop_compaction(self) -> None:
+        compaction, self.compaction = self.compaction, None
+        if compaction is not None:
+            super().discard(compaction.compact_after)
+
+    def discard(self, files: Sequence[DataFileMeta]) -> None:
+        super().discard(files)
+        self._drop_compaction()
+
+    def abort(self) -> None:
+        super().abort()
+        self.runs = []
+        self._drop_compaction()
+        self.compact_rolling.abort()
+
+
+def _has_retractions(kinds: pa.Array | None) -> bool:
+    if kinds is None:
+        return False
+    retract = pc.is_in(kinds, pa.array([RowKind.UPDATE_BEFORE, RowKind.DELETE], pa.int8()))
+    return bool(pc.any(retract).as_py())
 
 
 def _keep_last_per_key(data: pa.Table, key_names: Sequence[str]) -> pa.Table:
@@ -275,6 +359,7 @@ class RestoredBucket:
 
     max_sequence_number: int  # -1 when the bucket has no files
     total_buckets: int | None
+    files: tuple[DataFileMeta, ...] = ()  # the bucket's live files, every level
 
 
 class BucketRestorer:
@@ -309,16 +394,19 @@ class BucketRestorer:
         if keys and not any(isinstance(v, (str, float)) for v in values):
             spec = dict(zip(keys, values))
         scan = FileStoreScan(
-            self.reader, self.schema, self.snapshot, partition_filter=spec if spec else (lambda _: True)
+            self.reader,
+            self.schema,
+            self.snapshot,
+            partition_filter=spec if spec else (lambda _: True),
+            all_levels=True,  # first-row batch reads skip level 0; sequence numbers must not
         )
         out: dict[int, RestoredBucket] = {}
         for entry in scan.plan_files():
             if entry.partition != partition:
                 continue
-            prev = out.get(entry.bucket)
-            seq = entry.file.max_sequence_number
-            if prev is None or seq > prev.max_sequence_number:
-                out[entry.bucket] = RestoredBucket(seq, entry.total_buckets)
+            prev = out.get(entry.bucket, RestoredBucket(-1, entry.total_buckets))
+            seq = max(prev.max_sequence_number, entry.file.max_sequence_number)
+            out[entry.bucket] = RestoredBucket(seq, entry.total_buckets, (*prev.files, entry.file))
         return out
 
 
@@ -343,9 +431,13 @@ class TableWrite:
     ``parallelism`` bounds the threads that finish buckets' files in ``prepare_commit`` (default:
     up to 4, one per core).
 
-    Not supported (``UnsupportedError``): dynamic-bucket and postpone-bucket primary-key tables, merge
-    engines other than ``deduplicate``, ``sequence.field``, deletion vectors on primary-key tables,
-    ``changelog-producer=input``, row tracking; file formats other than Parquet and ORC.
+    Not supported (``UnsupportedError``): dynamic-bucket and postpone-bucket primary-key tables, the
+    merge-engine options and aggregate functions :mod:`paimon_meta.table.merge_engine` refuses, a
+    changelog producer with merge engines other than ``deduplicate``, ``sequence.field``, deletion
+    vectors on primary-key tables, ``changelog-producer=input``, row tracking; file formats other
+    than Parquet and ORC. Retractions a merge engine cannot take (partial-update without
+    ``ignore-delete``/``partial-update.remove-record-on-delete``, first-row without ``ignore-delete``,
+    aggregate functions without retraction) are refused before anything is buffered.
     ``data-file.thin-mode=true`` writes primary-key files without the ``_KEY_*`` columns, as Java does.
     """
 
@@ -385,6 +477,7 @@ class TableWrite:
         self.target_file_size = target_file_size(self.schema)
         self.write_buffer_size = write_buffer_size(self.schema)
         self.ignore_delete = ignore_delete(self.schema)
+        self.engine = MergeEngine.for_schema(self.schema) if self.schema.primary_keys else None
         self._estimate = SizeEstimate()
         self._writers: dict[tuple[bytes, int], _BucketWriter] = {}
         self._restorer: BucketRestorer | None = None
@@ -401,6 +494,9 @@ class TableWrite:
         if not isinstance(data, pa.Table):
             raise ValidationError(f"write_arrow expects a pyarrow.Table, got {type(data).__name__}")
         table, kinds = normalize_input(self.schema, data, row_kind_column=self.row_kind_column)
+        if self.engine is not None and not self.ignore_delete and _has_retractions(kinds):
+            # refused before anything is buffered: merging them would fail, now or on a later read
+            self.engine.check_retractions(self.schema.fields)
         parts = split_rows(self.schema, table, kinds)
         # Writers are created (and their buckets checked) before any row is written, so a rejected
         # input changes nothing.
@@ -452,8 +548,29 @@ class TableWrite:
                 option="bucket",
             )
         start = restored.max_sequence_number + 1
-        if self.is_primary_key_table:
-            return _KeyValueWriter(rolling, start, self.ignore_delete)
+        if self.engine is not None and self.engine.name == FIRST_ROW:
+            levels = FirstRowLevels(
+                self.file_io,
+                self.schema,
+                SchemaManager(self.file_io, self.table_path),
+                self.layout,
+                bucket_path=self.paths.bucket_path(part.partition_values, part.bucket),
+                files=restored.files,
+                max_level=num_levels(self.schema) - 1,
+            )
+            compact_rolling = RollingDataFileWriter(
+                self.file_io, self.layout, factory, self.target_file_size, estimate=self._estimate
+            )
+            return _FirstRowWriter(
+                rolling,
+                start,
+                self.ignore_delete,
+                self.engine,
+                levels=levels,
+                compact_rolling=compact_rolling,
+            )
+        if self.engine is not None:
+            return _KeyValueWriter(rolling, start, self.ignore_delete, self.engine)
         return _AppendWriter(rolling, start, _chunk_bytes(self.target_file_size))
 
     def _restore(self, part: BucketSlice) -> RestoredBucket:
@@ -481,7 +598,8 @@ class TableWrite:
         items = list(self._writers.items())
         results = self._finish_all([writer for _, writer in items])
         messages = []
-        for ((partition, bucket), _), files in zip(items, results):
+        for ((partition, bucket), writer), files in zip(items, results):
+            compaction = writer.take_compaction()
             if files:
                 messages.append(
                     CommitMessage(
@@ -489,6 +607,7 @@ class TableWrite:
                         bucket=bucket,
                         total_buckets=total_buckets,
                         data_increment=DataIncrement(new_files=tuple(files)),
+                        compact_increment=compaction or CompactIncrement(),
                     )
                 )
         return messages

@@ -17,6 +17,7 @@ from paimon_meta.spec.options import parse_memory_size
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import DataField
 from paimon_meta.table.data_file import FileLayout
+from paimon_meta.table.merge_engine import DEDUPLICATE, IGNORE_DELETE_KEYS, MergeEngine
 
 ROW_KIND_COLUMN = "_row_kind"
 WRITE_BUFFER_SIZE = "write-buffer-size"
@@ -24,12 +25,8 @@ DEFAULT_WRITE_BUFFER_SIZE = "256 mb"
 DEFAULT_TARGET_FILE_SIZE_PK = 128 * 1024 * 1024  # CoreOptions.targetFileSize(true)
 DEFAULT_TARGET_FILE_SIZE_APPEND = 256 * 1024 * 1024  # CoreOptions.targetFileSize(false)
 UNAWARE_BUCKET = -1
-IGNORE_DELETE_KEYS = (
-    "ignore-delete",
-    "first-row.ignore-delete",
-    "deduplicate.ignore-delete",
-    "partial-update.ignore-delete",
-)
+NUM_LEVELS = "num-levels"
+DEFAULT_NUM_LEVELS = 5
 
 
 class RowKind(enum.IntEnum):
@@ -58,7 +55,7 @@ def _option(schema: TableSchema, key: str, default: str) -> str:
 
 def check_writable(schema: TableSchema) -> None:
     """Raise ``UnsupportedError`` naming the feature when writing ``schema`` needs something
-    paimon_meta does not implement (dynamic/postpone buckets, non-deduplicate merge engines, options
+    paimon_meta does not implement (dynamic/postpone buckets, merge-engine options, options
     :mod:`paimon_meta.spec.option_audit` refuses for writes, ...)."""
     check_write_options(schema.options)
     opts = schema.core_options
@@ -74,10 +71,15 @@ def check_writable(schema: TableSchema) -> None:
                 "set a fixed 'bucket' number",
                 option="bucket",
             )
-        if opts.merge_engine != "deduplicate":
+        engine = MergeEngine.for_schema(schema)
+        engine.check_fields(schema.fields)
+        changelog = _option(schema, "changelog-producer", "none").lower()
+        if engine.name != DEDUPLICATE and changelog != "none":
+            # Java's writers of these engines produce changelog files at compaction (lookup,
+            # full-compaction); ours write none, which streaming readers would miss.
             raise UnsupportedError(
-                f"merge-engine={opts.merge_engine!r} is not supported (only deduplicate)",
-                option="merge-engine",
+                f"changelog-producer={changelog} is not supported with merge-engine={engine.name}",
+                option="changelog-producer",
             )
         if schema.options.get("sequence.field"):
             raise UnsupportedError(
@@ -115,6 +117,12 @@ def ignore_delete(schema: TableSchema) -> bool:
         if value is not None:
             return value.strip().lower() == "true"
     return False
+
+
+def num_levels(schema: TableSchema) -> int:
+    """``num-levels`` (Java's default 5 when unset): primary-key files live on levels 0..num-levels-1."""
+    text = schema.options.get(NUM_LEVELS)
+    return int(text) if text else DEFAULT_NUM_LEVELS
 
 
 def target_file_size(schema: TableSchema) -> int:

@@ -237,7 +237,9 @@ def merge_group(
                 raise JavaError("partial-update delete")
             latest = seq
             row = [v if v is not None else old for v, old in zip(values, row)]
-        return (row, 3 if delete_row else 0, latest)
+        # Java leaves latestSequenceNumber at a previous key's value when no row was an addition; the
+        # key's last sequence number is what the engine uses instead.
+        return (row, 3 if delete_row else 0, latest if latest >= 0 else rows[-1][2])
     fns = [Agg(*a) for a in aggs]
     row = [None] * width
     for values, kind, seq in rows:

@@ -350,6 +350,13 @@ REFUSED = [
         ValidationError,
         "conflicting",
     ),
+    ({"merge-engine": "aggregation", "fields.v.sequence-group": "s"}, UnsupportedError, "sequence-group"),
+    ({"merge-engine": "aggregation", "aggregation.some-future-option": "x"}, UnsupportedError, "unknown"),
+    (
+        {"merge-engine": "partial-update", "partial-update.some-future-option": "x"},
+        UnsupportedError,
+        "unknown",
+    ),
     ({"merge-engine": "first-row", "sequence.field": "v"}, ValidationError, "sequence field"),
     ({"merge-engine": "last-row"}, ValidationError, "not a merge engine"),
 ]
@@ -366,5 +373,6 @@ def test_refused_options(options: dict[str, str], error: type[Exception], match:
 
 def test_key_group_starts() -> None:
     keys = [pa.array([1, 1, 2, 2, 2, 3]), pa.array(["a", "b", "b", "b", "c", "c"])]
-    assert key_group_starts(keys).tolist() == [0, 1, 2, 4, 5]
-    assert key_group_starts([pa.array([], pa.int32())]).tolist() == []
+    assert key_group_starts(keys, 6).tolist() == [0, 1, 2, 4, 5]
+    assert key_group_starts([pa.array([], pa.int32())], 0).tolist() == []
+    assert key_group_starts([], 3).tolist() == [0]  # the whole key is partition columns

@@ -126,7 +126,13 @@ def test_single_file_split_is_read_raw(tmp_path: Path) -> None:
     assert [r["v"] for r in _read(root)] == ["a", "b"]
 
 
-@pytest.mark.parametrize("options", [{"merge-engine": "partial-update"}, {"data-evolution.enabled": "true"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"merge-engine": "aggregation", "fields.v.aggregate-function": "collect"},
+        {"data-evolution.enabled": "true"},
+    ],
+)
 def test_unsupported_tables_are_refused(tmp_path: Path, options: dict[str, str]) -> None:
     root = _write_table(tmp_path, [(0, [(1, "a", None, 0, INSERT)])], options)
     with pytest.raises(UnsupportedError):

@@ -482,7 +482,11 @@ def test_append_tables_refuse_retractions(tmp_path: Path) -> None:
     ("options", "option"),
     [
         ({"bucket": "-1"}, "bucket"),
-        ({"bucket": "2", "merge-engine": "partial-update"}, "merge-engine"),
+        (
+            {"bucket": "2", "merge-engine": "aggregation", "aggregation.remove-record-on-delete": "true"},
+            "aggregation.remove-record-on-delete",
+        ),
+        ({"bucket": "2", "merge-engine": "first-row", "changelog-producer": "lookup"}, "changelog-producer"),
         ({"bucket": "2", "deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
         ({"bucket": "2", "sequence.field": "score"}, "sequence.field"),
         ({"bucket": "2", "file.format": "avro"}, "file.format"),
