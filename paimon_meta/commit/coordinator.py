@@ -395,7 +395,9 @@ class CommitCoordinator:
         self.snapshots.remember(snap)  # other coordinators sharing this table build on it without a read
         crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
         # Still under the guard, so hints only move forward (they are only hints: readers verify them).
-        advance_hints(self.snapshots, snap.id)
+        # In a group the last commit of the hold writes them (a reader meanwhile lists the directory).
+        if snap.id == 1 or not session.defer_hints():
+            advance_hints(self.snapshots, snap.id)
         details = {
             "kind": p.kind.value,
             "base_manifest_list": snap.base_manifest_list,

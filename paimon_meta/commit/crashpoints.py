@@ -31,6 +31,7 @@ import enum
 import os
 import signal
 import sys
+import threading
 
 CRASH_AT_ENV = "PAIMON_META_TEST_CRASH_AT"
 CRASH_MODE_ENV = "PAIMON_META_TEST_CRASH_MODE"
@@ -82,7 +83,10 @@ def reached(point: CrashPoint) -> None:
     if _armed(PAUSE_AT_ENV, point):
         sys.stderr.write(f"paimon_meta: pausing at {point.value} (pid {os.getpid()})\n")
         sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGSTOP)
+        # Sent to this thread, not the process: a process-directed SIGSTOP is taken by whichever thread
+        # the kernel picks (often the main one), and until it starts the group stop the committing
+        # thread runs on past this point (a service's worker thread could publish the event).
+        signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
     if _armed(CRASH_AT_ENV, point):
         sys.stderr.write(f"paimon_meta: crashing at {point.value} (pid {os.getpid()})\n")
         sys.stderr.flush()

@@ -71,6 +71,11 @@ class GuardSession(abc.ABC):
     def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
         """Record the published snapshot (and advance the table pointer) after it is on storage."""
 
+    def defer_hints(self) -> bool:
+        """True if the next commit under this same lock hold will move the hints past this snapshot
+        (group commit), so this one need not write them. Asked once, after the snapshot is created."""
+        return False
+
     def set_statistics(self, deltas: Sequence[PartitionDelta]) -> None:  # noqa: B027 - optional hook
         """The per-partition deltas of the snapshot about to be published, recorded with it (a guard
         without a metastore keeps none)."""

@@ -265,6 +265,17 @@ class MetastoreSession(GuardSession):
     # when publishing) says no commit follows: then the publishing transaction releases it, as alone.
     keep_lock: bool = False
     more: Callable[[], bool] | None = None
+    _keep_decided: bool | None = None
+
+    def _keeps(self) -> bool:
+        """Whether this session's publish keeps the lock for another commit (decided once)."""
+        if self._keep_decided is None:
+            self._keep_decided = self.keep_lock and (self.more is None or self.more())
+        return self._keep_decided
+
+    def defer_hints(self) -> bool:
+        # Only when another commit of the group follows under this lock: it writes LATEST past ours.
+        return self.more is not None and self._keeps()
 
     def set_statistics(self, deltas: Sequence[PartitionDelta]) -> None:
         self.statistics = list(deltas)
@@ -368,7 +379,7 @@ class MetastoreSession(GuardSession):
             else apply_statements(self.ref.table_id, snapshot.id, self.statistics)
         )
         release: list[Statement] = []
-        if not self.keep_lock or (self.more is not None and not self.more()):
+        if not self._keeps():
             self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
             release = [self.lease.release_statement()]
         statements = [*self.held_back, record, *stats, *release, ("COMMIT", {})]

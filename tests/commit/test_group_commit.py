@@ -90,6 +90,10 @@ def test_concurrent_commits_share_lock_holds_and_land_exactly_once(catalog: Cata
     assert acquired == sum(r.acquisitions for r in reports) < users * per_user
     assert max(r.commits for r in reports) > 1
     assert lock_events(catalog).count("released") == acquired
+    # Within a hold only the last commit moves LATEST (a reader meanwhile lists): it ends at the latest.
+    snapshots = catalog.get_table("db.t").snapshot_manager
+    assert snapshots.file_io.read(snapshots.paths.latest_hint_path).decode().strip() == str(users * per_user)
+    assert snapshots.file_io.read(snapshots.paths.earliest_hint_path).decode().strip() == "1"
 
 
 def test_bounds_end_a_hold(catalog: Catalog) -> None:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -157,6 +158,11 @@ def test_a_replica_killed_in_the_middle_of_a_group(
         assert doomed.proc is not None
         pid = doomed.proc.pid
         killed = threading.Event()
+        at_kill: dict[str, Any] = {}
+        snapshot_dir = Path(warehouse) / "db.db" / "t" / "snapshot"
+
+        def snapshot_ids() -> list[int]:
+            return sorted(int(f.name.split("-")[1]) for f in snapshot_dir.glob("snapshot-*"))
 
         def killer() -> None:
             deadline = time.monotonic() + 300
@@ -166,6 +172,7 @@ def test_a_replica_killed_in_the_middle_of_a_group(
                 time.sleep(0.02)
             time.sleep(0.5)  # let more requests queue behind the frozen group
             os.kill(pid, signal.SIGKILL)
+            at_kill.update(pointer=catalog.table_row("db.t").latest_snapshot_id, files=snapshot_ids()[-3:])
             killed.set()
 
         watcher = threading.Thread(target=killer, daemon=True)
@@ -173,6 +180,8 @@ def test_a_replica_killed_in_the_middle_of_a_group(
         acked, failovers = _run_clients([doomed.base, survivor.base], token, commits=8)
         watcher.join(10)
         assert killed.is_set(), doomed.log_tail()
+        # Frozen right after its snapshot was created: on storage, not in the log.
+        assert at_kill["files"][-1] == at_kill["pointer"] + 1, at_kill
         # Every client of A with a request in flight (the frozen commit and those queued behind it),
         # and every later one of A's clients, went over to B.
         assert failovers >= 2
@@ -189,7 +198,7 @@ def test_a_replica_killed_in_the_middle_of_a_group(
             for e in h.events
             if e["event_type"] not in ("prepared", "conflict_checked", "snapshot_published")
         ]
-        assert len(h.events_of("recovered")) == 1, (unusual, doomed.log_tail())
+        assert len(h.events_of("recovered")) == 1, (unusual, at_kill, doomed.log_tail())
         (recovered,) = h.events_of("recovered")
         frozen = h.snapshots[recovered["snapshot_id"]]
         assert (frozen.commit_user, frozen.commit_identifier) in acked
