@@ -16,17 +16,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError
 from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.table.builder import CommitOutcome
 from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.common import TableHandle
-from spark_jobs.pipeline import TaskHook, delete_message_files, write_messages
+from spark_jobs.pipeline import TaskHook, write_messages
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -90,51 +93,70 @@ def write_dataframe(
     mode; on a commit that definitely failed the new files are deleted and the error re-raised;
     ``CommitOutcomeUnknownError`` deletes nothing.
     """
-    if mode not in ("append", "overwrite"):
-        raise ValidationError(f"mode must be 'append' or 'overwrite', got {mode!r}", mode=mode)
-    if mode == "append" and overwrite_partition is not None:
-        raise ValidationError("overwrite_partition needs mode='overwrite'")
     started = time.monotonic()
+    overwrite = resolve_overwrite(table.schema, mode, overwrite_partition)  # before any Spark job
     handle = TableHandle.of(table, io_options)
-    builder = table.new_batch_write_builder()
-    # Executors write with the builder's commit user so files and snapshot agree on who wrote them.
+    # Executors write with the commit's user so files and snapshot agree on who wrote them.
+    commit_user = str(uuid.uuid4())
     messages = write_messages(
         df,
         handle,
         table.schema,
-        builder.commit_user,
+        commit_user,
         num_partitions=num_partitions,
         after_prepare=after_prepare,
         shuffle=shuffle,
     )
-    overwrite: OverwriteSpec | None = None
-    if mode == "overwrite":
-        try:
-            overwrite = OverwriteSpec.resolve(
-                OverwriteSpec.static(overwrite_partition) if overwrite_partition is not None else {},
-                table.schema,
-            )
-        except ValidationError:
-            delete_message_files(table, messages)
-            raise
-        builder.overwrite(overwrite)
-    commit = builder.new_commit()
-    try:
-        outcome = commit.commit(messages)
-    except CommitOutcomeUnknownError:
-        raise  # the snapshot may exist and reference the files: never delete them
-    except Exception:
-        commit.abort(messages)
-        raise
+    outcome = commit_messages(table, commit_user, messages, overwrite)
     return _result(
         table,
-        commit_user=builder.commit_user,
+        commit_user=commit_user,
         snapshot_ids=outcome.snapshot_ids,
         deduplicated=outcome.deduplicated,
         messages=messages,
         overwrite=overwrite,
         started=started,
     )
+
+
+def resolve_overwrite(
+    schema: TableSchema, mode: WriteMode, overwrite_partition: Mapping[str, Any] | None
+) -> OverwriteSpec | None:
+    """The scope of a ``mode="overwrite"`` write (None for an append): ``overwrite_partition`` as a
+    static spec, or the table's default when it is None (see :func:`write_dataframe`). Raises
+    ``ValidationError`` on an unknown mode or partition column."""
+    if mode not in ("append", "overwrite"):
+        raise ValidationError(f"mode must be 'append' or 'overwrite', got {mode!r}", mode=mode)
+    if mode == "append":
+        if overwrite_partition is not None:
+            raise ValidationError("overwrite_partition needs mode='overwrite'")
+        return None
+    if overwrite_partition is not None:
+        return OverwriteSpec.resolve(OverwriteSpec.static(overwrite_partition), schema)
+    return OverwriteSpec.resolve({}, schema)
+
+
+def commit_messages(
+    table: FileStoreTable,
+    commit_user: str,
+    messages: Sequence[CommitMessage],
+    overwrite: OverwriteSpec | None = None,
+) -> CommitOutcome:
+    """Commit the executors' ``messages`` once, as a batch of ``commit_user`` (an OVERWRITE of
+    ``overwrite`` when given). A commit that definitely failed deletes the messages' files and
+    re-raises; ``CommitOutcomeUnknownError`` deletes nothing (the snapshot may reference them)."""
+    builder = table.new_batch_write_builder()
+    builder.commit_user = commit_user
+    if overwrite is not None:
+        builder.overwrite(overwrite)
+    commit = builder.new_commit()
+    try:
+        return commit.commit(messages)
+    except CommitOutcomeUnknownError:
+        raise
+    except Exception:
+        commit.abort(messages)
+        raise
 
 
 def _result(

@@ -254,7 +254,12 @@ def write_files(
 
 def check_columns(df: DataFrame, schema: TableSchema) -> None:
     """Fail on the driver, before any job runs, when columns are missing or unknown."""
-    names = list(df.columns)
+    check_column_names(list(df.columns), schema)
+
+
+def check_column_names(names: Sequence[str], schema: TableSchema) -> None:
+    """``ValidationError`` unless ``names`` are the table's columns (any order), plus optionally
+    ``_row_kind``."""
     missing = [n for n in schema.field_names if n not in names]
     unknown = [n for n in names if n not in schema.field_names and n != ROW_KIND_COLUMN]
     if missing or unknown:
@@ -271,6 +276,21 @@ def default_write_tasks(df: DataFrame, schema: TableSchema) -> int:
     if not schema.partition_keys:
         return schema.num_buckets
     return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+
+
+def pack_and_shuffle(
+    df: DataFrame, handle: TableHandle, schema: TableSchema, num_partitions: int | None = None
+) -> DataFrame:
+    """Steps 1-2: ``df``'s rows packed by write task (``PACKED_SCHEMA``) and shuffled so that every
+    (partition, bucket) is in exactly one of ``num_partitions`` Spark partitions (default
+    :func:`default_write_tasks`). Spark may coalesce these partitions, never split one."""
+    tasks = num_partitions if num_partitions is not None else default_write_tasks(df, schema)
+    packed = df.mapInArrow(lambda it: pack_by_task(handle, it), PACKED_SCHEMA)
+    # Direct placement (no second hash of the task), so buckets spread evenly; Spark < 4.1 lacks
+    # it and hashes instead (still one task per (partition, bucket), less evenly spread).
+    by_id = getattr(packed, "repartitionById", None)
+    shuffled: DataFrame = by_id(tasks, "task") if by_id is not None else packed.repartition(tasks, "task")
+    return shuffled
 
 
 def write_messages(
@@ -308,12 +328,7 @@ def write_messages(
 
         return decode_rows(frame.mapInArrow(write_rows, MESSAGE_SCHEMA).collect())
 
-    tasks = num_partitions if num_partitions is not None else default_write_tasks(df, schema)
-    packed = df.mapInArrow(lambda it: pack_by_task(handle, it), PACKED_SCHEMA)
-    # Direct placement (no second hash of the task), so buckets spread evenly; Spark < 4.1 lacks
-    # it and hashes instead (still one task per (partition, bucket), less evenly spread).
-    by_id = getattr(packed, "repartitionById", None)
-    shuffled = by_id(tasks, "task") if by_id is not None else packed.repartition(tasks, "task")
+    shuffled = pack_and_shuffle(df, handle, schema, num_partitions)
 
     def write_packed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return write_files(handle, commit_user, unpack(batches), after_prepare)
