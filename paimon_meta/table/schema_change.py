@@ -1,4 +1,5 @@
-"""ALTER TABLE: add and rename columns, set and remove options, comments, writing ``schema/schema-<N+1>``.
+"""ALTER TABLE: add and rename columns, change column types, set and remove options, comments, writing
+``schema/schema-<N+1>``.
 
 :func:`alter` applies several changes as one new schema (the REST catalog's alter); options that decide
 how existing files were written (``IMMUTABLE_OPTIONS``) are refused by name.
@@ -16,6 +17,9 @@ columns keep their ids when renamed, so files written before the change stay rea
   (``fields.<name>.aggregate-function`` etc.). Partition columns are never renamed (Java refuses too);
   primary-key columns only while the table has no snapshot (``_KEY_<name>`` columns of existing data
   files would otherwise carry the old name; Java allows it, we stay on the safe side).
+* Type changes (``UpdateColumnType``) are Java's ``updateColumnType`` for top-level columns: the ones
+  whose old files Java's ``CastExecutors`` can cast (:func:`paimon_meta.table.casts.can_cast`); files
+  keep their type and are cast on read (:mod:`paimon_meta.table.evolution`).
 """
 
 from __future__ import annotations
@@ -27,9 +31,12 @@ from dataclasses import dataclass, replace
 from paimon_meta.errors import CommitFailedError, TableNotFoundError, ValidationError
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
+from paimon_meta.table.casts import can_cast
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 
 ADD_COLUMN_BEFORE_PARTITION = "add-column-before-partition"
+ALTER_COLUMN_NULL_TO_NOT_NULL_DISABLED = "alter-column-null-to-not-null.disabled"
+DISABLE_EXPLICIT_TYPE_CASTING = "disable-explicit-type-casting"
 RESERVED_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"})
 KEY_FIELD_PREFIX = "_KEY_"
 MAX_ATTEMPTS = 100
@@ -285,6 +292,53 @@ def rename_column(target: object, old: str, new: str) -> TableSchema:
     )
 
 
+def apply_update_column_type(
+    schema: TableSchema, name: str, new_type: DataType, *, keep_nullability: bool = False
+) -> TableSchema:
+    """The schema after changing the type of top-level column ``name`` (Java's ``updateColumnType``):
+    not a partition or primary-key column; a NULL column does not become NOT NULL
+    (``alter-column-null-to-not-null.disabled``, true by default); only the changes Java can cast old
+    files by (``DataTypeCasts.supportsExplicitCast`` or, with ``disable-explicit-type-casting``, the
+    implicit ones, and a rule in ``CastExecutors``). Old files keep their type and are cast on read."""
+    fields = list(schema.fields)
+    i = _index_of(fields, name, "modified")
+    if name in schema.partition_keys:
+        raise ValidationError(f"cannot update partition column {name!r}", field=name)
+    if name in schema.primary_keys:
+        raise ValidationError(f"cannot update primary-key column {name!r}", field=name)
+    source = fields[i].type
+    target = new_type.with_nullable(source.nullable) if keep_nullability else new_type
+    null_to_not_null_disabled = (
+        schema.options.get(ALTER_COLUMN_NULL_TO_NOT_NULL_DISABLED) or "true"
+    ).strip().lower() == "true"
+    if source.nullable and not target.nullable and null_to_not_null_disabled:
+        raise ValidationError(
+            f"column {name!r} is nullable and cannot become NOT NULL "
+            f"(unless the table sets {ALTER_COLUMN_NULL_TO_NOT_NULL_DISABLED}=false)",
+            field=name,
+        )
+    explicit = (schema.options.get(DISABLE_EXPLICIT_TYPE_CASTING) or "false").strip().lower() != "true"
+    if not can_cast(source, target, allow_explicit=explicit):
+        raise ValidationError(
+            f"Column type {name}[{source}] cannot be converted to {target} without losing information.",
+            field=name,
+        )
+    fields[i] = replace(fields[i], type=target)
+    return _next_schema(schema, fields, schema.highest_field_id, schema.primary_keys, schema.options)
+
+
+def update_column_type(
+    target: object, name: str, new_type: DataType, *, keep_nullability: bool = False
+) -> TableSchema:
+    """Change the type of column ``name`` (see :func:`apply_update_column_type`). Returns the new
+    schema; ValidationError naming the column when Java would refuse the change."""
+    source = _SchemaSource(target)
+    return _commit(
+        source,
+        lambda schema: apply_update_column_type(schema, name, new_type, keep_nullability=keep_nullability),
+    )
+
+
 # ---- options, comments and several changes in one schema ------------------------------------------------
 
 #: Options that decide where and how existing files were written: changing them would make the table
@@ -334,7 +388,24 @@ class UpdateColumnComment:
     comment: str | None
 
 
-SchemaChange = SetOption | RemoveOption | UpdateComment | AddColumn | RenameColumn | UpdateColumnComment
+@dataclass(frozen=True, slots=True)
+class UpdateColumnType:
+    """``ALTER TABLE ... MODIFY COLUMN name type``; ``keep_nullability`` keeps the column's nullability."""
+
+    name: str
+    type: DataType
+    keep_nullability: bool = False
+
+
+SchemaChange = (
+    SetOption
+    | RemoveOption
+    | UpdateComment
+    | AddColumn
+    | RenameColumn
+    | UpdateColumnComment
+    | UpdateColumnType
+)
 
 
 def _check_option_key(key: str) -> None:
@@ -350,6 +421,10 @@ def apply_change(schema: TableSchema, change: SchemaChange, *, has_snapshots: bo
         return apply_add_columns(schema, [change])
     if isinstance(change, RenameColumn):
         return apply_rename_column(schema, change.old, change.new, has_snapshots=has_snapshots)
+    if isinstance(change, UpdateColumnType):
+        return apply_update_column_type(
+            schema, change.name, change.type, keep_nullability=change.keep_nullability
+        )
     nxt = _next_schema(schema, schema.fields, schema.highest_field_id, schema.primary_keys, schema.options)
     if isinstance(change, SetOption):
         _check_option_key(change.key)
