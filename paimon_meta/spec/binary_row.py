@@ -330,11 +330,16 @@ def _write(buf: bytearray, slot: int, value: Any, t: DataType) -> None:
         _write_bytes(buf, slot, bytes(value))
     elif root is TypeRoot.DECIMAL:
         assert isinstance(t, AtomicType) and t.precision is not None and t.scale is not None
+        compact = t.precision <= MAX_COMPACT_DECIMAL_PRECISION
         try:
-            unscaled = decimal_to_unscaled(value, t.precision, t.scale)
+            # Java's BinaryWriter stores a compact decimal's unscaled long without checking the
+            # precision, and DECIMAL sums (FieldSumAgg, DecimalUtils.add on longs) can exceed it.
+            unscaled = decimal_to_unscaled(value, 19 if compact else t.precision, t.scale)
         except ValidationError as e:
             raise _BadValue(e.message) from e
-        if t.precision <= MAX_COMPACT_DECIMAL_PRECISION:
+        if compact:
+            if not -(2**63) <= unscaled < 2**63:
+                raise _BadValue(f"{value} does not fit DECIMAL({t.precision}, {t.scale}) (a long)")
             _I64.pack_into(buf, slot, unscaled)
         else:
             _append_var(buf, slot, _java_big_integer_bytes(unscaled), reserve=16)
@@ -473,8 +478,8 @@ def _read(buf: bytes, base: int, size: int, pos: int, t: DataType) -> Any:
             if not 1 <= length <= 16:
                 raise _Corrupt(f"DECIMAL of {length} bytes (expected 1..16)")
             unscaled = int.from_bytes(buf[base + offset : base + offset + length], "big", signed=True)
-        if abs(unscaled) >= 10**t.precision:
-            raise _Corrupt(f"unscaled {unscaled} does not fit {t}")
+            if abs(unscaled) >= 10**t.precision:
+                raise _Corrupt(f"unscaled {unscaled} does not fit {t}")
         return unscaled_to_decimal(unscaled, t.scale)
     if root in _TIMESTAMP_ROOTS:
         if _precision(t) <= MAX_COMPACT_TIMESTAMP_PRECISION:

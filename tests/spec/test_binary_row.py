@@ -101,6 +101,10 @@ def test_decimal_layouts() -> None:
         encode_row([0], [T.DECIMAL(20, 0)])[16] == 0
         and words(encode_row([0], [T.DECIMAL(20, 0)]))[1] & 0xFF == 1
     )
+    # Compact decimals hold any long, as Java's BinaryWriter/BinaryRow (a DECIMAL(10, 2) sum can be wider)
+    wider = encode_row([Decimal("100000000.02")], [T.DECIMAL(10, 2)])
+    assert struct.unpack_from("<q", wider, 8)[0] == 10000000002
+    assert decode_row(wider, [T.DECIMAL(10, 2)]) == (Decimal("100000000.02"),)
 
 
 def test_timestamp_layouts() -> None:
@@ -187,7 +191,8 @@ def test_decimal_to_unscaled_guards() -> None:
         ("x", T.BYTES()),
         (dt.datetime(2020, 1, 1), T.DATE()),
         (1e300, T.FLOAT()),
-        (Decimal("123.4"), T.DECIMAL(3, 1)),
+        (Decimal("123.4"), T.DECIMAL(20, 19)),
+        (Decimal("1e18"), T.DECIMAL(3, 1)),  # a compact decimal's unscaled value must fit a long
         (1, T.TIMESTAMP(3)),
         ((1, 2), T.RowType(True, (T.DataField(0, "a", T.INT()),))),
     ],
