@@ -83,7 +83,6 @@ class Target:
 
 
 def _client(target: Target, user: str, start: Event, out: Queue[Any]) -> None:
-    db, name = target.table.split(".")
     if target.service is not None:
         assert target.token is not None
         remote = connect_service(target.service, target.token)
