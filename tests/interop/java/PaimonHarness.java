@@ -8,6 +8,7 @@
  *   java -cp <classes>:<paimon jars> PaimonHarness read [--columns=a,b] <table_path>...
  *   java -cp <classes>:<paimon jars> PaimonHarness write [--compact] <table_path> <rows.jsonl> <out_file>
  *   java -cp <classes>:<paimon jars> PaimonHarness commit <table_path> <messages_file> <version> <user> <id>
+ *   java -cp <classes>:<paimon jars> PaimonHarness script <ops.jsonl>
  *
  * write: one JSON object per line of rows.jsonl (field name -> value, missing = null; "_row_kind"
  * "+I"/"-U"/"+U"/"-D" for primary-key tables) is written with the table's BatchWriteBuilder; the
@@ -24,6 +25,16 @@
  * commit: the messages_file (CommitMessageSerializer.serializeList bytes of the given version) is
  * deserialized and committed with a StreamTableCommit for <user> and identifier <id>; stdout carries
  *   {"snapshot": latest snapshot id after the commit, "messages": count}
+ *
+ * script: one JSON object per line of ops.jsonl, run in order in this one JVM, each answered by one JSON
+ * line on stdout (or {"op": ..., "table": ..., "error": "<stack trace>"}, and the next op follows):
+ *   {"op": "write", "table": path, "rows": [row, ...]}: written as by write (same row format) and
+ *     committed by Java's own BatchTableCommit -> {"op": "write", "table": path, "snapshot": id}
+ *   {"op": "compact", "table": path, "buckets": [b, ...]}: a full compaction of those buckets of an
+ *     unpartitioned table, committed -> {"op": "compact", "table": path, "snapshot": id}
+ *   {"op": "read", "table": path, "columns": [...]}: a read as by read ->
+ *     {"op": "read", "table": path, "header": <the read header line>, "rows": [row, ...]}
+ * Exit status: 0 when every op succeeded, 1 when any failed.
  *
  * --columns=a,b projects the tables after it onto those columns (ReadBuilder.withProjection), until
  * the next --columns= (an empty list reads every column again).
@@ -88,6 +99,7 @@ import org.apache.paimon.data.InternalArray;
 import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.io.DataInputDeserializer;
 import org.apache.paimon.io.DataOutputSerializer;
@@ -97,6 +109,7 @@ import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
@@ -114,6 +127,8 @@ import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
 
 public final class PaimonHarness {
+
+    private static final String TMP = System.getProperty("java.io.tmpdir");
 
     private static final DateTimeFormatter SECONDS =
             DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss");
@@ -143,11 +158,19 @@ public final class PaimonHarness {
             realOut.flush();
             System.exit(0);
         }
+        if (args.length == 2 && args[0].equals("script")) {
+            BufferedWriter out =
+                    new BufferedWriter(new OutputStreamWriter(realOut, StandardCharsets.UTF_8), 1 << 16);
+            int failed = script(args[1], out);
+            out.flush();
+            System.exit(failed == 0 ? 0 : 1);
+        }
         if (args.length < 2 || !args[0].equals("read")) {
             System.err.println(
                     "usage: PaimonHarness read [--columns=a,b] <table_path>...\n"
                             + "       PaimonHarness write [--compact] <table_path> <rows.jsonl> <out_file>\n"
-                            + "       PaimonHarness commit <table_path> <messages_file> <version> <user> <id>");
+                            + "       PaimonHarness commit <table_path> <messages_file> <version> <user> <id>\n"
+                            + "       PaimonHarness script <ops.jsonl>");
             System.exit(2);
         }
         BufferedWriter out =
@@ -191,18 +214,99 @@ public final class PaimonHarness {
     private static String write(String path, String rowsFile, String outFile, boolean compact)
             throws Exception {
         FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
-        List<DataField> fields = table.rowType().getFields();
         ObjectMapper mapper = new ObjectMapper();
-        BatchWriteBuilder builder = table.newBatchWriteBuilder();
-        int rows = 0;
+        List<JsonNode> nodes = new ArrayList<>();
+        for (String line : Files.readAllLines(Paths.get(rowsFile), StandardCharsets.UTF_8)) {
+            if (!line.trim().isEmpty()) {
+                nodes.add(mapper.readTree(line));
+            }
+        }
+        List<CommitMessage> messages = writeRows(table, table.newBatchWriteBuilder(), nodes, compact);
+        int rows = nodes.size();
+        CommitMessageSerializer serializer = new CommitMessageSerializer();
+        DataOutputSerializer out = new DataOutputSerializer(4096);
+        serializer.serializeList(messages, out);
+        Files.write(Paths.get(outFile), out.getCopyOfBuffer());
+        return "{\"version\":" + serializer.getVersion() + ",\"messages\":" + messages.size()
+                + ",\"rows\":" + rows + "}";
+    }
+
+    /** Runs the ops of a script file (see the header); returns how many failed. */
+    private static int script(String opsFile, BufferedWriter out) throws Exception {
+        ObjectMapper mapper = new ObjectMapper();
+        int failed = 0;
+        for (String line : Files.readAllLines(Paths.get(opsFile), StandardCharsets.UTF_8)) {
+            if (line.trim().isEmpty()) {
+                continue;
+            }
+            JsonNode op = mapper.readTree(line);
+            String kind = op.get("op").asText();
+            String path = op.get("table").asText();
+            String prefix = "{\"op\":" + str(kind) + ",\"table\":" + str(path);
+            long started = System.nanoTime();
+            String result;
+            try {
+                FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+                if (kind.equals("read")) {
+                    List<String> columns = new ArrayList<>();
+                    op.path("columns").forEach(c -> columns.add(c.asText()));
+                    List<String> lines = new ArrayList<>();
+                    readTable(path, columns, lines);
+                    result = prefix + ",\"header\":" + lines.get(0) + ",\"rows\":["
+                            + String.join(",", lines.subList(1, lines.size())) + "]}";
+                } else {
+                    BatchWriteBuilder builder = table.newBatchWriteBuilder();
+                    List<CommitMessage> messages;
+                    if (kind.equals("write")) {
+                        List<JsonNode> rows = new ArrayList<>();
+                        op.get("rows").forEach(rows::add);
+                        messages = writeRows(table, builder, rows, false);
+                    } else if (kind.equals("compact")) {
+                        try (IOManager io = IOManager.create(TMP);
+                                BatchTableWrite write = builder.newWrite()) {
+                            write.withIOManager(io);
+                            for (JsonNode bucket : op.get("buckets")) {
+                                write.compact(BinaryRow.EMPTY_ROW, bucket.asInt(), true);
+                            }
+                            messages = write.prepareCommit();
+                        }
+                    } else {
+                        throw new IllegalArgumentException("unknown op " + kind);
+                    }
+                    try (BatchTableCommit commit = builder.newCommit()) {
+                        commit.commit(messages);
+                    }
+                    OptionalLong snapshot = table.latestSnapshotId();
+                    result = prefix + ",\"snapshot\":"
+                            + (snapshot.isPresent() ? Long.toString(snapshot.getAsLong()) : "null") + "}";
+                }
+                System.err.printf("PaimonHarness: %s %s in %d ms%n", kind, path, (System.nanoTime() - started) / 1_000_000);
+            } catch (Throwable t) {
+                failed++;
+                StringWriter trace = new StringWriter();
+                t.printStackTrace(new PrintWriter(trace));
+                result = prefix + ",\"error\":" + str(trace.toString()) + "}";
+            }
+            out.write(result);
+            out.write('\n');
+            out.flush();
+        }
+        return failed;
+    }
+
+    /** Writes rows (JSON objects as in the header) with a BatchTableWrite of builder; with compact, also
+     * fully compacts every (partition, bucket) they went to. The messages are not committed. */
+    private static List<CommitMessage> writeRows(
+            FileStoreTable table, BatchWriteBuilder builder, List<JsonNode> nodes, boolean compact)
+            throws Exception {
+        List<DataField> fields = table.rowType().getFields();
         List<CommitMessage> messages;
         Map<BinaryRow, Set<Integer>> touched = new LinkedHashMap<>();
-        try (BatchTableWrite write = builder.newWrite()) {
-            for (String line : Files.readAllLines(Paths.get(rowsFile), StandardCharsets.UTF_8)) {
-                if (line.trim().isEmpty()) {
-                    continue;
-                }
-                JsonNode node = mapper.readTree(line);
+        // an IOManager: lookup compaction (first-row tables, lookup changelog) spills to local disk
+        try (IOManager io = IOManager.create(TMP);
+                BatchTableWrite write = builder.newWrite()) {
+            write.withIOManager(io);
+            for (JsonNode node : nodes) {
                 JsonNode kind = node.get("_row_kind");
                 GenericRow row = new GenericRow(
                         kind == null ? RowKind.INSERT : RowKind.fromShortString(kind.asText()), fields.size());
@@ -212,7 +316,6 @@ public final class PaimonHarness {
                 write.write(row);
                 touched.computeIfAbsent(write.getPartition(row).copy(), p -> new TreeSet<>())
                         .add(write.getBucket(row));
-                rows++;
             }
             if (compact) {
                 for (Map.Entry<BinaryRow, Set<Integer>> e : touched.entrySet()) {
@@ -223,12 +326,7 @@ public final class PaimonHarness {
             }
             messages = write.prepareCommit();
         }
-        CommitMessageSerializer serializer = new CommitMessageSerializer();
-        DataOutputSerializer out = new DataOutputSerializer(4096);
-        serializer.serializeList(messages, out);
-        Files.write(Paths.get(outFile), out.getCopyOfBuffer());
-        return "{\"version\":" + serializer.getVersion() + ",\"messages\":" + messages.size()
-                + ",\"rows\":" + rows + "}";
+        return messages;
     }
 
     private static String commit(String path, String messagesFile, int version, String user, long identifier)
