@@ -235,14 +235,36 @@ def aggregate(fn: FieldFunction, column: pa.Array, groups: Groups) -> pa.Array:
 # ---- min / max ---------------------------------------------------------------------------------------
 
 
-def _float_order_key(column: pa.Array) -> pa.Array:
-    """An integer key ordered as Java's ``Float.compare``/``Double.compare`` order the values."""
+_INT_KEYED = frozenset(
+    {
+        TypeRoot.TINYINT,
+        TypeRoot.SMALLINT,
+        TypeRoot.INT,
+        TypeRoot.BIGINT,
+        TypeRoot.DATE,
+        TypeRoot.TIME,
+        TypeRoot.TIMESTAMP,
+        TypeRoot.TIMESTAMP_LTZ,
+    }
+)
+
+
+def _numeric_order_key(column: pa.Array, root: TypeRoot) -> npt.NDArray[np.int64] | None:
+    """An int64 per row ordered as Java's ``InternalRowUtils.compare`` orders the values (nulls: any
+    value), for the types that have one; None for the others (strings, bytes, decimals)."""
+    if root in _INT_KEYED:
+        # dates, times and timestamps are their integer count of days/millis/units (one unit a column)
+        width = {8: pa.int8(), 16: pa.int16(), 32: pa.int32()}.get(column.type.bit_width, pa.int64())
+        return np.asarray(column.view(width).fill_null(0)).astype(np.int64)
+    if root not in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        return None
+    # Float.compare/Double.compare: -0.0 < 0.0 and NaN (canonicalised by floatToIntBits) above all
     values = np.asarray(column.fill_null(0))
     bits_type = np.int32 if values.dtype == np.float32 else np.int64
-    canonical_nan = np.array(np.nan, dtype=values.dtype).view(bits_type)  # doubleToLongBits
+    canonical_nan = np.array(np.nan, dtype=values.dtype).view(bits_type)
     bits = np.where(np.isnan(values), canonical_nan, values.view(bits_type))
     magnitude = np.iinfo(bits_type).max
-    return pa.array(np.where(bits < 0, bits ^ magnitude, bits))
+    return np.where(bits < 0, bits ^ magnitude, bits).astype(np.int64)
 
 
 def _min_max(fn: FieldFunction, column: pa.Array, g: Groups, candidate: Mask) -> pa.Array:
@@ -251,7 +273,16 @@ def _min_max(fn: FieldFunction, column: pa.Array, g: Groups, candidate: Mask) ->
         if np.any(g.count_where(candidate) > 1):  # InternalRowUtils.compare throws on the first compare
             raise UnsupportedError(f"Incomparable type: {root.value}", field=fn.field, function=fn.name)
         return take(column, g.last_where(candidate))
-    key = _float_order_key(column) if root in (TypeRoot.FLOAT, TypeRoot.DOUBLE) else column
+    numeric = _numeric_order_key(column, root)
+    if numeric is not None:
+        # Per group the best key among the candidates, then a candidate holding it (equal keys are
+        # equal values, so which one does not matter).
+        if fn.name == MIN:
+            best = np.minimum.reduceat(np.where(candidate, numeric, np.iinfo(np.int64).max), g.starts)
+        else:
+            best = np.maximum.reduceat(np.where(candidate, numeric, np.iinfo(np.int64).min), g.starts)
+        return take(column, g.last_where(candidate & (numeric == best[g.row_group])))
+    key = column
     # min: candidates first, ascending -> a group's first row; max: candidates last -> its last row.
     flag = np.where(candidate, 0, 1) if fn.name == MIN else np.where(candidate, 1, 0)
     order = (
