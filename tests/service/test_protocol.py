@@ -142,9 +142,13 @@ def test_tables_create_get_alter_rename_drop(
 def test_unwritable_table_is_refused_by_name(service_client: TestClient, admin: dict[str, str]) -> None:
     service_client.post(f"{P}/databases", json={"name": "db"}, headers=admin)
     body = _create_table_body("pu")
-    body["schema"]["options"] = {"bucket": "2", "merge-engine": "partial-update"}
+    body["schema"]["options"] = {
+        "bucket": "2",
+        "merge-engine": "aggregation",
+        "aggregation.remove-record-on-delete": "true",
+    }
     assert (
-        "merge-engine"
+        "aggregation.remove-record-on-delete"
         in _error(service_client.post(f"{P}/databases/db/tables", json=body, headers=admin), 501)["message"]
     )
     _error(service_client.get(f"{P}/databases/db/tables/pu", headers=admin), 404)
