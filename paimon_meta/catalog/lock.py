@@ -607,17 +607,26 @@ class LockLease:
             LockNotHeldError: the lease was released.
         """
         self.check()
+        statements = self.fenced_statements(idle_timeout_seconds=idle_timeout_seconds)
+        rows = run_batch(conn, [*statements, *also])
+        self.check_fenced(conn, rows[: len(statements)])
+        return rows[len(statements) :]
+
+    def fenced_statements(self, *, idle_timeout_seconds: float | None = None) -> list[Statement]:
+        """The statements of :meth:`open_fenced_transaction` (BEGIN and the validation), for a caller
+        that sends them after statements of its own in one round trip; pass their rows to
+        :meth:`check_fenced`."""
         millis = 0 if idle_timeout_seconds is None else max(1, round(idle_timeout_seconds * 1000))
-        rows = run_batch(
-            conn,
-            [("BEGIN", {}), _VALIDATE_PREPARED.bind({"lock_id": self.lock_id, "idle": f"{millis}ms"}), *also],
-        )
+        return [("BEGIN", {}), _VALIDATE_PREPARED.bind({"lock_id": self.lock_id, "idle": f"{millis}ms"})]
+
+    def check_fenced(self, conn: RawConnection, rows: Sequence[list[dict[str, Any]]]) -> None:
+        """Check the rows of :meth:`fenced_statements`; on a lost lease roll the transaction back and
+        raise ``LockLostError``."""
         try:
             self._check_validated_row(rows[1][0] if rows[1] else None)
         except LockLostError:
             rollback_quietly(conn)
             raise
-        return rows[2:]
 
     # -- renewal -------------------------------------------------------------------------------
 

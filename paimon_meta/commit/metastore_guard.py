@@ -328,14 +328,22 @@ class MetastoreSession(GuardSession):
         # a frozen holder delays a takeover by at most one lease: that is safe because snapshot-N can
         # still be created only once (I2), and the next holder reconciles whatever it finds. Where it
         # is not, the row lock is all that protects the publish, so it is kept as long as the session.
-        atomic = self.guard.snapshots.file_io.capabilities.atomic_create
+        if self.fenced:
+            # Opened with the session (group commit: see LockHold.session), the lease validated and the
+            # resolution checked then; the row lock held since keeps both true.
+            self.lease.check()
+            return
         (resolved,) = self.lease.open_fenced_transaction(
             self.conn,
-            idle_timeout_seconds=float(self.lease.lease_seconds) if atomic else None,
+            idle_timeout_seconds=self.fence_idle_timeout(),
             also=[_RESOLVED.bind({"commit_id": self.ref.commit_id})],  # same round trip
         )
         self.fenced = True
         self._refuse_if_resolved(resolved[0] if resolved else None)
+
+    def fence_idle_timeout(self) -> float | None:
+        atomic = self.guard.snapshots.file_io.capabilities.atomic_create
+        return float(self.lease.lease_seconds) if atomic else None
 
     def _refuse_if_resolved(self, row: dict[str, Any] | None) -> None:
         """I5: a commit that recovery already resolved must never publish. Recovery resolves a commit
@@ -685,25 +693,45 @@ class LockHold:
                     guard._unsent.pop(commit_id, None)
                 self.lease, rows = lease, after[0]
                 self.acquisitions += 1
+                session = MetastoreSession(guard, ref, lease, conn, keep_lock=True, more=self.more)
+                resolved = None
             else:
-                # The lock is ours already: the prepared event (durable before anything of this commit
-                # can publish) and the pointer with this commit's dedupe lookup, in one round trip.
-                results = run_batch(
-                    conn,
-                    [
-                        ("BEGIN", {}),
-                        *guard._prepared_statements(commit_id),
-                        ("COMMIT", {}),
-                        guard.pointer_query(ref),
-                    ],
-                )
-                guard._unsent.pop(commit_id, None)
-                rows = results[-1]
-            assert self.lease is not None
-            session = MetastoreSession(guard, ref, self.lease, conn, keep_lock=True, more=self.more)
+                # The lock is ours already. One round trip: the prepared event (committed: durable before
+                # anything of this commit can publish), the pointer with this commit's dedupe lookup,
+                # and the publishing transaction opened with the lease validated in it (step 4's
+                # fencing, done before staging instead of after: the row lock then held until the
+                # record commits keeps it valid, as it does between the two otherwise).
+                held = self.lease
+                assert held is not None
+                session = MetastoreSession(guard, ref, held, conn, keep_lock=True, more=self.more)
+                prepared = guard._prepared_statements(commit_id)
+                fence = held.fenced_statements(idle_timeout_seconds=session.fence_idle_timeout())
+                try:
+                    held.check()
+                    results = run_batch(
+                        conn,
+                        [
+                            ("BEGIN", {}),
+                            *prepared,
+                            ("COMMIT", {}),
+                            guard.pointer_query(ref),
+                            *fence,
+                            _RESOLVED.bind({"commit_id": ref.commit_id}),
+                        ],
+                    )
+                    guard._unsent.pop(commit_id, None)
+                    at = 2 + len(prepared)
+                    rows = results[at]
+                    held.check_fenced(conn, results[at + 1 : at + 1 + len(fence)])
+                except BaseException:
+                    self._drop()  # lease lost, or the connection in doubt: the retry acquires afresh
+                    raise
+                session.fenced = True
+                resolved = results[-1][0] if results[-1] else None
             self.sessions += 1
             try:
                 session.load_pointer(rows)
+                session._refuse_if_resolved(resolved)
                 yield session
             except BaseException as e:
                 # A conflict ends the session as planned; anything else may have lost the lease or left
