@@ -46,7 +46,9 @@ class GroupSettings:
 
     max_commits: int = 64
     max_hold_seconds: float = 0.5
-    pause_seconds: float = 0.002
+    # After a hold a bound ended (the queue is not empty): time for a waiter that NOTIFY woke to take the
+    # lock first. Too short and, on a loaded machine, this replica wins again before the other wakes.
+    pause_seconds: float = 0.02
 
     def __post_init__(self) -> None:
         if self.max_commits < 1:
