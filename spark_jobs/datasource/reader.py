@@ -1,0 +1,125 @@
+"""Batch reads: one Spark partition per split, read on the executors with the table's read API.
+
+``pushFilters`` and ``partitions`` run in one Python worker on the driver side: the first sorts
+Spark's filters (:mod:`spark_jobs.datasource.filters`), the second opens the catalog, plans the scan
+at the snapshot the options name (partition terms prune partitions, file terms skip files by their
+statistics) and returns one :class:`SplitPartition` per remaining split. A partition carries what an
+executor needs and nothing live: the table's location and storage options, the read schema, the
+projected columns and the split (its files and deletion vectors). ``read`` opens the files by path
+and yields Arrow batches typed as Spark expects them (merge-on-read for primary-key tables).
+
+Projection: Spark 4.x does not push column pruning into Python data sources, so the columns read are
+the DataFrame's schema: the whole table, or those of the ``columns`` option or of a ``.schema(...)``
+naming a subset of the table's columns (with their types).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+
+from paimon_meta.errors import ValidationError
+from paimon_meta.io import get_file_io
+from paimon_meta.spec.arrow import to_arrow_schema
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.table.predicate import FileStatsFilter, partition_predicate
+from paimon_meta.table.read import SplitReader, resolve_projection
+from paimon_meta.table.scan import FileStoreScan, Split
+from paimon_meta.table.snapshots import SchemaManager
+from spark_jobs.common import TableHandle, cast_batch, spark_schema
+from spark_jobs.datasource.filters import PushedFilters, push
+from spark_jobs.datasource.target import SourceOptions, open_target, read_point
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+
+class SplitPartition(InputPartition):
+    """One split and what an executor needs to read it (picklable, no catalog)."""
+
+    def __init__(
+        self, handle: TableHandle, schema: TableSchema, columns: Sequence[str], split: Split
+    ) -> None:
+        super().__init__(split.bucket)
+        self.handle = handle
+        self.schema = schema
+        self.columns = tuple(columns)
+        self.split = split
+
+
+class PaimonReader(DataSourceReader):
+    """The reader of one ``spark.read.format("paimon_meta")`` scan (see the module docstring)."""
+
+    def __init__(self, options: SourceOptions, read_schema: StructType) -> None:
+        self.options = options
+        self.read_schema = read_schema
+        self.pushed = PushedFilters()
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        opened = open_target(self.options)
+        try:
+            _, schema = read_point(opened.table, self.options)
+        finally:
+            opened.close()
+        self.pushed = push(filters, schema)
+        return self.pushed.remaining
+
+    def _columns(self, schema: TableSchema) -> list[str]:
+        """The columns to read: the DataFrame's, each a table column of the type the source reports."""
+        names = list(self.read_schema.fieldNames())
+        unknown = [n for n in names if n not in schema.field_names]
+        if unknown:
+            raise ValidationError(
+                f"columns {unknown} are not in the table (it has {schema.field_names})", fields=unknown
+            )
+        expected = spark_schema(to_arrow_schema(resolve_projection(schema, names)))
+        for want, got in zip(expected.fields, self.read_schema.fields):
+            if want.dataType != got.dataType:
+                raise ValidationError(
+                    f"column {got.name!r} is {want.dataType.simpleString()} in the table, "
+                    f"not {got.dataType.simpleString()}",
+                    field=got.name,
+                )
+        return names
+
+    def partitions(self) -> list[SplitPartition]:
+        opened = open_target(self.options)
+        try:
+            table = opened.table
+            snapshot, schema = read_point(table, self.options)
+            columns = self._columns(schema)
+            if snapshot is None:
+                return []
+            terms = self.pushed.partition_terms
+            scan = FileStoreScan(
+                table.manifest_reader,
+                schema,
+                snapshot,
+                partition_filter=partition_predicate(schema, terms) if terms else None,
+            )
+            splits = scan.plan().splits()
+            stats = FileStatsFilter(schema, self.pushed.file_terms, table.schema_manager.schema)
+            if stats.active:
+                splits = stats.prune(splits)
+            handle = TableHandle.of(table, opened.io_options)
+            return [SplitPartition(handle, schema, columns, s) for s in splits]
+        finally:
+            opened.close()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow
+
+        if not isinstance(partition, SplitPartition):
+            return  # Spark's stand-in InputPartition(None) when a scan plans no split
+        handle = partition.handle
+        file_io = get_file_io(handle.path, handle.io_options)
+        fields = resolve_projection(partition.schema, partition.columns)
+        reader = SplitReader(file_io, partition.schema, SchemaManager(file_io, handle.path), fields)
+        # Exactly the Arrow schema Spark checks batches against (names, types, nullability).
+        target = spark_to_arrow(self.read_schema, timezone="UTC")
+        for table in reader.read([partition.split]):
+            for batch in table.to_batches():
+                yield cast_batch(batch, target)

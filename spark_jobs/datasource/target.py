@@ -1,0 +1,153 @@
+"""The data source's options and the table they name, opened where Spark runs the call.
+
+Spark runs a Python data source's driver-side calls (``schema``, ``reader``/``pushFilters``/
+``partitions``, ``writer``, ``commit``, ``abort``) in Python workers it starts for them, not in the
+driver's own Python process: each call opens the catalog from the options, does its work and closes it
+(no connection outlives a call; the workers are reused). The
+executors never open a catalog: they get a :class:`~spark_jobs.common.TableHandle` (the table's
+location and storage options) and read or write data files only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from paimon_meta.errors import ValidationError
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.tags import TagManager
+from spark_jobs.cli_args import TOKEN_ENV, OpenedTable
+from spark_jobs.common import connect_catalog, parse_options
+
+#: Options the data source reads itself; every other option is a storage/catalog option
+#: (``s3.endpoint``, ``s3.access-key``, ``lock.lease-seconds``, ...).
+PATH = "path"
+METASTORE = "metastore"
+WAREHOUSE = "warehouse"
+SERVICE = "service"
+TOKEN = "token"
+CATALOG_NAME = "catalog-name"
+SNAPSHOT_ID = "snapshot-id"
+TAG = "tag"
+COLUMNS = "columns"
+OVERWRITE_PARTITION = "overwrite-partition"
+SOURCE_OPTIONS = frozenset(
+    {PATH, METASTORE, WAREHOUSE, SERVICE, TOKEN, CATALOG_NAME, SNAPSHOT_ID, TAG, COLUMNS, OVERWRITE_PARTITION}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The parsed options of one read or write (Spark hands them over with lower-cased keys).
+
+    ``table`` is ``db.table`` in a catalog -- the metastore's (``metastore``/``warehouse``, else
+    ``$PAIMON_META_URL``/``$PAIMON_META_WAREHOUSE``) or a commit service's (``service`` + ``token``,
+    else ``$PAIMON_META_TOKEN``) -- or a table location (contains ``/``), opened without a catalog
+    (storage-guarded commits, as ``paimon_meta.open_table``).
+    """
+
+    table: str
+    metastore: str | None = None
+    warehouse: str | None = None
+    service: str | None = None
+    token: str | None = None
+    catalog_name: str | None = None
+    snapshot_id: int | None = None
+    tag: str | None = None
+    columns: tuple[str, ...] | None = None
+    overwrite_partition: dict[str, str] | None = None
+    storage: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def parse(options: Mapping[str, str]) -> SourceOptions:
+        """``ValidationError`` naming the option when one is missing or malformed."""
+        opts = {k.lower(): v for k, v in options.items()}
+        table = (opts.get(PATH) or "").strip()
+        if not table:
+            raise ValidationError(
+                "name the table: .load('db.table') / .save('db.table') (or a table location)", option=PATH
+            )
+        snapshot_id = None
+        if opts.get(SNAPSHOT_ID):
+            try:
+                snapshot_id = int(opts[SNAPSHOT_ID])
+            except ValueError:
+                raise ValidationError(
+                    f"{SNAPSHOT_ID} must be an integer, got {opts[SNAPSHOT_ID]!r}", option=SNAPSHOT_ID
+                ) from None
+        tag = opts.get(TAG) or None
+        if snapshot_id is not None and tag is not None:
+            raise ValidationError(f"give {SNAPSHOT_ID} or {TAG}, not both", option=TAG)
+        columns = None
+        if opts.get(COLUMNS):
+            columns = tuple(c.strip() for c in opts[COLUMNS].split(",") if c.strip())
+        overwrite_partition = None
+        if opts.get(OVERWRITE_PARTITION):
+            try:
+                overwrite_partition = parse_options(opts[OVERWRITE_PARTITION].split(","))
+            except ValueError as e:
+                raise ValidationError(
+                    f"{OVERWRITE_PARTITION} is k=v[,k=v...]: {e}", option=OVERWRITE_PARTITION
+                ) from None
+        return SourceOptions(
+            table=table,
+            metastore=opts.get(METASTORE) or None,
+            warehouse=opts.get(WAREHOUSE) or None,
+            service=opts.get(SERVICE) or None,
+            token=opts.get(TOKEN) or None,
+            catalog_name=opts.get(CATALOG_NAME) or None,
+            snapshot_id=snapshot_id,
+            tag=tag,
+            columns=columns,
+            overwrite_partition=overwrite_partition,
+            storage={k: v for k, v in opts.items() if k not in SOURCE_OPTIONS},
+        )
+
+    @property
+    def is_location(self) -> bool:
+        """Whether ``table`` is a table location rather than a ``db.table`` identifier."""
+        return "/" in self.table and self.metastore is None and self.service is None
+
+
+def open_target(opts: SourceOptions) -> OpenedTable:
+    """The table the options name, open for writing, with the storage options executors need.
+    Close it (``opened.close()``) when done."""
+    if opts.service is not None:
+        from paimon_meta.remote import connect_service
+
+        token = opts.token or os.environ.get(TOKEN_ENV)
+        if not token:
+            raise ValidationError(f"option {SERVICE} needs option {TOKEN} or ${TOKEN_ENV}", option=TOKEN)
+        remote = connect_service(opts.service, token=token, catalog_name=opts.catalog_name, **opts.storage)
+        try:
+            return OpenedTable(remote.get_table(opts.table), dict(opts.storage), remote.close)
+        except BaseException:
+            remote.close()
+            raise
+    if opts.is_location:
+        from paimon_meta.client import open_table
+
+        return OpenedTable(open_table(opts.table, opts.storage), dict(opts.storage), lambda: None)
+    catalog = connect_catalog(opts.metastore, opts.warehouse, opts.storage)
+    try:
+        return OpenedTable(catalog.get_table(opts.table), dict(catalog.file_io_options), catalog.close)
+    except BaseException:
+        catalog.close()
+        raise
+
+
+def read_point(table: FileStoreTable, opts: SourceOptions) -> tuple[Snapshot | None, TableSchema]:
+    """The snapshot a read sees (None: an empty table) and its read schema: the latest snapshot with
+    the table's latest schema, or -- time travel by ``snapshot-id`` or ``tag`` -- that snapshot with
+    the schema it was committed with (as ``ReadBuilder.with_snapshot``). A tag keeps its snapshot
+    even after the snapshot expired."""
+    if opts.snapshot_id is not None:
+        snapshot = table.snapshot(opts.snapshot_id)
+        return snapshot, table.schema_of(snapshot)
+    if opts.tag is not None:
+        snapshot = TagManager(table.file_io, table.path).get(opts.tag).snapshot
+        return snapshot, table.schema_of(snapshot)
+    return table.latest_snapshot(), table.schema
