@@ -47,6 +47,7 @@ from paimon_meta.spec.manifest import (
     ManifestEntry,
     ManifestFileMeta,
 )
+from paimon_meta.spec.option_audit import check_main_branch
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_meta.table.overwrite import OverwriteSpec, PartitionMatcher
 from paimon_meta.table.table import FileStoreTable
@@ -125,6 +126,9 @@ class CommitCoordinator:
         commit_user: str,
         retry: RetryPolicy | None = None,
     ) -> None:
+        # Snapshots are published under the table path (main); a table opened on another branch is
+        # refused here, before anything is written, rather than committed to main.
+        check_main_branch(table.schema.options)
         self.table = table
         self.file_io = table.file_io
         self.table_path = table.path

@@ -59,6 +59,10 @@ class Rule:
 
 _FALSE = frozenset({"false"})
 
+BRANCH = "branch"  # CoreOptions.BRANCH
+MAIN_BRANCH = "main"  # BranchManager.DEFAULT_MAIN_BRANCH
+SCAN_FALLBACK_BRANCH = "scan.fallback-branch"
+
 #: Prefixes under which an unknown key is refused (see the module docstring).
 READ_AFFECTING_PREFIXES = ("scan.", "fields.", "sequence.", "merge-engine")
 
@@ -101,6 +105,10 @@ OPTION_RULES: dict[str, Rule] = {
             "dynamic-partition-overwrite",
             "add-column-before-partition",
             "path",
+            SCAN_FALLBACK_BRANCH,  # partitions missing from the branch read come from this branch
+            # a table opened on a branch carries branch=<name>, as Java's branch tables: a read checks
+            # that it names the branch read (FileStoreTable), writes refuse any but main (check_main_branch)
+            BRANCH,
         ),
     ),
     # ---- refused: they select other rows, other snapshots or another table ------------------------
@@ -132,15 +140,9 @@ OPTION_RULES: dict[str, Rule] = {
         "internal scan mode that changes what a batch scan plans", ("batch-scan-mode",), frozenset({"none"})
     ),
     **_refused(
-        "branches are not implemented: rows come from another branch",
-        (
-            "scan.fallback-branch",
-            "scan.fallback-snapshot-branch",
-            "scan.fallback-delta-branch",
-            "scan.primary-branch",
-        ),
+        "chain tables read snapshot and delta branches together",
+        ("scan.fallback-snapshot-branch", "scan.fallback-delta-branch", "scan.primary-branch"),
     ),
-    **_refused("branches are not implemented: the table is another branch", ("branch",), frozenset({"main"})),
     **_refused(
         "only Paimon tables are read (format, object, lance and iceberg tables are not)",
         ("type",),
@@ -547,7 +549,8 @@ OPTION_RULES: dict[str, Rule] = {
             "scan.watermark.alignment.update-interval",
             "scan.watermark.emit.strategy",
             "scan.watermark.idle-timeout",
-            "scan.fallback-branch.read-fail-fast",  # only with scan.fallback-branch (refused)
+            # Java may fall back to the main read when reading the fallback branch fails; ours fails
+            "scan.fallback-branch.read-fail-fast",
             "chain-table.chain-partition-keys",  # only with chain-table.enabled (refused)
             "chain-table.streaming.merge-snapshot",
             "chain-table.split.key-range-enabled",
@@ -620,6 +623,19 @@ def check_options(options: Mapping[str, str], *, for_write: bool) -> None:
                 option=key,
                 value=value,
             )
+
+
+def check_main_branch(options: Mapping[str, str]) -> None:
+    """``UnsupportedError`` naming the branch when ``options`` (a table's) say it is a branch other than
+    main: only the main branch is committed to, and a commit must not land on main instead."""
+    branch = (options.get(BRANCH) or MAIN_BRANCH).strip()
+    if branch != MAIN_BRANCH:
+        raise UnsupportedError(
+            f"writing to branch {branch!r} is not supported: commits publish only to the main branch",
+            option=BRANCH,
+            value=branch,
+            branch=branch,
+        )
 
 
 def check_read_options(options: Mapping[str, str]) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from paimon_meta.errors import ValidationError
 from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.spec.option_audit import check_main_branch
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.write import TableWrite
@@ -50,6 +51,8 @@ CommitterFactory = Callable[["FileStoreTable", str], Committer]
 
 
 def _factory(table: FileStoreTable) -> CommitterFactory:
+    # before any committer exists: a committer of the table (remote ones too) would publish to main
+    check_main_branch(table.schema.options)
     factory: CommitterFactory | None = getattr(table, "committer_factory", None)
     if factory is None:
         raise ValidationError(

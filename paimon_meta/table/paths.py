@@ -20,6 +20,7 @@ from typing import Any
 
 from paimon_meta.errors import ValidationError
 from paimon_meta.spec.manifest import DataFileMeta, IndexFileMeta
+from paimon_meta.spec.option_audit import MAIN_BRANCH
 from paimon_meta.spec.options import DEFAULT_PARTITION_NAME, CoreOptions
 from paimon_meta.spec.types import DataField, DataType, TypeRoot
 from paimon_meta.table.java_text import (
@@ -46,6 +47,8 @@ BUCKET_PREFIX = "bucket-"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 POSTPONE_BUCKET = -2  # BucketMode.POSTPONE_BUCKET: its directory is bucket-postpone
+BRANCH_DIR = "branch"
+BRANCH_PREFIX = "branch-"
 
 PARTITION_LEGACY_NAME = "partition.legacy-name"
 DATA_FILE_PATH_DIRECTORY = "data-file.path-directory"
@@ -102,6 +105,26 @@ def join_path(base: str, *parts: str) -> str:
         if p:
             out = out + "/" + p.strip("/")
     return out
+
+
+def validate_branch_name(name: str) -> str:
+    """A branch name as Java's ``BranchManager`` accepts it: not blank, not only digits (a number
+    means a snapshot id), and one path component."""
+    if not isinstance(name, str) or not name.strip() or name.isdigit() or "/" in name or name in {".", ".."}:
+        raise ValidationError(
+            f"invalid branch name {name!r}: not blank, not only digits, no '/'", branch=name
+        )
+    return name
+
+
+def branch_path(table_path: str, branch: str) -> str:
+    """``BranchManager.branchPath``: the main branch is the table directory, branch ``b`` is
+    ``<table>/branch/branch-b``. Only a branch's ``snapshot/``, ``schema/`` and ``tag/`` live there:
+    manifests, index files and data files of every branch are in the table's own directories
+    (``FileStorePathFactory`` is rooted at the table path whatever the branch)."""
+    if branch == MAIN_BRANCH:
+        return table_path.rstrip("/")
+    return join_path(table_path, BRANCH_DIR, BRANCH_PREFIX + validate_branch_name(branch))
 
 
 # ---- rendering partition values like Java --------------------------------------------------------

@@ -273,6 +273,8 @@ class Split:
     ``raw_convertible``: the files can be read by concatenation, without merging by key (always for
     append tables; for primary-key tables when no key can appear twice and no row retracts one).
     ``deletion_files``: for deletion-vector tables, each file's deletion vector (None: none).
+    ``fallback``: the split comes from the ``scan.fallback-branch`` of the table read (Java's
+    ``FallbackDataSplit.isFallback``): it is read with that branch's schema.
     """
 
     snapshot_id: int
@@ -284,6 +286,7 @@ class Split:
     bucket_path: str
     raw_convertible: bool
     deletion_files: tuple[DeletionFile | None, ...] | None = None
+    fallback: bool = False
 
     @property
     def row_count(self) -> int:

@@ -11,30 +11,37 @@ Names follow pypaimon (``new_read_builder``, ``with_projection``, ``with_partiti
 ``new_scan().plan().splits()``, ``new_read().to_arrow/to_pandas/to_arrow_batch_reader``).
 ``with_snapshot(id)`` time-travels; like Java and pypaimon, a time-travelled read uses the schema
 that snapshot was committed with, while a read of the latest snapshot uses the table's latest schema.
+
+Branches (Java's ``BranchManager``): ``table.branch("b1")`` (or ``FileStoreTable.open(path, branch="b1")``)
+reads branch ``b1``, whose snapshots and schemas are under ``branch/branch-b1/`` while its manifests and
+data files are in the table's own directories. With ``scan.fallback-branch`` set, a read also returns,
+for each partition the branch read has no file in, that partition from the fallback branch (Java's
+``FallbackReadFileStoreTable``). Commits publish only to the main branch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from paimon_meta.errors import TableNotFoundError, ValidationError
+from paimon_meta.errors import TableNotFoundError, UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io, resolve_location
 from paimon_meta.io.base import FileIO
 from paimon_meta.spec.arrow import to_arrow_schema
 from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.manifest import ManifestEntry, ManifestFileMeta
-from paimon_meta.spec.option_audit import check_read_options
+from paimon_meta.spec.option_audit import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH, check_read_options
 from paimon_meta.spec.options import CoreOptions
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.spec.types import DataField
 from paimon_meta.table.builder import BatchWriteBuilder, StreamWriteBuilder
 from paimon_meta.table.cache import LruCache
-from paimon_meta.table.paths import TablePaths
+from paimon_meta.table.paths import BRANCH_DIR, BRANCH_PREFIX, TablePaths, branch_path, join_path
 from paimon_meta.table.read import SplitReader, resolve_projection
 from paimon_meta.table.scan import (
     DEFAULT_MANIFEST_CACHE_ENTRIES,
@@ -59,7 +66,9 @@ class FileStoreTable:
     """One Paimon table on storage: its schema, snapshots, manifests and data files.
 
     ``options`` are dynamic options layered over the schema's (as Java's ``Table.copy``). The table
-    owns its manifest caches: a new table object starts cold.
+    owns its manifest caches: a new table object starts cold. ``branch``: the branch whose schema
+    ``schema`` is and whose snapshots are read; a branch other than main also sets the ``branch``
+    option, as Java's branch tables do.
     """
 
     def __init__(
@@ -70,13 +79,19 @@ class FileStoreTable:
         options: Mapping[str, str] | None = None,
         *,
         manifest_cache_entries: int = DEFAULT_MANIFEST_CACHE_ENTRIES,
+        branch: str = MAIN_BRANCH,
     ) -> None:
         self.file_io = file_io
         self.path = path.rstrip("/")
+        self.branch_name = branch
+        # snapshot/ and schema/ of the branch; manifests and data stay under self.path (self.paths)
+        self.branch_root = branch_path(self.path, branch)
         self.dynamic_options = dict(options or {})
+        if branch != MAIN_BRANCH:
+            self.dynamic_options[BRANCH] = branch
         self.schema = self._with_options(schema)
-        self.schema_manager = SchemaManager(file_io, self.path)
-        self.snapshot_manager = SnapshotManager(file_io, self.path)
+        self.schema_manager = SchemaManager(file_io, self.branch_root)
+        self.snapshot_manager = SnapshotManager(file_io, self.branch_root)
         self.paths = TablePaths.for_table(self.path, self.schema.partition_type.fields, self.options)
         self.manifest_cache: LruCache[tuple[ManifestEntry, ...]] = LruCache(manifest_cache_entries)
         self.manifest_list_cache: LruCache[tuple[ManifestFileMeta, ...]] = LruCache(manifest_cache_entries)
@@ -94,20 +109,48 @@ class FileStoreTable:
         self.committer_factory: CommitterFactory | None = None
 
     @staticmethod
-    def open(path_or_uri: str, options: Mapping[str, str] | None = None) -> FileStoreTable:
-        """Open the table at a path or URI (``options`` configure the FileIO, e.g. S3 settings).
-        ``TableNotFoundError`` if there is no schema file there."""
+    def open(
+        path_or_uri: str, options: Mapping[str, str] | None = None, *, branch: str = MAIN_BRANCH
+    ) -> FileStoreTable:
+        """Open the table (its ``branch``) at a path or URI (``options`` configure the FileIO, e.g. S3
+        settings). ``TableNotFoundError`` if there is no schema file there."""
         location = resolve_location(path_or_uri)
-        return FileStoreTable.load(get_file_io(location, options), location)
+        return FileStoreTable.load(get_file_io(location, options), location, branch=branch)
 
     @staticmethod
-    def load(file_io: FileIO, path: str) -> FileStoreTable:
-        """Open the table at ``path`` with an existing FileIO (shared by a catalog's tables).
-        ``TableNotFoundError`` if there is no schema file there."""
-        schema = SchemaManager(file_io, path).latest()
+    def load(
+        file_io: FileIO,
+        path: str,
+        *,
+        branch: str = MAIN_BRANCH,
+        options: Mapping[str, str] | None = None,
+    ) -> FileStoreTable:
+        """Open the table (its ``branch``, with dynamic ``options``) at ``path`` with an existing FileIO
+        (shared by a catalog's tables). ``TableNotFoundError`` if the branch has no schema file."""
+        schema = SchemaManager(file_io, branch_path(path, branch)).latest()
         if schema is None:
+            if branch != MAIN_BRANCH:
+                raise TableNotFoundError(
+                    f"table {path} has no branch {branch!r} (no schema file)", path=path, branch=branch
+                )
             raise TableNotFoundError(f"no Paimon table at {path} (no schema file)", path=path)
-        return FileStoreTable(file_io, path, schema)
+        return FileStoreTable(file_io, path, schema, options, branch=branch)
+
+    def branch(self, name: str) -> FileStoreTable:
+        """Branch ``name`` of this table (``main``: the main branch), with the same dynamic options and
+        commit wiring (a commit to a branch other than main is refused before anything is written).
+        ``TableNotFoundError`` if the branch does not exist."""
+        options = {k: v for k, v in self.dynamic_options.items() if k != BRANCH}
+        table = FileStoreTable.load(self.file_io, self.path, branch=name, options=options)
+        table.committer_factory = self.committer_factory
+        return table
+
+    def branch_names(self) -> list[str]:
+        """The table's branches other than main that have a schema, sorted."""
+        directory = join_path(self.path, BRANCH_DIR)
+        pattern = re.compile(rf"^{re.escape(directory)}/{BRANCH_PREFIX}([^/]+)/schema/schema-\d+$")
+        names = {m.group(1) for s in self.file_io.list_recursive(directory) if (m := pattern.match(s.path))}
+        return sorted(names)
 
     def partition_spec(self, raw: bytes) -> dict[str, str]:
         """A serialized partition as its ``{key: value-text}`` spec (Java's partition path values)."""
@@ -175,6 +218,24 @@ class FileStoreTable:
     def new_read_builder(self) -> ReadBuilder:
         return ReadBuilder(self)
 
+    def fallback_branch(self, schema: TableSchema | None = None) -> FileStoreTable | None:
+        """The table on this table's ``scan.fallback-branch`` (as of ``schema``'s options; default the
+        latest schema), or None without one. Built as Java's ``FileStoreTableFactory``: the branch's
+        latest schema with this table's dynamic options. ``ValidationError`` if the branch does not
+        exist."""
+        name = ((schema or self.schema).options.get(SCAN_FALLBACK_BRANCH) or "").strip()
+        if not name:
+            return None
+        options = {k: v for k, v in self.dynamic_options.items() if k != BRANCH}
+        try:
+            return FileStoreTable.load(self.file_io, self.path, branch=name, options=options)
+        except TableNotFoundError:
+            raise ValidationError(
+                f"cannot read {SCAN_FALLBACK_BRANCH}={name!r}: table {self.path} has no branch {name!r}",
+                option=SCAN_FALLBACK_BRANCH,
+                value=name,
+            ) from None
+
     def new_batch_write_builder(self) -> BatchWriteBuilder:
         """Write and commit one batch (pypaimon's ``new_batch_write_builder``)."""
         return BatchWriteBuilder(self)
@@ -187,12 +248,14 @@ class FileStoreTable:
 class ReadBuilder:
     """Configures a scan and a read of one table (pypaimon's ``ReadBuilder``)."""
 
-    def __init__(self, table: FileStoreTable) -> None:
+    def __init__(self, table: FileStoreTable, *, fallback: bool = True) -> None:
         self.table = table
         self._projection: list[str] | None = None
         self._partition_filter: PartitionFilterArg | None = None
         self._buckets: int | Iterable[int] | None = None
         self._snapshot_id: int | None = None
+        # False for the read of a fallback branch itself (Java's createWithoutFallbackBranch)
+        self._use_fallback = fallback
 
     def with_projection(self, projection: Sequence[str]) -> ReadBuilder:
         """Read only these columns, in this order (unknown names fail at ``new_scan``/``new_read``)."""
@@ -222,6 +285,12 @@ class ReadBuilder:
         snapshot = self.table.snapshot(self._snapshot_id)
         return snapshot, self.table.schema_of(snapshot)
 
+    def _checked(self) -> tuple[Snapshot | None, TableSchema]:
+        snapshot, schema = self._snapshot_and_schema()
+        check_read_options(schema.options)
+        _check_branch_option(schema, self.table.branch_name)
+        return snapshot, schema
+
     def read_type(self) -> list[DataField]:
         """The fields a read returns."""
         return resolve_projection(self._snapshot_and_schema()[1], self._projection)
@@ -229,8 +298,7 @@ class ReadBuilder:
     def new_scan(self) -> TableScan:
         """Plans the read; ``UnsupportedError`` naming a table option that changes what a read returns
         and is not implemented (:mod:`paimon_meta.spec.option_audit`)."""
-        snapshot, schema = self._snapshot_and_schema()
-        check_read_options(schema.options)
+        snapshot, schema = self._checked()
         resolve_projection(schema, self._projection)  # fail early on unknown columns
         scan = FileStoreScan(
             self.table.manifest_reader,
@@ -239,46 +307,149 @@ class ReadBuilder:
             partition_filter=self._partition_filter,
             bucket_filter=self._buckets,
         )
-        return TableScan(scan)
+        fallback = self._fallback_builder(snapshot, schema)
+        if fallback is None:
+            return TableScan(scan)
+        # Java's FallbackReadScan: the partitions this branch has (by the partition filter alone, not
+        # the bucket filter) are complete here; the fallback branch serves every other partition.
+        listing = FileStoreScan(
+            self.table.manifest_reader, schema, snapshot, partition_filter=self._partition_filter
+        )
+        return TableScan(scan, fallback=(listing, fallback.new_scan()))
 
     def new_read(self) -> TableRead:
         """Reads splits; refuses the same table options as :meth:`new_scan`."""
-        _, schema = self._snapshot_and_schema()
-        check_read_options(schema.options)
+        snapshot, schema = self._checked()
         fields = resolve_projection(schema, self._projection)
-        return TableRead(SplitReader(self.table.file_io, schema, self.table.schema_manager, fields))
+        reader = SplitReader(self.table.file_io, schema, self.table.schema_manager, fields)
+        fallback = self._fallback_builder(snapshot, schema)
+        return TableRead(reader, None if fallback is None else fallback.new_read().reader)
+
+    def _fallback_builder(self, snapshot: Snapshot | None, schema: TableSchema) -> ReadBuilder | None:
+        """The same read of the ``scan.fallback-branch`` (None without one): the projection by field
+        position, the same filters, and when time travelling the fallback's latest snapshot not newer
+        than the one read here (Java's ``rewriteFallbackOptions``)."""
+        if not self._use_fallback:
+            return None
+        table = self.table.fallback_branch(schema)
+        if table is None:
+            return None
+        builder = ReadBuilder(table, fallback=False)
+        if self._snapshot_id is not None and snapshot is not None:
+            builder._snapshot_id = _snapshot_at_or_before(table, snapshot.time_millis)
+        fallback_schema = builder._snapshot_and_schema()[1]
+        check_fallback_schema(schema, fallback_schema, self.table.branch_name, table.branch_name)
+        if self._projection is not None:
+            positions = [
+                schema.field_names.index(f.name) for f in resolve_projection(schema, self._projection)
+            ]
+            builder._projection = [fallback_schema.fields[i].name for i in positions]
+        builder._partition_filter = self._partition_filter
+        builder._buckets = self._buckets
+        return builder
+
+
+def _check_branch_option(schema: TableSchema, branch: str) -> None:
+    # Java reads the snapshots of the branch its options name; a schema whose branch option names
+    # another branch than the one it was loaded from would mix two branches: refused.
+    named = (schema.options.get(BRANCH) or MAIN_BRANCH).strip()
+    if named != branch:
+        raise UnsupportedError(
+            f"table option {BRANCH}={named!r} names another branch than the one read ({branch!r}); "
+            f"open that branch with FileStoreTable.branch({named!r})",
+            option=BRANCH,
+            value=named,
+        )
+
+
+def _snapshot_at_or_before(table: FileStoreTable, millis: int) -> int:
+    # SnapshotManager.earlierOrEqualTimeMills, else Snapshot.FIRST_SNAPSHOT_ID as Java's fallback read
+    manager = table.snapshot_manager
+    for snapshot_id in reversed(manager.list_snapshot_ids()):
+        if manager.snapshot(snapshot_id).time_millis <= millis:
+            return snapshot_id
+    return 1
+
+
+def check_fallback_schema(
+    main: TableSchema, fallback: TableSchema, main_branch: str, fallback_branch: str
+) -> None:
+    """``FallbackReadFileStoreTable.validateSchema``: the same field types position by position (top-level
+    nullability aside), and if the branch read has primary keys, the same primary keys.
+    ``ValidationError`` naming both branches otherwise."""
+    main_types = [f.type.with_nullable(True) for f in main.fields]
+    fallback_types = [f.type.with_nullable(True) for f in fallback.fields]
+    if main_types != fallback_types:
+        raise ValidationError(
+            f"branch {main_branch!r} and its {SCAN_FALLBACK_BRANCH} {fallback_branch!r} do not have the same "
+            f"row type: {[str(f.type) for f in main.fields]} vs {[str(f.type) for f in fallback.fields]}",
+            option=SCAN_FALLBACK_BRANCH,
+            value=fallback_branch,
+        )
+    if main.primary_keys and list(main.primary_keys) != list(fallback.primary_keys):
+        raise ValidationError(
+            f"branch {main_branch!r} has primary keys {list(main.primary_keys)} but its "
+            f"{SCAN_FALLBACK_BRANCH} {fallback_branch!r} has {list(fallback.primary_keys)}",
+            option=SCAN_FALLBACK_BRANCH,
+            value=fallback_branch,
+        )
 
 
 class TableScan:
     """Plans splits (pypaimon's ``TableScan``)."""
 
-    def __init__(self, scan: FileStoreScan) -> None:
+    def __init__(
+        self, scan: FileStoreScan, *, fallback: tuple[FileStoreScan, TableScan] | None = None
+    ) -> None:
         self.file_store_scan = scan
+        self.fallback = fallback
 
     def plan(self) -> Plan:
-        return self.file_store_scan.plan()
+        plan = self.file_store_scan.plan()
+        if self.fallback is None:
+            return plan
+        listing, fallback_scan = self.fallback
+        complete = {entry.partition for entry in listing.plan_files()}
+        extra = tuple(
+            dataclasses.replace(split, fallback=True)
+            for split in fallback_scan.plan().splits()
+            if split.partition not in complete
+        )
+        return Plan(plan.snapshot_id, plan.split_list + extra)
 
 
 class TableRead:
     """Reads splits into Arrow (pypaimon's ``TableRead``)."""
 
-    def __init__(self, reader: SplitReader) -> None:
+    def __init__(self, reader: SplitReader, fallback_reader: SplitReader | None = None) -> None:
         self.reader = reader
+        self.fallback_reader = fallback_reader
 
     @property
     def schema(self) -> pa.Schema:
         return self.reader.output_schema
 
+    def _read(self, splits: Sequence[Split]) -> Iterator[pa.Table]:
+        for split in splits:
+            if not split.fallback:
+                yield self.reader.read_split(split)
+                continue
+            if self.fallback_reader is None:
+                raise ValidationError("a split of a fallback branch needs a read of a table with one")
+            # the fallback branch's columns, in the projection's positions, under this branch's names
+            table = self.fallback_reader.read_split(split)
+            yield pa.Table.from_arrays(table.columns, schema=self.schema)
+
     def to_arrow(self, splits: Sequence[Split]) -> pa.Table:
         """All rows of ``splits`` as one table (an empty table with the read schema if none)."""
-        tables = list(self.reader.read(splits))
+        tables = list(self._read(splits))
         if not tables:
             return self.schema.empty_table()
         return pa.concat_tables(tables)
 
     def to_arrow_batches(self, splits: Sequence[Split]) -> Iterator[pa.RecordBatch]:
         """The rows as record batches, split by split (one split in memory at a time)."""
-        for table in self.reader.read(splits):
+        for table in self._read(splits):
             yield from table.to_batches()
 
     def to_arrow_batch_reader(self, splits: Sequence[Split]) -> pa.RecordBatchReader:

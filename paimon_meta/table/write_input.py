@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.spec.arrow import to_arrow_type
-from paimon_meta.spec.option_audit import check_write_options
+from paimon_meta.spec.option_audit import check_main_branch, check_write_options
 from paimon_meta.spec.options import parse_memory_size
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import DataField
@@ -58,6 +58,7 @@ def check_writable(schema: TableSchema) -> None:
     paimon_meta does not implement (dynamic/postpone buckets, merge-engine options, options
     :mod:`paimon_meta.spec.option_audit` refuses for writes, ...)."""
     check_write_options(schema.options)
+    check_main_branch(schema.options)
     opts = schema.core_options
     buckets = opts.bucket
     if buckets == 0 or buckets < -2:

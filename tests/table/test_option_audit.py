@@ -175,10 +175,11 @@ def test_merge_engine_options_are_left_to_the_merge_engines() -> None:
 
 def test_refused_message_names_key_and_value() -> None:
     with pytest.raises(UnsupportedError) as err:
-        check_read_options({"a": "1", "branch": "dev", "scan.snapshot-id": "3"})
-    assert err.value.fields == {"option": "branch", "value": "dev"}  # first in key order
-    assert "branch='dev'" in str(err.value)
+        check_read_options({"a": "1", "chain-table.enabled": "true", "scan.snapshot-id": "3"})
+    assert err.value.fields == {"option": "chain-table.enabled", "value": "true"}  # first in key order
+    assert "chain-table.enabled='true'" in str(err.value)
     check_read_options({"branch": "main", "scan.mode": "latest-full", "type": "TABLE"})
+    check_read_options({"branch": "dev", "scan.fallback-branch": "dev"})  # tables/test_branches.py
     check_read_options({"bucket-function.type": "mod"})  # refused for writes only
     with pytest.raises(UnsupportedError):
         check_write_options({"bucket-function.type": "mod"})
