@@ -34,6 +34,10 @@
  *     unpartitioned table, committed -> {"op": "compact", "table": path, "snapshot": id}
  *   {"op": "read", "table": path, "columns": [...]}: a read as by read ->
  *     {"op": "read", "table": path, "header": <the read header line>, "rows": [row, ...]}
+ *   {"op": "create_branch", "table": path, "branch": name}: Table.createBranch(name) (an empty branch
+ *     with the latest schema) -> {"op": "create_branch", "table": path}
+ * Any op may carry "options": {key: value}, the table's dynamic options (FileStoreTableFactory.create
+ * with them: {"branch": "b1"} writes or reads branch b1, {"scan.fallback-branch": "b1"} reads with it).
  * Exit status: 0 when every op succeeded, 1 when any failed.
  *
  * --columns=a,b projects the tables after it onto those columns (ReadBuilder.withProjection), until
@@ -104,6 +108,7 @@ import org.apache.paimon.fs.Path;
 import org.apache.paimon.io.DataInputDeserializer;
 import org.apache.paimon.io.DataOutputSerializer;
 import org.apache.paimon.fs.local.LocalFileIO;
+import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
@@ -246,12 +251,15 @@ public final class PaimonHarness {
             long started = System.nanoTime();
             String result;
             try {
-                FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
-                if (kind.equals("read")) {
+                FileStoreTable table = openTable(path, op.path("options"));
+                if (kind.equals("create_branch")) {
+                    table.createBranch(op.get("branch").asText());
+                    result = prefix + "}";
+                } else if (kind.equals("read")) {
                     List<String> columns = new ArrayList<>();
                     op.path("columns").forEach(c -> columns.add(c.asText()));
                     List<String> lines = new ArrayList<>();
-                    readTable(path, columns, lines);
+                    readTable(table, path, columns, lines);
                     result = prefix + ",\"header\":" + lines.get(0) + ",\"rows\":["
                             + String.join(",", lines.subList(1, lines.size())) + "]}";
                 } else {
@@ -384,9 +392,24 @@ public final class PaimonHarness {
         }
     }
 
+    /** The table at path with dynamic options (an object of key -> value; missing: none). */
+    private static FileStoreTable openTable(String path, JsonNode options) {
+        if (options.isMissingNode() || options.size() == 0) {
+            return FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+        }
+        Options all = new Options();
+        all.set("path", path);
+        options.fields().forEachRemaining(e -> all.set(e.getKey(), e.getValue().asText()));
+        return FileStoreTableFactory.create(LocalFileIO.create(), all);
+    }
+
     private static void readTable(String path, List<String> columns, List<String> lines)
             throws Exception {
-        FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+        readTable(FileStoreTableFactory.create(LocalFileIO.create(), new Path(path)), path, columns, lines);
+    }
+
+    private static void readTable(FileStoreTable table, String path, List<String> columns, List<String> lines)
+            throws Exception {
         ReadBuilder readBuilder = table.newReadBuilder();
         if (!columns.isEmpty()) {
             int[] projection = new int[columns.size()];
