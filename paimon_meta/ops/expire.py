@@ -33,11 +33,13 @@ from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import FileIOError, FileNotFound, UnsupportedError, ValidationError
 from paimon_meta.ops.common import Progress, maintenance_run, quiet, resolve_table, table_lock
 from paimon_meta.ops.references import (
+    BRANCH_DIR,
     DataKey,
     FilePaths,
     SnapshotMetadata,
     consumer_min_next_snapshot,
     data_key,
+    has_files_under,
     live_entries,
     pending_commit_files,
     read_entries,
@@ -129,7 +131,8 @@ def expire_snapshots(
     from the table's options. ``dry_run`` decides under the lock but deletes nothing.
 
     Raises:
-        TableNotFoundError, ValidationError (bad retention), UnsupportedError (decoupled changelog),
+        TableNotFoundError, ValidationError (bad retention), UnsupportedError (decoupled changelog,
+        branches),
         LockTimeoutError, CorruptMetadataError (a retained snapshot's metadata is unreadable: nothing
         is deleted).
     """
@@ -143,6 +146,15 @@ def expire_snapshots(
     )
     config.validate()
     _refuse_decoupled_changelog(table)
+    if has_files_under(table, BRANCH_DIR):
+        # A branch made from a snapshot (not a tag) still reads that snapshot's files; they are not in the
+        # keep-set below, so expiring could delete data a branch reads.
+        raise UnsupportedError(
+            f"{row.identifier} has branches ({', '.join(table.branch_names()) or 'branch/'}); files only "
+            "they still use are not tracked by paimon-meta's expiration, so it is refused (use Java's "
+            "expire_snapshots)",
+            table=row.identifier,
+        )
     report = ExpireReport(row.identifier, dry_run, config)
     audit = maintenance_run(
         catalog, row, MaintenanceOperation.EXPIRE_SNAPSHOTS, dry_run=dry_run, settings=asdict(config)

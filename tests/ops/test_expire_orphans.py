@@ -14,7 +14,7 @@ from sqlalchemy.exc import DBAPIError
 
 import paimon_meta
 from paimon_meta.catalog_api import Catalog
-from paimon_meta.errors import CorruptMetadataError
+from paimon_meta.errors import CorruptMetadataError, UnsupportedError
 from paimon_meta.ops.common import operator_identity
 from paimon_meta.ops.expire import ExpireConfig, expire_snapshots, plan_end
 from paimon_meta.ops.orphans import remove_orphan_files
@@ -276,3 +276,19 @@ def test_a_failed_maintenance_run_is_recorded_with_its_error(catalog: Catalog) -
     assert isinstance(run["result"], dict) and run["result"]["error"] == "CorruptMetadataError"
     with pytest.raises(DBAPIError, match="append-only"), catalog.engine.begin() as conn:
         conn.execute(text("DELETE FROM paimon_maintenance_events"))
+
+
+def test_expire_refuses_a_table_with_branches(catalog: Catalog) -> None:
+    """A branch made from a snapshot reads files expiration would not keep: refused, nothing deleted."""
+    table = create(catalog)
+    for keys in ([1], [2], [3]):
+        write(catalog, keys)
+    table = catalog.get_table(TABLE)
+    branch = table.file_io.join(table.path, "branch", "branch-b1")
+    for sub, name in (("schema", "schema-0"), ("snapshot", "snapshot-1")):
+        source = table.file_io.join(table.path, sub, name)
+        table.file_io.create_if_absent(table.file_io.join(branch, sub, name), table.file_io.read(source))
+    before = sorted(s.path for s in table.file_io.list_recursive(table.path))
+    with pytest.raises(UnsupportedError, match="b1"):
+        expire_snapshots(catalog, TABLE, retain_min=1, retain_max=1, time_retained_ms=0)
+    assert sorted(s.path for s in table.file_io.list_recursive(table.path)) == before
