@@ -1,7 +1,9 @@
 """Benchmark of the control plane (``POST .../commit-messages``): many clients committing to one table
 through the service, with and without group commit, against the library's own contention, side by side.
 
-Every mode commits on its own table of one scratch database and one local warehouse, in this order:
+Every run of a mode commits on its own table of one scratch database and one local warehouse; the modes
+run ``--rounds`` times, the order rotated each round (no mode always first, at the lowest load), and the
+report gives each mode's median round:
 
 * ``library, W writers``: ``--library-writers`` processes, each its own ``paimon_meta.connect`` (the
   in-process commit path, each writer its own lock holder: ``bench/bench_contention.py``'s setup);
@@ -203,15 +205,16 @@ def sequential(catalog: Catalog, service: str, token: str, commits: int) -> dict
 def report(modes: Sequence[dict[str, Any]], seq: dict[str, list[float]], baseline: str) -> list[str]:
     base = next(m for m in modes if m["label"] == baseline)
     lines = [
-        "| mode | clients | commits/s | vs " + baseline + " | p50 / p99 latency | lock holds "
-        "(commits per hold) | load at start |",
+        "| mode | clients | commits/s (median; each round) | vs " + baseline + " | p50 / p99 latency "
+        "| lock holds (commits per hold) | load at start |",
         "|---|---|---|---|---|---|---|",
     ]
     for m in modes:
         lines.append(
-            f"| {m['label']} | {m['clients']} | {m['rate']:.1f} | {m['rate'] / base['rate']:.2f}x | "
-            f"{m['p50_ms']:.1f} / {m['p99_ms']:.1f} ms | {m['lock_holds']} "
-            f"({m['commits'] / max(1, m['lock_holds']):.1f}) | {m['load_at_start'][0]:.2f} |"
+            f"| {m['label']} | {m['clients']} | {m['rate']:.1f} ({', '.join(map(str, m['rates']))}) | "
+            f"{m['rate'] / base['rate']:.2f}x | {m['p50_ms']:.1f} / {m['p99_ms']:.1f} ms | "
+            f"{m['lock_holds']:.0f} ({m['commits'] / max(1, m['lock_holds']):.1f}) | "
+            f"{m['load_at_start'][0]:.1f}-{m['load_at_start'][1]:.1f} |"
         )
     lines.append("")
     skip = min(10, len(seq["in-process"]) // 10)  # warm-up
@@ -237,58 +240,92 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--commits", type=int, default=50, help="commits per client")
     parser.add_argument("--library-writers", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2, help="every mode this often, the order rotated")
     parser.add_argument("--sequential", type=int, default=300, help="commits per side, uncontended")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if not args.url:
         parser.error("--url (or $PAIMON_META_TEST_DSN) is required")
-    if min(args.clients, args.commits, args.library_writers, args.sequential) < 1:
-        parser.error("--clients, --commits, --library-writers and --sequential must be >= 1")
+    if min(args.clients, args.commits, args.library_writers, args.sequential, args.rounds) < 1:
+        parser.error("--clients, --commits, --library-writers, --rounds and --sequential must be >= 1")
     print(f"before: {load()}", flush=True)
-    modes: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
     with scratch_database(args.url) as url, tempfile.TemporaryDirectory(prefix="bench-service-") as tmp_name:
         tmp = Path(tmp_name)
         warehouse = str(tmp / "warehouse")
-        with paimon_meta.connect(url, warehouse) as catalog:
+        with (
+            paimon_meta.connect(url, warehouse) as catalog,
+            servers(url, warehouse, tmp, 1, extra=("--group-max-commits", "1")) as (ungrouped,),
+            servers(url, warehouse, tmp, 2) as replicas,
+        ):
             principals = Principals(catalog.engine)
             token = principals.create("bench", created_by="bench")
             principals.grant("bench", Privilege.WRITE)
+            tables = iter(range(1_000_000))
 
-            def table(name: str) -> str:
-                catalog.create_table(f"db.{name}", SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
-                return f"db.{name}"
+            def table() -> str:
+                name = f"db.t{next(tables)}"
+                catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
+                return name
 
-            for writers in dict.fromkeys((args.library_writers, args.clients)):
-                t = table(f"lib{writers}")
-                targets = [Target(t, args.commits, url=url, warehouse=warehouse) for _ in range(writers)]
-                modes.append(run_clients(catalog, targets, f"library, {writers} writers"))
-            with servers(url, warehouse, tmp, 1, extra=("--group-max-commits", "1")) as (server,):
-                t = table("svc1_nogroup")
-                targets = [
-                    Target(t, args.commits, service=server.uri, token=token) for _ in range(args.clients)
-                ]
-                modes.append(run_clients(catalog, targets, "service, 1 replica, no grouping"))
-            with servers(url, warehouse, tmp, 2) as replicas:
-                t = table("svc1")
-                targets = [
-                    Target(t, args.commits, service=replicas[0].uri, token=token) for _ in range(args.clients)
-                ]
-                modes.append(run_clients(catalog, targets, "service, 1 replica"))
-                t = table("svc2")
-                targets = [
-                    Target(t, args.commits, service=replicas[i % 2].uri, token=token)
+            def library(writers: int) -> list[Target]:
+                t = table()
+                return [Target(t, args.commits, url=url, warehouse=warehouse) for _ in range(writers)]
+
+            def service(uris: Sequence[str]) -> list[Target]:
+                t = table()
+                return [
+                    Target(t, args.commits, service=uris[i % len(uris)], token=token)
                     for i in range(args.clients)
                 ]
-                modes.append(run_clients(catalog, targets, "service, 2 replicas"))
-                seq = sequential(catalog, replicas[0].uri, token, args.sequential)
-                print(f"sequential done: {load()}", flush=True)
+
+            modes: dict[str, Any] = {
+                f"library, {w} writers": (lambda w=w: library(w))
+                for w in dict.fromkeys((args.library_writers, args.clients))
+            }
+            modes["service, 1 replica, no grouping"] = lambda: service([ungrouped.uri])
+            modes["service, 1 replica"] = lambda: service([replicas[0].uri])
+            modes["service, 2 replicas"] = lambda: service([r.uri for r in replicas])
+            names = list(modes)
+            for r in range(args.rounds):
+                # Rotated, so that no mode always runs first (at the lowest load) or last.
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    runs.append(run_clients(catalog, modes[name](), name))
+            seq = sequential(catalog, replicas[0].uri, token, args.sequential)
+            print(f"sequential done: {load()}", flush=True)
     baseline = f"library, {args.library_writers} writers"
-    lines = report(modes, seq, baseline)
+    lines = report(summarise(runs), seq, baseline)
     print(f"after: {load()}")
     print("\n".join(lines))
-    out = {"modes": modes, "sequential": seq, "baseline": baseline}
+    out = {"runs": runs, "sequential": seq, "baseline": baseline}
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=1))
+    return out
+
+
+def summarise(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per mode: the median of its rounds' rates, latencies and lock holds."""
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_mode.setdefault(run["label"], []).append(run)
+    out = []
+    for label, group in by_mode.items():
+        out.append(
+            {
+                "label": label,
+                "clients": group[0]["clients"],
+                "commits": group[0]["commits"],
+                "rate": statistics.median(g["rate"] for g in group),
+                "rates": [round(g["rate"], 1) for g in group],
+                "p50_ms": statistics.median(g["p50_ms"] for g in group),
+                "p99_ms": statistics.median(g["p99_ms"] for g in group),
+                "lock_holds": statistics.median(g["lock_holds"] for g in group),
+                "load_at_start": [
+                    min(g["load_at_start"][0] for g in group),
+                    max(g["load_at_start"][0] for g in group),
+                ],
+            }
+        )
     return out
 
 
