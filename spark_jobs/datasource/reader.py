@@ -2,11 +2,13 @@
 
 ``pushFilters`` and ``partitions`` run in one Python worker on the driver side: the first sorts
 Spark's filters (:mod:`spark_jobs.datasource.filters`), the second opens the catalog, plans the scan
-at the snapshot the options name (partition terms prune partitions, file terms skip files by their
-statistics) and returns one :class:`SplitPartition` per remaining split. A partition carries what an
-executor needs and nothing live: the table's location and storage options, the read schema, the
-projected columns and the split (its files and deletion vectors). ``read`` opens the files by path
-and yields Arrow batches typed as Spark expects them (merge-on-read for primary-key tables).
+with the table's ``ReadBuilder`` at the snapshot the options name (partition terms as its partition
+filter; file terms then skip files by their statistics) and returns one :class:`SplitPartition` per
+remaining split. A partition carries what an executor needs and nothing live: the table's location
+and storage options, the snapshot, the projected columns and the split (its files and deletion
+vectors). ``read`` opens the table by path and reads the split with the same ``ReadBuilder``'s
+``TableRead`` (merge-on-read, deletion vectors, schema evolution, fallback branches, the refusal of
+table options it does not implement), yielding Arrow batches typed as Spark expects them.
 
 Projection: Spark 4.x does not push column pruning into Python data sources, so the columns read are
 the DataFrame's schema: the whole table, or those of the ``columns`` option or of a ``.schema(...)``
@@ -21,16 +23,20 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.io import get_file_io
 from paimon_meta.spec.arrow import to_arrow_schema
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table.predicate import FileStatsFilter, partition_predicate
-from paimon_meta.table.read import SplitReader, resolve_projection
-from paimon_meta.table.scan import FileStoreScan, Split
-from paimon_meta.table.snapshots import SchemaManager
+from paimon_meta.table.read import resolve_projection
+from paimon_meta.table.scan import Split
 from spark_jobs.common import TableHandle, cast_batch, spark_schema
 from spark_jobs.datasource.filters import PushedFilters, push
-from spark_jobs.datasource.target import SourceOptions, open_target, read_point
+from spark_jobs.datasource.target import (
+    SourceOptions,
+    open_target,
+    read_builder,
+    read_schema,
+    snapshot_id_of,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -38,14 +44,15 @@ if TYPE_CHECKING:
 
 
 class SplitPartition(InputPartition):
-    """One split and what an executor needs to read it (picklable, no catalog)."""
+    """One split and what an executor needs to read it (picklable, no catalog): the table's location
+    and storage options, the snapshot time travelled to (None: the latest), the columns, the split."""
 
     def __init__(
-        self, handle: TableHandle, schema: TableSchema, columns: Sequence[str], split: Split
+        self, handle: TableHandle, snapshot_id: int | None, columns: Sequence[str], split: Split
     ) -> None:
         super().__init__(split.bucket)
         self.handle = handle
-        self.schema = schema
+        self.snapshot_id = snapshot_id
         self.columns = tuple(columns)
         self.split = split
 
@@ -61,7 +68,7 @@ class PaimonReader(DataSourceReader):
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
         opened = open_target(self.options)
         try:
-            _, schema = read_point(opened.table, self.options)
+            schema = read_schema(opened.table, snapshot_id_of(opened.table, self.options))
         finally:
             opened.close()
         self.pushed = push(filters, schema)
@@ -89,23 +96,22 @@ class PaimonReader(DataSourceReader):
         opened = open_target(self.options)
         try:
             table = opened.table
-            snapshot, schema = read_point(table, self.options)
+            snapshot_id = snapshot_id_of(table, self.options)
+            schema = read_schema(table, snapshot_id)
             columns = self._columns(schema)
-            if snapshot is None:
-                return []
+            builder = read_builder(table, snapshot_id, columns)
             terms = self.pushed.partition_terms
-            scan = FileStoreScan(
-                table.manifest_reader,
-                schema,
-                snapshot,
-                partition_filter=partition_predicate(schema, terms) if terms else None,
-            )
-            splits = scan.plan().splits()
+            if terms:
+                builder = builder.with_partition_filter(partition_predicate(schema, terms))
+            splits = builder.new_scan().plan().splits()
             stats = FileStatsFilter(schema, self.pushed.file_terms, table.schema_manager.schema)
             if stats.active:
-                splits = stats.prune(splits)
+                # a scan.fallback-branch's splits hold that branch's files (its own schema ids): kept whole
+                splits = stats.prune([s for s in splits if not s.fallback]) + [
+                    s for s in splits if s.fallback
+                ]
             handle = TableHandle.of(table, opened.io_options)
-            return [SplitPartition(handle, schema, columns, s) for s in splits]
+            return [SplitPartition(handle, snapshot_id, columns, s) for s in splits]
         finally:
             opened.close()
 
@@ -114,12 +120,9 @@ class PaimonReader(DataSourceReader):
 
         if not isinstance(partition, SplitPartition):
             return  # Spark's stand-in InputPartition(None) when a scan plans no split
-        handle = partition.handle
-        file_io = get_file_io(handle.path, handle.io_options)
-        fields = resolve_projection(partition.schema, partition.columns)
-        reader = SplitReader(file_io, partition.schema, SchemaManager(file_io, handle.path), fields)
+        table = partition.handle.open()
+        read = read_builder(table, partition.snapshot_id, partition.columns).new_read()
         # Exactly the Arrow schema Spark checks batches against (names, types, nullability).
         target = spark_to_arrow(self.read_schema, timezone="UTC")
-        for table in reader.read([partition.split]):
-            for batch in table.to_batches():
-                yield cast_batch(batch, target)
+        for batch in read.to_arrow_batches([partition.split]):
+            yield cast_batch(batch, target)

@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource
 
 from paimon_meta.spec.arrow import to_arrow_schema
-from paimon_meta.table.read import resolve_projection
 from spark_jobs.common import spark_schema
 from spark_jobs.datasource.reader import PaimonReader
-from spark_jobs.datasource.target import SourceOptions, open_target, read_point
+from spark_jobs.datasource.target import SourceOptions, open_target, read_builder, snapshot_id_of
 from spark_jobs.datasource.writer import PaimonWriter, new_writer
 
 if TYPE_CHECKING:
@@ -52,10 +51,11 @@ class PaimonDataSource(DataSource):
         opts = self._options()
         opened = open_target(opts)
         try:
-            _, schema = read_point(opened.table, opts)
+            table = opened.table
+            builder = read_builder(table, snapshot_id_of(table, opts), opts.columns)
+            fields = builder.read_type()
         finally:
             opened.close()
-        fields = resolve_projection(schema, list(opts.columns) if opts.columns else None)
         return spark_schema(to_arrow_schema(fields))
 
     def reader(self, schema: StructType) -> PaimonReader:

@@ -11,13 +11,13 @@ location and storage options) and read or write data files only.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from paimon_meta.errors import ValidationError
+from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import Snapshot
-from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.table import FileStoreTable, ReadBuilder
 from paimon_meta.table.tags import TagManager
 from spark_jobs.cli_args import TOKEN_ENV, OpenedTable
 from spark_jobs.common import connect_catalog, parse_options
@@ -139,15 +139,49 @@ def open_target(opts: SourceOptions) -> OpenedTable:
         raise
 
 
-def read_point(table: FileStoreTable, opts: SourceOptions) -> tuple[Snapshot | None, TableSchema]:
-    """The snapshot a read sees (None: an empty table) and its read schema: the latest snapshot with
-    the table's latest schema, or -- time travel by ``snapshot-id`` or ``tag`` -- that snapshot with
-    the schema it was committed with (as ``ReadBuilder.with_snapshot``). A tag keeps its snapshot
-    even after the snapshot expired."""
-    if opts.snapshot_id is not None:
-        snapshot = table.snapshot(opts.snapshot_id)
-        return snapshot, table.schema_of(snapshot)
-    if opts.tag is not None:
-        snapshot = TagManager(table.file_io, table.path).get(opts.tag).snapshot
-        return snapshot, table.schema_of(snapshot)
-    return table.latest_snapshot(), table.schema
+def snapshot_id_of(table: FileStoreTable, opts: SourceOptions) -> int | None:
+    """The snapshot a read time-travels to (``snapshot-id``, or the snapshot a ``tag`` keeps), None for
+    the latest. A tag whose snapshot expired (or was rolled back and re-created with other content) is
+    refused: reads go through ``ReadBuilder.with_snapshot``, which needs the snapshot file."""
+    if opts.tag is None:
+        return opts.snapshot_id
+    tagged = TagManager(table.file_io, table.path).get(opts.tag).snapshot
+    manager = table.snapshot_manager
+    if not manager.snapshot_exists(tagged.id) or _identity(manager.snapshot(tagged.id)) != _identity(tagged):
+        raise UnsupportedError(
+            f"tag {opts.tag!r} keeps snapshot {tagged.id}, which no longer exists as a snapshot of "
+            f"{table.path}: reading an expired tag is not supported",
+            tag=opts.tag,
+            snapshot_id=tagged.id,
+        )
+    return tagged.id
+
+
+def _identity(snapshot: Snapshot) -> tuple[object, ...]:
+    # a snapshot id re-created by a rollback is another commit with other manifest lists
+    return (
+        snapshot.dedupe_key,
+        snapshot.time_millis,
+        snapshot.base_manifest_list,
+        snapshot.delta_manifest_list,
+    )
+
+
+def read_builder(
+    table: FileStoreTable, snapshot_id: int | None, columns: Sequence[str] | None = None
+) -> ReadBuilder:
+    """The table's read builder at ``snapshot_id`` (None: the latest), projected to ``columns``."""
+    builder = table.new_read_builder()
+    if snapshot_id is not None:
+        builder = builder.with_snapshot(snapshot_id)
+    if columns is not None:
+        builder = builder.with_projection(columns)
+    return builder
+
+
+def read_schema(table: FileStoreTable, snapshot_id: int | None) -> TableSchema:
+    """The schema a read at ``snapshot_id`` returns rows of, as ``ReadBuilder`` decides it: the latest
+    schema for the latest snapshot, else the schema that snapshot was committed with."""
+    if snapshot_id is None:
+        return table.schema
+    return table.schema_of(table.snapshot(snapshot_id))

@@ -48,7 +48,7 @@ from paimon_meta.serde.commit_message import CURRENT_VERSION, deserialize_commit
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write_input import UNAWARE_BUCKET
+from paimon_meta.table.write_input import UNAWARE_BUCKET, check_writable
 from spark_jobs.batch_write import commit_messages, resolve_overwrite
 from spark_jobs.common import TableHandle
 from spark_jobs.datasource.target import SourceOptions, open_target
@@ -95,6 +95,7 @@ def new_writer(opts: SourceOptions, schema: StructType, overwrite: bool) -> Paim
     opened = open_target(opts)
     try:
         table = opened.table
+        check_writable(table.schema)  # what TableWrite refuses on the executors, refused before any task
         packed = is_packed(schema, table)
         if not packed:
             check_column_names(schema.fieldNames(), table.schema)

@@ -15,7 +15,7 @@ from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThan
 import paimon_meta
 import spark_jobs
 from paimon_meta.catalog_api import Catalog
-from paimon_meta.errors import CommitOutcomeUnknownError
+from paimon_meta.errors import CommitOutcomeUnknownError, UnsupportedError
 from paimon_meta.ops.audit import commit_history
 from paimon_meta.ops.tags import create_tag
 from paimon_meta.spec.bucket import bucket_array
@@ -328,3 +328,20 @@ def test_abort_keeps_a_landed_commit_and_unknown_outcomes_resolve(
 
 def _data_files(table: FileStoreTable) -> set[str]:
     return {str(p) for p in Path(table.path).rglob("data-*")}
+
+
+def test_a_tag_whose_snapshot_expired_is_refused(catalog: Catalog, options: dict[str, str]) -> None:
+    table = append_table(catalog)
+    for start in (0, 10):
+        wb = table.new_batch_write_builder()
+        write = wb.new_write()
+        write.write_arrow(pa.Table.from_pylist(expected(start, 10), schema=SCHEMA))
+        wb.new_commit().commit(write.prepare_commit())
+        write.close()
+    create_tag(catalog, "db.t", "first", 1)
+    tagged = PaimonDataSource({**options, "path": "db.t", "tag": "first"})
+    reader = tagged.reader(tagged.schema())
+    assert sum(p.split.row_count for p in reader.partitions()) == 10
+    table.file_io.delete(table.snapshot_manager.snapshot_path(1))  # expired; the tag keeps its files
+    with pytest.raises(UnsupportedError, match="reading an expired tag is not supported"):
+        tagged.schema()
