@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+import psycopg
 import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -281,7 +282,11 @@ class Catalog:
     @_metastore_call
     def table_row(self, identifier: str) -> TableRow:
         db, name = split_identifier(identifier)
-        return self.registry.get_table_row(db, name)
+        try:
+            with self.lock.connection() as conn:
+                return self.registry.get_table_row_on(conn, db, name)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            raise MetastoreUnavailableError(f"metastore unreachable during table_row: {e}") from e
 
     @_metastore_call
     def rename_table(self, identifier: str, new_identifier: str) -> None:

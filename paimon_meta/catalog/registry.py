@@ -23,7 +23,13 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, union, update
 from sqlalchemy.exc import IntegrityError
 
-from paimon_meta.catalog.lock import DEFAULT_CATALOG_KEY, lock_id_for
+from paimon_meta.catalog.lock import (
+    DEFAULT_CATALOG_KEY,
+    RawConnection,
+    ServerStatement,
+    lock_id_for,
+    run_batch,
+)
 from paimon_meta.db.models import PaimonDatabase, PaimonDatabaseProperty, PaimonTable
 from paimon_meta.errors import (
     DatabaseAlreadyExistsError,
@@ -105,7 +111,11 @@ class TableRow:
     @classmethod
     def from_row(cls, row: Row[Any]) -> TableRow:
         """Build from a row selecting all ``paimon_tables`` columns."""
-        m = row._mapping
+        return cls.from_mapping(row._mapping)
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[Any, Any]) -> TableRow:
+        """Build from a mapping of the ``paimon_tables`` columns (:data:`TABLE_ROW_COLUMNS` at least)."""
         return cls(
             table_id=m["table_id"],
             catalog_key=m["catalog_key"],
@@ -119,6 +129,20 @@ class TableRow:
             updated_at=m["updated_at"],
             timeline=m.get("timeline", 0),
         )
+
+
+TABLE_ROW_COLUMNS = (
+    "table_id, catalog_key, database_name, table_name, location, table_uuid, schema_id, "
+    "latest_snapshot_id, created_at, updated_at, timeline"
+)
+# One round trip on a plain session (no transaction, planned once per connection): the hot lookup of
+# every service request that names a table.
+_TABLE_ROW = ServerStatement(
+    "paimon_table_row",
+    "SELECT " + TABLE_ROW_COLUMNS + " FROM paimon_tables WHERE catalog_key = %(catalog_key)s "  # noqa: S608 - constants
+    "AND database_name = %(database)s AND table_name = %(name)s",
+    (("catalog_key", "text"), ("database", "text"), ("name", "text")),
+)
 
 
 def _constraint(exc: IntegrityError) -> str | None:
@@ -407,6 +431,18 @@ class Registry:
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return TableRow.from_row(row)
+
+    def get_table_row_on(self, conn: RawConnection, database: str, name: str) -> TableRow:
+        """:meth:`get_table_row` on a plain session connection of the lock's pool, in one round trip.
+
+        Raises:
+            TableNotFoundError: not registered.
+        """
+        params = {"catalog_key": self.catalog_key, "database": database, "name": name}
+        rows = run_batch(conn, [_TABLE_ROW.bind(params)])[0]
+        if not rows:
+            raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
+        return TableRow.from_mapping(rows[0])
 
     def get_table_row_by_id(self, table_id: int, *, conn: Connection | None = None) -> TableRow:
         """The row with surrogate id ``table_id`` (any catalog key).
