@@ -4,8 +4,8 @@
   ``<warehouse>/<db>.db/<t>``), Java writes data files into it with its BatchWriteBuilder and hands back
   ``CommitMessageSerializer.serializeList`` bytes without committing (``PaimonHarness write``). Those bytes
   go, as they are, to the control plane's ``POST .../commit-messages`` (in-process TestClient over a
-  Postgres-backed catalog). Then our reader, Java's and paimon-rust's must all see exactly the rows Java
-  wrote.
+  Postgres-backed catalog). Then our reader, Java's, paimon-rust's and pypaimon 2.1.0's must all see
+  exactly the rows Java wrote.
   A fixed-bucket append table, an unaware-bucket append table, a fixed-bucket append table partitioned by
   a nullable BOOLEAN, and a primary-key table, each written twice (for the primary-key table the second
   time with updates and a ``-D``; ``primary-key+compacted`` also has Java fully compact the bucket in
@@ -14,7 +14,8 @@
   (``SchemaManager`` + ``paimon_meta.open_table``), we serialize them as version 3 (what Java <= 1.0
   reads), and Java deserializes and commits them with a ``StreamTableCommit`` straight to storage
   (``PaimonHarness commit``). All readers (ours, both Java versions, paimon-rust) must see the rows, in a
-  snapshot Java wrote. Then our full
+  snapshot Java wrote; pypaimon 2.1.0 cannot read the manifests Java 0.9/1.0-SNAPSHOT write (a strict
+  xfail per version, ``test_pypaimon_reads_what_java_committed``). Then our full
   compaction (``plan_compaction`` + ``run_tasks_locally``), where there is anything to compact (the
   primary-key table; the append tables' buckets have too few files), is committed by Java as well.
 
@@ -30,6 +31,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +52,12 @@ from tests.fixtures.service import make_principal
 from tests.interop.canonical import (
     assert_java_reads_as_we_do,
     assert_same_rows,
+    canonical_arrow,
     canonical_float,
     our_read,
 )
 from tests.interop.java_env import VERSIONS, JavaHarness
+from tests.interop.pypaimon_reader import assert_pypaimon_reads_as_we_do, pypaimon_read_tables
 from tests.interop.rust_reader import assert_rust_reads_as_we_do, rust_read_tables
 from tests.ops.helpers import assert_consistent
 from tests.service.helpers import P, auth
@@ -153,21 +157,45 @@ def java_commit(
     return snapshot
 
 
+@dataclass(frozen=True)
+class Readers:
+    """The other engines reading the tables here: Java (by version), paimon-rust's and pypaimon's pythons."""
+
+    java: dict[str, JavaHarness]
+    rust_python: Path
+    pypaimon_python: Path
+
+
+@pytest.fixture
+def readers(java_harnesses: dict[str, JavaHarness], rust_python: Path, pypaimon_python: Path) -> Readers:
+    return Readers(java_harnesses, rust_python, pypaimon_python)
+
+
 def assert_all_read(
-    harnesses: dict[str, JavaHarness], rust_python: Path, path: str, expected: Sequence[Row], work: Path
+    readers: Readers, path: str, expected: Sequence[Row], work: Path, *, pypaimon: bool = True
 ) -> None:
-    """Our reader sees exactly ``expected``; every Java version and paimon-rust read the table as we do
-    (one JVM per version and one paimon-rust process, side by side)."""
+    """Our reader sees exactly ``expected``; every Java version, paimon-rust and (unless ``pypaimon`` is
+    off: for tables Java committed, see PYPAIMON_JAVA_MANIFESTS) pypaimon read the table as we do (one JVM
+    per version, one paimon-rust and one pypaimon process, side by side)."""
     _, fields, ours = our_read(path)
     assert fields == [f.name for f in PAIMON_FIELDS]
     assert_same_rows(ours, [canonical(r) for r in expected], f"our read of {path} vs what was written")
-    with ThreadPoolExecutor(len(harnesses) + 1) as pool:
-        rust = pool.submit(rust_read_tables, rust_python, [path], work / f"rust-{uuid.uuid4().hex[:8]}")
+    name, harnesses = uuid.uuid4().hex[:8], readers.java
+    with ThreadPoolExecutor(len(harnesses) + 2) as pool:
+        rust = pool.submit(rust_read_tables, readers.rust_python, [path], work / f"rust-{name}")
+        by_pypaimon = (
+            pool.submit(pypaimon_read_tables, readers.pypaimon_python, [path], work / f"pypaimon-{name}")
+            if pypaimon
+            else None
+        )
         reads = dict(zip(harnesses, pool.map(lambda h: h.read_tables([path])[0], harnesses.values())))
         (rust_read,) = rust.result()
+        pypaimon_reads = [] if by_pypaimon is None else by_pypaimon.result()
     for version, read in reads.items():
         assert_java_reads_as_we_do(read, path, version)
     assert_rust_reads_as_we_do(rust_read, path)
+    for pypaimon_read in pypaimon_reads:
+        assert_pypaimon_reads_as_we_do(pypaimon_read, path)
 
 
 # ---- Java writes, we commit (the control plane) --------------------------------------------------
@@ -205,8 +233,7 @@ def test_java_writes_we_commit(
     version: str,
     case: str,
     *,
-    java_harnesses: dict[str, JavaHarness],
-    rust_python: Path,
+    readers: Readers,
     service_client: TestClient,
     service_catalog: Catalog,
     tmp_path: Path,
@@ -218,7 +245,7 @@ def test_java_writes_we_commit(
     )
     path = table.path
     headers = auth(make_principal(service_catalog, "java-job", [("write", "db", "t")]))
-    harness = java_harnesses[version]
+    harness = readers.java[version]
     user = f"java-{version}-{uuid.uuid4().hex[:6]}"
 
     first = source_rows(range(10))
@@ -231,7 +258,7 @@ def test_java_writes_we_commit(
     assert result == {"snapshotIds": [1], "deduplicated": False}
     snapshot = service_catalog.get_table("db.t").latest_snapshot()
     assert snapshot is not None and snapshot.commit_user == user and snapshot.commit_identifier == 1
-    assert_all_read(java_harnesses, rust_python, path, first, tmp_path)
+    assert_all_read(readers, path, first, tmp_path)
 
     # Again, the same identifier: deduplicated, nothing new.
     again = _post_messages(service_client, headers, raw, version=serializer_version, user=user, identifier=1)
@@ -259,7 +286,7 @@ def test_java_writes_we_commit(
     committed = service_catalog.get_table("db.t")
     kinds = [committed.snapshot(s).commit_kind.name for s in result["snapshotIds"]]
     assert kinds == (["APPEND", "COMPACT"] if compacts else ["APPEND"])
-    assert_all_read(java_harnesses, rust_python, path, expected, tmp_path)
+    assert_all_read(readers, path, expected, tmp_path)
     assert_consistent(service_catalog, "db.t")  # storage == event log == pointer, every file present
 
 
@@ -311,13 +338,11 @@ def _our_messages(path: str, rows: Sequence[Row], with_kinds: bool) -> list[Comm
 
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("version", VERSIONS)
-def test_we_write_java_commits(
-    java_harnesses: dict[str, JavaHarness], rust_python: Path, tmp_path: Path, version: str, kind: str
-) -> None:
+def test_we_write_java_commits(readers: Readers, tmp_path: Path, version: str, kind: str) -> None:
     options, partition_keys, primary_keys = KINDS[kind]
     path = _create_on_storage(tmp_path / "t", options, partition_keys, primary_keys)
     buckets = int(options["bucket"])
-    harness = java_harnesses[version]
+    harness = readers.java[version]
     user = f"java-committer-{uuid.uuid4().hex[:6]}"
 
     first = source_rows(range(10))
@@ -327,7 +352,7 @@ def test_we_write_java_commits(
     snapshot = paimon_meta.open_table(path).latest_snapshot()
     assert snapshot is not None and snapshot.commit_user == user and snapshot.commit_identifier == 1
     assert snapshot.commit_kind.name == "APPEND"
-    assert_all_read(java_harnesses, rust_python, path, first, tmp_path)
+    assert_all_read(readers, path, first, tmp_path, pypaimon=False)
 
     second = source_rows(range(10, 14), tag="w")
     expected = first + second
@@ -342,7 +367,7 @@ def test_we_write_java_commits(
     assert java_commit(harness, path, raw, version=3, user=user, identifier=2, work=tmp_path) == 2
     snapshot = paimon_meta.open_table(path).latest_snapshot()
     assert snapshot is not None and snapshot.commit_user == user and snapshot.commit_identifier == 2
-    assert_all_read(java_harnesses, rust_python, path, expected, tmp_path)
+    assert_all_read(readers, path, expected, tmp_path, pypaimon=False)
 
     # Our full compaction (plan + rewrite here), committed by Java as a COMPACT snapshot.
     plan = plan_compaction(paimon_meta.open_table(path))
@@ -361,4 +386,39 @@ def test_we_write_java_commits(
         ("APPEND", user, 3),
         ("COMPACT", user, 3),
     ]
-    assert_all_read(java_harnesses, rust_python, path, expected, tmp_path)
+    assert_all_read(readers, path, expected, tmp_path, pypaimon=False)
+
+
+# Java 0.9.0 and the harness's 1.0-SNAPSHOT write manifests whose DataFileMeta records end at _FILE_SOURCE
+# (no _VALUE_STATS_COLS, nor the later fields); our reader takes them as None. pypaimon 2.1.0 builds the
+# entry with file_dict.get('_VALUE_STATS_COLS') but its ManifestFileManager._get_value_stats_fields then
+# indexes file_dict['_VALUE_STATS_COLS']: a KeyError on every manifest entry Java wrote. So the tables of
+# test_we_write_java_commits (Java writes their manifests) are not read by pypaimon; the tables of
+# test_java_writes_we_commit (we write the manifests) are.
+PYPAIMON_JAVA_MANIFESTS = (
+    "pypaimon 2.1.0 cannot read manifests written by Java Paimon 0.9.0 / the harness's 1.0-SNAPSHOT: they "
+    "have no _VALUE_STATS_COLS field and pypaimon's ManifestFileManager._get_value_stats_fields reads "
+    "file_dict['_VALUE_STATS_COLS'] unconditionally (KeyError)"
+)
+
+
+class PypaimonJavaManifestError(AssertionError):
+    """pypaimon failed on a Java-committed table exactly as PYPAIMON_JAVA_MANIFESTS says."""
+
+
+@pytest.mark.xfail(strict=True, raises=PypaimonJavaManifestError, reason=PYPAIMON_JAVA_MANIFESTS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pypaimon_reads_what_java_committed(readers: Readers, tmp_path: Path, version: str) -> None:
+    options, partition_keys, primary_keys = KINDS["fixed-bucket-append"]
+    path = _create_on_storage(tmp_path / "t", options, partition_keys, primary_keys)
+    rows = source_rows(range(10))
+    raw = serialize_commit_messages(_our_messages(path, rows, False), 3, table_buckets=2)
+    user = f"java-committer-{uuid.uuid4().hex[:6]}"
+    assert (
+        java_commit(readers.java[version], path, raw, version=3, user=user, identifier=1, work=tmp_path) == 1
+    )
+    (read,) = pypaimon_read_tables(readers.pypaimon_python, [path], tmp_path / "pypaimon")
+    if read.error is not None and "KeyError: '_VALUE_STATS_COLS'" in read.error:
+        raise PypaimonJavaManifestError(f"pypaimon on the table Java {version} committed: {read.error}")
+    assert_pypaimon_reads_as_we_do(read, path)
+    assert_same_rows(canonical_arrow(read.data) if read.data else [], [canonical(r) for r in rows], path)
