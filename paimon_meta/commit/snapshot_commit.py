@@ -159,6 +159,8 @@ class SnapshotCommitter:
         snap = request.snapshot
         with self.guard.session(commit_id, 1) as session:
             latest_id = session.latest_snapshot_id()
+            # A rollback reuses the ids above its target: nothing cached under another timeline is the base.
+            self.snapshots.observe_timeline(session.timeline)
             latest = None if latest_id is None else self.snapshots.snapshot(latest_id)
             crashpoints.reached(CrashPoint.AFTER_LOCK)
             t0 = time.monotonic()

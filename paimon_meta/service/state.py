@@ -189,6 +189,10 @@ class ServiceState:
                     self._snapshot_managers.clear()
                 manager = SnapshotManager(self.catalog.table_file_io(location), location)
                 self._snapshot_managers[location] = manager
+        # The row's timeline (read for this request): its cached snapshots are of the table as it is now
+        # (a rollback, through any replica, reuses the ids above its target). Commits check again under
+        # the lock.
+        manager.observe_timeline(row.timeline)
         return manager
 
     def close(self) -> None:

@@ -457,3 +457,32 @@ def test_tags(service_client: TestClient, service_catalog: Catalog, admin: dict[
         ("create_tag", "admin"),
         ("delete_tag", "admin"),
     ]
+
+
+def test_after_a_rollback_elsewhere_the_service_serves_and_builds_on_the_new_timeline(
+    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+) -> None:
+    """Another process rolls the table back and commits a new snapshot 2: this service must neither show
+    its cached old snapshot 2 nor accept a commit built on it (it would resurrect rolled-back data)."""
+    from paimon_meta.ops.rollback import rollback
+
+    url = f"{P}/databases/db/tables/t"
+    seed(service_catalog)
+    snapshots = service_catalog.get_table("db.t").snapshot_manager
+    for _ in range(2):
+        latest = snapshots.latest_snapshot()
+        assert latest is not None
+        assert service_client.post(f"{url}/commit", json=commit_body(latest), headers=admin).json()["success"]
+        service_client.get(f"{url}/snapshot", headers=admin)  # cached by the service
+    old_two = snapshots.snapshot(2)
+    rollback(service_catalog, "db.t", snapshot_id=1)
+    fresh = service_catalog.get_table("db.t").snapshot_manager
+    one = fresh.snapshot(1)
+    assert service_client.post(f"{url}/commit", json=commit_body(one), headers=admin).json()["success"]
+    new_two = fresh.snapshot(2)
+    assert new_two.uuid != old_two.uuid
+    got = service_client.get(f"{url}/snapshot", headers=admin).json()["snapshot"]["snapshot"]
+    assert got["uuid"] == new_two.uuid
+    stale = service_client.post(f"{url}/commit", json=commit_body(old_two), headers=admin).json()
+    assert stale["success"] is False
+    assert fresh.latest_snapshot_id() == 2
