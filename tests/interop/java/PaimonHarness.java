@@ -20,7 +20,8 @@
  * Input values: BOOLEAN true/false; TINYINT..BIGINT integers; FLOAT/DOUBLE numbers (or "NaN",
  * "Infinity", "-Infinity"); DECIMAL string or number; CHAR/VARCHAR string; BINARY/VARBINARY base64;
  * DATE integer days since 1970-01-01 or "yyyy-mm-dd"; TIME integer milliseconds of the day;
- * TIMESTAMP(p)/TIMESTAMP_LTZ(p) integer epoch microseconds.
+ * TIMESTAMP(p)/TIMESTAMP_LTZ(p) integer epoch microseconds, or a string "yyyy-MM-ddTHH:mm:ss[.n...]"
+ * (LocalDateTime.parse; LTZ: the instant in UTC) for nanoseconds.
  *
  * commit: the messages_file (CommitMessageSerializer.serializeList bytes of the given version) is
  * deserialized and committed with a StreamTableCommit for <user> and identifier <id>; stdout carries
@@ -386,6 +387,9 @@ public final class PaimonHarness {
                 return Base64.getDecoder().decode(v.asText());
             case "TIMESTAMP_WITHOUT_TIME_ZONE":
             case "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
+                if (v.isTextual()) { // "yyyy-MM-ddTHH:mm:ss.nnnnnnnnn": nanosecond precision (LTZ: in UTC)
+                    return Timestamp.fromLocalDateTime(LocalDateTime.parse(v.asText()));
+                }
                 return Timestamp.fromMicros(v.asLong());
             default:
                 throw new IllegalArgumentException("the harness cannot write " + type);
