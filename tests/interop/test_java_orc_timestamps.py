@@ -109,11 +109,11 @@ def java_misread(value: str, zone: str) -> int:
     return int(nanos >= 1_000_000 and stored == 0 and wall - offset < 0)
 
 
-FIELDS = [
+FIELDS = (
     DataField(0, "id", INT(nullable=False)),
     *(DataField(1 + p, f"t{p}", TIMESTAMP(p)) for p in PRECISIONS),
     *(DataField(11 + p, f"l{p}", TIMESTAMP_LTZ(p)) for p in PRECISIONS),
-]
+)
 TIMESTAMP_COLUMNS = [f"t{p}" for p in PRECISIONS]
 LTZ_COLUMNS = [f"l{p}" for p in PRECISIONS]
 
