@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from paimon_meta.errors import CorruptMetadataError, UnsupportedError, ValidationError
 from paimon_meta.io.base import FileIO
+from paimon_meta.serde.orc_timestamps import correct_timestamps, writer_timezone
 from paimon_meta.spec.arrow import to_arrow_schema, to_arrow_type
 from paimon_meta.spec.binary_row import Timestamp
 from paimon_meta.spec.manifest import DataFileMeta
@@ -77,7 +78,10 @@ def read_data_file(
         if fmt == "orc":
             of = pa_orc.ORCFile(pa.BufferReader(data))
             present = set(of.schema.names)
-            return of.read(columns=[c for c in columns if c in present])
+            table = of.read(columns=[c for c in columns if c in present])
+            if any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in table.schema):
+                table = correct_timestamps(table, writer_timezone(data, path=path), path=path)
+            return table
         if fmt == "avro":
             records = list(fastavro.reader(io.BytesIO(data)))
             table = (

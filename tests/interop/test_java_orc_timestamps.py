@@ -3,20 +3,16 @@ reads them: TIMESTAMP(0..9) and TIMESTAMP_LTZ(0..9), before 1970, between 1970 a
 after 2038, with and without fractional seconds.
 
 One JVM per Java version, its default time zone ``Asia/Shanghai`` (UTC+8): Java writes one ORC table and
-reads it back; we read the same files. A JVM in UTC writes files we read exactly as Java does (checked while
-finding these rules); a writer in another zone exposes two misreads, both still open (strict xfail here):
+reads it back; we read the same files. A JVM in UTC writes files pyarrow alone reads exactly as Java does;
+a writer in another zone exposed two misreads:
 
-* TIMESTAMP: ORC stores seconds and nanos apart, and the Java writer stores an instant before the epoch
-  whose nanos are >= 1 ms truncated toward zero (one second late); readers take a second off again when the
-  stored seconds are negative. Java (TreeReaderFactory) tests the sign of the UTC seconds, the C++ reader in
-  pyarrow the sign of the wall-clock seconds in the writer's zone. When the two signs differ, pyarrow reads
-  one second off: +1 s for wall clocks in [1969-12-31T23:59:59, writer-offset) in a zone east of UTC
-  (``1970-01-01T00:00:00.001`` reads as ``00:00:01.001`` in Shanghai), -1 s in a zone west of it.
-  :func:`pyarrow_misread` is that rule, exactly; correcting it needs the writer's time zone (the ORC stripe
-  footer's ``writerTimezone``, which pyarrow does not expose).
-* TIMESTAMP_LTZ: Paimon's default (``orc.timestamp-ltz.legacy.type``) stores the instant's UTC wall clock as
-  a local time of the writer's JVM, and converts back with the reader JVM's zone. Java reads the written
-  instants only in the writer's zone; Java in UTC reads what we read (the instant minus the writer's offset).
+* TIMESTAMP: pyarrow reads values whose UTC and writer-zone seconds differ in sign (nanos >= 1 ms) one
+  second off Java (:func:`pyarrow_misread` is the rule, written from the files and checked value by value
+  east and west of UTC; paimon_meta/serde/orc_timestamps.py explains it and corrects it on read).
+* TIMESTAMP_LTZ, still open (strict xfail): Paimon's default (``orc.timestamp-ltz.legacy.type``) stores the
+  instant's UTC wall clock as a local time of the writer's JVM, and converts back with the reader JVM's
+  zone. Java reads the written instants only in the writer's zone; Java in UTC reads what we read (the
+  instant minus the writer's offset).
 
 No Java or jars: skipped with the reason, except under ``CI=true`` where that fails.
 """
@@ -180,28 +176,12 @@ def test_misread_rule() -> None:
     assert all(pyarrow_misread(v, "UTC") == 0 for v in VALUES)
 
 
-def test_timestamps_outside_the_misread_window_read_as_java(run: Run) -> None:
-    """Every TIMESTAMP value the rule says pyarrow reads right is read exactly as Java reads it; the rule
-    leaves some of every precision >= 1 out, so the strict xfail below has something to fix."""
-    for column in TIMESTAMP_COLUMNS:
-        p = int(column[1:])
-        misread = {i for i, v in enumerate(VALUES) if pyarrow_misread(truncated(v, p), WRITER_ZONE)}
-        assert bool(misread) == (p >= 1), (column, misread)
-        right = set(range(len(VALUES))) - misread
-        assert_same_rows(
-            project(run.java, [column], right),
-            project(run.ours, [column], right),
-            f"{column} written by Java {run.version} in {WRITER_ZONE}",
-        )
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="pyarrow reads ORC TIMESTAMPs whose UTC and writer-zone seconds differ in sign one second off "
-    "(pyarrow_misread); correcting them needs the stripe footer's writerTimezone",
-)
 def test_timestamps_read_as_java(run: Run) -> None:
+    """Every TIMESTAMP value, at every precision, as Java reads it: also those pyarrow alone reads a second
+    off (the rule finds some at every precision >= 1, so the case covers the correction)."""
+    for p in PRECISIONS:
+        misread = [v for v in VALUES if pyarrow_misread(truncated(v, p), WRITER_ZONE)]
+        assert bool(misread) == (p >= 1), (p, misread)
     assert_same_rows(
         project(run.java, TIMESTAMP_COLUMNS),
         project(run.ours, TIMESTAMP_COLUMNS),
