@@ -520,6 +520,30 @@ class MetastoreGuard(CommitGuard):
         principal = (PRINCIPAL_SETTING_SQL, {"principal": self.principal or ""})
         return [principal] if event is None else [principal, commit_event_insert(event, key="prep_")]
 
+    def acquire_for(
+        self, conn: RawConnection, commit_id: str, *, owner: str
+    ) -> tuple[LockLease, list[dict[str, Any]]]:
+        """Acquire the table lock on ``conn`` for ``commit_id``: its prepared event (if not sent yet)
+        travels with the first attempt, its pointer and dedupe lookup with the acquiring one. Returns
+        the lease and the pointer rows. The prepared event is forgotten only once it committed (the
+        first attempt committed, or the acquire timed out after it): after any other failure the
+        retry sends it again."""
+        try:
+            lease, after = self.lock.acquire_on(
+                conn,
+                self.lock_id,
+                owner=owner,
+                lease_seconds=self.settings.lease_seconds,
+                timeout_seconds=self.settings.acquire_timeout_seconds,
+                first=self._prepared_statements(commit_id),
+                after=[self.pointer_query(self._refs[commit_id])],
+            )
+        except LockTimeoutError:
+            self._unsent.pop(commit_id, None)  # committed by the first attempt
+            raise
+        self._unsent.pop(commit_id, None)
+        return lease, after[0]
+
     @contextmanager
     def session(self, commit_id: str, attempt: int) -> Iterator[MetastoreSession]:
         if self.hold is not None:
@@ -532,24 +556,11 @@ class MetastoreGuard(CommitGuard):
         # treats a failure to record a durable snapshot as success).
         with _metastore_step("holding the lock", self.lock_id), self.lock.connection() as conn:
             waited = time.monotonic()
-            try:
-                lease, after = self.lock.acquire_on(
-                    conn,
-                    self.lock_id,
-                    owner=self.owner,
-                    lease_seconds=self.settings.lease_seconds,
-                    timeout_seconds=self.settings.acquire_timeout_seconds,
-                    first=self._prepared_statements(commit_id),
-                    after=[self.pointer_query(ref)],
-                )
-            except LockTimeoutError:
-                self._unsent.pop(commit_id, None)  # committed by the first attempt
-                raise
-            self._unsent.pop(commit_id, None)
+            lease, rows = self.acquire_for(conn, commit_id, owner=self.owner)
             session = MetastoreSession(self, ref, lease, conn)
             try:
                 log.debug("lock %s acquired in %.1f ms", self.lock_id, (time.monotonic() - waited) * 1000)
-                session.load_pointer(after[0])
+                session.load_pointer(rows)
                 yield session
             finally:
                 session.close()
@@ -678,20 +689,8 @@ class LockHold:
             if not self.held:
                 self._drop()
                 conn = self._connection()
-                try:
-                    lease, after = self.lock.acquire_on(
-                        conn,
-                        self.lock_id,
-                        owner=self.owner,
-                        lease_seconds=self.settings.lease_seconds,
-                        timeout_seconds=self.settings.acquire_timeout_seconds,
-                        first=guard._prepared_statements(commit_id),
-                        after=[guard.pointer_query(ref)],
-                    )
-                finally:
-                    # Committed by the first attempt (acquired, or timed out waiting).
-                    guard._unsent.pop(commit_id, None)
-                self.lease, rows = lease, after[0]
+                lease, rows = guard.acquire_for(conn, commit_id, owner=self.owner)
+                self.lease = lease
                 self.acquisitions += 1
                 session = MetastoreSession(guard, ref, lease, conn, keep_lock=True, more=self.more)
                 resolved = None
