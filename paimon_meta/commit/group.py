@@ -69,7 +69,6 @@ class GroupReport:
     commits: int
     held_seconds: float
     acquisitions: int
-    queued_after: int
 
 
 @dataclass(slots=True)
@@ -115,10 +114,6 @@ class TableGroup:
                 )
                 self._worker.start()
         return item.future
-
-    @property
-    def queued(self) -> int:
-        return len(self._queue)
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait until the queue is drained and the worker is gone; False if still busy at ``timeout``."""
@@ -179,9 +174,7 @@ class TableGroup:
         finally:
             hold.release()
         if self.observer is not None and commits:
-            report = GroupReport(
-                self.lock_id, commits, time.monotonic() - started, hold.acquisitions, len(self._queue)
-            )
+            report = GroupReport(self.lock_id, commits, time.monotonic() - started, hold.acquisitions)
             try:
                 self.observer(report)
             except Exception:
