@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -17,7 +18,7 @@ from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.coordinator import CommitCoordinator, CommitResult
 from paimon_meta.commit.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.commit.metastore_guard import LockHold, MetastoreGuard
-from paimon_meta.errors import CommitConflictError
+from paimon_meta.errors import CommitConflictError, CommitFailedError
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import CommitKind
 from tests.commit.helpers import append_msg, compact_msg, data_file
@@ -189,3 +190,41 @@ def test_prepare_writes_nothing_that_a_discard_leaves_behind(catalog: Catalog) -
     assert table.snapshot_manager.latest_snapshot_id() is None
     with pytest.raises(ValueError, match="already committed"):
         coordinator.commit_prepared(prepared)
+
+
+def test_a_commit_recovery_resolved_is_never_published_inside_a_hold(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """I5 inside a hold: a later commit's fencing and resolution check run with its session start (not in
+    before_publish); one that recovery already aborted must not publish."""
+    from paimon_meta.catalog.events import Aborted, EventLog
+
+    lock_id = catalog.registry.lock_id("db", "t")
+    hold = LockHold(catalog.lock, lock_id, owner="test-group", settings=catalog.lock_settings)
+
+    def run(identifier: int) -> CommitResult:
+        coordinator = catalog.message_committer("db.t", "u")
+        assert isinstance(coordinator.guard, MetastoreGuard)
+        coordinator.guard.hold = hold
+        try:
+            return coordinator.commit([append_msg(0, 0, data_file(rows=1))], identifier)
+        finally:
+            coordinator.guard.hold = None
+
+    try:
+        assert run(1).snapshot_ids == (1,)
+        original = MetastoreGuard.prepared
+
+        def aborted_meanwhile(self: MetastoreGuard, record: Any) -> None:
+            original(self, record)
+            with catalog.engine.begin() as conn:
+                ref = self._refs[record.commit_id]
+                EventLog.append(conn, Aborted(ref=ref, reason="writer presumed dead"))
+
+        monkeypatch.setattr(MetastoreGuard, "prepared", aborted_meanwhile)
+        with pytest.raises(CommitFailedError, match="will not be published"):
+            run(2)
+    finally:
+        hold.release()
+    assert hold.acquisitions == 1  # the refused commit ran inside the hold
+    assert catalog.get_table("db.t").snapshot_manager.list_snapshot_ids() == [1]
