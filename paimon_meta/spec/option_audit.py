@@ -62,6 +62,11 @@ _FALSE = frozenset({"false"})
 BRANCH = "branch"  # CoreOptions.BRANCH
 MAIN_BRANCH = "main"  # BranchManager.DEFAULT_MAIN_BRANCH
 SCAN_FALLBACK_BRANCH = "scan.fallback-branch"
+# Time travel of a batch read by option (Java's TimeTravelUtil; paimon_meta.table.time_travel)
+SCAN_SNAPSHOT_ID = "scan.snapshot-id"
+SCAN_TAG_NAME = "scan.tag-name"
+SCAN_TIMESTAMP_MILLIS = "scan.timestamp-millis"
+SCAN_MODE = "scan.mode"
 
 #: Prefixes under which an unknown key is refused (see the module docstring).
 READ_AFFECTING_PREFIXES = ("scan.", "fields.", "sequence.", "merge-engine")
@@ -106,6 +111,10 @@ OPTION_RULES: dict[str, Rule] = {
             "add-column-before-partition",
             "path",
             SCAN_FALLBACK_BRANCH,  # partitions missing from the branch read come from this branch
+            # a batch read reads the snapshot they select (paimon_meta.table.time_travel)
+            SCAN_SNAPSHOT_ID,
+            SCAN_TAG_NAME,
+            SCAN_TIMESTAMP_MILLIS,
             # a table opened on a branch carries branch=<name>, as Java's branch tables: a read checks
             # that it names the branch read (FileStoreTable), writes refuse any but main (check_main_branch)
             BRANCH,
@@ -113,16 +122,14 @@ OPTION_RULES: dict[str, Rule] = {
     ),
     # ---- refused: they select other rows, other snapshots or another table ------------------------
     **_refused(
-        "selects the snapshot or rows a batch read returns (time travel and incremental reads by option "
-        "are not implemented; use ReadBuilder.with_snapshot)",
+        "selects the snapshot or rows a batch read returns (time travel by this option and incremental "
+        f"reads are not implemented; use {SCAN_SNAPSHOT_ID}, {SCAN_TAG_NAME}, {SCAN_TIMESTAMP_MILLIS} or "
+        "ReadBuilder.with_snapshot/with_tag)",
         (
             "scan.timestamp",
-            "scan.timestamp-millis",
             "scan.watermark",
             "scan.file-creation-time-millis",
             "scan.creation-time-millis",
-            "scan.snapshot-id",
-            "scan.tag-name",
             "scan.version",
             "scan.bucket",
             "incremental-between",

@@ -9,8 +9,10 @@
 
 Names follow pypaimon (``new_read_builder``, ``with_projection``, ``with_partition_filter``,
 ``new_scan().plan().splits()``, ``new_read().to_arrow/to_pandas/to_arrow_batch_reader``).
-``with_snapshot(id)`` time-travels; like Java and pypaimon, a time-travelled read uses the schema
-that snapshot was committed with, while a read of the latest snapshot uses the table's latest schema.
+``with_snapshot(id)`` and ``with_tag(name)`` time-travel, and so do the table options
+``scan.snapshot-id``, ``scan.tag-name`` and ``scan.timestamp-millis`` (:mod:`paimon_meta.table.time_travel`);
+like Java and pypaimon, a time-travelled read uses the schema that snapshot was committed with, while a
+read of the latest snapshot uses the table's latest schema.
 
 Branches (Java's ``BranchManager``): ``table.branch("b1")`` (or ``FileStoreTable.open(path, branch="b1")``)
 reads branch ``b1``, whose snapshots and schemas are under ``branch/branch-b1/`` while its manifests and
@@ -54,6 +56,8 @@ from paimon_meta.table.scan import (
     Split,
 )
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
+from paimon_meta.table.tags import validate_tag_name
+from paimon_meta.table.time_travel import TimeTravel, TravelKind, resolve, snapshot_at_or_before
 from paimon_meta.table.write_input import check_writable
 
 if TYPE_CHECKING:
@@ -254,6 +258,7 @@ class ReadBuilder:
         self._partition_filter: PartitionFilterArg | None = None
         self._buckets: int | Iterable[int] | None = None
         self._snapshot_id: int | None = None
+        self._tag: str | None = None
         # False for the read of a fallback branch itself (Java's createWithoutFallbackBranch)
         self._use_fallback = fallback
 
@@ -275,21 +280,36 @@ class ReadBuilder:
         return self
 
     def with_snapshot(self, snapshot_id: int) -> ReadBuilder:
-        """Read the table as of this snapshot (with that snapshot's schema)."""
+        """Read the table as of this snapshot (with that snapshot's schema); wins over the table's
+        time-travel options and replaces an earlier ``with_tag``."""
         self._snapshot_id = snapshot_id
+        self._tag = None
         return self
 
-    def _snapshot_and_schema(self) -> tuple[Snapshot | None, TableSchema]:
-        if self._snapshot_id is None:
-            return self.table.latest_snapshot(), self.table.schema
-        snapshot = self.table.snapshot(self._snapshot_id)
-        return snapshot, self.table.schema_of(snapshot)
+    def with_tag(self, name: str) -> ReadBuilder:
+        """Read the snapshot tag ``name`` keeps (with that snapshot's schema), also after the snapshot
+        itself expired; wins over the table's time-travel options and replaces an earlier
+        ``with_snapshot``. ``ValidationError`` for a bad name now, ``TagNotFoundError`` at
+        ``new_scan``/``new_read`` if there is no such tag."""
+        self._tag = validate_tag_name(name)
+        self._snapshot_id = None
+        return self
 
-    def _checked(self) -> tuple[Snapshot | None, TableSchema]:
-        snapshot, schema = self._snapshot_and_schema()
+    def time_travel(self) -> TimeTravel | None:
+        """The snapshot this read travels to and how it was chosen; None for the latest snapshot."""
+        return resolve(self.table, snapshot_id=self._snapshot_id, tag=self._tag)
+
+    def _snapshot_and_schema(self) -> tuple[Snapshot | None, TableSchema, TimeTravel | None]:
+        travel = self.time_travel()
+        if travel is None:
+            return self.table.latest_snapshot(), self.table.schema, None
+        return travel.snapshot, self.table.schema_of(travel.snapshot), travel
+
+    def _checked(self) -> tuple[Snapshot | None, TableSchema, TimeTravel | None]:
+        snapshot, schema, travel = self._snapshot_and_schema()
         check_read_options(schema.options)
         _check_branch_option(schema, self.table.branch_name)
-        return snapshot, schema
+        return snapshot, schema, travel
 
     def read_type(self) -> list[DataField]:
         """The fields a read returns."""
@@ -298,7 +318,7 @@ class ReadBuilder:
     def new_scan(self) -> TableScan:
         """Plans the read; ``UnsupportedError`` naming a table option that changes what a read returns
         and is not implemented (:mod:`paimon_meta.spec.option_audit`)."""
-        snapshot, schema = self._checked()
+        snapshot, schema, travel = self._checked()
         resolve_projection(schema, self._projection)  # fail early on unknown columns
         scan = FileStoreScan(
             self.table.manifest_reader,
@@ -307,7 +327,7 @@ class ReadBuilder:
             partition_filter=self._partition_filter,
             bucket_filter=self._buckets,
         )
-        fallback = self._fallback_builder(snapshot, schema)
+        fallback = self._fallback_builder(schema, travel)
         if fallback is None:
             return TableScan(scan)
         # Java's FallbackReadScan: the partitions this branch has (by the partition filter alone, not
@@ -319,24 +339,35 @@ class ReadBuilder:
 
     def new_read(self) -> TableRead:
         """Reads splits; refuses the same table options as :meth:`new_scan`."""
-        snapshot, schema = self._checked()
+        _, schema, travel = self._checked()
         fields = resolve_projection(schema, self._projection)
         reader = SplitReader(self.table.file_io, schema, self.table.schema_manager, fields)
-        fallback = self._fallback_builder(snapshot, schema)
+        fallback = self._fallback_builder(schema, travel)
         return TableRead(reader, None if fallback is None else fallback.new_read().reader)
 
-    def _fallback_builder(self, snapshot: Snapshot | None, schema: TableSchema) -> ReadBuilder | None:
+    def _fallback_builder(self, schema: TableSchema, travel: TimeTravel | None) -> ReadBuilder | None:
         """The same read of the ``scan.fallback-branch`` (None without one): the projection by field
-        position, the same filters, and when time travelling the fallback's latest snapshot not newer
-        than the one read here (Java's ``rewriteFallbackOptions``)."""
+        position, the same filters, and when time travelling to a snapshot the fallback's latest
+        snapshot not newer than the one read here (Java's ``rewriteFallbackOptions``). Time travel by
+        tag or timestamp with a fallback branch is refused: Java hands those options to the fallback
+        branch unchanged, where they name that branch's own tags and snapshots."""
         if not self._use_fallback:
             return None
         table = self.table.fallback_branch(schema)
         if table is None:
             return None
         builder = ReadBuilder(table, fallback=False)
-        if self._snapshot_id is not None and snapshot is not None:
-            builder._snapshot_id = _snapshot_at_or_before(table, snapshot.time_millis)
+        if travel is not None:
+            if travel.kind is not TravelKind.SNAPSHOT:
+                raise UnsupportedError(
+                    f"time travel by {travel.target} of a table with {SCAN_FALLBACK_BRANCH} is not "
+                    "supported (time travel to a snapshot id is)",
+                    option=SCAN_FALLBACK_BRANCH,
+                    value=table.branch_name,
+                )
+            # SnapshotManager.earlierOrEqualTimeMills, else Snapshot.FIRST_SNAPSHOT_ID as Java does
+            at_or_before = snapshot_at_or_before(table, travel.snapshot.time_millis)
+            builder._snapshot_id = 1 if at_or_before is None else at_or_before.id
         fallback_schema = builder._snapshot_and_schema()[1]
         check_fallback_schema(schema, fallback_schema, self.table.branch_name, table.branch_name)
         if self._projection is not None:
@@ -360,15 +391,6 @@ def _check_branch_option(schema: TableSchema, branch: str) -> None:
             option=BRANCH,
             value=named,
         )
-
-
-def _snapshot_at_or_before(table: FileStoreTable, millis: int) -> int:
-    # SnapshotManager.earlierOrEqualTimeMills, else Snapshot.FIRST_SNAPSHOT_ID as Java's fallback read
-    manager = table.snapshot_manager
-    for snapshot_id in reversed(manager.list_snapshot_ids()):
-        if manager.snapshot(snapshot_id).time_millis <= millis:
-            return snapshot_id
-    return 1
 
 
 def check_fallback_schema(

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table import time_travel
 from paimon_meta.table.table import FileStoreTable, ReadBuilder
-from paimon_meta.table.tags import TagManager
 from spark_jobs.cli_args import TOKEN_ENV, OpenedTable
 from spark_jobs.common import connect_catalog, parse_options
 
@@ -140,31 +139,21 @@ def open_target(opts: SourceOptions) -> OpenedTable:
 
 
 def snapshot_id_of(table: FileStoreTable, opts: SourceOptions) -> int | None:
-    """The snapshot a read time-travels to (``snapshot-id``, or the snapshot a ``tag`` keeps), None for
-    the latest. A tag whose snapshot expired (or was rolled back and re-created with other content) is
-    refused: reads go through ``ReadBuilder.with_snapshot``, which needs the snapshot file."""
-    if opts.tag is None:
-        return opts.snapshot_id
-    tagged = TagManager(table.file_io, table.path).get(opts.tag).snapshot
-    manager = table.snapshot_manager
-    if not manager.snapshot_exists(tagged.id) or _identity(manager.snapshot(tagged.id)) != _identity(tagged):
+    """The snapshot a read time-travels to (``snapshot-id``, the snapshot a ``tag`` keeps, else the
+    table's ``scan.snapshot-id``/``scan.tag-name``/``scan.timestamp-millis``), None for the latest.
+    The executors read by snapshot id, so a tag whose snapshot expired (or was rolled back and
+    re-created with other content) is refused here; ``ReadBuilder.with_tag`` reads it."""
+    travel = time_travel.resolve(table, snapshot_id=opts.snapshot_id, tag=opts.tag)
+    if travel is None:
+        return None
+    if not time_travel.is_stored(table, travel.snapshot):
         raise UnsupportedError(
-            f"tag {opts.tag!r} keeps snapshot {tagged.id}, which no longer exists as a snapshot of "
-            f"{table.path}: reading an expired tag is not supported",
-            tag=opts.tag,
-            snapshot_id=tagged.id,
+            f"{travel.target} keeps snapshot {travel.snapshot.id}, which no longer exists as a snapshot "
+            f"of {table.path}: reading an expired tag is not supported by the Spark data source",
+            target=travel.target,
+            snapshot_id=travel.snapshot.id,
         )
-    return tagged.id
-
-
-def _identity(snapshot: Snapshot) -> tuple[object, ...]:
-    # a snapshot id re-created by a rollback is another commit with other manifest lists
-    return (
-        snapshot.dedupe_key,
-        snapshot.time_millis,
-        snapshot.base_manifest_list,
-        snapshot.delta_manifest_list,
-    )
+    return travel.snapshot.id
 
 
 def read_builder(

@@ -134,9 +134,9 @@ def test_unknown_option_of_another_prefix_is_accepted(base: FileStoreTable) -> N
 
 def test_refusal_from_the_schema_file(base: FileStoreTable, tmp_path: Path) -> None:
     """Options stored in the schema (not only dynamic ones) are refused, by the key's name."""
-    table = make_table(tmp_path, [("k", INT())], options={"scan.tag-name": "t1", "bucket": "1"})
+    table = make_table(tmp_path, [("k", INT())], options={"scan.watermark": "7", "bucket": "1"})
     opened = FileStoreTable.open(table.path)
-    _assert_refused(lambda: opened.new_read_builder().new_scan(), "scan.tag-name")
+    _assert_refused(lambda: opened.new_read_builder().new_scan(), "scan.watermark")
     with pytest.raises(UnsupportedError):
         FileStoreTable.check_schema(
             opened.schema
