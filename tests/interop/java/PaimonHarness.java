@@ -37,8 +37,13 @@
  *     {"op": "read", "table": path, "header": <the read header line>, "rows": [row, ...]}
  *   {"op": "create_branch", "table": path, "branch": name}: Table.createBranch(name) (an empty branch
  *     with the latest schema) -> {"op": "create_branch", "table": path}
+ *   {"op": "create_tag", "table": path, "tag": name, "snapshot": id}: Table.createTag(name, id) (the
+ *     latest snapshot without "snapshot") -> {"op": "create_tag", "table": path}
+ *   {"op": "tags", "table": path}: TagManager.tags(), every tag file parsed ->
+ *     {"op": "tags", "table": path, "tags": {name: {"snapshot": id, "schema": id}, ...}}
  * Any op may carry "options": {key: value}, the table's dynamic options (FileStoreTableFactory.create
- * with them: {"branch": "b1"} writes or reads branch b1, {"scan.fallback-branch": "b1"} reads with it).
+ * with them: {"branch": "b1"} writes or reads branch b1, {"scan.fallback-branch": "b1"} reads with it,
+ * {"scan.tag-name": "t1"} reads tag t1).
  * Exit status: 0 when every op succeeded, 1 when any failed.
  *
  * --columns=a,b projects the tables after it onto those columns (ReadBuilder.withProjection), until
@@ -256,6 +261,23 @@ public final class PaimonHarness {
                 if (kind.equals("create_branch")) {
                     table.createBranch(op.get("branch").asText());
                     result = prefix + "}";
+                } else if (kind.equals("create_tag")) {
+                    if (op.has("snapshot")) {
+                        table.createTag(op.get("tag").asText(), op.get("snapshot").asLong());
+                    } else {
+                        table.createTag(op.get("tag").asText());
+                    }
+                    result = prefix + "}";
+                } else if (kind.equals("tags")) {
+                    List<String> tags = new ArrayList<>();
+                    for (Map.Entry<org.apache.paimon.Snapshot, List<String>> e :
+                            table.tagManager().tags().entrySet()) {
+                        for (String name : e.getValue()) {
+                            tags.add(str(name) + ":{\"snapshot\":" + e.getKey().id()
+                                    + ",\"schema\":" + e.getKey().schemaId() + "}");
+                        }
+                    }
+                    result = prefix + ",\"tags\":{" + String.join(",", tags) + "}}";
                 } else if (kind.equals("read")) {
                     List<String> columns = new ArrayList<>();
                     op.path("columns").forEach(c -> columns.add(c.asText()));
