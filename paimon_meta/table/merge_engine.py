@@ -7,10 +7,12 @@ key, and get one row per key back: its values, ``_VALUE_KIND`` and ``_SEQUENCE_N
 be dropped by the reader); the engine sees only keys with two rows or more:
 
 * ``deduplicate``: the last row (readers keep their own faster path for it).
-* ``partial-update`` (``PartialUpdateMergeFunction`` without sequence groups): each field takes the last
-  non-null value; the result is +I with the last addition's sequence number. A -U/-D is refused unless
-  ``ignore-delete`` (skipped) or ``partial-update.remove-record-on-delete`` (a -D forgets the row so far,
-  a -U is skipped; a key whose last row is a -D becomes a -D).
+* ``partial-update`` (``PartialUpdateMergeFunction``): each field takes the last non-null value; the
+  result is +I with the last addition's sequence number. A -U/-D is refused unless ``ignore-delete``
+  (skipped) or ``partial-update.remove-record-on-delete`` (a -D forgets the row so far, a -U is skipped;
+  a key whose last row is a -D becomes a -D). With sequence groups (``fields.<seq>.sequence-group``), each
+  group's fields follow its sequence fields and retractions retract groups, see
+  :mod:`paimon_meta.table.sequence_group`.
 * ``aggregation`` (``AggregateMergeFunction``): every field folds its rows with its
   ``fields.<f>.aggregate-function`` (else ``fields.default-aggregate-function``, else
   ``last_non_null_value``; primary-key fields keep the input), see :mod:`paimon_meta.table.aggregate`. The
@@ -19,11 +21,15 @@ be dropped by the reader); the engine sees only keys with two rows or more:
   ``ignore-delete``.
 
 Where Java 1.0 would emit a row of nulls (every row of a key skipped: only retractions under
-``ignore-delete``, or nothing but -U after the last -D under ``remove-record-on-delete``), the key is
-dropped instead (a -D result).
+``ignore-delete``, nothing but -U after the last -D under ``remove-record-on-delete``, or only
+retractions whose sequence groups are all null), the key is dropped instead (a -D result). Where only
+retractions reached a key but one set a sequence group, Java emits +I with null primary-key fields; ours
+has the key's (the retraction must survive a compaction that does not see the key's older rows).
 
-Refused with ``UnsupportedError`` naming the option or function: ``fields.<f>.sequence-group`` and
-``partial-update.remove-record-on-sequence-group``, ``aggregation.remove-record-on-delete``,
+Refused with ``UnsupportedError`` naming the option or function: what
+:mod:`~paimon_meta.table.sequence_group` refuses (aggregate functions in partial-update,
+``partial-update.remove-record-on-sequence-group``, ...), sequence groups under ``aggregation``,
+``aggregation.remove-record-on-delete``,
 ``fields.<f>.distinct``, other ``partial-update.*``/``aggregation.*`` keys, and the aggregate functions of
 :data:`aggregate.NOT_IMPLEMENTED` (``count`` is no Java function: refused with Java's message for unknown
 ones). The field options only those functions read (``nested-key``, ``count-limit``, ...) need no check
@@ -47,7 +53,6 @@ from paimon_meta.spec.options import (
     FIELD_DISTINCT,
     FIELD_IGNORE_RETRACT,
     FIELD_LIST_AGG_DELIMITER,
-    FIELD_SEQUENCE_GROUP,
     FIELDS_DEFAULT_AGG_FUNC,
     FIELDS_PREFIX,
     MERGE_ENGINE,
@@ -60,6 +65,13 @@ from paimon_meta.spec.types import DataField
 from paimon_meta.table import aggregate as agg
 from paimon_meta.table.aggregate import FieldFunction, Groups
 from paimon_meta.table.data_file import FileLayout
+from paimon_meta.table.sequence_group import (
+    SequenceGroup,
+    is_sequence_group_key,
+    merge_with_groups,
+    read_fields,
+    sequence_groups,
+)
 
 DEDUPLICATE = "deduplicate"
 PARTIAL_UPDATE = "partial-update"
@@ -140,6 +152,7 @@ class MergeEngine:
     remove_record_on_delete: bool
     options: Mapping[str, str]
     primary_keys: tuple[str, ...]
+    sequence_groups: tuple[SequenceGroup, ...] = ()
 
     @staticmethod
     def for_schema(schema: TableSchema) -> MergeEngine:
@@ -158,6 +171,7 @@ class MergeEngine:
             and _flag(options, PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE),
             options=options,
             primary_keys=tuple(schema.primary_keys),
+            sequence_groups=sequence_groups(schema) if name == PARTIAL_UPDATE else (),
         )
         engine._check(schema)
         return engine
@@ -169,11 +183,13 @@ class MergeEngine:
                 "Do not support use sequence field on FIRST_ROW merge engine.", option=SEQUENCE_FIELD
             )
         for key in options if self.name in (PARTIAL_UPDATE, AGGREGATION) else ():
-            if key.startswith(FIELDS_PREFIX) and key.endswith("." + FIELD_SEQUENCE_GROUP):
-                raise UnsupportedError(f"sequence groups ({key}) are not supported", option=key)
+            if self.name == AGGREGATION and is_sequence_group_key(key):
+                raise UnsupportedError(
+                    f"sequence groups ({key}) under aggregation are not supported", option=key
+                )
             if key.startswith(f"{self.name}.") and key not in _KNOWN_ENGINE_KEYS:
                 raise UnsupportedError(f"unknown {self.name} option {key}", option=key)
-        if self.name == PARTIAL_UPDATE:
+        if self.name == PARTIAL_UPDATE and not self.sequence_groups:
             if PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP in options:
                 key = PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP
                 raise UnsupportedError(f"{key} is not supported (no sequence groups)", option=key)
@@ -246,7 +262,9 @@ class MergeEngine:
 
     def check_retractions(self, fields: Sequence[DataField]) -> None:
         """Refuse -U/-D input that merging would refuse (the writer checks before writing any)."""
-        if self.name == PARTIAL_UPDATE and not (self.ignore_delete or self.remove_record_on_delete):
+        if self.name == PARTIAL_UPDATE and not (
+            self.ignore_delete or self.remove_record_on_delete or self.sequence_groups
+        ):
             raise ValidationError(PARTIAL_UPDATE_DELETE_MESSAGE, option=MERGE_ENGINE)
         if self.name == FIRST_ROW and not self.ignore_delete:
             raise ValidationError(FIRST_ROW_DELETE_MESSAGE, option=MERGE_ENGINE)
@@ -272,6 +290,8 @@ class MergeEngine:
         g = Groups(starts, n, kinds)
         if self.name == AGGREGATION:
             return self._aggregate(columns, fields, kinds, sequences, g)
+        if self.name == PARTIAL_UPDATE and self.sequence_groups:
+            return self._partial_update_groups(columns, fields, kinds, sequences, g)
         if self.name == PARTIAL_UPDATE:
             return self._partial_update(columns, kinds, sequences, g)
         if self.name == FIRST_ROW:
@@ -327,6 +347,33 @@ class MergeEngine:
         any_add = g.last_where(g.is_add)
         out_sequences = sequences[np.where(g.single | (any_add < 0), g.last, any_add)]
         return MergeResult(out, out_kinds, out_sequences)
+
+    def _partial_update_groups(
+        self,
+        columns: Sequence[pa.Array],
+        fields: Sequence[DataField],
+        kinds: npt.NDArray[np.int8],
+        sequences: npt.NDArray[np.int64],
+        g: Groups,
+    ) -> MergeResult:
+        merged, nulls, merged_sequences = merge_with_groups(
+            self.sequence_groups,
+            primary_keys=self.primary_keys,
+            ignore_delete=self.ignore_delete,
+            columns=columns,
+            fields=fields,
+            g=g,
+            sequences=sequences,
+        )
+        out = [pc.if_else(pa.array(g.single), c.take(pa.array(g.starts)), m) for c, m in zip(columns, merged)]
+        out_kinds = np.where(g.single, kinds[g.starts], np.where(nulls, DELETE, INSERT)).astype(np.int8)
+        out_sequences = np.where(g.single, sequences[g.starts], merged_sequences)
+        return MergeResult(out, out_kinds, out_sequences)
+
+    def read_fields(self, schema: TableSchema, fields: Sequence[DataField]) -> list[DataField]:
+        """The fields a read of ``fields`` must merge: they, then the sequence fields of their sequence
+        groups (Java's ``adjustProjection``); the extra ones are dropped after the merge."""
+        return read_fields(self.sequence_groups, schema, fields) if self.sequence_groups else list(fields)
 
     def _aggregate(
         self,

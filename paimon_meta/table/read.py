@@ -214,7 +214,11 @@ class SplitReader:
         ]
         order = (options.get(SEQUENCE_FIELD_SORT_ORDER, "ascending") or "ascending").lower()
         self.seq_order = "descending" if order == "descending" else "ascending"
-        self.out_targets: list[FieldTarget] = [(f.id, f.name, f.type) for f in self.fields]
+        # what the merge needs: the fields read, then the sequence fields of their sequence groups
+        self.merge_fields = tuple(
+            self.engine.read_fields(schema, self.fields) if self.engine else self.fields
+        )
+        self.out_targets: list[FieldTarget] = [(f.id, f.name, f.type) for f in self.merge_fields]
         self._index_files: dict[str, bytes] = {}
 
     # -- one file --
@@ -307,7 +311,7 @@ class SplitReader:
             result = merged.filter(pc.is_in(kind, value_set=_ADD_KINDS))
         else:
             result = self._merge(merged, n_out, n_key, n_seq)
-        return pa.Table.from_arrays(result.columns[:n_out], schema=self.output_schema)
+        return pa.Table.from_arrays(result.columns[: len(self.fields)], schema=self.output_schema)
 
     def _merge(self, merged: pa.Table, n_out: int, n_key: int, n_seq: int) -> pa.Table:
         """Keep, per key, the row that sorts last; drop keys whose winner is a retraction."""
@@ -350,7 +354,7 @@ class SplitReader:
         starts = key_group_starts([ordered.column(k) for k in key_names], ordered.num_rows)
         result = engine.merge(
             [ordered.column(j).combine_chunks() for j in range(n_out)],
-            self.fields,
+            self.merge_fields,
             ordered.column(kind).to_numpy(),
             ordered.column(seq_no).to_numpy(),
             starts,

@@ -246,3 +246,60 @@ def merge_group(
         row = [(f.agg(acc, v) if is_add(kind) else f.retract(acc, v)) for f, acc, v in zip(fns, row, values)]
         latest = seq
     return (row, 0, latest)
+
+
+SeqGroup = tuple[Sequence[int], Sequence[int]]  # sequence field indexes, member field indexes
+
+
+def partial_update_with_groups(
+    rows: Sequence[Row], groups: Sequence[SeqGroup], roots: Sequence[TypeRoot], *, ignore_delete: bool = False
+) -> Row:
+    """Java 0.9/1.0 ``PartialUpdateMergeFunction`` with sequence groups and no aggregators, row by row
+    (``updateWithSequenceGroup`` / ``retractWithSequenceGroup``) under ``ReducerMergeFunctionWrapper``.
+    Java's result as it is: +I, primary-key fields null when no row was an addition."""
+    if len(rows) == 1:
+        return rows[0]
+    width = len(rows[0][0])
+    comparator: dict[int, Sequence[int]] = {}
+    for seq_fields, members in groups:
+        for i in (*members, *seq_fields):
+            comparator[i] = seq_fields
+
+    def compare(a: Sequence[Any], b: Sequence[Any], seq_fields: Sequence[int]) -> int:
+        for i in seq_fields:  # UserDefinedSeqComparator: nulls first
+            if a[i] is None or b[i] is None:
+                if a[i] is None and b[i] is None:
+                    continue
+                return -1 if a[i] is None else 1
+            c = java_compare(a[i], b[i], roots[i])
+            if c:
+                return c
+        return 0
+
+    row: list[Any] = [None] * width
+    latest = -1
+    for values, kind, seq in rows:
+        if not is_add(kind) and ignore_delete:
+            continue
+        if is_add(kind):
+            latest = seq
+        updated: set[int] = set()
+        for i in range(width):
+            if i not in comparator:
+                if is_add(kind) and values[i] is not None:
+                    row[i] = values[i]
+                continue
+            seq_fields = comparator[i]
+            if all(values[j] is None for j in seq_fields):
+                continue  # skip null sequence group
+            if compare(values, row, seq_fields) >= 0:
+                if i in seq_fields:
+                    for j in seq_fields:
+                        if j not in updated or is_add(kind):
+                            row[j] = values[j]
+                            updated.add(j)
+                if is_add(kind):
+                    row[i] = values[i]
+                elif i not in seq_fields:
+                    row[i] = None  # retract normal field
+    return (row, 0, latest if latest >= 0 else rows[-1][2])

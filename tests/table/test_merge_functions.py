@@ -330,7 +330,15 @@ REFUSED = [
         "remove",
     ),
     ({"merge-engine": "aggregation", "fields.s.distinct": "true"}, UnsupportedError, "distinct"),
-    ({"merge-engine": "partial-update", "fields.v.sequence-group": "s"}, UnsupportedError, "sequence-group"),
+    (
+        {
+            "merge-engine": "partial-update",
+            "fields.s.sequence-group": "v",
+            "fields.v.aggregate-function": "sum",
+        },
+        UnsupportedError,
+        "aggregate-function",
+    ),
     (
         {"merge-engine": "partial-update", "partial-update.remove-record-on-sequence-group": "v"},
         UnsupportedError,
