@@ -279,6 +279,8 @@ def _read(ctx: _Context, args: argparse.Namespace) -> Output:
         if not table.snapshot_manager.snapshot_exists(args.snapshot):
             raise NotFoundError(f"{args.table} has no snapshot {args.snapshot} (never written or expired)")
         builder = builder.with_snapshot(args.snapshot)
+    if args.tag is not None:
+        builder = builder.with_tag(args.tag)
     if args.columns:
         builder = builder.with_projection([c.strip() for c in args.columns.split(",") if c.strip()])
     splits = builder.new_scan().plan().splits()
@@ -653,7 +655,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("read", _read, "print rows of a table", remote=True)
     p.add_argument("table", metavar="TABLE", help="db.table")
     p.add_argument("--limit", type=_positive, default=20, help="at most N rows (default 20)")
-    p.add_argument("--snapshot", type=int, metavar="ID", help="read as of this snapshot")
+    at = p.add_mutually_exclusive_group()
+    at.add_argument("--snapshot", type=int, metavar="ID", help="read as of this snapshot")
+    at.add_argument(
+        "--tag", metavar="NAME", help="read the snapshot this tag keeps (also after that snapshot expired)"
+    )
     p.add_argument("--columns", metavar="A,B", help="only these columns")
 
     p = command(
