@@ -7,8 +7,9 @@ table's options, as Java's ``TimeTravelUtil`` and its static starting scanners r
 * ``scan.tag-name``: the snapshot the tag file ``tag/tag-<name>`` holds. A tag file is a whole snapshot,
   so a tag whose snapshot expired still reads: expiration keeps the files tagged snapshots reference.
 * ``scan.timestamp-millis``: the latest snapshot committed at or before that time (Java's
-  ``SnapshotManager.earlierOrEqualTimeMills``). With none, Java 0.9/1.0 return no rows while newer Java
-  refuses; we refuse (``SnapshotNotFoundError``) rather than answer an empty table.
+  ``SnapshotManager.earlierOrEqualTimeMills``). When every snapshot is newer, Java 0.9/1.0 read the
+  earliest snapshot (a snapshot after the time asked for) and Java 1.1 on refuses
+  (``StaticFromTimestampStartingScanner``); we refuse as 1.1 does (``SnapshotNotFoundError``).
 
 As Java's ``SchemaValidation.validateStartupMode``, at most one of them may be set, and only with
 ``scan.mode`` unset or ``default``. A time-travelled read uses the schema its snapshot was committed

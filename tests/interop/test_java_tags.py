@@ -5,11 +5,15 @@ our ``create_tag``, then expire every snapshot but the latest, so ``t2`` outlive
 Java lists our tags (``TagManager.tags()`` parses every tag file) and time-travels to both
 (``scan.tag-name``); the rows must be ours. Theirs: Java writes three commits and tags snapshot 1 as
 ``j1`` (``Table.createTag``); our ``with_tag`` and ``scan.tag-name`` read what Java's tag read returns.
+Time travel by ``scan.snapshot-id`` and ``scan.timestamp-millis`` on a second table of ours (nothing
+expired) reads what Java reads, except before the first snapshot, where Java 0.9/1.0 read the earliest
+snapshot and we refuse, as Java 1.1 on does (checked in its source).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +23,11 @@ import pytest
 
 import paimon_meta
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.errors import SnapshotNotFoundError
 from paimon_meta.io import get_file_io
 from paimon_meta.ops.expire import expire_snapshots
 from paimon_meta.ops.tags import create_tag
-from paimon_meta.spec.option_audit import SCAN_TAG_NAME
+from paimon_meta.spec.option_audit import SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import BIGINT, STRING, DataField
 from paimon_meta.table.snapshots import SchemaManager
@@ -47,6 +52,7 @@ COMMITS = [
     _rows((1, "X")),
     _rows((4, "d")),
 ]
+AT_1 = COMMITS[0]
 AT_2 = _rows((1, "a"), (2, "B"), (3, "c"))
 AT_3 = _rows((1, "X"), (2, "B"), (3, "c"))
 AT_4 = _rows((1, "X"), (2, "B"), (3, "c"), (4, "d"))
@@ -65,19 +71,25 @@ def _read(builder: ReadBuilder) -> list[dict[str, Any]]:
     return canonical_arrow(builder.new_read().to_arrow(builder.new_scan().plan().splits()))
 
 
-def _tag_option(table: FileStoreTable, tag: str) -> FileStoreTable:
-    return FileStoreTable(table.file_io, table.path, table.schema, {SCAN_TAG_NAME: tag})
+def _option(table: FileStoreTable, key: str, value: str) -> FileStoreTable:
+    return FileStoreTable(table.file_io, table.path, table.schema, {key: value})
 
 
-def _ours(catalog: Catalog) -> str:
-    """Our table, tagged and expired past ``t2``; returns its path."""
-    table = catalog.create_table("db.t", ARROW, primary_keys=["id"], options={"bucket": "2"})
-    for rows in COMMITS:
+def _write(catalog: Catalog, identifier: str, commits: list[list[Row]]) -> FileStoreTable:
+    table = catalog.create_table(identifier, ARROW, primary_keys=["id"], options={"bucket": "2"})
+    for rows in commits:
         builder = table.new_batch_write_builder()
         write = builder.new_write()
         write.write_arrow(pa.Table.from_pylist(rows, schema=ARROW))
         builder.new_commit().commit(write.prepare_commit())
         write.close()
+        time.sleep(0.005)  # distinct commit times for scan.timestamp-millis
+    return catalog.get_table(identifier)
+
+
+def _ours(catalog: Catalog) -> str:
+    """Our table, tagged and expired past ``t2``; returns its path."""
+    _write(catalog, "db.t", COMMITS)
     create_tag(catalog, "db.t", "t2", 2)
     create_tag(catalog, "db.t", "t4")
     assert expire_snapshots(catalog, "db.t", retain_min=1, time_retained_ms=0).expired == [1, 2, 3]
@@ -92,6 +104,15 @@ def test_tags_with_java(
     tmp_path: Path, catalog: Catalog, java_harnesses: dict[str, JavaHarness], version: str
 ) -> None:
     ours = _ours(catalog)
+    timed = _write(catalog, "db.u", COMMITS[:3])
+    times = [timed.snapshot(i).time_millis for i in (1, 2, 3)]
+    assert times == sorted(set(times))
+    travels = [
+        (SCAN_SNAPSHOT_ID, "2"),
+        (SCAN_TIMESTAMP_MILLIS, str(times[1])),
+        (SCAN_TIMESTAMP_MILLIS, str(times[1] - 1)),
+        (SCAN_TIMESTAMP_MILLIS, str(times[0] - 1)),
+    ]
     theirs = str(tmp_path / "java.db" / "t")
     fields = (DataField(0, "id", BIGINT(False)), DataField(1, "v", STRING()))
     assert SchemaManager(get_file_io(theirs), theirs).commit_new_schema(
@@ -108,6 +129,7 @@ def test_tags_with_java(
         {"op": "read", "table": theirs, "options": {SCAN_TAG_NAME: "j1"}},
         {"op": "read", "table": theirs, "options": {SCAN_TAG_NAME: "j2"}},
         {"op": "read", "table": theirs},
+        *({"op": "read", "table": timed.path, "options": {key: value}} for key, value in travels),
     ]
     script = tmp_path / "ops.jsonl"
     script.write_text("".join(json.dumps(op) + "\n" for op in ops), encoding="utf-8")
@@ -121,7 +143,7 @@ def test_tags_with_java(
     assert_same_rows(AT_4, canonical_java(answers[2]["rows"]), f"Java {version} reading our t4")
 
     # we read Java's tags as Java does
-    java_j1, java_j2, java_latest = (canonical_java(a["rows"]) for a in answers[-3:])
+    java_j1, java_j2, java_latest = (canonical_java(a["rows"]) for a in answers[-7:-4])
     assert_same_rows(COMMITS[0], java_j1, f"Java {version} j1")
     assert_same_rows(AT_2, java_j2, f"Java {version} j2")
     assert_same_rows(AT_3, java_latest, f"Java {version} latest")
@@ -130,5 +152,15 @@ def test_tags_with_java(
     assert (tag_snapshot(table, "j1").id, tag_snapshot(table, "j2").id) == (1, 2)
     for tag, java_rows in (("j1", java_j1), ("j2", java_j2)):
         assert_same_rows(java_rows, _read(table.new_read_builder().with_tag(tag)), f"our {tag}")
-        assert_same_rows(java_rows, _read(_tag_option(table, tag).new_read_builder()), f"our {tag} option")
+        assert_same_rows(java_rows, _read(_option(table, SCAN_TAG_NAME, tag).new_read_builder()), tag)
     assert_same_rows(java_latest, _read(table.new_read_builder()), "our latest")
+
+    # time travel by snapshot id and by timestamp as Java's
+    java_travels = [canonical_java(a["rows"]) for a in answers[-4:]]
+    for expected, java_rows, (key, value) in zip((AT_2, AT_2, AT_1), java_travels, travels, strict=False):
+        assert_same_rows(expected, java_rows, f"Java {version} {key}={value}")
+    assert_same_rows(AT_1, java_travels[3], f"Java {version} before the first snapshot: the earliest")
+    for (key, value), java_rows in zip(travels[:3], java_travels[:3], strict=True):
+        assert_same_rows(java_rows, _read(_option(timed, key, value).new_read_builder()), f"{key}={value}")
+    with pytest.raises(SnapshotNotFoundError):  # as Java 1.1 on
+        _option(timed, *travels[3]).new_read_builder().new_scan()
