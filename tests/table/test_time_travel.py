@@ -25,6 +25,7 @@ from paimon_meta.spec.option_audit import (
 )
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import BIGINT, STRING, DataField
+from paimon_meta.table.paths import branch_path
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable, ReadBuilder
 from paimon_meta.table.tags import TagManager
@@ -163,3 +164,19 @@ def test_time_travel_with_a_fallback_branch(path: str) -> None:
         with pytest.raises(UnsupportedError) as err:
             _with(path, **{SCAN_FALLBACK_BRANCH: "b1", **options}).new_read_builder().new_scan()
         assert err.value.fields["option"] == SCAN_FALLBACK_BRANCH
+
+
+def test_a_branch_reads_its_own_tags(path: str) -> None:
+    """Java's ``TagManager`` of a branch is rooted at ``branch/branch-<name>/``."""
+    from tests.table.test_branches import create_branch
+
+    create_branch(path, "b1", 2)
+    main = FileStoreTable.open(path)
+    branch = main.branch("b1")
+    TagManager(branch.file_io, branch_path(path, "b1")).create("bt", branch.snapshot(2))
+    assert _rows(branch.new_read_builder().with_tag("bt")) == S2
+    assert _rows(branch.new_read_builder()) == S2
+    with pytest.raises(TagNotFoundError):
+        branch.new_read_builder().with_tag("t1").new_scan()  # main's tags are not the branch's
+    with pytest.raises(TagNotFoundError):
+        main.new_read_builder().with_tag("bt").new_scan()
