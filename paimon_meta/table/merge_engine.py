@@ -27,7 +27,7 @@ retractions reached a key but one set a sequence group, Java emits +I with null 
 has the key's (the retraction must survive a compaction that does not see the key's older rows).
 
 Refused with ``UnsupportedError`` naming the option or function: what
-:mod:`~paimon_meta.table.sequence_group` refuses (aggregate functions in partial-update,
+:mod:`~paimon_meta.table.sequence_group` refuses (order-dependent aggregate functions in partial-update,
 ``partial-update.remove-record-on-sequence-group``, ...), sequence groups under ``aggregation``,
 ``aggregation.remove-record-on-delete``,
 ``fields.<f>.distinct``, other ``partial-update.*``/``aggregation.*`` keys, and the aggregate functions of
@@ -66,6 +66,7 @@ from paimon_meta.table import aggregate as agg
 from paimon_meta.table.aggregate import FieldFunction, Groups
 from paimon_meta.table.data_file import FileLayout
 from paimon_meta.table.sequence_group import (
+    COMMUTATIVE,
     SequenceGroup,
     is_sequence_group_key,
     merge_with_groups,
@@ -255,10 +256,32 @@ class MergeEngine:
             out.append(fn)
         return out
 
+    def group_functions(self, fields: Sequence[DataField]) -> dict[str, FieldFunction]:
+        """Partial-update with sequence groups: the fields of ``fields`` with an aggregate function
+        (``fields.<f>.aggregate-function``; primary keys are never aggregated), by name; only the
+        functions of :data:`sequence_group.COMMUTATIVE` are supported."""
+        out = {}
+        for f in fields:
+            key = _field_key(f.name, FIELD_AGG_FUNCTION)
+            if key not in self.options or f.name in self.primary_keys:
+                continue
+            fn = self.functions([f])[0]
+            if fn.name not in COMMUTATIVE:
+                raise UnsupportedError(
+                    f"aggregate function {fn.name!r} of field {f.name!r} is not supported in partial-update",
+                    option=key,
+                    field=f.name,
+                    function=fn.name,
+                )
+            out[f.name] = fn
+        return out
+
     def check_fields(self, fields: Sequence[DataField]) -> None:
         """Refuse, before anything is read or written, what merging ``fields`` would refuse."""
         if self.name == AGGREGATION:
             self.functions(fields)
+        if self.sequence_groups:
+            self.group_functions(fields)
 
     def check_retractions(self, fields: Sequence[DataField]) -> None:
         """Refuse -U/-D input that merging would refuse (the writer checks before writing any)."""
@@ -268,6 +291,11 @@ class MergeEngine:
             raise ValidationError(PARTIAL_UPDATE_DELETE_MESSAGE, option=MERGE_ENGINE)
         if self.name == FIRST_ROW and not self.ignore_delete:
             raise ValidationError(FIRST_ROW_DELETE_MESSAGE, option=MERGE_ENGINE)
+        if self.sequence_groups:
+            grouped = {n for group in self.sequence_groups for n in group.members}
+            for name, fn in self.group_functions(fields).items():
+                if name in grouped and not fn.retracts:
+                    raise UnsupportedError(agg.retraction_message(fn.name), field=fn.field, function=fn.name)
         if self.name == AGGREGATION:
             for fn in self.functions(fields):
                 if not fn.retracts:
@@ -364,6 +392,7 @@ class MergeEngine:
             fields=fields,
             g=g,
             sequences=sequences,
+            functions=self.group_functions(fields),
         )
         out = [pc.if_else(pa.array(g.single), c.take(pa.array(g.starts)), m) for c, m in zip(columns, merged)]
         out_kinds = np.where(g.single, kinds[g.starts], np.where(nulls, DELETE, INSERT)).astype(np.int8)

@@ -9,16 +9,23 @@ stored sequence only grows, a group ends with the values of its *last row of gre
 rows that reach it, so each group is one sort instead of a row-by-row fold. Fields in no group take the
 last non-null value of the additions, as without groups; retractions leave them alone.
 
-Refused with ``UnsupportedError`` naming the option: aggregate functions with sequence groups
-(``fields.<f>.aggregate-function``, ``fields.default-aggregate-function``),
-``partial-update.remove-record-on-sequence-group``, a sequence field of BOOLEAN, FLOAT/DOUBLE, binary or
-nested type (Java's ordering of those is not reproduced), and a sequence field that is also in another group
-(Java's result then depends on hash-map order).
+A field with ``fields.<f>.aggregate-function`` folds every row that reaches it: in a group, each row whose
+sequence fields are not all null (``agg`` from a row not older than the group, ``aggReversed`` from an
+older one, ``retract`` from a retraction); in none, every addition. Only functions for which
+``aggReversed`` (``agg`` with the operands swapped) is ``agg`` are taken (:data:`COMMUTATIVE`), so the fold
+is :func:`paimon_meta.table.aggregate.aggregate` over those rows.
+
+Refused with ``UnsupportedError`` naming the option: other aggregate functions (``last_value``,
+``first_value``, ``listagg``, ...), ``fields.default-aggregate-function`` (Java 1.0.0 also applies it to
+the sequence fields, later versions do not), ``partial-update.remove-record-on-sequence-group``, a
+sequence field of BOOLEAN, FLOAT/DOUBLE, binary or nested type (Java's ordering of those is not
+reproduced), and a sequence field that is also in another group (Java's result then depends on hash-map
+order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +45,7 @@ from paimon_meta.spec.options import (
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import DataField, TypeRoot
 from paimon_meta.table import aggregate as agg
-from paimon_meta.table.aggregate import Groups
+from paimon_meta.table.aggregate import FieldFunction, Groups
 
 _ORDERED_ROOTS = frozenset(
     {
@@ -58,7 +65,12 @@ _ORDERED_ROOTS = frozenset(
 _SUFFIX = "." + FIELD_SEQUENCE_GROUP
 # pyarrow >= 25 takes null placement per sort key (the global option is deprecated).
 _PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
-SEPARATOR = ","  # CoreOptions.FIELDS_SEPARATOR; Java splits without trimming
+SEPARATOR = ","
+#: The aggregate functions a sequence group takes: those whose aggReversed (Java's agg with the operands
+#: swapped, applied to rows older than the group's sequence) equals agg.
+COMMUTATIVE = frozenset(
+    {agg.SUM, agg.PRODUCT, agg.MIN, agg.MAX, agg.BOOL_AND, agg.BOOL_OR}
+)  # CoreOptions.FIELDS_SEPARATOR; Java splits without trimming
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +141,17 @@ def _check_supported(schema: TableSchema, groups: list[SequenceGroup], member_of
     if PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP in options:
         key = PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP
         raise UnsupportedError(f"{key} is not supported", option=key)
-    agg_keys = [FIELDS_DEFAULT_AGG_FUNC] + [
-        f"{FIELDS_PREFIX}{n}.{FIELD_AGG_FUNCTION}" for n in schema.field_names
-    ]
-    for key in agg_keys:
-        if key in options:
-            raise UnsupportedError(
-                f"aggregate functions in sequence groups ({key}) are not supported", option=key
-            )
+    if FIELDS_DEFAULT_AGG_FUNC in options:
+        # Java 1.0.0 also aggregates the sequence fields with it (apache/paimon#4897 fixed that later)
+        key = FIELDS_DEFAULT_AGG_FUNC
+        raise UnsupportedError(f"{key} with sequence groups is not supported", option=key)
+    sequence_fields = [n for group in groups for n in group.sequence_fields]
+    illegal = sorted({n for n in sequence_fields if f"{FIELDS_PREFIX}{n}.{FIELD_AGG_FUNCTION}" in options})
+    if illegal:
+        raise ValidationError(
+            f"Should not defined aggregation function on sequence group: {illegal}",
+            option=f"{FIELDS_PREFIX}{illegal[0]}.{FIELD_AGG_FUNCTION}",
+        )
     owner: dict[str, str] = {}
     for group in groups:
         for name in group.sequence_fields:
@@ -181,11 +196,12 @@ def merge_with_groups(
     fields: Sequence[DataField],
     g: Groups,
     sequences: npt.NDArray[np.int64],
+    functions: Mapping[str, FieldFunction],
 ) -> tuple[list[pa.Array], npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
     """Partial-update merge of key groups ``g`` with sequence groups: the value columns, whether Java's
     result is a row of nulls (nothing reached the key: the caller drops it) and the result's sequence
     numbers. ``fields`` must hold the sequence fields of every group one of them is in
-    (:func:`read_fields`)."""
+    (:func:`read_fields`); ``functions``: the aggregate functions of fields, all in :data:`COMMUTATIVE`."""
     position = {f.name: i for i, f in enumerate(fields)}
     reached = g.is_add if ignore_delete else np.ones(g.n, dtype=bool)
     out: list[pa.Array | None] = [None] * len(columns)
@@ -202,6 +218,12 @@ def merge_with_groups(
         touched |= winner >= 0
         won_by_add = (winner >= 0) & g.is_add[np.maximum(winner, 0)]
         for i in decided:
+            fn = functions.get(fields[i].name)
+            if fn is not None:
+                # agg() from rows of greater or equal sequence, aggReversed() (= agg() with the operands
+                # swapped: the same for these functions) from older ones, retract() from both
+                out[i] = _fold(fn, columns[i], reached & not_empty, g)
+                continue
             rows = winner if fields[i].name in group.sequence_fields else np.where(won_by_add, winner, -1)
             out[i] = agg.take(columns[i], rows)
     last_add = g.last_where(g.is_add)
@@ -209,7 +231,10 @@ def merge_with_groups(
     for i, (column, field) in enumerate(zip(columns, fields)):
         if out[i] is not None:
             continue
-        if field.name in primary_keys:
+        fn = functions.get(field.name)
+        if fn is not None:
+            out[i] = _fold(fn, column, g.is_add, g)  # in no group: retractions never reach it
+        elif field.name in primary_keys:
             # equal in every row of a key; Java leaves it null when no row was an addition
             out[i] = agg.take(column, g.last)
         else:
@@ -217,6 +242,22 @@ def merge_with_groups(
     # latestSequenceNumber: the last addition's; none: the key's last row's (Java keeps a stale value)
     result_sequences = sequences[np.where(last_add >= 0, last_add, g.last)]
     return [c for c in out if c is not None], ~touched, result_sequences
+
+
+def _fold(fn: FieldFunction, column: pa.Array, reaching: npt.NDArray[np.bool_], g: Groups) -> pa.Array:
+    """``fn`` folded, per key group, over the rows ``reaching`` its field (null where none does)."""
+    if fn.name not in agg.RETRACTABLE and not fn.ignore_retract and np.any(reaching & ~g.is_add & g.in_multi):
+        raise UnsupportedError(agg.retraction_message(fn.name), field=fn.field, function=fn.name)
+    rows = np.flatnonzero(reaching).astype(np.int64)
+    present = np.full(g.count, -1, dtype=np.int64)
+    if len(rows) == 0:
+        return agg.take(column, present)
+    row_groups = g.row_group[rows]
+    starts = np.flatnonzero(np.append(True, row_groups[1:] != row_groups[:-1])).astype(np.int64)
+    kinds = np.where(g.is_add[rows], 0, 3).astype(np.int8)
+    folded = agg.aggregate(fn, column.take(pa.array(rows)), Groups(starts, len(rows), kinds))
+    present[row_groups[starts]] = np.arange(len(starts), dtype=np.int64)
+    return agg.take(folded, present)
 
 
 def _last_greatest(

@@ -252,13 +252,20 @@ SeqGroup = tuple[Sequence[int], Sequence[int]]  # sequence field indexes, member
 
 
 def partial_update_with_groups(
-    rows: Sequence[Row], groups: Sequence[SeqGroup], roots: Sequence[TypeRoot], *, ignore_delete: bool = False
+    rows: Sequence[Row],
+    groups: Sequence[SeqGroup],
+    roots: Sequence[TypeRoot],
+    *,
+    ignore_delete: bool = False,
+    aggs: dict[int, tuple[str, DataType, bool, str]] | None = None,
 ) -> Row:
-    """Java 0.9/1.0 ``PartialUpdateMergeFunction`` with sequence groups and no aggregators, row by row
-    (``updateWithSequenceGroup`` / ``retractWithSequenceGroup``) under ``ReducerMergeFunctionWrapper``.
+    """Java 0.9/1.0 ``PartialUpdateMergeFunction`` with sequence groups and field aggregators (``aggs``: by
+    field index), row by row (``updateWithSequenceGroup`` / ``retractWithSequenceGroup``, ``aggReversed``
+    as ``FieldAggregator``'s: ``agg`` with the operands swapped) under ``ReducerMergeFunctionWrapper``.
     Java's result as it is: +I, primary-key fields null when no row was an addition."""
     if len(rows) == 1:
         return rows[0]
+    fns = {i: Agg(*a) for i, a in (aggs or {}).items()}
     width = len(rows[0][0])
     comparator: dict[int, Sequence[int]] = {}
     for seq_fields, members in groups:
@@ -285,8 +292,11 @@ def partial_update_with_groups(
             latest = seq
         updated: set[int] = set()
         for i in range(width):
+            fn = fns.get(i)
             if i not in comparator:
-                if is_add(kind) and values[i] is not None:
+                if is_add(kind) and fn is not None:
+                    row[i] = fn.agg(row[i], values[i])
+                elif is_add(kind) and values[i] is not None:
                     row[i] = values[i]
                 continue
             seq_fields = comparator[i]
@@ -299,7 +309,9 @@ def partial_update_with_groups(
                             row[j] = values[j]
                             updated.add(j)
                 if is_add(kind):
-                    row[i] = values[i]
+                    row[i] = values[i] if fn is None else fn.agg(row[i], values[i])
                 elif i not in seq_fields:
-                    row[i] = None  # retract normal field
+                    row[i] = None if fn is None else fn.retract(row[i], values[i])  # retract the field
+            elif fn is not None:
+                row[i] = fn.agg(values[i], row[i]) if is_add(kind) else fn.retract(row[i], values[i])
     return (row, 0, latest if latest >= 0 else rows[-1][2])

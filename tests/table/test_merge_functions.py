@@ -334,10 +334,10 @@ REFUSED = [
         {
             "merge-engine": "partial-update",
             "fields.s.sequence-group": "v",
-            "fields.v.aggregate-function": "sum",
+            "fields.v.aggregate-function": "first_value",
         },
         UnsupportedError,
-        "aggregate-function",
+        "first_value",
     ),
     (
         {"merge-engine": "partial-update", "partial-update.remove-record-on-sequence-group": "v"},

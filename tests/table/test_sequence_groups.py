@@ -15,7 +15,7 @@ import pytest
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.spec.types import BIGINT, DOUBLE, INT, STRING, DataField, TypeRoot
 from paimon_meta.table.merge_engine import MergeEngine
-from tests.table.merge_reference import Row, SeqGroup, partial_update_with_groups
+from tests.table.merge_reference import JavaError, Row, SeqGroup, partial_update_with_groups
 from tests.table.test_merge_engines import create, read, read_compact_read, write
 from tests.table.test_merge_functions import run_engine, same, schema
 
@@ -58,10 +58,12 @@ def random_keys(r: random.Random, retract_weight: float, keys: int = 150) -> lis
     return out
 
 
-def expected(rows: list[Row], ignore_delete: bool) -> Row:
+def expected(rows: list[Row], ignore_delete: bool, aggs: dict[int, Any] | None = None) -> Row:
     """Java's result with the engine's two documented departures: a row of nulls drops the key (a -D of
     the last row's values is not compared), a row whose primary key Java left null has the key's."""
-    values, kind, seq = partial_update_with_groups(rows, GROUPS, ROOTS, ignore_delete=ignore_delete)
+    values, kind, seq = partial_update_with_groups(
+        rows, GROUPS, ROOTS, ignore_delete=ignore_delete, aggs=aggs
+    )
     if len(rows) > 1 and all(v is None for v in values):
         return (values, 3, seq)
     if values[0] is None:
@@ -69,23 +71,55 @@ def expected(rows: list[Row], ignore_delete: bool) -> Row:
     return (values, kind, seq)
 
 
+AGGREGATES: list[dict[str, str]] = [
+    {},
+    # a and c in groups, e in none (additions only)
+    {"fields.a.aggregate-function": "sum", "fields.c.aggregate-function": "product", "e": "max"},
+    {"fields.a.aggregate-function": "min", "fields.a.ignore-retract": "true", "e": "min"},
+    {"fields.c.aggregate-function": "max", "fields.b.aggregate-function": "bool_or"},  # b: refused type
+    {"fields.c.aggregate-function": "bool_and"},  # refused type
+    {"fields.c.aggregate-function": "max"},  # no retract(): refused when a retraction reaches it
+]
+
+
+@pytest.mark.parametrize("aggregates", AGGREGATES)
 @pytest.mark.parametrize("ignore_delete", [False, True])
-def test_merge_matches_java(ignore_delete: bool) -> None:
-    options = {**OPTIONS, "ignore-delete": str(ignore_delete).lower()}
+def test_merge_matches_java(ignore_delete: bool, aggregates: dict[str, str]) -> None:
+    aggregates = {
+        (k if k.startswith("fields.") else f"fields.{k}.aggregate-function"): v for k, v in aggregates.items()
+    }
+    options = {**OPTIONS, "ignore-delete": str(ignore_delete).lower(), **aggregates}
+    if "bool" in str(aggregates):
+        with pytest.raises(ValidationError, match="Boolean"):
+            MergeEngine.for_schema(schema(FIELDS, options)).check_fields(FIELDS)
+        return
     engine = MergeEngine.for_schema(schema(FIELDS, options))
-    rng = random.Random(f"seq-groups-{ignore_delete}")
+    aggs = {
+        i: (v, f.type, options.get(f"fields.{f.name}.ignore-retract") == "true", ",")
+        for i, f in enumerate(FIELDS)
+        if (v := options.get(f"fields.{f.name}.aggregate-function"))
+    }
+    rng = random.Random(f"seq-groups-{ignore_delete}-{aggregates}")
+    merged = 0
     for round_ in range(6):
         keys = random_keys(rng, (0.0, 0.2, 0.6)[round_ % 3])
+        try:
+            wants = [expected(rows, ignore_delete, aggs) for rows in keys]
+        except JavaError:
+            with pytest.raises(ValidationError, match=r"does not support retraction|by zero"):
+                run_engine(engine, FIELDS, keys)
+            continue
+        merged += 1
         got = run_engine(engine, FIELDS, keys)
         values = [c.to_pylist() for c in got.columns]
-        for g, rows in enumerate(keys):
-            want = expected(rows, ignore_delete)
+        for g, (rows, want) in enumerate(zip(keys, wants)):
             assert int(got.kinds[g]) == want[1], (rows, want)
             if want[1] == 3 and len(rows) > 1:
                 continue
             assert int(got.sequences[g]) == want[2], (rows, want)
             row = [values[i][g] for i in range(len(FIELDS))]
             assert all(same(a, b) for a, b in zip(row, want[0])), (rows, want[0], row)
+    assert merged > 0
 
 
 def test_pinned_values() -> None:
@@ -156,6 +190,31 @@ def test_retractions_accepted_only_with_groups(tmp_path: Path) -> None:
     assert read(table) == [{"k": 1, "a": None, "s": 2}]  # the group is retracted, the row stays
 
 
+def test_aggregate_functions_in_and_out_of_groups(tmp_path: Path) -> None:
+    pa_schema = pa.schema(
+        [pa.field("k", pa.int32(), False), ("a", pa.int32()), ("s1", pa.int64()), ("m", pa.int32())]
+    )
+    options = {
+        "merge-engine": "partial-update",
+        "fields.s1.sequence-group": "a",
+        "fields.a.aggregate-function": "sum",
+        "fields.m.aggregate-function": "max",
+    }
+    table = create(tmp_path, pa_schema, options)
+    write(
+        table, [{"k": 1, "a": 1, "s1": 1, "m": 5}, {"k": 1, "a": 2, "s1": 0, "m": 3}]
+    )  # older: still summed
+    write(
+        table,
+        [
+            {"k": 1, "a": 1, "s1": 2, "_row_kind": "-U"},  # retracted from the sum; m never sees it
+            {"k": 1, "a": 10, "m": 9},  # no sequence: a is left alone
+        ],
+    )
+    assert read(table) == [{"k": 1, "a": 2, "s1": 2, "m": 9}]
+    assert read_compact_read(table) == [{"k": 1, "a": 2, "s1": 2, "m": 9}]
+
+
 def _with(**options: str) -> dict[str, str]:
     return {"merge-engine": "partial-update", **options}
 
@@ -179,9 +238,19 @@ REFUSED = [
         "remove-record-on-sequence-group",
     ),
     (
-        _with(**{"fields.s1.sequence-group": "a", "fields.a.aggregate-function": "sum"}),
+        _with(**{"fields.s1.sequence-group": "a", "fields.a.aggregate-function": "last_value"}),
         UnsupportedError,
-        "fields.a.aggregate-function",
+        "'last_value' of field 'a'",
+    ),
+    (
+        _with(**{"fields.s1.sequence-group": "a", "fields.e.aggregate-function": "listagg"}),
+        UnsupportedError,
+        "'listagg' of field 'e'",
+    ),
+    (
+        _with(**{"fields.s1.sequence-group": "a", "fields.s1.aggregate-function": "max"}),
+        ValidationError,
+        "Should not defined aggregation function on sequence group",
     ),
     (
         _with(**{"fields.s1.sequence-group": "a", "fields.default-aggregate-function": "last_value"}),
@@ -207,6 +276,6 @@ REFUSED = [
 def test_refused(options: dict[str, str], error: type[Exception], match: str) -> None:
     fields = [*FIELDS, DataField(8, "d", DOUBLE())]
     with pytest.raises(error, match=match) as e:
-        MergeEngine.for_schema(schema(fields, options))
+        MergeEngine.for_schema(schema(fields, options)).check_fields(fields)
     assert e.type is error
     assert "option" in e.value.fields  # type: ignore[attr-defined]
