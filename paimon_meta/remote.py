@@ -16,10 +16,12 @@ it is deduplicated if it landed).
 from __future__ import annotations
 
 import base64
+import http.client
 import json
-import urllib.error
+import ssl
+import threading
+import time
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +68,101 @@ class RemoteCommitResult:
     deduplicated: bool
 
 
+class _KeepAlive:
+    """Persistent HTTP/1.1 connections to one service, one per thread (``http.client`` connections are
+    not thread-safe): a commit pays no TCP handshake and no new server-side connection.
+
+    A connection idle longer than ``IDLE_SECONDS`` is closed before use rather than reused: the server
+    closes idle keep-alive connections (uvicorn after 5 s), and a request sent on a connection the server
+    is closing is lost with no answer. If a reused connection fails anyway before any answer arrives, the
+    request is re-sent once on a new connection only when ``resend_safe`` (reads, and what the server
+    deduplicates); otherwise the error goes to the caller (for a commit: outcome unknown)."""
+
+    IDLE_SECONDS = 2.0
+
+    def __init__(self, uri: str, timeout: float) -> None:
+        parts = urllib.parse.urlsplit(uri)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise errors.ValidationError(f"a commit service URL is http(s)://host[:port], got {uri!r}")
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname
+        self.port = parts.port
+        self.base = parts.path.rstrip("/")
+        self.timeout = timeout
+        self._ssl = ssl.create_default_context() if self.https else None
+        self._local = threading.local()
+        self._all: list[http.client.HTTPConnection] = []
+        self._mutex = threading.Lock()
+
+    def _new(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection
+        if self.https:
+            conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        with self._mutex:
+            self._all.append(conn)
+        return conn
+
+    def _drop(self, conn: http.client.HTTPConnection) -> None:
+        conn.close()
+        with self._mutex:
+            if conn in self._all:
+                self._all.remove(conn)
+        self._local.conn = None
+
+    def request(
+        self, method: str, target: str, body: bytes | None, headers: dict[str, str], *, resend_safe: bool
+    ) -> tuple[int, bytes]:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is not None and time.monotonic() - self._local.used > self.IDLE_SECONDS:
+            self._drop(conn)
+            conn = None
+        reused = conn is not None
+        if conn is None:
+            conn = self._new()
+        try:
+            status, raw, close = self._exchange(conn, method, target, body, headers)
+        except (ConnectionError, http.client.BadStatusLine):
+            self._drop(conn)
+            if not (reused and resend_safe):
+                raise
+            conn = self._new()
+            try:
+                status, raw, close = self._exchange(conn, method, target, body, headers)
+            except BaseException:
+                self._drop(conn)
+                raise
+        except BaseException:
+            self._drop(conn)
+            raise
+        if close:
+            self._drop(conn)
+        else:
+            self._local.conn, self._local.used = conn, time.monotonic()
+        return status, raw
+
+    def _exchange(
+        self,
+        conn: http.client.HTTPConnection,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: dict[str, str],
+    ) -> tuple[int, bytes, bool]:
+        conn.request(method, self.base + target, body=body, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        return response.status, raw, response.will_close
+
+    def close(self) -> None:
+        with self._mutex:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+
 class RemoteCatalog:
     """Databases and tables of a ``paimon-meta serve`` catalog. Close it (or use ``with``) when done."""
 
@@ -82,6 +179,7 @@ class RemoteCatalog:
         self.token = token
         self.options = dict(options or {})
         self.timeout = timeout_seconds
+        self._http = _KeepAlive(self.uri, timeout_seconds)
         query = {"warehouse": catalog_name} if catalog_name else None
         config = self._call("GET", "/v1/config", query=query)
         self.prefix = str(config["defaults"]["prefix"])
@@ -101,32 +199,35 @@ class RemoteCatalog:
         query: Mapping[str, Any] | None = None,
         commit: bool = False,
     ) -> Any:
-        url = self.uri + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        target = path + ("?" + urllib.parse.urlencode(query) if query else "")
         data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(url, data=data, method=method)
-        request.add_header("Authorization", f"Bearer {self.token}")
+        headers = {"Authorization": f"Bearer {self.token}"}
         if data is not None:
-            request.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
+        # Re-sending is safe for reads and for what the server deduplicates (a commit by its identifier,
+        # filter-committed); a create is not re-sent (its second answer would be "already exists").
+        resend_safe = method == "GET" or commit or path.endswith("/filter-committed")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as e:
-            raise self._error(e, commit=commit) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+            status, raw = self._http.request(method, target, data, headers, resend_safe=resend_safe)
+        except (OSError, http.client.HTTPException) as e:
             if commit:
                 raise errors.CommitOutcomeUnknownError(
                     f"commit to {self.uri} did not answer ({e}); re-send the same identifier to resolve it"
                 ) from e
             raise errors.MetastoreUnavailableError(f"service {self.uri} unreachable: {e}") from e
+        if status >= 400:
+            raise self._error(status, raw, commit=commit)
         return json.loads(raw) if raw else None
 
-    def _error(self, e: urllib.error.HTTPError, *, commit: bool) -> PaimonMetaError:
+    def _error(self, code: int, raw: bytes, *, commit: bool) -> PaimonMetaError:
         try:
-            body = json.loads(e.read() or b"{}")
+            body = json.loads(raw or b"{}")
         except ValueError:
             body = {}
-        status = int(body.get("code") or e.code)
-        message = str(body.get("message") or e.reason)
+        if not isinstance(body, dict):
+            body = {}
+        status = int(body.get("code") or code)
+        message = str(body.get("message") or http.client.responses.get(code, f"HTTP {code}"))
         rtype, rname = body.get("resourceType"), body.get("resourceName")
         where = f"{message} (HTTP {status} from {self.uri})"
         if status == 404:
@@ -294,7 +395,7 @@ class RemoteCatalog:
         return rows if limit is None else rows[:limit]
 
     def close(self) -> None:
-        return None
+        self._http.close()
 
     def __enter__(self) -> RemoteCatalog:
         return self

@@ -15,13 +15,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paimon_meta import metrics as event_log_metrics
 from paimon_meta.catalog_api import connect
@@ -77,44 +79,67 @@ def _connect(settings: ServiceSettings) -> ServiceState:
 
 
 def _install_middleware(app: FastAPI, settings: ServiceSettings) -> None:
-    @app.middleware("http")
-    async def every_request(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+    app.add_middleware(_EveryRequest, max_body_bytes=settings.max_body_bytes)
+
+
+class _EveryRequest:
+    """Request id, JSON bodies, the body limit, the access log and the request metrics, as a plain ASGI
+    middleware (Starlette's ``BaseHTTPMiddleware`` runs the app in another task and streams its response
+    through a queue: ~1 ms a request, a noticeable share of a commit's)."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
         rid = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
         request.state.request_id = rid
         request.state.principal = None
         started = time.monotonic()
-        service: ServiceState | None = getattr(request.app.state, "service", None)
-        refused = _refuse_body(request, settings.max_body_bytes)
-        if refused is not None:
-            response = refused
-        else:
-            _body_as_json(request)
-            if service is not None:
-                service.metrics.in_flight.inc()
-            try:
-                response = await call_next(request)
-            finally:
+        service: ServiceState | None = getattr(scope["app"].state, "service", None)
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = MutableHeaders(scope=message)
+                headers["x-request-id"] = rid
+            await send(message)
+
+        refused = _refuse_body(request, self.max_body_bytes)
+        try:
+            if refused is not None:
+                await refused(scope, receive, send_with_id)
+            else:
+                _body_as_json(request)
                 if service is not None:
-                    service.metrics.in_flight.dec()
-        elapsed = time.monotonic() - started
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        response.headers["x-request-id"] = rid
-        if service is not None:
-            service.metrics.requests.labels(route, request.method, str(response.status_code)).inc()
-            service.metrics.latency.labels(route, request.method).observe(elapsed)
-        access_log.info(
-            "%s %s %s %s %d %.1fms principal=%s",
-            rid,
-            request.method,
-            request.url.path,
-            route,
-            response.status_code,
-            elapsed * 1000,
-            request.state.principal or "-",
-        )
-        return response
+                    service.metrics.in_flight.inc()
+                try:
+                    await self.app(scope, receive, send_with_id)
+                finally:
+                    if service is not None:
+                        service.metrics.in_flight.dec()
+        finally:
+            elapsed = time.monotonic() - started
+            route = getattr(scope.get("route"), "path", "unmatched")
+            if service is not None:
+                service.metrics.requests.labels(route, request.method, str(status)).inc()
+                service.metrics.latency.labels(route, request.method).observe(elapsed)
+            access_log.info(
+                "%s %s %s %s %d %.1fms principal=%s",
+                rid,
+                request.method,
+                scope["path"],
+                route,
+                status,
+                elapsed * 1000,
+                request.state.principal or "-",
+            )
 
 
 def _refuse_body(request: Request, limit: int) -> Response | None:
