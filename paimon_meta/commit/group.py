@@ -99,33 +99,59 @@ class TableGroup:
         self.observer = observer
         self._queue: deque[_Item] = deque()
         self._mutex = threading.Lock()
+        self._idle = threading.Condition(self._mutex)  # notified when the table has no worker left
+        # Who commits the queue: None (nobody: the queue is empty), a worker thread, or a caller's thread
+        # committing its own commit inline. Invariant: the queue is empty whenever this is None.
         self._worker: threading.Thread | None = None
 
-    def submit(self, prepared: PreparedCommit) -> Future[CommitResult]:
+    def _item(self, prepared: PreparedCommit) -> _Item:
         guard = prepared.coordinator.guard
         if not isinstance(guard, MetastoreGuard) or guard.lock_id != self.lock_id:
             raise ValueError(f"group commit of {self.lock_id!r} needs a metastore guard of that lock")
-        item = _Item(prepared, guard)
+        return _Item(prepared, guard)
+
+    def submit(self, prepared: PreparedCommit) -> Future[CommitResult]:
+        """Queue the commit for the table's worker thread (started if there is none)."""
+        item = self._item(prepared)
         with self._mutex:
             self._queue.append(item)
             if self._worker is None:
-                self._worker = threading.Thread(
-                    target=self._run, name=f"group-commit {self.lock_id}", daemon=True
-                )
-                self._worker.start()
+                self._start_worker()
         return item.future
 
+    def commit(self, prepared: PreparedCommit) -> CommitResult:
+        """Commit and wait. When nobody is committing this table, the caller's thread commits its own
+        commit itself (a hold of one commit: no worker thread started, no hand-off and back, as an
+        uncontended commit should be); otherwise it queues behind the others. Commits that arrive
+        while an inline commit runs go to a worker started when it ends (a new hold)."""
+        item = self._item(prepared)
+        with self._mutex:
+            inline = self._worker is None
+            self._queue.append(item)
+            if inline:
+                self._worker = threading.current_thread()
+        if inline:
+            try:
+                self._hold_once(inline=True)
+            finally:
+                with self._mutex:
+                    if self._queue and self._queue[0] is item:  # the hold failed before taking it
+                        self._queue.popleft()
+                    if self._queue:
+                        self._start_worker()
+                    else:
+                        self._worker = None
+                        self._idle.notify_all()
+        return item.future.result()
+
+    def _start_worker(self) -> None:  # holding the mutex
+        self._worker = threading.Thread(target=self._run, name=f"group-commit {self.lock_id}", daemon=True)
+        self._worker.start()
+
     def join(self, timeout: float | None = None) -> bool:
-        """Wait until the queue is drained and the worker is gone; False if still busy at ``timeout``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._mutex:
-                worker = self._worker
-            if worker is None:
-                return True
-            worker.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if worker.is_alive():
-                return False
+        """Wait until the queue is drained and nobody commits; False if still busy at ``timeout``."""
+        with self._mutex:
+            return self._idle.wait_for(lambda: self._worker is None, timeout)
 
     def _next(self) -> _Item | None:
         with self._mutex:
@@ -137,6 +163,7 @@ class TableGroup:
                 with self._mutex:
                     if not self._queue:
                         self._worker = None
+                        self._idle.notify_all()
                         return
                 self._hold_once()
                 if self._queue and self.settings.pause_seconds:
@@ -145,27 +172,31 @@ class TableGroup:
             log.exception("group commit worker of %s failed", self.lock_id)
             with self._mutex:
                 self._worker = None
+                self._idle.notify_all()
                 items, self._queue = list(self._queue), deque()
             for item in items:
                 if not item.future.done():
                     item.future.set_exception(e)
             raise
 
-    def _hold_once(self) -> None:
+    def _hold_once(self, *, inline: bool = False) -> None:
+        """One lock hold. ``inline``: the caller's own commit only (it is first in the queue: the table
+        had no worker), released in its publishing transaction."""
         settings = self.settings
         started = time.monotonic()
         commits = 0
+        limit = 1 if inline else settings.max_commits
 
         def more() -> bool:  # asked while commit number ``commits`` publishes
             return (
                 bool(self._queue)
-                and commits < settings.max_commits
+                and commits < limit
                 and time.monotonic() - started < settings.max_hold_seconds
             )
 
         hold = LockHold(self.lock, self.lock_id, owner=self.owner, settings=self.lock_settings, more=more)
         try:
-            while commits < settings.max_commits and time.monotonic() - started < settings.max_hold_seconds:
+            while commits < limit and time.monotonic() - started < settings.max_hold_seconds:
                 item = self._next()
                 if item is None:
                     break
@@ -246,4 +277,4 @@ class GroupCommitter:
         if not isinstance(guard, MetastoreGuard):
             # No lock to share (storage-only guard): nothing to group.
             return prepared.coordinator.commit_prepared(prepared)
-        return self.group(guard.lock_id).submit(prepared).result()
+        return self.group(guard.lock_id).commit(prepared)

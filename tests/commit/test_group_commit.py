@@ -116,6 +116,55 @@ def test_bounds_end_a_hold(catalog: Catalog) -> None:
     assert lock_events(catalog).count("acquired") >= 4
 
 
+def test_an_uncontended_commit_runs_on_its_callers_thread_and_later_arrivals_on_a_worker(
+    catalog: Catalog,
+) -> None:
+    reports: list[GroupReport] = []
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append)
+    threads: list[str] = []
+    original = CommitCoordinator.commit_prepared
+    inside, release = threading.Event(), threading.Event()
+
+    def recording(self: CommitCoordinator, prepared: Any) -> CommitResult:
+        threads.append(threading.current_thread().name)
+        if len(threads) == 2:  # the second lone commit: hold it while two more arrive
+            inside.set()
+            assert release.wait(30)
+        return original(self, prepared)
+
+    acked: dict[tuple[str, int], str] = {}
+
+    def commit(i: int) -> CommitResult:
+        f = data_file(rows=1)
+        coordinator = catalog.message_committer("db.t", "u")
+        result = groups.commit(coordinator.prepare([append_msg(0, 0, f)], i))
+        acked[("u", i)] = f.file_name
+        return result
+
+    CommitCoordinator.commit_prepared = recording  # type: ignore[method-assign]
+    try:
+        assert commit(1).snapshot_ids == (1,)  # nobody committing: on this thread, no worker started
+        assert threads == [threading.current_thread().name]
+        with ThreadPoolExecutor(3) as pool:
+            second = pool.submit(commit, 2)
+            assert inside.wait(30)
+            later = [pool.submit(commit, i) for i in (3, 4)]
+            while len(groups.group(catalog.registry.lock_id("db", "t"))._queue) < 2:
+                threading.Event().wait(0.01)
+            release.set()
+            assert second.result().snapshot_ids == (2,)
+            assert sorted(f.result().snapshot_ids for f in later) == [(3,), (4,)]
+        assert groups.join(30)
+    finally:
+        CommitCoordinator.commit_prepared = original  # type: ignore[method-assign]
+    # The two that queued behind the inline commit were committed by the table's worker, in one hold.
+    assert len(threads) == 4 and threads[1].startswith("ThreadPoolExecutor")
+    assert all(t.startswith("group-commit") for t in threads[2:]), threads
+    assert [r.commits for r in reports] == [1, 1, 2]
+    assert lock_events(catalog).count("acquired") == 3
+    check_exactly_once(read_history(catalog, "db.t"), acked)
+
+
 def test_a_conflict_fails_only_its_commit_and_keeps_the_hold(catalog: Catalog) -> None:
     file_io_table = catalog.get_table("db.t")
     base = data_file(rows=3)
