@@ -7,7 +7,8 @@ queued; one worker thread per table takes the lock once (:class:`LockHold`) and 
 arrival order, each commit its own snapshot, its own events, its own pointer compare-and-set and its own
 fencing check (docs/DESIGN.md, "Group commit"). So one commit user's identifiers keep their order, and
 every invariant of a single commit (I1-I5) holds per commit: a group changes who holds the lock between
-commits, not what a commit does under it.
+commits, not what a commit does under it. A commit of a table nobody is committing runs on its caller's
+thread (a hold of one, no hand-off); the commits that queue meanwhile go to a worker.
 
 The hold ends when the queue is empty, or after ``max_commits`` commits or ``max_hold_seconds``, so other
 processes and engines (Java's lock included) get their turn; the worker then pauses ``pause_seconds``
