@@ -115,6 +115,13 @@ SG = pa.schema(
         *[("c", pa.int32()), ("s2", pa.int32()), ("s3", pa.string()), ("e", pa.string())],
     ]
 )
+SGA = pa.schema(
+    [
+        pa.field("k", pa.int32(), False),
+        *[("a", pa.int32()), ("p", pa.decimal128(8, 2)), ("s1", pa.int64())],
+        *[("mx", pa.int32()), ("s2", pa.int32()), ("m", pa.string())],
+    ]
+)
 SEQUENCE_GROUPS = {"fields.s1.sequence-group": "a,b", "fields.s2,s3.sequence-group": "c"}
 
 
@@ -209,6 +216,39 @@ CASES: dict[str, Case] = {
                 {"k": 2, "s1": 5, "_row_kind": "-U"},
             ],
         ],
+    ),
+    # a (sum) and p (product) fold every row with s1, older ones too; mx (max, ignore-retract) every row
+    # with s2; m (min) in no group: every addition
+    "partial-update-sequence-group-aggregate": Case(
+        SGA,
+        {
+            "merge-engine": "partial-update",
+            "fields.s1.sequence-group": "a,p",
+            "fields.s2.sequence-group": "mx",
+            "fields.a.aggregate-function": "sum",
+            "fields.p.aggregate-function": "product",
+            "fields.mx.aggregate-function": "max",
+            "fields.mx.ignore-retract": "true",
+            "fields.m.aggregate-function": "min",
+        },
+        [
+            [
+                {"k": 1, "a": 1, "p": D("2.00"), "s1": 1, "mx": 5, "s2": 1, "m": "b"},
+                {"k": 1, "a": 2, "p": D("1.50"), "s1": 0, "mx": 7, "s2": 0, "m": "a"},
+                {"k": 2, "a": 5, "s1": 3, "mx": 1, "s2": 1},
+            ],
+            [
+                {"k": 1, "a": 1, "p": D("2.00"), "s1": 2, "mx": 100, "s2": 5, "_row_kind": "-U"},
+                {"k": 1, "a": 10, "m": "c"},
+                {"k": 2, "a": 4, "s1": 1, "p": D("3.00")},
+            ],
+            [
+                {"k": 2, "a": 1, "s1": 4, "_row_kind": "-D"},
+                {"k": 3, "a": 1, "s1": 1},
+                {"k": 3, "a": 2, "s1": 1, "mx": 3, "s2": 2},
+            ],
+        ],
+        projection=("k", "a", "mx"),
     ),
     "aggregation": Case(
         AGG,
