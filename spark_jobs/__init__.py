@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("paimon_meta")`` and ``df.write.format("paimon_meta")`` available in
-    ``spark`` (see :mod:`spark_jobs.datasource`)."""
+    """Make ``spark.read.format("paimon_meta")`` and ``df.write.format("paimon_meta")`` (and their
+    ``readStream``/``writeStream`` forms) available in ``spark`` (see :mod:`spark_jobs.datasource`)."""
     from spark_jobs.datasource import register as register_source
 
     register_source(spark)

@@ -133,10 +133,11 @@ class PaimonBatchSink:
         )
         outcome = commit_batch(self.table, self.commit_user, messages, batch_id)
         log.info("batch %s -> snapshots %s", batch_id, list(outcome.snapshot_ids))
-        _after_commit_hooks(batch_id)
+        after_commit_hooks(batch_id)
 
 
-def _after_commit_hooks(batch_id: int) -> None:
+def after_commit_hooks(batch_id: int) -> None:
+    """The test hooks (:data:`HANG_AFTER_COMMIT_ENV`, :data:`CRASH_AFTER_COMMIT_ENV`) after a commit."""
     if os.environ.get(HANG_AFTER_COMMIT_ENV) == str(batch_id):
         sys.stderr.write(f"{HANG_MARKER} {batch_id} (pid {os.getpid()})\n")
         sys.stderr.flush()

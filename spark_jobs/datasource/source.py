@@ -8,9 +8,12 @@
     options = {"metastore": URL, "warehouse": WH}
     df = spark.read.format("paimon_meta").options(**options).load("db.t")
     df.write.format("paimon_meta").options(**options).mode("append").save("db.t")
+    spark.readStream.format("paimon_meta").options(**options).load("db.t")
+    df.writeStream.format("paimon_meta").options(**options).option("checkpointLocation", C).start("db.t")
 
 Options: :mod:`spark_jobs.datasource.target`. Reads: :mod:`spark_jobs.datasource.reader`; writes:
-:mod:`spark_jobs.datasource.writer`.
+:mod:`spark_jobs.datasource.writer`; streaming: :mod:`spark_jobs.datasource.stream_reader`,
+:mod:`spark_jobs.datasource.stream_writer`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pyspark.sql.datasource import DataSource
 from paimon_meta.spec.arrow import to_arrow_schema
 from spark_jobs.common import spark_schema
 from spark_jobs.datasource.reader import PaimonReader
+from spark_jobs.datasource.stream_reader import PaimonStreamReader
+from spark_jobs.datasource.stream_writer import PaimonStreamWriter, new_stream_writer
 from spark_jobs.datasource.target import SourceOptions, open_target, read_builder, snapshot_id_of
 from spark_jobs.datasource.writer import PaimonWriter, new_writer
 
@@ -63,6 +68,12 @@ class PaimonDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
         return new_writer(self._options(), schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> PaimonStreamReader:
+        return PaimonStreamReader(self._options(), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
+        return new_stream_writer(self._options(), schema, overwrite)
 
 
 def register(spark: SparkSession) -> None:

@@ -33,8 +33,27 @@ SNAPSHOT_ID = "snapshot-id"
 TAG = "tag"
 COLUMNS = "columns"
 OVERWRITE_PARTITION = "overwrite-partition"
+#: Streaming: Spark's checkpoint location (handed to a sink's options lower-cased), the commit user a
+#: sink commits as (default: kept in the checkpoint), the snapshot a stream read starts from.
+CHECKPOINT_LOCATION = "checkpointlocation"
+COMMIT_USER = "commit-user"
+SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 SOURCE_OPTIONS = frozenset(
-    {PATH, METASTORE, WAREHOUSE, SERVICE, TOKEN, CATALOG_NAME, SNAPSHOT_ID, TAG, COLUMNS, OVERWRITE_PARTITION}
+    {
+        PATH,
+        METASTORE,
+        WAREHOUSE,
+        SERVICE,
+        TOKEN,
+        CATALOG_NAME,
+        SNAPSHOT_ID,
+        TAG,
+        COLUMNS,
+        OVERWRITE_PARTITION,
+        CHECKPOINT_LOCATION,
+        COMMIT_USER,
+        SCAN_SNAPSHOT_ID,
+    }
 )
 
 
@@ -59,6 +78,9 @@ class SourceOptions:
     columns: tuple[str, ...] | None = None
     overwrite_partition: dict[str, str] | None = None
     storage: dict[str, str] = field(default_factory=dict)
+    checkpoint_location: str | None = None
+    commit_user: str | None = None
+    scan_snapshot_id: int | None = None
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
@@ -69,14 +91,7 @@ class SourceOptions:
             raise ValidationError(
                 "name the table: .load('db.table') / .save('db.table') (or a table location)", option=PATH
             )
-        snapshot_id = None
-        if opts.get(SNAPSHOT_ID):
-            try:
-                snapshot_id = int(opts[SNAPSHOT_ID])
-            except ValueError:
-                raise ValidationError(
-                    f"{SNAPSHOT_ID} must be an integer, got {opts[SNAPSHOT_ID]!r}", option=SNAPSHOT_ID
-                ) from None
+        snapshot_id = _int_option(opts, SNAPSHOT_ID)
         tag = opts.get(TAG) or None
         if snapshot_id is not None and tag is not None:
             raise ValidationError(f"give {SNAPSHOT_ID} or {TAG}, not both", option=TAG)
@@ -103,6 +118,9 @@ class SourceOptions:
             columns=columns,
             overwrite_partition=overwrite_partition,
             storage={k: v for k, v in opts.items() if k not in SOURCE_OPTIONS},
+            checkpoint_location=opts.get(CHECKPOINT_LOCATION) or None,
+            commit_user=(opts.get(COMMIT_USER) or "").strip() or None,
+            scan_snapshot_id=_int_option(opts, SCAN_SNAPSHOT_ID),
         )
 
     @property
@@ -136,6 +154,15 @@ def open_target(opts: SourceOptions) -> OpenedTable:
     except BaseException:
         catalog.close()
         raise
+
+
+def _int_option(opts: Mapping[str, str], name: str) -> int | None:
+    if not opts.get(name):
+        return None
+    try:
+        return int(opts[name])
+    except ValueError:
+        raise ValidationError(f"{name} must be an integer, got {opts[name]!r}", option=name) from None
 
 
 def snapshot_id_of(table: FileStoreTable, opts: SourceOptions) -> int | None:

@@ -10,16 +10,19 @@
   (:func:`paimon_meta.serde.commit_message.serialize_commit_message`) with the task's partition id.
 * ``commit`` (driver side, once, only when every task succeeded) decodes them and commits one
   snapshot through the catalog (the metastore lock and event log, or the commit service);
-  ``abort`` deletes the files the successful tasks wrote. A failed task attempt deletes its own.
+  ``abort`` deletes the files the successful tasks wrote (never after a commit of unknown outcome,
+  below). A failed task attempt deletes its own.
 
 **Unknown outcomes.** Spark calls ``abort`` after *any* failed ``commit``, with no way to tell it
 that the commit's outcome is unknown (the snapshot may exist and reference the files). So ``commit``
 resolves an unknown outcome itself, by committing the same messages again as the same commit user
-(exactly once: a commit that landed is deduplicated), and ``abort`` deletes nothing when a snapshot
-of this write's commit user exists. What remains is an outcome that stays unknown through every
-attempt and lands only after ``abort`` looked (a commit service still working on a request the
-client gave up on): its files would be deleted under it. ``commit`` tries
-:data:`UNKNOWN_OUTCOME_ATTEMPTS` times before giving up.
+(exactly once: a commit that landed is deduplicated), up to :data:`UNKNOWN_OUTCOME_ATTEMPTS` times.
+An outcome still unknown after that (a commit service may still be working on a request the client
+gave up on, and publish it after ``abort`` looked) is recorded (:mod:`spark_jobs.datasource.attempts`,
+in the driver host's temp directory: Spark runs ``commit`` and ``abort`` in Python workers on the
+driver's host) and ``abort`` then deletes nothing: the files are left to orphan-file cleanup. ``abort``
+deletes the files only when no commit was attempted (a task failed) or it definitely failed, and no
+snapshot of this write's commit user exists.
 
 **One writer per bucket.** Spark's Python data source API (4.x) cannot ask Spark for a distribution
 of the rows it writes, so each task writes the buckets it happens to hold. For an append table that
@@ -34,6 +37,8 @@ deletes the files) if two tasks wrote one bucket of it, e.g. after a ``repartiti
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,7 +48,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError
+from paimon_meta.errors import CommitError, CommitOutcomeUnknownError, ValidationError
 from paimon_meta.serde.commit_message import CURRENT_VERSION, deserialize_commit_message
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.table.overwrite import OverwriteSpec
@@ -51,6 +56,7 @@ from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write_input import UNAWARE_BUCKET, check_writable
 from spark_jobs.batch_write import commit_messages, resolve_overwrite
 from spark_jobs.common import TableHandle
+from spark_jobs.datasource.attempts import AttemptState, CommitAttempts
 from spark_jobs.datasource.target import SourceOptions, open_target
 from spark_jobs.pipeline import (
     check_column_names,
@@ -70,6 +76,17 @@ log = logging.getLogger(__name__)
 PACKED_COLUMNS = ["task", "rows"]
 UNKNOWN_OUTCOME_ATTEMPTS = 3
 CLOCK_MARGIN_MS = 10 * 60 * 1000
+#: Where a batch write records its commit attempt (a local directory of the driver's host).
+ATTEMPTS_DIR = os.path.join(tempfile.gettempdir(), "paimon_meta-commit-attempts")
+
+
+def is_definite_failure(error: BaseException) -> bool:
+    """Whether ``error`` from a commit means nothing of it landed (a conflict, a refused commit, bad
+    input): then the attempt's files may go. Anything else -- an unknown outcome, a crash, an error we
+    do not know -- may have left a snapshot that references them."""
+    if isinstance(error, CommitOutcomeUnknownError):
+        return False
+    return isinstance(error, (CommitError, ValidationError))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,22 +195,42 @@ class PaimonWriter(DataSourceArrowWriter):
             except ValidationError:
                 delete_message_files(table, decoded)
                 raise
-            for attempt in range(1, UNKNOWN_OUTCOME_ATTEMPTS + 1):
-                try:
-                    commit_messages(table, self.commit_user, decoded, self.overwrite)
-                    return
-                except CommitOutcomeUnknownError as e:
-                    if attempt == UNKNOWN_OUTCOME_ATTEMPTS:
-                        raise
-                    log.warning(
-                        "commit of %s: outcome unknown (%s); committing again to resolve it", table.path, e
-                    )
+            attempts = CommitAttempts(ATTEMPTS_DIR)
+            attempts.begin(self.commit_user)
+            try:
+                for attempt in range(1, UNKNOWN_OUTCOME_ATTEMPTS + 1):
+                    try:
+                        commit_messages(table, self.commit_user, decoded, self.overwrite)
+                        break
+                    except CommitOutcomeUnknownError as e:
+                        if attempt == UNKNOWN_OUTCOME_ATTEMPTS:
+                            raise
+                        log.warning(
+                            "commit of %s: outcome unknown (%s); committing again to resolve it",
+                            table.path,
+                            e,
+                        )
+            except BaseException as e:
+                if is_definite_failure(e):
+                    attempts.failed(self.commit_user)
+                raise  # otherwise the record stays UNKNOWN: abort keeps the files
+            attempts.forget(self.commit_user)
         finally:
             opened.close()
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         decoded = [m for _, batch in _received(messages) for m in batch]
         if not decoded:
+            return
+        attempts = CommitAttempts(ATTEMPTS_DIR)
+        if attempts.state(self.commit_user) is AttemptState.UNKNOWN:
+            log.warning(
+                "write of %s (commit user %s) aborted after a commit of unknown outcome: its %d file(s) "
+                "are kept (a snapshot may reference them); orphan-file cleanup removes them if not",
+                self.options.table,
+                self.commit_user,
+                sum(len(m.data_increment.new_files) for m in decoded),
+            )
             return
         opened = open_target(self.options)
         try:
@@ -202,6 +239,7 @@ class PaimonWriter(DataSourceArrowWriter):
             delete_message_files(opened.table, decoded)
         finally:
             opened.close()
+        attempts.forget(self.commit_user)
 
 
 def _received(messages: Sequence[WriterCommitMessage | None]) -> list[tuple[int, list[CommitMessage]]]:

@@ -1,0 +1,220 @@
+"""``df.writeStream.format("paimon_meta")``: exactly once per micro-batch across a SIGKILL of the driver
+between publishing a batch's snapshot and Spark's checkpoint; ``abort`` never deletes the files of a
+commit whose outcome is unknown (stream and batch writers).
+
+Run as a module, this file is the stream's driver: ``python -m tests.spark.test_datasource_stream_write
+TABLE_PATH SOURCE_DIR CHECKPOINT`` (parquet files of SOURCE_DIR, one per micro-batch, available-now).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql.datasource import WriterCommitMessage
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError
+from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.table.builder import StreamTableCommit
+from spark_jobs.datasource import PaimonDataSource
+from spark_jobs.datasource.stream_writer import PaimonStreamWriter
+from spark_jobs.datasource.writer import PaimonWriter
+from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, HANG_MARKER
+from tests.spark.helpers import SCHEMA, append_table, live_files, read_rows, sort_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from paimon_meta.table.table import FileStoreTable
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+STRUCT = StructType(
+    [
+        StructField("id", LongType(), False),
+        StructField("p", StringType(), False),
+        StructField("v", DoubleType()),
+    ]
+)
+
+
+def _source_files(directory: Path, files: int, rows_per_file: int) -> list[dict[str, object]]:
+    directory.mkdir()
+    rows = []
+    for f in range(files):
+        batch = [{"id": f * 1000 + i, "p": f"p{i % 2}", "v": float(i)} for i in range(rows_per_file)]
+        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
+        rows += batch
+    return sort_rows(rows)
+
+
+def _driver(table: FileStoreTable, source: Path, checkpoint: Path, log: Path, env: dict[str, str]) -> Any:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.spark.test_datasource_stream_write",
+                table.path,
+                str(source),
+                str(checkpoint),
+            ],
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            process_group=0,  # its JVM and Python workers with it: one SIGKILL takes them all
+        )
+
+
+def _wait_hanging(proc: subprocess.Popen[bytes], log: Path, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while HANG_MARKER not in log.read_text(errors="replace"):
+        if proc.poll() is not None:
+            pytest.fail(f"stream driver exited {proc.returncode} before hanging:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"stream driver did not hang in {timeout}s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)
+
+
+def test_exactly_once_across_a_driver_kill_between_publish_and_checkpoint(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    table = append_table(str(tmp_path / "wh"), "db.s", buckets=2)
+    source, checkpoint = tmp_path / "in", tmp_path / "ckpt"
+    rows = _source_files(source, files=3, rows_per_file=40)  # one file per micro-batch: batches 0, 1, 2
+
+    # Run 1 hangs in the sink's commit right after batch 1's snapshot is published, and is SIGKILLed
+    # (driver, JVM, Python workers) before Spark records the batch in commits/.
+    log = tmp_path / "driver-1.log"
+    driver = _driver(table, source, checkpoint, log, {HANG_AFTER_COMMIT_ENV: "1"})
+    try:
+        _wait_hanging(driver, log)
+        published = table.latest_snapshot()
+        assert published is not None and (published.id, published.commit_identifier) == (2, 1)
+        assert (checkpoint / "offsets" / "1").exists() and not (checkpoint / "commits" / "1").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(60)
+    assert driver.returncode == -signal.SIGKILL
+    assert not (checkpoint / "commits" / "1").exists()
+
+    # Run 2 from the same checkpoint (on the tests' session): Spark replays batch 1 (its rows are
+    # written again, the commit is deduplicated and the rewritten files deleted), then runs batch 2.
+    assert main([table.path, str(source), str(checkpoint)]) == 0
+    assert read_rows(table) == rows  # every row once
+    snapshots = [table.snapshot(i) for i in range(1, 4)]
+    assert table.latest_snapshot() == snapshots[-1]
+    user = (checkpoint / COMMIT_USER_FILE).read_text().strip()
+    assert [(s.commit_user, s.commit_identifier) for s in snapshots] == [(user, 0), (user, 1), (user, 2)]
+    assert all(s.commit_kind is CommitKind.APPEND for s in snapshots)
+    on_disk = {p.name for p in (tmp_path / "wh").rglob("data-*")}
+    assert on_disk == {f.file_name for f in live_files(table)}  # the replay's files are gone
+
+
+def _batch(start: int, n: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(
+        [{"id": i, "p": f"p{i % 2}", "v": i * 0.5} for i in range(start, start + n)], schema=SCHEMA
+    )
+
+
+def _data_files(table: FileStoreTable) -> set[str]:
+    return {p.name for p in Path(table.path).rglob("data-*")}
+
+
+Messages = list[WriterCommitMessage | None]
+
+
+def test_abort_never_deletes_after_an_unknown_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark calls ``abort`` after any failed ``commit``: after an unknown outcome the files stay (a
+    snapshot may reference them); after a definite failure they go. Stream and batch writers."""
+    from spark_jobs.datasource import writer as writer_module
+
+    table = append_table(str(tmp_path / "wh"), "db.t", buckets=2)
+    options = {"path": table.path, "checkpointLocation": str(tmp_path / "ckpt")}
+    errors: list[type[Exception]] = []
+    calls: list[int] = []
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        raise errors[-1]("injected")
+
+    monkeypatch.setattr(StreamTableCommit, "commit", failing)
+    monkeypatch.setattr(writer_module, "commit_messages", failing)
+    stream = PaimonDataSource(dict(options)).streamWriter(STRUCT, False)
+    batch = PaimonDataSource(dict(options)).writer(STRUCT, False)
+    assert isinstance(stream, PaimonStreamWriter) and isinstance(batch, PaimonWriter)
+
+    def stream_commit(messages: Messages) -> None:
+        stream.commit(messages, 5)
+
+    def stream_abort(messages: Messages) -> None:
+        stream.abort(messages, 5)
+
+    for write, commit, abort in [
+        (stream.write, stream_commit, stream_abort),
+        (batch.write, batch.commit, batch.abort),
+    ]:
+        errors.append(CommitOutcomeUnknownError)
+        message = write(iter([_batch(0, 20)]))
+        written = _data_files(table)
+        assert written
+        calls.clear()
+        with pytest.raises(CommitOutcomeUnknownError):
+            commit([message])
+        assert len(calls) == writer_module.UNKNOWN_OUTCOME_ATTEMPTS  # retried, as the same (user, id)
+        abort([message])  # as Spark does after a failed commit
+        assert _data_files(table) == written  # kept: left to orphan-file cleanup
+
+        errors.append(CommitConflictError)  # definitely not landed: abort deletes this write's files
+        again = write(iter([_batch(100, 20)]))
+        assert _data_files(table) > written
+        with pytest.raises(CommitConflictError):
+            commit([again])
+        abort([again])
+        assert _data_files(table) == written
+    assert table.latest_snapshot() is None
+
+
+def main(argv: list[str]) -> int:
+    """The stream's driver (see the module docstring)."""
+    import spark_jobs
+    from spark_jobs.common import spark_schema
+    from spark_jobs.session import build_session
+
+    table_path, source, checkpoint = argv
+    spark = build_session("paimon_meta-stream-write-test", master="local[2]")
+    spark_jobs.register(spark)
+    stream = (
+        spark.readStream.format("parquet")
+        .schema(spark_schema(SCHEMA))
+        .option("maxFilesPerTrigger", "1")
+        .load(source)
+    )
+    query = (
+        stream.writeStream.format("paimon_meta")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start(table_path)
+    )
+    query.awaitTermination()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
