@@ -1,5 +1,5 @@
 """``spark.readStream.format("paimon_meta")``: each appended snapshot's rows once, across a restart from
-the checkpoint; compactions add nothing; ``scan.snapshot-id``; expired snapshots and primary-key tables
+the checkpoint; compactions add nothing; ``scan.snapshot-id``; OVERWRITE as Java; expired snapshots and primary-key tables
 are refused with typed errors."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_each_append_is_read_once_across_a_restart(registered: SparkSession, tmp
     assert min(b for b, _ in restarted.batches) > max(b for b, _ in sink.batches)  # resumed, not restarted
 
 
-def test_expired_snapshots_and_primary_key_tables_are_refused(tmp_path: Path) -> None:
+def test_start_overwrites_expired_snapshots_and_primary_key_tables(tmp_path: Path) -> None:
     table = append_table(str(tmp_path / "wh"), "db.t", buckets=2)
     for i in range(3):
         append(table, rows(i * 10, 10))
@@ -137,6 +137,24 @@ def test_expired_snapshots_and_primary_key_tables_are_refused(tmp_path: Path) ->
         for r in b.to_pylist()
     ]
     assert Counter(read) == Counter(rows(20, 10))
+
+    # OVERWRITE snapshots: skipped unless streaming-read-overwrite (Java's option, default false)
+    builder = table.new_batch_write_builder().overwrite()
+    write = builder.new_write()
+    write.write_arrow(pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows(40, 4)], schema=SCHEMA))
+    assert builder.new_commit().commit(write.prepare_commit()).snapshot_ids == (4,)
+    write.close()
+    assert table.snapshot(4).commit_kind is CommitKind.OVERWRITE
+    assert reader.partitions({"snapshot": 3}, {"snapshot": 4}) == []
+    opts = SourceOptions.parse({"path": table.path, "streaming-read-overwrite": "true"})
+    overwrites = PaimonStreamReader(opts, schema)
+    read = [
+        tuple(r.values())
+        for p in overwrites.partitions({"snapshot": 3}, {"snapshot": 4})
+        for b in overwrites.read(p)
+        for r in b.to_pylist()
+    ]
+    assert Counter(read) == Counter(rows(40, 4))
 
     pk = pk_table(str(tmp_path / "wh"))
     with pytest.raises(UnsupportedError, match="primary-key table"):
