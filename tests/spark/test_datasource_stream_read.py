@@ -1,6 +1,6 @@
 """``spark.readStream.format("paimon_meta")``: each appended snapshot's rows once, across a restart from
-the checkpoint; compactions add nothing; ``scan.snapshot-id``; OVERWRITE as Java; expired snapshots and primary-key tables
-are refused with typed errors."""
+the checkpoint; compactions add nothing; ``scan.snapshot-id``; OVERWRITE as Java; expired snapshots and
+primary-key tables are refused with typed errors."""
 
 from __future__ import annotations
 
