@@ -28,13 +28,16 @@ be an overwrite per micro-batch: refused).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from paimon_meta.errors import CommitOutcomeUnknownError, UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io
+from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.spec.manifest import FileKind
+from paimon_meta.table.table import FileStoreTable
 from spark_jobs.datasource.attempts import AttemptState, CommitAttempts
 from spark_jobs.datasource.target import SourceOptions, open_target
 from spark_jobs.datasource.writer import (
@@ -128,7 +131,9 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 if is_definite_failure(e):
                     attempts.failed(key)
                 raise  # otherwise the record stays UNKNOWN: abort keeps the files
-            if outcome.deduplicated:
+            if outcome.deduplicated and not _referenced(table, outcome.snapshot_ids, decoded):
+                # A replay after a restart: its files are new copies of rows already committed. (If
+                # they are referenced, an earlier attempt of this loop landed them: keep them.)
                 log.info("batch %s was committed before (a replay): deleting its rewritten files", key)
                 delete_message_files(table, decoded)
             attempts.forget(key)
@@ -163,3 +168,21 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             finally:
                 opened.close()
         attempts.forget(key)
+
+
+def _referenced(
+    table: FileStoreTable, snapshot_ids: Sequence[int], messages: Sequence[CommitMessage]
+) -> bool:
+    """Whether a data file of ``messages`` was added by one of ``snapshot_ids`` (existing ones)."""
+    names = {f.file_name for m in messages for f in m.data_increment.new_files}
+    if not names:
+        return False
+    for snapshot_id in snapshot_ids:
+        if not table.snapshot_manager.snapshot_exists(snapshot_id):
+            return True  # cannot tell (expired already): keep the files, orphan cleanup decides
+        snapshot = table.snapshot(snapshot_id)
+        metas = table.manifest_reader.manifest_list(snapshot.delta_manifest_list)
+        for entries in table.manifest_reader.manifests(metas):
+            if any(e.kind is FileKind.ADD and e.file.file_name in names for e in entries):
+                return True
+    return False

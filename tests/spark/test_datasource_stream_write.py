@@ -191,6 +191,44 @@ def test_abort_never_deletes_after_an_unknown_outcome(
     assert table.latest_snapshot() is None
 
 
+def test_a_lost_answer_is_committed_again_once_and_its_files_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first commit of a batch lands but its answer is lost: the retry is deduplicated, and the files
+    (the landed snapshot's) stay. A replay of the batch later is deduplicated and its new files go."""
+    table = append_table(str(tmp_path / "wh"), "db.t", buckets=2)
+    options = {"path": table.path, "checkpointLocation": str(tmp_path / "ckpt")}
+    real_commit = StreamTableCommit.commit
+    calls: list[int] = []
+
+    def lost_answer(self: StreamTableCommit, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        outcome = real_commit(self, *args, **kwargs)
+        if len(calls) == 1:
+            raise CommitOutcomeUnknownError("injected: the answer was lost")
+        return outcome
+
+    monkeypatch.setattr(StreamTableCommit, "commit", lost_answer)
+    writer = PaimonDataSource(dict(options)).streamWriter(STRUCT, False)
+    assert isinstance(writer, PaimonStreamWriter)
+    writer.commit([writer.write(iter([_batch(0, 20)]))], 0)
+    assert len(calls) == 2
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.id == 1 and latest.commit_identifier == 0
+    assert sort_rows(read_rows(table)) == sort_rows(
+        [{"id": i, "p": f"p{i % 2}", "v": i * 0.5} for i in range(20)]
+    )
+    committed = _data_files(table)
+    assert committed == {f.file_name for f in live_files(table)}
+
+    replay = PaimonDataSource(dict(options)).streamWriter(STRUCT, False)  # a restart: same commit user
+    assert isinstance(replay, PaimonStreamWriter) and replay.commit_user == writer.commit_user
+    replay.commit([replay.write(iter([_batch(0, 20)]))], 0)
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.id == 1
+    assert _data_files(table) == committed  # the replay's copies are deleted, the landed files kept
+
+
 def main(argv: list[str]) -> int:
     """The stream's driver (see the module docstring)."""
     import spark_jobs
