@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env bench clean
+.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env bench clean spark-cluster-test
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ java-env:
 ## Lint, type-check and the whole test suite (interop, Postgres, S3 and Spark tests included).
 test: venv lint typecheck interop-venv rust-venv java-env
 	$(VENV)/bin/pytest tests -q
+
+## tests/spark on a Spark standalone cluster (a master and two workers, stopped at the end) instead of local[2,2].
+spark-cluster-test: venv
+	$(PY) -m tests.spark.cluster run -- $(VENV)/bin/pytest tests/spark -q
 
 unit: venv
 	$(VENV)/bin/pytest tests -q -m "not interop and not spark"
