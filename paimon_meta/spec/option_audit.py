@@ -100,6 +100,9 @@ OPTION_RULES: dict[str, Rule] = {
             "partition.legacy-name",
             "data-file.path-directory",
             "data-file.thin-mode",  # keys are read from the value columns either way
+            # ORC TIMESTAMP_LTZ of the Java writer in a non-UTC zone read as the writer's instants when true
+            # (paimon_meta.serde.orc_timestamps); our files hold the instants, as Java writes them when false
+            "orc.timestamp-ltz.legacy.type",
             "file.suffix.include.compression",
             "deletion-vectors.enabled",  # vectors applied; level-0 files skipped
             "deletion-vectors.merge-on-read",

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from paimon_meta.errors import CorruptMetadataError, UnsupportedError, ValidationError
 from paimon_meta.io.base import FileIO
-from paimon_meta.serde.orc_timestamps import correct_timestamps, writer_timezone
+from paimon_meta.serde.orc_timestamps import LTZ_LEGACY_OPTION, correct_timestamps, writer_timezone
 from paimon_meta.spec.arrow import to_arrow_schema, to_arrow_type
 from paimon_meta.spec.binary_row import Timestamp
 from paimon_meta.spec.manifest import DataFileMeta
@@ -67,9 +67,16 @@ def file_format_of(file_name: str) -> str:
 
 
 def read_data_file(
-    data: bytes, fmt: str, columns: Sequence[str], *, path: str, avro_schema: pa.Schema | None = None
+    data: bytes,
+    fmt: str,
+    columns: Sequence[str],
+    *,
+    path: str,
+    avro_schema: pa.Schema | None = None,
+    orc_ltz_legacy: bool = True,
 ) -> pa.Table:
-    """The named columns (those present) of one data file's bytes."""
+    """The named columns (those present) of one data file's bytes; ORC timestamps as Java reads them
+    (``orc_ltz_legacy``: the table's ``orc.timestamp-ltz.legacy.type``, :func:`orc_ltz_legacy`)."""
     try:
         if fmt == "parquet":
             pf = pq.ParquetFile(pa.BufferReader(data))
@@ -79,8 +86,11 @@ def read_data_file(
             of = pa_orc.ORCFile(pa.BufferReader(data))
             present = set(of.schema.names)
             table = of.read(columns=[c for c in columns if c in present])
-            if any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in table.schema):
-                table = correct_timestamps(table, writer_timezone(data, path=path), path=path)
+            if any(_has_timestamp(f.type) for f in table.schema):
+                zone = writer_timezone(data, path=path)
+                table = correct_timestamps(
+                    table, zone, writer=of.writer, ltz_legacy=orc_ltz_legacy, path=path
+                )
             return table
         if fmt == "avro":
             records = list(fastavro.reader(io.BytesIO(data)))
@@ -93,6 +103,17 @@ def read_data_file(
     except (pa.ArrowException, ValueError, OSError) as e:
         raise CorruptMetadataError(f"cannot read {fmt} data file: {e}", path=path) from e
     raise UnsupportedError(f"data file format {fmt!r} is not supported (parquet, orc, avro)", path=path)
+
+
+def _has_timestamp(data_type: pa.DataType) -> bool:
+    if pa.types.is_timestamp(data_type):
+        return True
+    return any(_has_timestamp(data_type.field(i).type) for i in range(data_type.num_fields))
+
+
+def orc_ltz_legacy(schema: TableSchema) -> bool:
+    """The table's ``orc.timestamp-ltz.legacy.type`` (default true, as Java's ``OrcOptions``)."""
+    return (schema.options.get(LTZ_LEGACY_OPTION) or "true").strip().lower() == "true"
 
 
 def primary_key_columns(file_schema: TableSchema) -> dict[int, tuple[str, DataType]]:
@@ -140,7 +161,14 @@ def read_file_for_rewrite(
     path = file.external_path or join_path(bucket_path, file.file_name)
     fmt = file_format_of(file.file_name)
     avro_schema = to_arrow_schema(file_fields) if fmt == "avro" else None
-    data = read_data_file(file_io.read(path), fmt, columns, path=path, avro_schema=avro_schema)
+    data = read_data_file(
+        file_io.read(path),
+        fmt,
+        columns,
+        path=path,
+        avro_schema=avro_schema,
+        orc_ltz_legacy=orc_ltz_legacy(schema),
+    )
     if layout.is_key_value:
         check_key_value_columns(data, keys, path)
     for f in schema.partition_type.fields:
@@ -220,6 +248,7 @@ class SplitReader:
         )
         self.out_targets: list[FieldTarget] = [(f.id, f.name, f.type) for f in self.merge_fields]
         self._index_files: dict[str, bytes] = {}
+        self.orc_ltz_legacy = orc_ltz_legacy(schema)
 
     # -- one file --
     def _deleted_positions(self, deletion_file: DeletionFile | None) -> np.ndarray | None:
@@ -252,7 +281,14 @@ class SplitReader:
         fmt = file_format_of(file.file_name)
         avro_schema = to_arrow_schema(avro_fields) if fmt == "avro" else None
         columns = list(dict.fromkeys(columns))  # a key may also be an output column: read it once
-        table = read_data_file(self.file_io.read(path), fmt, columns, path=path, avro_schema=avro_schema)
+        table = read_data_file(
+            self.file_io.read(path),
+            fmt,
+            columns,
+            path=path,
+            avro_schema=avro_schema,
+            orc_ltz_legacy=self.orc_ltz_legacy,
+        )
         if self.has_pk:
             check_key_value_columns(table, keys, path)
         deleted = self._deleted_positions(deletion_file)

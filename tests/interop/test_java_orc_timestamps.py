@@ -9,12 +9,12 @@ a writer in another zone exposed two misreads:
 * TIMESTAMP: pyarrow reads values whose UTC and writer-zone seconds differ in sign (nanos >= 1 ms) one
   second off Java (:func:`pyarrow_misread` is the rule, written from the files and checked value by value
   east and west of UTC; paimon_meta/serde/orc_timestamps.py explains it and corrects it on read).
-* TIMESTAMP_LTZ, still open (strict xfail): Paimon's default (``orc.timestamp-ltz.legacy.type``) stores the
-  instant's UTC wall clock as a local time of the writer's JVM, and converts back with the reader JVM's
-  zone. Java reads the written instants only in the writer's zone; Java in UTC reads what we read (the
-  instant minus the writer's offset). Not corrected: Java's own reading depends on the reader's zone, and
-  whether every Paimon release writes LTZ this way is unverified (0.9.0 and this 1.0-SNAPSHOT have no ORC
-  option for it), so shifting by the stripe footer's zone alone could move correct values.
+* TIMESTAMP_LTZ: Paimon's legacy layout (``orc.timestamp-ltz.legacy.type``, true by default; 0.9.0 and
+  this 1.0-SNAPSHOT know no other) stores each instant minus the writer JVM's offset, as an ORC
+  TIMESTAMP_INSTANT, and Java adds the *reader* JVM's offset back: only Java in the writer's zone reads
+  the instants written (Java in UTC reads what pyarrow alone does). We read those instants: the footer
+  says the ORC Java writer and the writer's zone (paimon_meta/serde/orc_timestamps.py). With the option
+  false (Paimon >= 1.1, not in these jars) the file holds the instants and we read them as stored.
 
 No Java or jars: skipped with the reason, except under ``CI=true`` where that fails.
 """
@@ -23,15 +23,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pyarrow.orc as pa_orc
 import pytest
 
 import paimon_meta
 from paimon_meta.io import get_file_io
+from paimon_meta.serde.orc_timestamps import writer_timezone
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import INT, TIMESTAMP, TIMESTAMP_LTZ, DataField
 from paimon_meta.table.snapshots import SchemaManager
@@ -191,18 +195,46 @@ def test_timestamps_read_as_java(run: Run) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Paimon's legacy ORC TIMESTAMP_LTZ holds the instant's UTC wall clock in the writer's zone; we "
-    "read the instant minus the writer's offset (as Java in UTC does), not the instant Java reads there",
-)
 def test_ltz_read_as_java_in_the_writers_zone(run: Run) -> None:
+    """Every TIMESTAMP_LTZ value as Java reads it in the writer's zone, the instants written (the file's
+    footer: writer ORC_JAVA, zone Asia/Shanghai), also before 1900 where Java's zone offset is not the
+    local mean time of the host's tzdata."""
+    files = sorted(Path(run.path).glob("bucket-0/*.orc"))
+    assert files
+    for file in files:
+        assert pa_orc.ORCFile(str(file)).writer == "ORC_JAVA"
+        assert writer_timezone(file.read_bytes()) == WRITER_ZONE
     assert_same_rows(
         project(run.java, LTZ_COLUMNS),
         project(run.ours, LTZ_COLUMNS),
         f"TIMESTAMP_LTZ columns written by Java {run.version} in {WRITER_ZONE}",
     )
+
+
+def test_ltz_without_the_legacy_option_reads_as_stored(run: Run, tmp_path: Path) -> None:
+    """The same files in a table with ``orc.timestamp-ltz.legacy.type=false``: the values as stored (as
+    Java reading in UTC), here the instants minus Shanghai's +08:00 (no DST among these values)."""
+    path = tmp_path / "ts"
+    shutil.copytree(run.path, path)
+    schema_file = path / "schema" / "schema-0"
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    schema["options"]["orc.timestamp-ltz.legacy.type"] = "false"
+    schema_file.write_text(json.dumps(schema), encoding="utf-8")
+    builder = paimon_meta.open_table(str(path)).new_read_builder()
+    ours = canonical_arrow(builder.new_read().to_arrow(builder.new_scan().plan().splits()))
+    eight_hours = dt.timedelta(hours=8)
+    expected = [
+        {c: r[c] if c == "id" else _minus(r[c], eight_hours) for c in ("id", *LTZ_COLUMNS)} for r in run.java
+    ]
+    assert_same_rows(expected, project(ours, LTZ_COLUMNS), "TIMESTAMP_LTZ as stored")
+
+
+def _minus(canonical: str | None, delta: dt.timedelta) -> str | None:
+    if canonical is None:
+        return None
+    whole, _, fraction = canonical.removesuffix("Z").partition(".")
+    moved = dt.datetime.fromisoformat(whole) - delta
+    return f"{moved.isoformat()}.{fraction}Z"
 
 
 def test_java_in_the_writers_zone_reads_the_values_written(run: Run) -> None:

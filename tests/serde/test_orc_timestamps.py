@@ -1,5 +1,5 @@
-"""The ORC stripe footer's writer zone, and the one-second TIMESTAMP correction (against Java: the interop
-test tests/interop/test_java_orc_timestamps.py)."""
+"""The ORC stripe footer's writer zone, the one-second TIMESTAMP correction and the legacy TIMESTAMP_LTZ
+shift (against Java: the interop test tests/interop/test_java_orc_timestamps.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,18 @@ import datetime as dt
 import io
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.orc as pa_orc
 import pytest
 
-from paimon_meta.errors import CorruptMetadataError
-from paimon_meta.serde.orc_timestamps import correct_timestamps, java_second_shift, writer_timezone
+from paimon_meta.errors import CorruptMetadataError, UnsupportedError
+from paimon_meta.serde.orc_timestamps import (
+    correct_timestamps,
+    java_offsets,
+    java_second_shift,
+    writer_timezone,
+)
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 LOS_ANGELES = ZoneInfo("America/Los_Angeles")
@@ -67,10 +73,66 @@ def test_correct_timestamps_moves_only_misread_values() -> None:
             "ltz": pa.array([0, 0, 0, 0], pa.timestamp("us", tz="UTC")),
         }
     )
-    corrected = correct_timestamps(table, "Asia/Shanghai")
+    corrected = correct_timestamps(table, "Asia/Shanghai", writer="ORC_JAVA", ltz_legacy=False)
     expected = [ns("1970-01-01T00:00:00.001") // 1000, ns(reads[1]) // 1000, ns(reads[2]) // 1000, None]
     assert corrected.column("t").type == pa.timestamp("us")
     assert corrected.column("t").cast(pa.int64()).to_pylist() == expected
-    assert corrected.column("ltz").equals(table.column("ltz"))
-    assert correct_timestamps(table, "UTC") is table
-    assert correct_timestamps(table, None) is table
+    assert corrected.column("ltz").equals(table.column("ltz"))  # not the legacy layout: the instants
+    assert correct_timestamps(table, "UTC", writer="ORC_JAVA") is table
+    assert correct_timestamps(table, "GMT", writer="ORC_CPP") is table  # ours
+    assert correct_timestamps(table, None, writer="ORC_JAVA") is table
+
+
+@pytest.mark.parametrize(
+    ("instant", "zone", "offset"),
+    [
+        ("2014-06-01T04:00:00", SHANGHAI, 8 * 3600),
+        ("1899-12-31T16:00:00", SHANGHAI, 8 * 3600),  # before 1900: Java's raw offset, not LMT +8:05:43
+        ("1900-01-01T00:00:00", SHANGHAI, 8 * 3600 + 5 * 60 + 43),  # from 1900 on: the zone's history
+        ("1850-01-01T00:00:00", LOS_ANGELES, -8 * 3600),  # LMT -7:52:58 in tzdata
+        ("2021-03-14T09:59:59", LOS_ANGELES, -8 * 3600),  # the last second of PST
+        ("2021-03-14T10:00:00", LOS_ANGELES, -7 * 3600),
+        ("2050-07-01T00:00:00", LOS_ANGELES, -7 * 3600),  # after 2037: the last rules
+        ("1811-07-23T15:06:40", ZoneInfo("Australia/Lord_Howe"), 37800),  # raw +10:30 (DST in January)
+        ("1811-07-23T15:06:40", ZoneInfo("Asia/Kolkata"), 19800),
+    ],
+)
+def test_java_offsets(instant: str, zone: ZoneInfo, offset: int) -> None:
+    """``java.util.TimeZone.getOffset`` (these values printed by Java 17)."""
+    nanos = np.array([ns(instant), ns(instant) + 999_999_999], dtype=np.int64)
+    assert java_offsets(nanos, zone).tolist() == [offset, offset]
+
+
+def test_legacy_ltz_of_the_java_writer_moves_to_the_writers_zone() -> None:
+    """Java stored each instant minus the writer zone's offset; its reader in that zone adds it back."""
+    stored = ["1969-12-31T16:00:00", "2014-06-01T04:00:00.5", "1899-12-31T16:00:00.123"]
+    table = pa.table({"ltz": pa.array([*(ns(v) for v in stored), None], pa.timestamp("ns", tz="UTC"))})
+    moved = correct_timestamps(table, "Asia/Shanghai", writer="ORC_JAVA", path="f.orc")
+    written = ["1970-01-01T00:00:00", "2014-06-01T12:00:00.5", "1900-01-01T00:00:00.123"]
+    assert moved.column("ltz").type == pa.timestamp("ns", tz="UTC")
+    assert moved.column("ltz").cast(pa.int64()).to_pylist() == [*(ns(v) for v in written), None]
+    assert correct_timestamps(table, "Asia/Shanghai", writer="ORC_JAVA", ltz_legacy=False) is table
+
+
+@pytest.mark.parametrize(
+    ("writer", "column", "message"),
+    [
+        ("ORC_CPP", pa.array([0], pa.timestamp("ns", tz="UTC")), "written by ORC_CPP"),
+        ("TRINO", pa.array([0], pa.timestamp("ns", tz="UTC")), "written by TRINO"),
+        ("ORC_JAVA", pa.array([[0]], pa.list_(pa.timestamp("ns", tz="UTC"))), "nested in 'ltz'"),
+    ],
+)
+def test_legacy_ltz_that_cannot_be_told_is_refused(writer: str, column: pa.Array, message: str) -> None:
+    table = pa.table({"ltz": column})
+    with pytest.raises(UnsupportedError, match=message) as raised:
+        correct_timestamps(table, "Asia/Shanghai", writer=writer, path="f.orc")
+    assert raised.value.fields["path"] == "f.orc"
+    assert correct_timestamps(table, "Asia/Shanghai", writer=writer, ltz_legacy=False) is table
+
+
+def test_a_corrected_column_keeps_every_nanosecond_beside_nulls() -> None:
+    """Values far from the epoch survive the correction of another value exactly (no float64 on the way)."""
+    far = ns("2100-01-01T00:00:00.123456789")
+    table = pa.table({"t": pa.array([ns("1970-01-01T00:00:01.001"), far, None], pa.timestamp("ns"))})
+    corrected = correct_timestamps(table, "Asia/Shanghai", writer="ORC_JAVA")
+    assert corrected.column("t").cast(pa.int64()).to_pylist() == [ns("1970-01-01T00:00:00.001"), far, None]
