@@ -65,12 +65,10 @@ _ORDERED_ROOTS = frozenset(
 _SUFFIX = "." + FIELD_SEQUENCE_GROUP
 # pyarrow >= 25 takes null placement per sort key (the global option is deprecated).
 _PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
-SEPARATOR = ","
+SEPARATOR = ","  # CoreOptions.FIELDS_SEPARATOR; Java splits without trimming
 #: The aggregate functions a sequence group takes: those whose aggReversed (Java's agg with the operands
 #: swapped, applied to rows older than the group's sequence) equals agg.
-COMMUTATIVE = frozenset(
-    {agg.SUM, agg.PRODUCT, agg.MIN, agg.MAX, agg.BOOL_AND, agg.BOOL_OR}
-)  # CoreOptions.FIELDS_SEPARATOR; Java splits without trimming
+COMMUTATIVE = frozenset({agg.SUM, agg.PRODUCT, agg.MIN, agg.MAX, agg.BOOL_AND, agg.BOOL_OR})
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +138,8 @@ def _check_supported(schema: TableSchema, groups: list[SequenceGroup], member_of
         )
     if PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP in options:
         key = PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP
+        # Java 1.0.0's (apache/paimon#4525): neither Java our interop runs has it, and a delete merged in
+        # a writer's buffer then leaves a -D of nulls that later merges ignore
         raise UnsupportedError(f"{key} is not supported", option=key)
     if FIELDS_DEFAULT_AGG_FUNC in options:
         # Java 1.0.0 also aggregates the sequence fields with it (apache/paimon#4897 fixed that later)

@@ -5,7 +5,9 @@ compaction, and the options refused."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,21 @@ import pyarrow as pa
 import pytest
 
 from paimon_meta.errors import UnsupportedError, ValidationError
-from paimon_meta.spec.types import BIGINT, DOUBLE, INT, STRING, DataField, TypeRoot
+from paimon_meta.spec.types import (
+    BIGINT,
+    CHAR,
+    DATE,
+    DECIMAL,
+    DOUBLE,
+    INT,
+    STRING,
+    TIME,
+    TIMESTAMP,
+    TINYINT,
+    DataField,
+    DataType,
+    TypeRoot,
+)
 from paimon_meta.table.merge_engine import MergeEngine
 from tests.table.merge_reference import JavaError, Row, SeqGroup, partial_update_with_groups
 from tests.table.test_merge_engines import create, read, read_compact_read, write
@@ -323,3 +339,23 @@ def test_refused(options: dict[str, str], error: type[Exception], match: str) ->
         MergeEngine.for_schema(schema(fields, options)).check_fields(fields)
     assert e.type is error
     assert "option" in e.value.fields  # type: ignore[attr-defined]
+
+
+SEQUENCE_TYPES = [
+    (DECIMAL(20, 4), [Decimal("2.0000"), Decimal("10.0000"), Decimal("-3.0000")]),
+    (DATE(), [dt.date(2020, 1, 2), dt.date(2021, 1, 1), dt.date(1960, 5, 5)]),
+    (TIME(3), [dt.time(1), dt.time(5), dt.time(3)]),
+    (TIMESTAMP(9), [dt.datetime(2020, 1, 1), dt.datetime(2022, 1, 1), dt.datetime(1921, 1, 1)]),
+    (CHAR(2), ["a", "é", "z"]),  # UTF-8 bytes: "é" (0xC3) > "z"
+    (TINYINT(), [-5, 100, 3]),
+]
+
+
+@pytest.mark.parametrize(
+    ("data_type", "values"), SEQUENCE_TYPES, ids=[t.root.value for t, _ in SEQUENCE_TYPES]
+)
+def test_sequence_field_types(data_type: DataType, values: list[Any]) -> None:
+    fields = [DataField(0, "k", INT(False)), DataField(1, "a", INT()), DataField(2, "s", data_type)]
+    engine = MergeEngine.for_schema(schema(fields, _with(**{"fields.s.sequence-group": "a"})))
+    got = run_engine(engine, fields, [[([7, i, v], 0, i) for i, v in enumerate(values)]])
+    assert [c.to_pylist()[0] for c in got.columns][1] == 1  # the row of the greatest sequence
