@@ -7,7 +7,8 @@ are negative. Java's reader tests the sign of the UTC seconds; the C++ reader in
 the wall-clock seconds in the writer's zone (the stripe footer's ``writerTimezone``). Where the two signs
 differ, pyarrow reads a TIMESTAMP one second off Java: +1 s for wall clocks in [1969-12-31T23:59:59,
 offset) in a zone east of UTC, -1 s in [offset, 1969-12-31T23:59:59) west of it (the offset being negative
-there). :func:`correct_timestamps` moves those values back.
+there). :func:`correct_timestamps` moves those values back; a file with such a value nested in an ARRAY,
+MAP or ROW is refused instead (the harness cannot have Java write one to check it against).
 
 TIMESTAMP_INSTANT (Paimon TIMESTAMP_LTZ, in every Paimon version; pyarrow reads it as UTC, as Java does, so
 the second above never differs there). In Paimon's legacy layout (``orc.timestamp-ltz.legacy.type``, true
@@ -244,6 +245,46 @@ def _shift_ltz_column(column: pa.ChunkedArray, zone: ZoneInfo, path: str) -> pa.
     return pa.chunked_array([array.cast(column.type)])
 
 
+def _nested_wall_leaves(array: pa.Array) -> list[pa.Array]:
+    """The TIMESTAMP (no zone) values nested in ``array`` (an ARRAY, MAP or ROW), parents' nulls applied."""
+    data_type = array.type
+    if pa.types.is_timestamp(data_type):
+        return [array] if data_type.tz is None else []
+    if pa.types.is_map(data_type):
+        return [*_nested_wall_leaves(array.keys), *_nested_wall_leaves(array.items)]
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        return _nested_wall_leaves(array.flatten())
+    if pa.types.is_struct(data_type):
+        return [leaf for child in array.flatten() for leaf in _nested_wall_leaves(child)]
+    return []
+
+
+def _check_nested_walls(table: pa.Table, zone: ZoneInfo, path: str) -> None:
+    """``UnsupportedError`` when a TIMESTAMP nested in an ARRAY, MAP or ROW holds a value pyarrow reads a
+    second off Java (those are not moved; the rare file that has one is refused, never misread)."""
+    for f in table.schema:
+        if pa.types.is_timestamp(f.type) or not any(
+            pa.types.is_timestamp(t) and t.tz is None for t in _leaf_types(f.type)
+        ):
+            continue
+        for chunk in table.column(f.name).chunks:
+            for leaf in _nested_wall_leaves(chunk):
+                column = pa.chunked_array([leaf], leaf.type)
+                if not _correct_column(column, zone).equals(column):
+                    raise UnsupportedError(
+                        f"a TIMESTAMP nested in {f.name!r} of an ORC file Java wrote in time zone "
+                        f"{zone.key!r} holds a value pyarrow reads a second off Java (not corrected there)",
+                        path=path,
+                        field=f.name,
+                    )
+
+
+def _leaf_types(data_type: pa.DataType) -> list[pa.DataType]:
+    if data_type.num_fields == 0:
+        return [data_type]
+    return [t for i in range(data_type.num_fields) for t in _leaf_types(data_type.field(i).type)]
+
+
 def _has_ltz(data_type: pa.DataType) -> bool:
     if pa.types.is_timestamp(data_type):
         return data_type.tz is not None
@@ -287,12 +328,20 @@ def correct_timestamps(
             )
     else:
         ltz = []
-    if not wall and not ltz:
+    nested_wall = [
+        f.name
+        for f in table.schema
+        if not pa.types.is_timestamp(f.type)
+        and any(pa.types.is_timestamp(t) and t.tz is None for t in _leaf_types(f.type))
+    ]
+    if not wall and not ltz and not nested_wall:
         return table
     try:
         zone = ZoneInfo(zone_name)
     except (ZoneInfoNotFoundError, ValueError) as e:
         raise UnsupportedError(f"ORC writer time zone {zone_name!r} is unknown here", path=path) from e
+    if nested_wall:
+        _check_nested_walls(table, zone, path)
     for i in wall:
         table = table.set_column(i, table.field(i), _correct_column(table.column(i), zone))
     for i in ltz:

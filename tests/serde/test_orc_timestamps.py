@@ -136,3 +136,33 @@ def test_a_corrected_column_keeps_every_nanosecond_beside_nulls() -> None:
     table = pa.table({"t": pa.array([ns("1970-01-01T00:00:01.001"), far, None], pa.timestamp("ns"))})
     corrected = correct_timestamps(table, "Asia/Shanghai", writer="ORC_JAVA")
     assert corrected.column("t").cast(pa.int64()).to_pylist() == [ns("1970-01-01T00:00:00.001"), far, None]
+
+
+NESTED = pa.timestamp("ns")
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array([[ns("2014-06-01T12:00:00.5")], None, [ns("1970-01-01T00:00:01.001")]], pa.list_(NESTED)),
+        pa.array([{"a": ns("1970-01-01T00:00:01.001")}], pa.struct([("a", NESTED)])),
+        pa.array([[(1, ns("1970-01-01T00:00:01.001"))]], pa.map_(pa.int32(), NESTED)),
+    ],
+)
+def test_a_nested_timestamp_pyarrow_reads_a_second_off_is_refused(column: pa.Array) -> None:
+    with pytest.raises(UnsupportedError, match="nested in 'n'"):
+        correct_timestamps(pa.table({"n": column}), "Asia/Shanghai", writer="ORC_JAVA", path="f.orc")
+
+
+def test_nested_timestamps_read_alike_pass() -> None:
+    """Nested values pyarrow reads as Java does (and a misread one under a null parent) are read."""
+    hidden = pa.StructArray.from_arrays(
+        [pa.array([ns("1970-01-01T00:00:01.001")], NESTED)], names=["a"], mask=pa.array([True])
+    )
+    table = pa.table(
+        {
+            "l": pa.array([[ns("2014-06-01T12:00:00.5")], None], pa.list_(NESTED)),
+            "s": pa.concat_arrays([hidden] * 2),
+        }
+    )
+    assert correct_timestamps(table, "Asia/Shanghai", writer="ORC_JAVA") is table
