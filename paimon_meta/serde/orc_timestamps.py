@@ -218,11 +218,13 @@ def java_offsets(nanos: np.ndarray, zone: ZoneInfo) -> np.ndarray:
     answers with the raw offset, never the local mean time). The zone's history comes from this machine's
     tzdata: where it differs from the JVM's (an older or newer tzdata release), so does the result."""
     seconds = np.floor_divide(nanos, _NANOS)
-    hours, inverse = np.unique(np.floor_divide(seconds, 3600), return_inverse=True)
-    first = np.array([_offset_seconds(int(h) * 3600, zone) for h in hours], dtype=np.int64)
-    last = np.array([_offset_seconds(int(h) * 3600 + 3599, zone) for h in hours], dtype=np.int64)
+    # one look-up per UTC day, per value on the days the offset changes: no tzdata zone has two transitions
+    # in one UTC day (checked over every zone's transitions), so a day's first and last second show each
+    days, inverse = np.unique(np.floor_divide(seconds, 86_400), return_inverse=True)
+    first = np.array([_offset_seconds(int(d) * 86_400, zone) for d in days], dtype=np.int64)
+    last = np.array([_offset_seconds(int(d) * 86_400 + 86_399, zone) for d in days], dtype=np.int64)
     offsets = first[inverse]
-    for i in np.flatnonzero((first != last)[inverse]):  # an hour with a transition in it
+    for i in np.flatnonzero((first != last)[inverse]):
         offsets[i] = _offset_seconds(int(seconds[i]), zone)
     offsets[nanos < _JAVA_ZONE_HISTORY_START_NANOS] = _raw_offset_seconds(zone)
     return offsets

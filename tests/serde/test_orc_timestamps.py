@@ -166,3 +166,16 @@ def test_nested_timestamps_read_alike_pass() -> None:
         }
     )
     assert correct_timestamps(table, "Asia/Shanghai", writer="ORC_JAVA") is table
+
+
+@pytest.mark.parametrize(
+    "zone", ["America/Los_Angeles", "Australia/Lord_Howe", "Europe/Dublin", "Pacific/Apia"]
+)
+def test_java_offsets_by_day_equal_the_offset_of_each_instant(zone: str) -> None:
+    """The per-day look-ups give every instant's own offset from 1900 on (DST days included)."""
+    seconds = np.random.default_rng(7).integers(-2_208_988_800, 4_200_000_000, 5_000)
+    epoch, tz = dt.datetime(1970, 1, 1, tzinfo=dt.UTC), ZoneInfo(zone)
+    expected = [(epoch + dt.timedelta(seconds=int(s))).astimezone(tz).utcoffset() for s in seconds]
+    assert all(e is not None for e in expected)
+    expected_seconds = [int(e.total_seconds()) for e in expected if e is not None]
+    assert java_offsets(seconds * 1_000_000_000 + 999_999_999, tz).tolist() == expected_seconds
