@@ -31,6 +31,7 @@ deletes) that an append-only Spark stream cannot carry correctly.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ from paimon_meta.spec.manifest import FileKind, ManifestEntry
 from paimon_meta.spec.snapshot import CommitKind, Snapshot
 from paimon_meta.table.scan import Split
 from paimon_meta.table.table import FileStoreTable
+from spark_jobs.cli_args import OpenedTable
 from spark_jobs.common import TableHandle, cast_batch
 from spark_jobs.datasource.target import SCAN_SNAPSHOT_ID, SourceOptions, open_target, read_builder
 
@@ -134,19 +136,40 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self.read_schema = read_schema
         self.target: int | None = None  # Trigger.AvailableNow: the latest snapshot when it started
-        opened = open_target(options)
+        self._opened: OpenedTable | None = None
+        with self._table() as table:
+            check_streamable(table, options.table)
+        self.stop()  # Spark also builds readers just to plan the executors' reads: keep nothing open
+
+    @contextlib.contextmanager
+    def _table(self) -> Iterator[FileStoreTable]:
+        """The table, opened once and kept by this reader: Spark asks for ``latestOffset`` every few
+        milliseconds while a query is idle, too often to open a catalog each time. Closed by
+        :meth:`stop`, and after any error (the next call opens it again)."""
+        if self._opened is None:
+            self._opened = open_target(self.options)
         try:
-            check_streamable(opened.table, options.table)
-        finally:
+            yield self._opened.table
+        except BaseException:
+            self.stop()
+            raise
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader into the executors' read function: without the open catalog.
+        state = dict(self.__dict__)
+        state["_opened"] = None
+        return state
+
+    def stop(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is not None:
             opened.close()
 
     def _latest(self, table: FileStoreTable) -> int:
         return table.snapshot_manager.latest_snapshot_id() or 0
 
     def initialOffset(self) -> dict[str, int]:
-        opened = open_target(self.options)
-        try:
-            table = opened.table
+        with self._table() as table:
             start = self.options.scan_snapshot_id
             if start is None and table.options.get(SCAN_SNAPSHOT_ID):
                 start = int(str(table.options.get(SCAN_SNAPSHOT_ID)))
@@ -157,22 +180,14 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     )
                 return offset(start - 1)  # snapshot ``start`` is the first one read
             return offset(self._latest(table))
-        finally:
-            opened.close()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        opened = open_target(self.options)
-        try:
-            self.target = self._latest(opened.table)
-        finally:
-            opened.close()
+        with self._table() as table:
+            self.target = self._latest(table)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, int]:
-        opened = open_target(self.options)
-        try:
-            latest = self._latest(opened.table)
-        finally:
-            opened.close()
+        with self._table() as table:
+            latest = self._latest(table)
         if self.target is not None:
             latest = min(latest, self.target)
         return offset(max(latest, snapshot_of(start)))
@@ -181,9 +196,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         first, last = snapshot_of(start) + 1, snapshot_of(end)
         if first > last:
             return []
-        opened = open_target(self.options)
-        try:
-            table = opened.table
+        with self._table() as table:
+            assert self._opened is not None
             snapshots = table.snapshot_manager
             missing = [i for i in range(first, last + 1) if not snapshots.snapshot_exists(i)]
             if missing:
@@ -196,7 +210,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     earliest=snapshots.earliest_snapshot_id(),
                 )
             read_overwrite = _read_overwrite(table, self.options)
-            handle = TableHandle.of(table, opened.io_options)
+            handle = TableHandle.of(table, self._opened.io_options)
             columns = list(self.read_schema.fieldNames())
             out: list[InputPartition] = []
             for i in range(first, last + 1):
@@ -204,8 +218,6 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if adds_rows(snapshot, read_overwrite):
                     out += [DeltaPartition(handle, columns, s) for s in delta_splits(table, snapshot)]
             return out
-        finally:
-            opened.close()
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow

@@ -159,3 +159,42 @@ def test_start_overwrites_expired_snapshots_and_primary_key_tables(tmp_path: Pat
     pk = pk_table(str(tmp_path / "wh"))
     with pytest.raises(UnsupportedError, match="primary-key table"):
         PaimonDataSource({"path": pk.path}).streamReader(StructType())
+
+
+@pytest.mark.postgres
+def test_through_a_metastore_catalog_the_reader_keeps_one_open(clean_db: str, tmp_path: Path) -> None:
+    """Spark polls ``latestOffset`` while idle: the reader opens the catalog once (closed by ``stop``),
+    and pickles without it (Spark ships the reader to the executors)."""
+    import pickle
+
+    import paimon_meta
+
+    warehouse = str(tmp_path / "wh")
+    with paimon_meta.connect(clean_db, warehouse) as catalog:
+        catalog.create_database("db")
+        catalog.create_table(
+            "db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "id"}
+        )
+        table = catalog.get_table("db.t")
+        options = {"path": "db.t", "metastore": clean_db, "warehouse": warehouse}
+        source = PaimonDataSource(dict(options))
+        reader = source.streamReader(source.schema())
+        assert isinstance(reader, PaimonStreamReader) and reader._opened is None
+        start = reader.initialOffset()
+        assert start == {"snapshot": 0}
+        opened = reader._opened
+        assert opened is not None
+        append(table, rows(0, 10))
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end == {"snapshot": 1} and reader._opened is opened  # the same catalog, no reopening
+        shipped = pickle.loads(pickle.dumps(reader))
+        assert shipped._opened is None
+        read = [
+            tuple(r.values())
+            for p in reader.partitions(start, end)
+            for b in shipped.read(p)
+            for r in b.to_pylist()
+        ]
+        assert Counter(read) == Counter(rows(0, 10))
+        reader.stop()
+        assert reader._opened is None
