@@ -43,7 +43,7 @@ java-env:
 
 ## Lint, type-check and the whole test suite (interop, Postgres, S3 and Spark tests included).
 test: venv lint typecheck interop-venv rust-venv java-env
-	$(VENV)/bin/pytest tests -q
+	$(VENV)/bin/pytest tests -q --durations=40
 
 ## tests/spark on a Spark standalone cluster (a master and two workers, stopped at the end) instead of local[2,2].
 spark-cluster-test: venv
