@@ -31,11 +31,12 @@ from paimon_meta.table.scan import Split
 from spark_jobs.common import TableHandle, cast_batch, spark_schema
 from spark_jobs.datasource.filters import PushedFilters, push
 from spark_jobs.datasource.target import (
+    ReadAt,
     SourceOptions,
     open_target,
+    read_at,
     read_builder,
     read_schema,
-    snapshot_id_of,
 )
 
 if TYPE_CHECKING:
@@ -45,14 +46,12 @@ if TYPE_CHECKING:
 
 class SplitPartition(InputPartition):
     """One split and what an executor needs to read it (picklable, no catalog): the table's location
-    and storage options, the snapshot time travelled to (None: the latest), the columns, the split."""
+    and storage options, the snapshot or tag time travelled to, the columns, the split."""
 
-    def __init__(
-        self, handle: TableHandle, snapshot_id: int | None, columns: Sequence[str], split: Split
-    ) -> None:
+    def __init__(self, handle: TableHandle, at: ReadAt, columns: Sequence[str], split: Split) -> None:
         super().__init__(split.bucket)
         self.handle = handle
-        self.snapshot_id = snapshot_id
+        self.at = at
         self.columns = tuple(columns)
         self.split = split
 
@@ -68,7 +67,7 @@ class PaimonReader(DataSourceReader):
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
         opened = open_target(self.options)
         try:
-            schema = read_schema(opened.table, snapshot_id_of(opened.table, self.options))
+            schema = read_schema(opened.table, read_at(opened.table, self.options))
         finally:
             opened.close()
         self.pushed = push(filters, schema)
@@ -96,10 +95,10 @@ class PaimonReader(DataSourceReader):
         opened = open_target(self.options)
         try:
             table = opened.table
-            snapshot_id = snapshot_id_of(table, self.options)
-            schema = read_schema(table, snapshot_id)
+            at = read_at(table, self.options)
+            schema = read_schema(table, at)
             columns = self._columns(schema)
-            builder = read_builder(table, snapshot_id, columns)
+            builder = read_builder(table, at, columns)
             terms = self.pushed.partition_terms
             if terms:
                 builder = builder.with_partition_filter(partition_predicate(schema, terms))
@@ -111,7 +110,7 @@ class PaimonReader(DataSourceReader):
                     s for s in splits if s.fallback
                 ]
             handle = TableHandle.of(table, opened.io_options)
-            return [SplitPartition(handle, snapshot_id, columns, s) for s in splits]
+            return [SplitPartition(handle, at, columns, s) for s in splits]
         finally:
             opened.close()
 
@@ -121,7 +120,7 @@ class PaimonReader(DataSourceReader):
         if not isinstance(partition, SplitPartition):
             return  # Spark's stand-in InputPartition(None) when a scan plans no split
         table = partition.handle.open()
-        read = read_builder(table, partition.snapshot_id, partition.columns).new_read()
+        read = read_builder(table, partition.at, partition.columns).new_read()
         # Exactly the Arrow schema Spark checks batches against (names, types, nullability).
         target = spark_to_arrow(self.read_schema, timezone="UTC")
         for batch in read.to_arrow_batches([partition.split]):

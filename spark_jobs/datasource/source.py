@@ -27,7 +27,7 @@ from spark_jobs.common import spark_schema
 from spark_jobs.datasource.reader import PaimonReader
 from spark_jobs.datasource.stream_reader import PaimonStreamReader
 from spark_jobs.datasource.stream_writer import PaimonStreamWriter, new_stream_writer
-from spark_jobs.datasource.target import SourceOptions, open_target, read_builder, snapshot_id_of
+from spark_jobs.datasource.target import SourceOptions, open_target, read_at, read_builder
 from spark_jobs.datasource.writer import PaimonWriter, new_writer
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class PaimonDataSource(DataSource):
         opened = open_target(opts)
         try:
             table = opened.table
-            builder = read_builder(table, snapshot_id_of(table, opts), opts.columns)
+            builder = read_builder(table, read_at(table, opts), opts.columns)
             fields = builder.read_type()
         finally:
             opened.close()

@@ -46,7 +46,13 @@ from paimon_meta.table.scan import Split
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.cli_args import OpenedTable
 from spark_jobs.common import TableHandle, cast_batch
-from spark_jobs.datasource.target import SCAN_SNAPSHOT_ID, SourceOptions, open_target, read_builder
+from spark_jobs.datasource.target import (
+    LATEST,
+    SCAN_SNAPSHOT_ID,
+    SourceOptions,
+    open_target,
+    read_builder,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -225,7 +231,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not isinstance(partition, DeltaPartition):
             return
         table = partition.handle.open()
-        read = read_builder(table, None, partition.columns).new_read()
+        read = read_builder(table, LATEST, partition.columns).new_read()
         target = spark_to_arrow(self.read_schema, timezone="UTC")
         for batch in read.to_arrow_batches([partition.split]):
             yield cast_batch(batch, target)

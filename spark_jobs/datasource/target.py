@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.spec.option_audit import SCAN_TAG_NAME
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table import time_travel
 from paimon_meta.table.table import FileStoreTable, ReadBuilder
@@ -165,39 +166,54 @@ def _int_option(opts: Mapping[str, str], name: str) -> int | None:
         raise ValidationError(f"{name} must be an integer, got {opts[name]!r}", option=name) from None
 
 
-def snapshot_id_of(table: FileStoreTable, opts: SourceOptions) -> int | None:
+@dataclass(frozen=True, slots=True)
+class ReadAt:
+    """What a read time-travels to, in a form executors redo without a catalog: a snapshot id, or a tag
+    whose snapshot is no longer a snapshot of the table (expired, or rolled back and re-created with
+    other content), read through the tag file as ``ReadBuilder.with_tag`` does. Neither: the latest."""
+
+    snapshot_id: int | None = None
+    tag: str | None = None
+
+
+LATEST = ReadAt()
+
+
+def read_at(table: FileStoreTable, opts: SourceOptions) -> ReadAt:
     """The snapshot a read time-travels to (``snapshot-id``, the snapshot a ``tag`` keeps, else the
-    table's ``scan.snapshot-id``/``scan.tag-name``/``scan.timestamp-millis``), None for the latest.
-    The executors read by snapshot id, so a tag whose snapshot expired (or was rolled back and
-    re-created with other content) is refused here; ``ReadBuilder.with_tag`` reads it."""
+    table's ``scan.snapshot-id``/``scan.tag-name``/``scan.timestamp-millis``), :data:`LATEST` if none.
+    A tag whose snapshot expired still reads (expiration keeps the files tagged snapshots name)."""
     travel = time_travel.resolve(table, snapshot_id=opts.snapshot_id, tag=opts.tag)
     if travel is None:
-        return None
-    if not time_travel.is_stored(table, travel.snapshot):
-        raise UnsupportedError(
-            f"{travel.target} keeps snapshot {travel.snapshot.id}, which no longer exists as a snapshot "
-            f"of {table.path}: reading an expired tag is not supported by the Spark data source",
-            target=travel.target,
-            snapshot_id=travel.snapshot.id,
-        )
-    return travel.snapshot.id
+        return LATEST
+    if time_travel.is_stored(table, travel.snapshot):
+        return ReadAt(snapshot_id=travel.snapshot.id)
+    tag = opts.tag if opts.tag is not None else table.schema.options.get(SCAN_TAG_NAME)
+    if travel.kind is not time_travel.TravelKind.TAG or tag is None:
+        # resolve() only returns stored snapshots for a snapshot id or a timestamp
+        raise UnsupportedError(f"{travel.target}: snapshot {travel.snapshot.id} is not on storage")
+    return ReadAt(tag=tag)
 
 
-def read_builder(
-    table: FileStoreTable, snapshot_id: int | None, columns: Sequence[str] | None = None
-) -> ReadBuilder:
-    """The table's read builder at ``snapshot_id`` (None: the latest), projected to ``columns``."""
+def read_builder(table: FileStoreTable, at: ReadAt, columns: Sequence[str] | None = None) -> ReadBuilder:
+    """The table's read builder at ``at``, projected to ``columns``."""
     builder = table.new_read_builder()
-    if snapshot_id is not None:
-        builder = builder.with_snapshot(snapshot_id)
+    if at.tag is not None:
+        builder = builder.with_tag(at.tag)
+    elif at.snapshot_id is not None:
+        builder = builder.with_snapshot(at.snapshot_id)
     if columns is not None:
         builder = builder.with_projection(columns)
     return builder
 
 
-def read_schema(table: FileStoreTable, snapshot_id: int | None) -> TableSchema:
-    """The schema a read at ``snapshot_id`` returns rows of, as ``ReadBuilder`` decides it: the latest
-    schema for the latest snapshot, else the schema that snapshot was committed with."""
-    if snapshot_id is None:
+def read_schema(table: FileStoreTable, at: ReadAt) -> TableSchema:
+    """The schema a read at ``at`` returns rows of, as ``ReadBuilder`` decides it: the latest schema
+    for the latest snapshot, else the schema the time-travelled snapshot was committed with."""
+    if at.tag is not None:
+        travel = time_travel.resolve(table, tag=at.tag)
+        assert travel is not None
+        return table.schema_of(travel.snapshot)
+    if at.snapshot_id is None:
         return table.schema
-    return table.schema_of(table.snapshot(snapshot_id))
+    return table.schema_of(table.snapshot(at.snapshot_id))

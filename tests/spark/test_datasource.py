@@ -15,7 +15,7 @@ from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThan
 import paimon_meta
 import spark_jobs
 from paimon_meta.catalog_api import Catalog
-from paimon_meta.errors import CommitOutcomeUnknownError, UnsupportedError
+from paimon_meta.errors import CommitOutcomeUnknownError
 from paimon_meta.ops.audit import commit_history
 from paimon_meta.ops.tags import create_tag
 from paimon_meta.spec.bucket import bucket_array
@@ -24,6 +24,7 @@ from paimon_meta.spec.types import BIGINT
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.batch_write import commit_messages
 from spark_jobs.datasource import PaimonDataSource, by_bucket
+from spark_jobs.datasource.target import ReadAt
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
 from tests.spark.helpers import SCHEMA, read_rows, sort_rows
 
@@ -330,7 +331,9 @@ def _data_files(table: FileStoreTable) -> set[str]:
     return {str(p) for p in Path(table.path).rglob("data-*")}
 
 
-def test_a_tag_whose_snapshot_expired_is_refused(catalog: Catalog, options: dict[str, str]) -> None:
+def test_a_tag_whose_snapshot_expired_still_reads(
+    registered: SparkSession, catalog: Catalog, options: dict[str, str]
+) -> None:
     table = append_table(catalog)
     for start in (0, 10):
         wb = table.new_batch_write_builder()
@@ -342,6 +345,8 @@ def test_a_tag_whose_snapshot_expired_is_refused(catalog: Catalog, options: dict
     tagged = PaimonDataSource({**options, "path": "db.t", "tag": "first"})
     reader = tagged.reader(tagged.schema())
     assert sum(p.split.row_count for p in reader.partitions()) == 10
+    assert {p.at for p in reader.partitions()} == {ReadAt(snapshot_id=1)}
     table.file_io.delete(table.snapshot_manager.snapshot_path(1))  # expired; the tag keeps its files
-    with pytest.raises(UnsupportedError, match="reading an expired tag is not supported"):
-        tagged.schema()
+    reader = tagged.reader(tagged.schema())
+    assert {p.at for p in reader.partitions()} == {ReadAt(tag="first")}  # executors read the tag file
+    assert rows_of(load(registered, options, tag="first")) == expected(0, 10)
