@@ -49,6 +49,10 @@ test: venv lint typecheck interop-venv rust-venv java-env
 spark-cluster-test: venv
 	$(PY) -m tests.spark.cluster run -- $(VENV)/bin/pytest tests/spark -q
 
+## The demo (make run) on a Spark standalone cluster (a master and two workers, stopped at the end).
+run-cluster: venv
+	$(PY) -m tests.spark.cluster run -- $(PY) -m paimon_meta.cli demo --rows-per-writer 200000
+
 unit: venv
 	$(VENV)/bin/pytest tests -q -m "not interop and not spark"
 

@@ -271,7 +271,7 @@ def run_demo(
     catalog = _connect(metastore_url, warehouse, dict(options or {}), progress)
     try:
         _create_tables(catalog, progress)
-        progress("starting Spark (local[2]) ...")
+        progress(f"starting Spark ({os.environ.get('SPARK_MASTER') or 'local[2]'}) ...")
         # No console progress bars: they would interleave with the demo's own progress lines.
         spark = build_session("paimon_meta.demo", conf={"spark.ui.showConsoleProgress": "false"})
         spark.sparkContext.setLogLevel("ERROR")

@@ -223,6 +223,7 @@ def _run(command: Sequence[str], workers: int, cores: int, memory: str) -> int:
                 print(f"spark cluster: {cluster.master_url} (web UI {cluster.web_ui})", flush=True)
                 env = cluster_env()
                 env[MASTER_ENV] = cluster.master_url
+                env["SPARK_MASTER"] = cluster.master_url  # build_session's default (the demo, the jobs)
                 env[WEB_UI_ENV] = cluster.web_ui
                 env[WORKER_DIRS_ENV] = os.pathsep.join(str(d) for d in cluster.worker_dirs)
                 code = subprocess.call(list(command), env=env)
