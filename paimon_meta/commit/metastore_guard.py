@@ -146,9 +146,20 @@ class LockSettings:
 
 
 def reconcile(
-    registry: Registry, events: EventLog, table_row: TableRow, snapshots: SnapshotManager
+    registry: Registry,
+    events: EventLog,
+    table_row: TableRow,
+    snapshots: SnapshotManager,
+    *,
+    exclude: uuid.UUID | None = None,
 ) -> list[tuple[int, str]]:
     """Record every snapshot on storage newer than the table pointer. Call it holding the table lock.
+
+    A snapshot is recorded ``recovered`` on the pending commit of its (user, identifier, kind) -- the
+    oldest such one if several (a commit and its re-sends) -- and ``external`` if none. ``exclude``:
+    the commit of the session reconciling, which cannot have published anything yet (it is just
+    starting under the lock): a re-send of a commit that died after its snapshot must not be credited
+    with that snapshot, or the original stays pending and is resolved onto it a second time.
 
     Returns ``(snapshot_id, event_type)`` per snapshot recorded. Idempotent: the pointer only moves
     forward, by compare-and-set, in the transaction that records each snapshot.
@@ -167,13 +178,15 @@ def reconcile(
     # for many commits, and a retry is a new commit); every other commit by its (user, identifier, kind).
     pending: dict[tuple[str, int, CommitKind], PendingCommit] = {}
     rest: dict[str, PendingCommit] = {}
-    for p in events.pending_commits(table_row.table_id):
+    for p in events.pending_commits(table_row.table_id):  # oldest first
+        if p.prepared.ref.commit_id == exclude:
+            continue
         uuid_of_rest = rest_snapshot_uuid(p.prepared.payload)
         if uuid_of_rest is not None:
             rest[uuid_of_rest] = p
         elif p.prepared.payload.get("source") != "rest":
             ref = p.prepared.ref
-            pending[(ref.commit_user, ref.commit_identifier, ref.commit_kind)] = p
+            pending.setdefault((ref.commit_user, ref.commit_identifier, ref.commit_kind), p)
     recorded: list[tuple[int, str]] = []
     for sid in range(pointer + 1, latest + 1):
         if not snapshots.snapshot_exists(sid):
@@ -299,7 +312,13 @@ class MetastoreSession(GuardSession):
         # is decided) and redo the lookup.
         if not snapshots.snapshot_exists((self.pointer or 0) + 1):
             return self.pointer
-        reconcile(self.guard.registry, self.guard.events, self.guard.table_row, snapshots)
+        reconcile(
+            self.guard.registry,
+            self.guard.events,
+            self.guard.table_row,
+            snapshots,
+            exclude=self.ref.commit_id,
+        )
         self.load_pointer()
         return self.pointer
 

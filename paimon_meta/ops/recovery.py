@@ -46,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -277,6 +278,13 @@ def _plan(
         _decide(catalog, lock_id, p, now=now, grace=grace, on_storage=on_storage or {})
         for p in catalog.events.pending_commits(row.table_id)
     ]
+    claimed: dict[int, uuid.UUID] = {}
+    for d in decisions:  # oldest first: one snapshot on storage is recorded on one commit only
+        if d.action == PUBLISHED and d.snapshot_id is not None:
+            first = claimed.setdefault(d.snapshot_id, d.pending.prepared.ref.commit_id)
+            if first != d.pending.prepared.ref.commit_id:
+                d.action, d.snapshot_id = ABORTED, None
+                d.reason = f"deduplicated: its snapshot is recorded on commit {first}"
     for d in decisions:
         if d.action == FINISHED:
             if dry_run:
@@ -314,11 +322,14 @@ def _decide(
         ref.table_id, ref.commit_user, ref.commit_identifier, ref.commit_kind
     )
     if found is not None:
+        # Another attempt of this (user, identifier, kind) is the one recorded with that snapshot:
+        # this one is a duplicate, ended as the commit path ends a deduplicated commit (the snapshot is
+        # recorded once, by the commit it is recorded on).
         return _Decision(
             p,
-            PUBLISHED,
-            reason=f"already committed as snapshot {found.snapshot_id} by commit {found.ref.commit_id}",
-            snapshot_id=found.snapshot_id,
+            ABORTED,
+            reason=f"deduplicated: already committed as snapshot {found.snapshot_id} by commit "
+            f"{found.ref.commit_id}",
         )
     in_flight = _in_flight(catalog, lock_id, p, now=now, grace=grace)
     if in_flight is not None:
@@ -497,10 +508,12 @@ def _finish(
     new_ids = getattr(result, "commit_ids", ()) or ()
     finished_by = str(new_ids[0]) if new_ids else None
     if result.deduplicated:
-        d.action = PUBLISHED
-        reason = f"already committed as snapshot {sid}"
-        _record(catalog, d, resolution=PUBLISHED, reason=reason, snapshot_id=sid)
-        report.commits.append(d.resolution(action=PUBLISHED, snapshot_id=sid, reason=reason))
+        # Committed by another attempt, which is the one recorded with the snapshot (if it was this
+        # one, the finishing commit's reconcile recorded it here and ``_record`` finds it ended).
+        d.action = ABORTED
+        reason = f"deduplicated: already committed as snapshot {sid}"
+        _record(catalog, d, resolution=ABORTED, reason=reason)
+        report.commits.append(d.resolution(action=ABORTED, reason=reason))
         return
     reason = f"finished from the stored messages in {time.monotonic() - started:.2f}s"
     _record(

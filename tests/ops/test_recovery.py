@@ -359,3 +359,31 @@ def test_a_crashed_commit_with_a_compressed_body_is_finished(catalog: Catalog) -
     assert [(r.action, r.snapshot_id) for r in report.commits] == [("finished", 1)]
     assert read_keys(catalog) == list(range(120))
     assert_consistent(catalog)
+
+
+def test_a_resend_of_a_commit_that_died_after_its_snapshot_is_not_credited_with_it(catalog: Catalog) -> None:
+    """A writer dies right after ``snapshot-1`` is durable (nothing in the log), then re-sends the same
+    (user, identifier) as a new commit. The re-send's reconcile records ``snapshot-1`` on the original
+    (not on itself: it has published nothing), the re-send is deduplicated, and recovery finds nothing
+    left to resolve: the snapshot is recorded exactly once."""
+    table = create(catalog)
+    messages = prepare(table, range(5), user="w")
+    with crash_at("after_snapshot"), pytest.raises(Crash):
+        committer(table, "w").commit(messages, 7)
+    again = committer(catalog.get_table(TABLE), "w").commit(messages, 7)
+    assert again.deduplicated and again.snapshot_ids == (1,)
+    report = recover_table(catalog, TABLE, older_than_seconds=0)
+    assert report.commits == []
+    log = events(catalog)
+    prepared = [e["commit_id"] for e in log if e["event_type"] == "prepared"]
+    assert len(set(prepared)) == 2
+    original, resend = dict.fromkeys(prepared)
+    recorded = [
+        (e["commit_id"], e["snapshot_id"])
+        for e in log
+        if e["event_type"] in ("snapshot_published", "recovered") and e["snapshot_id"] is not None
+    ]
+    assert recorded == [(original, 1)]
+    assert [e["event_type"] for e in log if e["commit_id"] == resend][-1] == "aborted"
+    assert read_keys(catalog) == list(range(5))
+    assert_consistent(catalog)
