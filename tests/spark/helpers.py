@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from paimon_meta.client import open_table
 from paimon_meta.io import get_file_io
@@ -102,3 +104,15 @@ def live_files(table: FileStoreTable, snapshot_id: int | None = None) -> list[An
     if snapshot_id is not None:
         builder = builder.with_snapshot(snapshot_id)
     return [f for s in builder.new_scan().plan().splits() for f in s.files]
+
+
+def source_files(directory: Path, files: int, rows_per_file: int) -> list[dict[str, Any]]:
+    """``files`` Parquet files of :data:`SCHEMA` rows in a new ``directory`` (a file source's input,
+    one file per micro-batch with ``maxFilesPerTrigger=1``); returns every row, sorted."""
+    directory.mkdir()
+    rows: list[dict[str, Any]] = []
+    for f in range(files):
+        batch = [{"id": f * 1000 + i, "p": f"p{i % 2}", "v": float(i)} for i in range(rows_per_file)]
+        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
+        rows += batch
+    return sort_rows(rows)

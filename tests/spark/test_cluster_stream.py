@@ -22,8 +22,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import paimon_meta
@@ -32,7 +30,7 @@ from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, 
 from tests.fixtures.s3 import MotoS3
 from tests.fixtures.service import FAST_LOCK
 from tests.spark.cluster import REPO_ROOT, SparkCluster, cluster_env
-from tests.spark.helpers import SCHEMA, live_files, read_rows, sort_rows
+from tests.spark.helpers import SCHEMA, live_files, read_rows, sort_rows, source_files
 
 pytestmark = [
     pytest.mark.spark,
@@ -42,16 +40,6 @@ pytestmark = [
 
 _TIMEOUT_S = 300.0
 _DRIVER = Path(__file__).with_name("cluster_stream_driver.py")
-
-
-def _source_files(directory: Path, files: int, rows_per_file: int) -> list[dict[str, Any]]:
-    directory.mkdir()
-    rows = []
-    for f in range(files):
-        batch = [{"id": f * 1000 + i, "p": f"p{i % 2}", "v": float(i)} for i in range(rows_per_file)]
-        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
-        rows += batch
-    return sort_rows(rows)
 
 
 def _spawn(args: Path, log: Path, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -90,7 +78,7 @@ def test_stream_write_exactly_once_across_a_driver_kill_and_read_across_a_restar
             "db.s", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "id"}
         )
         source, write_ckpt = tmp_path / "in", tmp_path / "write-ckpt"
-        rows = _source_files(source, files=3, rows_per_file=40)  # one file per micro-batch: 0, 1, 2
+        rows = source_files(source, files=3, rows_per_file=40)  # one file per micro-batch: 0, 1, 2
         extra = [[5000 + i, f"p{i % 2}", i * 0.5] for i in range(7)]
         args = {
             "master": spark_cluster.master_url,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
@@ -30,7 +29,7 @@ from spark_jobs.datasource import PaimonDataSource
 from spark_jobs.datasource.stream_writer import PaimonStreamWriter
 from spark_jobs.datasource.writer import PaimonWriter
 from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, HANG_MARKER
-from tests.spark.helpers import SCHEMA, append_table, live_files, read_rows, sort_rows
+from tests.spark.helpers import SCHEMA, append_table, live_files, read_rows, sort_rows, source_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,16 +46,6 @@ STRUCT = StructType(
         StructField("v", DoubleType()),
     ]
 )
-
-
-def _source_files(directory: Path, files: int, rows_per_file: int) -> list[dict[str, object]]:
-    directory.mkdir()
-    rows = []
-    for f in range(files):
-        batch = [{"id": f * 1000 + i, "p": f"p{i % 2}", "v": float(i)} for i in range(rows_per_file)]
-        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
-        rows += batch
-    return sort_rows(rows)
 
 
 def _driver(table: FileStoreTable, source: Path, checkpoint: Path, log: Path, env: dict[str, str]) -> Any:
@@ -99,7 +88,7 @@ def test_exactly_once_across_a_driver_kill_between_publish_and_checkpoint(
 ) -> None:
     table = append_table(str(tmp_path / "wh"), "db.s", buckets=2)
     source, checkpoint = tmp_path / "in", tmp_path / "ckpt"
-    rows = _source_files(source, files=3, rows_per_file=40)  # one file per micro-batch: batches 0, 1, 2
+    rows = source_files(source, files=3, rows_per_file=40)  # one file per micro-batch: batches 0, 1, 2
 
     # Run 1 hangs in the sink's commit right after batch 1's snapshot is published, and is SIGKILLed
     # (driver, JVM, Python workers) before Spark records the batch in commits/.

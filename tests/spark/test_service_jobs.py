@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import paimon_meta
@@ -24,7 +22,7 @@ from spark_jobs.common import TableHandle
 from spark_jobs.pipeline import write_messages
 from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, HANG_MARKER, commit_batch
 from tests.fixtures.service import FAST_LOCK, REPO, ServiceProcess, make_principal, spawn_service
-from tests.spark.helpers import SCHEMA, live_files, read_rows, sort_rows
+from tests.spark.helpers import SCHEMA, live_files, read_rows, source_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,16 +62,6 @@ def test_batch_and_compaction_jobs_commit_through_the_service(
     assert table.path == remote.get_table("db.g").path
 
 
-def _source_files(directory: Path, files: int, rows_per_file: int) -> list[dict[str, object]]:
-    directory.mkdir()
-    rows = []
-    for f in range(files):
-        batch = [{"id": f * 1000 + i, "p": f"p{i % 2}", "v": float(i)} for i in range(rows_per_file)]
-        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
-        rows += batch
-    return sort_rows(rows)
-
-
 def _wait_hanging(proc: subprocess.Popen[bytes], log: Path, timeout: float = 300.0) -> None:
     """Until the driver hangs in the sink right after a commit (:data:`HANG_MARKER` in its log)."""
     deadline = time.monotonic() + timeout
@@ -103,7 +91,7 @@ def test_streaming_job_through_the_service_keeps_exactly_once_across_a_driver_ki
     server = spawn_service(service_processes, clean_db, warehouse, tmp_path)
     remote = paimon_meta.connect_service(server.base, token=token)
     source, checkpoint = tmp_path / "in", tmp_path / "ckpt"
-    rows = _source_files(source, files=3, rows_per_file=40)  # one file per micro-batch: batches 0, 1, 2
+    rows = source_files(source, files=3, rows_per_file=40)  # one file per micro-batch: batches 0, 1, 2
     job = [
         *("--table", "db.s", "--service", server.base, "--token", token),
         *("--source-dir", str(source), "--checkpoint", str(checkpoint)),

@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from paimon_meta.spec.snapshot import CommitKind
@@ -22,7 +20,7 @@ from spark_jobs.streaming_write import (
     checkpoint_commit_user,
     commit_batch,
 )
-from tests.spark.helpers import SCHEMA, append_table, live_files, read_rows, sort_rows
+from tests.spark.helpers import SCHEMA, append_table, live_files, read_rows, source_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,16 +34,6 @@ FILES, ROWS_PER_FILE = 4, 50
 
 def _table(tmp_path: Path) -> FileStoreTable:
     return append_table(str(tmp_path / "wh"), "db.s", buckets=2)
-
-
-def _source_files(directory: Path) -> list[dict[str, object]]:
-    directory.mkdir()
-    rows = []
-    for f in range(FILES):
-        batch = [{"id": f * 1000 + i, "p": f"p{i % 2}", "v": float(i)} for i in range(ROWS_PER_FILE)]
-        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
-        rows += batch
-    return sort_rows(rows)
 
 
 def _run_stream(table: FileStoreTable, source: Path, checkpoint: Path, env: dict[str, str]) -> int:
@@ -77,7 +65,7 @@ def _run_stream(table: FileStoreTable, source: Path, checkpoint: Path, env: dict
 def test_restart_after_crash_between_publish_and_checkpoint(tmp_path: Path) -> None:
     table = _table(tmp_path)
     source, checkpoint = tmp_path / "in", tmp_path / "ckpt"
-    rows = _source_files(source)
+    rows = source_files(source, FILES, ROWS_PER_FILE)
 
     # Run 1 dies right after batch 1 is published, before Spark records it in commits/.
     assert _run_stream(table, source, checkpoint, {CRASH_AFTER_COMMIT_ENV: "1"}) == CRASH_EXIT_CODE
