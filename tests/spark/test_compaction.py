@@ -17,7 +17,7 @@ from spark_jobs.compaction import compact_table, main
 from tests.spark.helpers import STRING_SCHEMA, append_table, live_files, pk_table, read_rows, sort_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -38,6 +38,13 @@ def upserts(writer: int, round_: int) -> list[tuple[int, str, str | None, str]]:
     return rows
 
 
+def frame_of(spark: SparkSession, rows: list[tuple[int, str, str | None, str]]) -> DataFrame:
+    """The rows as one input partition: a round upserts and then deletes some keys, and the write
+    pipeline keeps the order of one key's rows only within an input partition (across partitions it is
+    Spark's shuffle order), so spread over several (as on a cluster) a delete could precede its upsert."""
+    return spark.createDataFrame(rows, ROW_TYPE).coalesce(1)
+
+
 def apply(state: dict[tuple[int, str], str | None], rows: list[tuple[int, str, str | None, str]]) -> None:
     for i, p, v, kind in rows:
         if kind == "-D":
@@ -51,7 +58,7 @@ def test_compaction_job_merges_primary_key_files(spark: SparkSession, tmp_path: 
     state: dict[tuple[int, str], str | None] = {}
     for r in range(3):
         rows = upserts(0, r)
-        write_dataframe(spark.createDataFrame(rows, ROW_TYPE), table)
+        write_dataframe(frame_of(spark, rows), table)
         apply(state, rows)
     before = read_rows(table)
     assert main(["--table-path", table.path]) == 0
@@ -90,7 +97,7 @@ def test_compaction_beside_two_writers_loses_nothing(spark: SparkSession, tmp_pa
     for r in range(2):  # level-0 files for the compaction to merge
         for w in (0, 1):
             rows = upserts(w, r)
-            write_dataframe(spark.createDataFrame(rows, ROW_TYPE), table)
+            write_dataframe(frame_of(spark, rows), table)
             apply(state, rows)
     compactions: list[int] = []
 
@@ -99,7 +106,7 @@ def test_compaction_beside_two_writers_loses_nothing(spark: SparkSession, tmp_pa
             own = open_table(table.path)  # one table object per thread
             for r in range(2, 5):
                 rows = upserts(w, r)
-                write_dataframe(spark.createDataFrame(rows, ROW_TYPE), own)
+                write_dataframe(frame_of(spark, rows), own)
                 with lock:
                     apply(state, rows)
 
