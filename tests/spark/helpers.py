@@ -7,12 +7,15 @@ filesystem catalog reads -- opened with ``paimon_meta.open_table`` (storage-guar
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from paimon_meta.client import open_table
 from paimon_meta.io import get_file_io
@@ -116,3 +119,17 @@ def source_files(directory: Path, files: int, rows_per_file: int) -> list[dict[s
         pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
         rows += batch
     return sort_rows(rows)
+
+
+def wait_hanging(proc: subprocess.Popen[bytes], log: Path, timeout: float = 300.0) -> None:
+    """Until a stream driver hangs right after a commit (``HANG_MARKER`` in its ``log``); fails the test
+    if it exits first or does not hang within ``timeout`` seconds."""
+    from spark_jobs.streaming_write import HANG_MARKER
+
+    deadline = time.monotonic() + timeout
+    while HANG_MARKER not in log.read_text(errors="replace"):
+        if proc.poll() is not None:
+            pytest.fail(f"stream driver exited {proc.returncode} before hanging:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"stream driver did not hang in {timeout}s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)

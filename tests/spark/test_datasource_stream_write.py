@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +27,16 @@ from paimon_meta.table.builder import StreamTableCommit
 from spark_jobs.datasource import PaimonDataSource
 from spark_jobs.datasource.stream_writer import PaimonStreamWriter
 from spark_jobs.datasource.writer import PaimonWriter
-from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, HANG_MARKER
-from tests.spark.helpers import SCHEMA, append_table, live_files, read_rows, sort_rows, source_files
+from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV
+from tests.spark.helpers import (
+    SCHEMA,
+    append_table,
+    live_files,
+    read_rows,
+    sort_rows,
+    source_files,
+    wait_hanging,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -68,16 +75,6 @@ def _driver(table: FileStoreTable, source: Path, checkpoint: Path, log: Path, en
         )
 
 
-def _wait_hanging(proc: subprocess.Popen[bytes], log: Path, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while HANG_MARKER not in log.read_text(errors="replace"):
-        if proc.poll() is not None:
-            pytest.fail(f"stream driver exited {proc.returncode} before hanging:\n{log.read_text()[-3000:]}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"stream driver did not hang in {timeout}s:\n{log.read_text()[-3000:]}")
-        time.sleep(0.1)
-
-
 @pytest.mark.skipif(
     os.environ.get("PAIMON_META_SLOW") != "1",
     reason="the same driver kill runs on the standalone cluster (test_cluster_stream.py); set "
@@ -95,7 +92,7 @@ def test_exactly_once_across_a_driver_kill_between_publish_and_checkpoint(
     log = tmp_path / "driver-1.log"
     driver = _driver(table, source, checkpoint, log, {HANG_AFTER_COMMIT_ENV: "1"})
     try:
-        _wait_hanging(driver, log)
+        wait_hanging(driver, log)
         published = table.latest_snapshot()
         assert published is not None and (published.id, published.commit_identifier) == (2, 1)
         assert (checkpoint / "offsets" / "1").exists() and not (checkpoint / "commits" / "1").exists()

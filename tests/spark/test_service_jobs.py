@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +19,9 @@ import paimon_meta
 from spark_jobs import batch_write, compaction, streaming_write
 from spark_jobs.common import TableHandle
 from spark_jobs.pipeline import write_messages
-from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, HANG_MARKER, commit_batch
+from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, commit_batch
 from tests.fixtures.service import FAST_LOCK, REPO, ServiceProcess, make_principal, spawn_service
-from tests.spark.helpers import SCHEMA, live_files, read_rows, source_files
+from tests.spark.helpers import SCHEMA, live_files, read_rows, source_files, wait_hanging
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,17 +59,6 @@ def test_batch_and_compaction_jobs_commit_through_the_service(
     assert [c["commitKind"] for c in history] == ["COMPACT", "APPEND", "APPEND", "APPEND"]
     assert {c["principal"] for c in history} == {"spark-job"}
     assert table.path == remote.get_table("db.g").path
-
-
-def _wait_hanging(proc: subprocess.Popen[bytes], log: Path, timeout: float = 300.0) -> None:
-    """Until the driver hangs in the sink right after a commit (:data:`HANG_MARKER` in its log)."""
-    deadline = time.monotonic() + timeout
-    while HANG_MARKER not in log.read_text(errors="replace"):
-        if proc.poll() is not None:
-            pytest.fail(f"stream driver exited {proc.returncode} before hanging:\n{log.read_text()[-3000:]}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"stream driver did not hang in {timeout}s:\n{log.read_text()[-3000:]}")
-        time.sleep(0.1)
 
 
 def test_streaming_job_through_the_service_keeps_exactly_once_across_a_driver_kill(
@@ -115,7 +103,7 @@ def test_streaming_job_through_the_service_keeps_exactly_once_across_a_driver_ki
             process_group=0,
         )
     try:
-        _wait_hanging(driver, log)
+        wait_hanging(driver, log)
         table = remote.get_table("db.s")
         published = table.latest_snapshot()
         assert published is not None and (published.id, published.commit_identifier) == (2, 1)
