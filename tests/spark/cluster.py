@@ -215,6 +215,17 @@ class SparkCluster:
         return "\n".join(out)
 
 
+def write_defaults(conf_dir: Path, master: str) -> Path:
+    """``<conf_dir>/spark-defaults.conf`` holding :func:`app_conf`: every driver started with
+    ``SPARK_CONF_DIR=conf_dir`` (a job's subprocess, the demo) sizes its executors to share the
+    workers with the test session's application instead of asking for Spark's default 1 GB executor,
+    which a 1 GB worker already half used cannot give ("Initial job has not accepted any resources")."""
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    path = conf_dir / "spark-defaults.conf"
+    path.write_text("".join(f"{key} {value}\n" for key, value in sorted(app_conf(master).items())))
+    return path
+
+
 def _run(command: Sequence[str], workers: int, cores: int, memory: str) -> int:
     with tempfile.TemporaryDirectory(prefix="spark-cluster-") as tmp:
         failed = True
@@ -222,6 +233,7 @@ def _run(command: Sequence[str], workers: int, cores: int, memory: str) -> int:
             with SparkCluster.running(Path(tmp), workers=workers, cores=cores, memory=memory) as cluster:
                 print(f"spark cluster: {cluster.master_url} (web UI {cluster.web_ui})", flush=True)
                 env = cluster_env()
+                env["SPARK_CONF_DIR"] = str(write_defaults(Path(tmp) / "conf", cluster.master_url).parent)
                 env[MASTER_ENV] = cluster.master_url
                 env["SPARK_MASTER"] = cluster.master_url  # build_session's default (the demo, the jobs)
                 env[WEB_UI_ENV] = cluster.web_ui
