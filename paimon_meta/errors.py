@@ -174,3 +174,13 @@ class SnapshotPointerConflictError(CommitConflictError):
 
 class AccessDeniedError(PaimonMetaError):
     """The commit service refused the request: no valid token (401) or no grant for it (403)."""
+
+
+def is_definite_failure(error: BaseException) -> bool:
+    """Whether ``error`` from a commit means nothing of it landed (a conflict, a refused commit, bad
+    input): then the attempt's files may be deleted. Anything else (an unknown outcome, an I/O or
+    metastore error mid-publish, a bug) may have left a snapshot that references them: keep them for
+    orphan-file cleanup, which deletes only what no snapshot references."""
+    if isinstance(error, CommitOutcomeUnknownError):
+        return False
+    return isinstance(error, (CommitError, ValidationError))

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError
+from paimon_meta.errors import ValidationError, is_definite_failure
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -90,8 +90,9 @@ def write_dataframe(
 
     The DataFrame has the table's columns (any order, types cast exactly as ``TableWrite`` does) and
     optionally ``_row_kind`` for primary-key tables. Raises ``ValidationError`` on bad input or
-    mode; on a commit that definitely failed the new files are deleted and the error re-raised;
-    ``CommitOutcomeUnknownError`` deletes nothing.
+    mode; on a commit that definitely failed (``paimon_meta.errors.is_definite_failure``) the new
+    files are deleted and the error re-raised; any other error (``CommitOutcomeUnknownError``
+    included) deletes nothing.
     """
     started = time.monotonic()
     overwrite = resolve_overwrite(table.schema, mode, overwrite_partition)  # before any Spark job
@@ -144,7 +145,7 @@ def commit_messages(
 ) -> CommitOutcome:
     """Commit the executors' ``messages`` once, as a batch of ``commit_user`` (an OVERWRITE of
     ``overwrite`` when given). A commit that definitely failed deletes the messages' files and
-    re-raises; ``CommitOutcomeUnknownError`` deletes nothing (the snapshot may reference them)."""
+    re-raises; any other error deletes nothing (a snapshot may reference them)."""
     builder = table.new_batch_write_builder()
     builder.commit_user = commit_user
     if overwrite is not None:
@@ -152,11 +153,10 @@ def commit_messages(
     commit = builder.new_commit()
     try:
         return commit.commit(messages)
-    except CommitOutcomeUnknownError:
-        raise
-    except Exception:
-        commit.abort(messages)
-        raise
+    except Exception as e:
+        if is_definite_failure(e):
+            commit.abort(messages)
+        raise  # anything else (an unknown outcome included) may have published: keep the files
 
 
 def _result(

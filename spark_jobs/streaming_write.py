@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from paimon_meta.errors import CommitOutcomeUnknownError, FileAlreadyExistsError, FileNotFound
+from paimon_meta.errors import FileAlreadyExistsError, FileNotFound, is_definite_failure
 from paimon_meta.io import get_file_io
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.table.builder import CommitOutcome
@@ -81,11 +81,10 @@ def commit_batch(
     commit = table.new_stream_write_builder().with_commit_user(commit_user).new_commit()
     try:
         outcome = commit.commit(messages, batch_id)
-    except CommitOutcomeUnknownError:
-        raise  # the snapshot may reference the files: keep them
-    except Exception:
-        commit.abort(messages)
-        raise
+    except Exception as e:
+        if is_definite_failure(e):
+            commit.abort(messages)
+        raise  # anything else (an unknown outcome included) may have published: keep the files
     if outcome.deduplicated:
         commit.abort(messages)
     return outcome

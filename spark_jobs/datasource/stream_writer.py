@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from paimon_meta.errors import CommitOutcomeUnknownError, UnsupportedError, ValidationError
+from paimon_meta.errors import (
+    CommitOutcomeUnknownError,
+    UnsupportedError,
+    ValidationError,
+    is_definite_failure,
+)
 from paimon_meta.io import get_file_io
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.manifest import FileKind
@@ -46,7 +51,6 @@ from spark_jobs.datasource.writer import (
     PaimonWriter,
     _check_one_writer_per_bucket,
     _received,
-    is_definite_failure,
     new_writer,
 )
 from spark_jobs.pipeline import delete_message_files

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from paimon_meta.errors import CommitError, CommitOutcomeUnknownError, ValidationError
+from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError, is_definite_failure
 from paimon_meta.serde.commit_message import CURRENT_VERSION, deserialize_commit_message
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.table.overwrite import OverwriteSpec
@@ -78,15 +78,6 @@ UNKNOWN_OUTCOME_ATTEMPTS = 3
 CLOCK_MARGIN_MS = 10 * 60 * 1000
 #: Where a batch write records its commit attempt (a local directory of the driver's host).
 ATTEMPTS_DIR = os.path.join(tempfile.gettempdir(), "paimon_meta-commit-attempts")
-
-
-def is_definite_failure(error: BaseException) -> bool:
-    """Whether ``error`` from a commit means nothing of it landed (a conflict, a refused commit, bad
-    input): then the attempt's files may go. Anything else -- an unknown outcome, a crash, an error we
-    do not know -- may have left a snapshot that references them."""
-    if isinstance(error, CommitOutcomeUnknownError):
-        return False
-    return isinstance(error, (CommitError, ValidationError))
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pytest
 
+from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError, ValidationError
+from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.table.builder import BatchTableCommit, StreamTableCommit
+from spark_jobs.batch_write import commit_messages
 from spark_jobs.common import TableHandle
 from spark_jobs.pipeline import write_messages
 from spark_jobs.streaming_write import (
@@ -106,3 +111,49 @@ def test_replayed_batch_is_deduplicated_and_its_files_deleted(spark: SparkSessio
     assert len(read_rows(table)) == 20
     on_disk = {p.name for p in (tmp_path / "wh").rglob("data-*")}
     assert on_disk == {f.file_name for f in live_files(table)}
+
+
+@pytest.mark.parametrize("job", ["stream", "batch"])
+def test_the_jobs_delete_files_only_after_a_definite_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job: str
+) -> None:
+    """A conflict (nothing landed) deletes the messages' files; an unknown outcome or an error we do not
+    know (an I/O error mid-publish, a bug) keeps them: a snapshot may reference them."""
+    table = _table(tmp_path)
+    wh = tmp_path / "wh"
+
+    def write(start: int) -> list[CommitMessage]:
+        w = table.new_batch_write_builder().new_write()
+        w.write_arrow(pa.table({"id": range(start, start + 10), "p": ["p0"] * 10, "v": [1.0] * 10}, SCHEMA))
+        return w.prepare_commit()
+
+    def commit(messages: list[CommitMessage]) -> None:
+        if job == "stream":
+            commit_batch(table, "user-1", messages, 3)
+        else:
+            commit_messages(table, "user-1", messages)
+
+    errors: list[Exception] = []
+
+    def failing(self: object, *args: object, **kwargs: object) -> None:
+        raise errors[-1]
+
+    monkeypatch.setattr(StreamTableCommit, "commit", failing)
+    monkeypatch.setattr(BatchTableCommit, "commit", failing)
+    for error, kept in [
+        (CommitOutcomeUnknownError("injected"), True),
+        (OSError("injected: the store stopped answering"), True),
+        (RuntimeError("injected: a bug"), True),
+        (CommitConflictError("injected"), False),
+        (ValidationError("injected"), False),
+    ]:
+        before = {p.name for p in wh.rglob("data-*")}
+        messages = write(100 * len(errors))
+        written = {f.file_name for m in messages for f in m.data_increment.new_files}
+        assert written and not written & before
+        errors.append(error)
+        with pytest.raises(type(error)):
+            commit(messages)
+        on_disk = {p.name for p in wh.rglob("data-*")}
+        assert on_disk == (before | written if kept else before), error
+    assert table.latest_snapshot() is None
