@@ -32,7 +32,7 @@ __all__ = [
 class _Kind:
     """One manifest kind: its Java schema (text and parsed once, both immutable) and converters."""
 
-    __slots__ = ("from_record", "name", "parsed", "schema", "shape", "text", "to_record")
+    __slots__ = ("encoded", "from_record", "name", "parsed", "schema", "shape", "text", "to_record")
 
     def __init__(
         self,
@@ -49,6 +49,9 @@ class _Kind:
         self.shape = shape
         self.to_record = to_record
         self.from_record = from_record
+        # The items are frozen dataclasses of immutable values: each encodes to fixed bytes, so the
+        # commit path's re-encodings (base manifest lists, manifest merges) are copies.
+        self.encoded = container.EncodedRecords()
 
 
 _MANIFEST = _Kind(
@@ -77,7 +80,9 @@ _INDEX_MANIFEST = _Kind(
 def _encode(kind: _Kind, items: Sequence[Any], compression: str) -> bytes:
     codec = container.avro_codec_name(compression)
     try:
-        return container.write_container(kind.text, kind.parsed, items, kind.to_record, codec=codec)
+        return container.write_container(
+            kind.text, kind.parsed, items, kind.to_record, codec=codec, encoded=kind.encoded
+        )
     except ValidationError as e:
         raise ValidationError(f"{kind.name}: {e.message}", **e.fields) from e
 

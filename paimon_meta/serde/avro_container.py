@@ -17,6 +17,7 @@ import io
 import json
 import lzma
 import os
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -192,6 +193,55 @@ class _Cursor:
 # ---- writing ----------------------------------------------------------------------------------------------
 
 
+class EncodedRecords:
+    """The Avro encodings of immutable items (frozen dataclasses holding only bytes, numbers, strings and
+    tuples), by identity: a manifest entry or manifest file meta encodes to the same bytes every time,
+    and a commit re-encodes the same objects again and again (each base manifest list repeats the
+    previous one's metas; a manifest merge rewrites entries read from the cache of decoded manifests).
+
+    Keyed by ``id(item)`` with the item itself kept (a live item's id is never reused, and a hit checks
+    ``is``), bounded by ``max_items`` and ``max_bytes`` (first in, first out). Thread-safe: a lookup is
+    one dict read; insertions and evictions take a lock.
+    """
+
+    __slots__ = ("_bytes", "_entries", "_lock", "max_bytes", "max_items")
+
+    def __init__(self, *, max_items: int = 50_000, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self._entries: dict[int, tuple[object, bytes]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, item: object) -> bytes | None:
+        hit = self._entries.get(id(item))
+        return hit[1] if hit is not None and hit[0] is item else None
+
+    def put(self, item: object, encoded: bytes) -> None:
+        with self._lock:
+            old = self._entries.pop(id(item), None)
+            if old is not None:
+                self._bytes -= len(old[1])
+            self._entries[id(item)] = (item, encoded)
+            self._bytes += len(encoded)
+            while self._entries and (len(self._entries) > self.max_items or self._bytes > self.max_bytes):
+                _, (_, evicted) = _pop_oldest(self._entries)
+                self._bytes -= len(evicted)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+def _pop_oldest(entries: dict[int, tuple[object, bytes]]) -> tuple[int, tuple[object, bytes]]:
+    key = next(iter(entries))
+    return key, entries.pop(key)
+
+
 def write_container(
     schema_text: str,
     parsed_schema: Any,
@@ -199,11 +249,13 @@ def write_container(
     to_record: Callable[[Any], Any],
     *,
     codec: str,
+    encoded: EncodedRecords | None = None,
 ) -> bytes:
     """Encode ``to_record(item)`` for each item into an Avro container file whose header carries
     ``schema_text`` verbatim. ``parsed_schema`` (a fastavro parsed schema) must encode the same bytes as
     ``schema_text``; it may lack its logical-type annotations, which do not change the encoding.
-    ValidationError names the first item that cannot be encoded.
+    ``encoded``: a cache of items' encodings under this schema (items must be immutable), used and
+    filled. ValidationError names the first item that cannot be encoded.
     """
     sync = os.urandom(SYNC_SIZE)
     out = bytearray(MAGIC)
@@ -229,11 +281,18 @@ def write_container(
 
     write = fastavro.schemaless_writer
     for index, item in enumerate(items):
-        try:
-            # Tuples are data here, never fastavro's (type-name, value) union notation.
-            write(buf, parsed_schema, to_record(item), disable_tuple_notation=True)
-        except (TypeError, ValueError, AttributeError, OverflowError) as e:
-            raise ValidationError(f"record {index} cannot be encoded: {e}", record=index) from e
+        raw = None if encoded is None else encoded.get(item)
+        if raw is None:
+            one = io.BytesIO()
+            try:
+                # Tuples are data here, never fastavro's (type-name, value) union notation.
+                write(one, parsed_schema, to_record(item), disable_tuple_notation=True)
+            except (TypeError, ValueError, AttributeError, OverflowError) as e:
+                raise ValidationError(f"record {index} cannot be encoded: {e}", record=index) from e
+            raw = one.getvalue()
+            if encoded is not None:
+                encoded.put(item, raw)
+        buf.write(raw)
         count += 1
         if buf.tell() >= SYNC_INTERVAL:
             flush()

@@ -212,6 +212,70 @@ def test_many_entries_span_several_blocks() -> None:
     assert decode_manifest(data) == entries
 
 
+def _without_sync(data: bytes) -> bytes:
+    return data.replace(avro_container.read_header(data).sync, b"")
+
+
+def test_a_cached_encoding_is_the_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Encoding the same (immutable) objects again copies their cached records: no fastavro call, and
+    the same bytes as a fresh encoding, block framing included."""
+    stats = SimpleStats(bytes(200), bytes(200), tuple(range(20)))
+    entries = [
+        ManifestEntry(FileKind.ADD, b"p", i % 7, 7, _full_file(file_name=f"f-{i}", value_stats=stats))
+        for i in range(600)
+    ]
+    first = encode_manifest(entries, compression="null")  # several blocks
+    calls: list[int] = []
+    real = fastavro.schemaless_writer
+
+    def counting(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(fastavro, "schemaless_writer", counting)  # looked up per call
+    again = encode_manifest(entries, compression="null")
+    assert calls == []
+    assert _without_sync(again) == _without_sync(first)
+    merged = [*entries[::-1], dataclasses.replace(entries[0], bucket=6)]  # a merge: reordered, one new
+    data = encode_manifest(merged, compression="zstd")
+    assert len(calls) == 1 and decode_manifest(data) == merged
+    metas = [_meta(i) for i in range(40)]
+    listed = encode_manifest_list(metas, compression="null")
+    calls.clear()
+    assert _without_sync(encode_manifest_list(metas, compression="null")) == _without_sync(listed)
+    assert calls == [] and decode_manifest_list(listed) == metas
+
+
+def _meta(i: int) -> ManifestFileMeta:
+    return ManifestFileMeta(
+        file_name=f"manifest-{i}",
+        file_size=1000 + i,
+        num_added_files=i,
+        num_deleted_files=0,
+        partition_stats=SimpleStats(b"a", b"b", (0,)),
+        schema_id=0,
+    )
+
+
+def test_encoded_records_is_keyed_by_identity_and_bounded() -> None:
+    cache = avro_container.EncodedRecords(max_items=3, max_bytes=10)
+    a, b = _meta(1), _meta(1)
+    assert a == b and a is not b
+    cache.put(a, b"xx")
+    assert cache.get(a) == b"xx" and cache.get(b) is None  # equal is not enough: only this object
+    cache.put(b, b"yyyy")
+    cache.put(_meta(2), b"zz")
+    assert len(cache) == 3
+    fourth = _meta(3)
+    cache.put(fourth, b"w")  # max_items: the oldest (a) goes
+    assert cache.get(a) is None and cache.get(b) == b"yyyy" and cache.get(fourth) == b"w"
+    fifth = _meta(4)
+    cache.put(fifth, b"vvvv")  # max_bytes 10: b (4 bytes) goes too, 2 + 1 + 4 = 7 left
+    assert cache.get(b) is None and cache.get(fifth) == b"vvvv" and len(cache) == 3
+    cache.put(fourth, b"wwwwww")  # replaced, not counted twice: 2 + 4 + 6 > 10 evicts the oldest
+    assert cache.get(fourth) == b"wwwwww" and len(cache) == 2
+
+
 def test_empty_files_round_trip() -> None:
     assert decode_manifest(encode_manifest([])) == []
     assert decode_manifest_list(encode_manifest_list([])) == []
