@@ -232,18 +232,23 @@ def test_a_commit_whose_writer_is_waiting_for_the_lock_is_left_alone(catalog: Ca
     assert [e["event_type"] for e in events(catalog) if e["event_type"] == "recovered"] == []
 
 
+def _append_ref(table_id: int, user: str, identifier: int) -> CommitRef:
+    """A new APPEND commit of :data:`TABLE` (its events written by the test itself)."""
+    return CommitRef.new(
+        table_id=table_id,
+        table_identifier=TABLE,
+        commit_user=user,
+        commit_identifier=identifier,
+        commit_kind=CommitKind.APPEND,
+    )
+
+
 def test_a_commit_whose_lock_owner_is_still_active_is_left_alone(catalog: Catalog) -> None:
     table = create(catalog)
     messages = prepare(table, range(3))
     row = catalog.registry.get_table_row("db", "t")
     lock_id = catalog.registry.lock_id("db", "t")
-    ref = CommitRef.new(
-        table_id=row.table_id,
-        table_identifier=TABLE,
-        commit_user="u",
-        commit_identifier=1,
-        commit_kind=CommitKind.APPEND,
-    )
+    ref = _append_ref(row.table_id, "u", 1)
     long_ago = datetime.now(UTC) - timedelta(minutes=10)
     prepared = Prepared(
         ref=ref, messages=serialize_commit_messages(messages), messages_version=CURRENT_VERSION
@@ -275,6 +280,43 @@ def test_a_commit_whose_lock_owner_is_still_active_is_left_alone(catalog: Catalo
     dry = recover_table(catalog, TABLE, older_than_seconds=0, dry_run=True)  # no owner window at 0 s
     assert [c.action for c in dry.commits] == ["finished"]
     assert catalog.events.pending_commits(row.table_id) != []  # a dry run writes nothing
+
+
+def test_reconcile_never_credits_the_session_it_runs_in_even_when_it_is_the_oldest(catalog: Catalog) -> None:
+    """Commit A of (w, 7) is prepared and stalls (its lease may expire); a re-send B of (w, 7) publishes
+    ``snapshot-1`` and dies before recording it. When A's next attempt reconciles under the lock, A is
+    the oldest pending commit of that key, but it has published nothing: ``snapshot-1`` is B's. (Credited
+    to A, A would then be deduplicated onto it and B resolved onto it again by recovery: one snapshot,
+    two commits.)"""
+    from paimon_meta.commit.metastore_guard import reconcile
+
+    table = create(catalog)
+    messages = prepare(table, range(4), user="w")
+    row = catalog.registry.get_table_row("db", "t")
+    stalled = _append_ref(row.table_id, "w", 7)
+    with catalog.engine.begin() as conn:
+        catalog.events.append(
+            conn,
+            Prepared(
+                ref=stalled, messages=serialize_commit_messages(messages), messages_version=CURRENT_VERSION
+            ),
+        )
+    with crash_at("after_snapshot"), pytest.raises(Crash):
+        committer(table, "w").commit(messages, 7)
+    oldest, resend = (p.prepared.ref.commit_id for p in catalog.events.pending_commits(row.table_id))
+    assert oldest == stalled.commit_id
+
+    recorded = reconcile(
+        catalog.registry, catalog.events, row, table.snapshot_manager, exclude=stalled.commit_id
+    )
+    assert recorded == [(1, "recovered")]
+    credited = [
+        e["commit_id"] for e in events(catalog) if e["event_type"] == "recovered" and e["snapshot_id"] == 1
+    ]
+    assert credited == [resend]
+    assert [p.prepared.ref.commit_id for p in catalog.events.pending_commits(row.table_id)] == [
+        stalled.commit_id
+    ]
 
 
 PARTITIONED = "db.parts"
