@@ -7,6 +7,7 @@ filesystem catalog reads -- opened with ``paimon_meta.open_table`` (storage-guar
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -116,9 +117,21 @@ def source_files(directory: Path, files: int, rows_per_file: int) -> list[dict[s
     rows: list[dict[str, Any]] = []
     for f in range(files):
         batch = [{"id": f * 1000 + i, "p": f"p{i % 2}", "v": float(i)} for i in range(rows_per_file)]
-        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), directory / f"part-{f:03d}.parquet")
+        write_source_file(directory / f"part-{f:03d}.parquet", pa.Table.from_pylist(batch, schema=SCHEMA))
         rows += batch
     return sort_rows(rows)
+
+
+def write_source_file(path: Path, rows: pa.Table) -> None:
+    """Write ``rows`` as a Parquet file of a file source's input directory, modified a second after
+    every file already there. Spark's file source takes files in modification-time order only (ties
+    in listing order, which differs between machines), so files written within one millisecond could
+    otherwise be read in either order: a stream whose batches must apply in order would then depend on
+    the machine."""
+    pq.write_table(rows, path)
+    before = [p.stat().st_mtime_ns for p in path.parent.iterdir() if p != path]
+    ns = max([path.stat().st_mtime_ns, *(t + 1_000_000_000 for t in before)])
+    os.utime(path, ns=(ns, ns))
 
 
 def wait_hanging(proc: subprocess.Popen[bytes], log: Path, timeout: float = 300.0) -> None:

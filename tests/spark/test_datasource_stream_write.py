@@ -32,11 +32,14 @@ from tests.spark.helpers import (
     SCHEMA,
     append_table,
     live_files,
+    pk_table,
     read_rows,
     sort_rows,
     source_files,
     wait_hanging,
+    write_source_file,
 )
+from tests.spark.test_datasource import assert_java_buckets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -218,6 +221,68 @@ def test_a_lost_answer_is_committed_again_once_and_its_files_kept(
     latest = table.latest_snapshot()
     assert latest is not None and latest.id == 1
     assert _data_files(table) == committed  # the replay's copies are deleted, the landed files kept
+
+
+def test_a_primary_key_table_streamed_through_by_bucket_merges_each_batch_once(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``writeStream`` into a primary-key table: each micro-batch (a file of upserts and deletes through
+    ``_row_kind``) packed by ``by_bucket`` so one task writes each bucket, committed once; a restart from
+    the checkpoint commits only the new file's batch."""
+    import spark_jobs
+    from spark_jobs.common import spark_schema
+    from spark_jobs.datasource import by_bucket
+
+    table = pk_table(str(tmp_path / "wh"))
+    source, checkpoint = tmp_path / "in", tmp_path / "ckpt"
+    source.mkdir()
+    with_kind = SCHEMA.append(pa.field("_row_kind", pa.string()))
+    batches: list[list[dict[str, Any]]] = [
+        [{"id": i, "p": f"p{i % 2}", "v": float(i), "_row_kind": "+I"} for i in range(40)],
+        [{"id": i, "p": f"p{i % 2}", "v": 100.0 + i, "_row_kind": "+U"} for i in range(0, 40, 4)]
+        + [{"id": i, "p": f"p{i % 2}", "v": None, "_row_kind": "-D"} for i in range(1, 40, 4)],
+        [{"id": i, "p": f"p{i % 2}", "v": 200.0 + i, "_row_kind": "+I"} for i in range(1, 40, 4)],
+    ]
+    want: dict[tuple[int, str], float] = {}
+    for batch in batches:
+        for r in batch:
+            if r["_row_kind"] == "-D":
+                want.pop((r["id"], r["p"]), None)
+            else:
+                want[(r["id"], r["p"])] = r["v"]
+    spark_jobs.register(spark)
+
+    def run(files: int) -> None:
+        for f in range(files):
+            path = source / f"part-{f:03d}.parquet"
+            if not path.exists():  # in batch order: the upserts and deletes must follow the inserts
+                write_source_file(path, pa.Table.from_pylist(batches[f], schema=with_kind))
+        stream = (
+            spark.readStream.format("parquet")
+            .schema(spark_schema(with_kind))
+            .option("maxFilesPerTrigger", "1")
+            .load(str(source))
+        )
+        query = (
+            by_bucket(stream, table.path)
+            .writeStream.format("paimon_meta")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start(table.path)
+        )
+        query.awaitTermination()
+
+    run(2)
+    latest = table.latest_snapshot()
+    assert latest is not None and [table.snapshot(i).commit_identifier for i in (1, 2)] == [0, 1]
+    run(3)  # restart: batches 0 and 1 are in commits/, only batch 2 runs
+    snapshots = [table.snapshot(i) for i in range(1, 4)]
+    assert table.latest_snapshot() == snapshots[-1]
+    assert [s.commit_identifier for s in snapshots] == [0, 1, 2]
+    assert len({s.commit_user for s in snapshots}) == 1
+    got = read_rows(table)
+    assert {(r["id"], r["p"]): r["v"] for r in got} == want and len(got) == len(want)
+    assert_java_buckets(table, 2)
 
 
 def main(argv: list[str]) -> int:
