@@ -207,6 +207,15 @@ class Catalog:
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
         FileStoreTable.check_schema(table_schema)
+        holder = self.registry.table_row_at(location)
+        if holder is not None:
+            # A table renamed away from this name keeps its files here: adopting them would give two
+            # registered tables one set of files.
+            raise TableAlreadyExistsError(
+                f"{location} holds the files of table {holder.identifier}; choose another name",
+                identifier=identifier,
+                path=location,
+            )
         manager = SchemaManager(self.table_file_io(location), location)
         if not manager.commit_new_schema(table_schema):
             existing = manager.schema(0)

@@ -148,6 +148,11 @@ class CommitFailedError(CommitError):
     """The commit definitely did not land and retrying will not help (e.g. retries exhausted)."""
 
 
+class TableRowChangedError(CommitFailedError):
+    """The table's registry row changed since the committer read it (renamed, moved, or dropped and
+    re-created): found under its lock, before anything was published. Read the row again and retry."""
+
+
 class CommitOutcomeUnknownError(CommitError):
     """The snapshot publish may or may not have happened. Never clean up; resolve by reading storage."""
 

@@ -456,6 +456,16 @@ class Registry:
             raise TableNotFoundError(f"no table with id {table_id}", table_id=table_id)
         return TableRow.from_row(row)
 
+    def table_row_at(self, location: str, *, conn: Connection | None = None) -> TableRow | None:
+        """The registered table whose files are at ``location`` (a renamed table keeps its location), if
+        any. Rows Java inserted have no location and are not found here."""
+        query = select(*PaimonTable.__table__.c).where(
+            PaimonTable.catalog_key == self.catalog_key, PaimonTable.location == location
+        )
+        with self._tx(conn) as c:
+            row = c.execute(query).first()
+        return None if row is None else TableRow.from_row(row)
+
     def list_table_rows(self, database: str, *, conn: Connection | None = None) -> list[TableRow]:
         """Rows of one database, by name.
 

@@ -35,6 +35,7 @@ from paimon_meta.errors import (
     CommitOutcomeUnknownError,
     FileIOError,
     LockLostError,
+    TableRowChangedError,
     ValidationError,
 )
 from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
@@ -333,8 +334,9 @@ class CommitCoordinator:
                     # Nothing of ours can be referenced: the match is an earlier commit() call.
                     self._delete(writer.written)
                 return sid, dedup, attempt
-            except CommitConflictError as e:
-                # Definite: nothing was published. Java does not retry a real conflict either.
+            except (CommitConflictError, TableRowChangedError) as e:
+                # Definite: nothing was published. Java does not retry a real conflict either (and a
+                # changed row needs the caller to read it again).
                 self._delete(writer.written)
                 raise e
             except (SnapshotRaceLost, LockLostError) as e:

@@ -86,6 +86,7 @@ from paimon_meta.errors import (
     LockTimeoutError,
     SnapshotPointerConflictError,
     TableNotFoundError,
+    TableRowChangedError,
 )
 from paimon_meta.spec.snapshot import CommitKind, Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
@@ -102,7 +103,8 @@ _RESOLVED = ServerStatement("paimon_commit_resolved", RESOLVED_SQL, (("commit_id
 # Pointer and dedupe lookup of one commit in one query, read right after the lock is ours.
 _POINTER_AND_PUBLISHED = ServerStatement(
     "paimon_commit_pointer",
-    "SELECT t.latest_snapshot_id AS pointer, t.timeline, (" + FIND_PUBLISHED_SQL + ") AS published "
+    "SELECT t.latest_snapshot_id AS pointer, t.timeline, (" + FIND_PUBLISHED_SQL + ") AS published, "
+    "t.catalog_key, t.database_name, t.table_name, t.location "
     "FROM paimon_tables t WHERE t.table_id = %(table_id)s",
     (("table_id", "int8"), ("commit_user", "text"), ("commit_identifier", "int8"), ("commit_kind", "text")),
 )
@@ -301,8 +303,19 @@ class MetastoreSession(GuardSession):
             raise TableNotFoundError(
                 f"table {self.ref.table_identifier} is no longer registered", table_id=self.ref.table_id
             )
-        self.pointer, self.published_as = rows[0]["pointer"], rows[0]["published"]
-        self.timeline = rows[0]["timeline"]
+        row, known = rows[0], self.guard.table_row
+        # The lock taken is the one of the row's name: under it the name cannot change (a rename holds
+        # the old name's lock), so checking it here makes a row read before the lock (a service caches
+        # rows) as good as one read under it.
+        current = (row["catalog_key"], row["database_name"], row["table_name"], row["location"])
+        if current != (known.catalog_key, known.database, known.name, known.location):
+            raise TableRowChangedError(
+                f"table {known.identifier} (id {known.table_id}) is now {row['database_name']}."
+                f"{row['table_name']} at {row['location']}: read its row again",
+                table_id=known.table_id,
+            )
+        self.pointer, self.published_as = row["pointer"], row["published"]
+        self.timeline = row["timeline"]
 
     def latest_snapshot_id(self) -> int | None:
         snapshots = self.guard.snapshots

@@ -26,6 +26,7 @@ from paimon_meta.errors import (
     MetastoreUnavailableError,
     NotFoundError,
     PaimonMetaError,
+    TableRowChangedError,
     UnsupportedError,
     ValidationError,
 )
@@ -86,7 +87,7 @@ def classify(e: Exception) -> tuple[int, str, str | None, str | None]:
         return e.status, e.message, e.resource_type, e.resource_name
     if isinstance(e, NotFoundError):
         return 404, e.message, e.resource.upper(), _resource_name(e)
-    if isinstance(e, CommitConflictError):
+    if isinstance(e, (CommitConflictError, TableRowChangedError)):
         return 409, e.message, None, _resource_name(e)
     if isinstance(e, AlreadyExistsError):
         return 409, e.message, e.resource.upper(), _resource_name(e)

@@ -9,12 +9,12 @@ import base64
 import binascii
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy import text
 
 from paimon_meta.catalog.principals import Access
 from paimon_meta.db.models import Privilege
-from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
 from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
@@ -61,36 +61,45 @@ def commit_messages(
     table: str,
     body: models.CommitMessagesRequest,
     access: Annotated[Access, WRITE],
-) -> models.CommitMessagesResponse:
+) -> Response:
     """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
     if they carry compaction results, exactly as an in-process commit. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
     messages = _messages(body)
-    catalog, identifier = catalog_of(request), table_identifier(database, table)
-    row = catalog.table_row(identifier)
-    committer = catalog.message_committer(
-        identifier,
-        body.commit_user,
-        principal=access.principal,
-        row=row,
-        table=state_of(request).commit_table(row),
-    )
+    catalog, identifier, state = catalog_of(request), table_identifier(database, table), state_of(request)
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
-    # Validation, the recovery record and the delta manifests on this thread; then queued behind the
-    # table's other commits of this replica, committed back to back under one lock hold (group commit).
-    prepared = committer.prepare(
-        messages,
-        body.commit_identifier,
-        overwrite=overwrite,
-        properties=body.properties,
-        watermark=body.watermark,
-    )
-    result = state_of(request).groups.commit(prepared)
-    return models.CommitMessagesResponse(
-        snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
-    )
+    while True:
+        row, cached = state.commit_row(identifier)
+        try:
+            table_object = state.commit_table(row)
+            committer = catalog.message_committer(
+                identifier, body.commit_user, principal=access.principal, row=row, table=table_object
+            )
+            # Validation, the recovery record and the delta manifests on this thread; then queued behind
+            # the table's other commits of this replica, committed back to back under one lock hold
+            # (group commit).
+            prepared = committer.prepare(
+                messages,
+                body.commit_identifier,
+                overwrite=overwrite,
+                properties=body.properties,
+                watermark=body.watermark,
+            )
+            result = state.groups.commit(prepared)
+        except (TableRowChangedError, TableNotFoundError):
+            # A cached row gone stale (renamed, dropped, re-created): nothing was published (found under
+            # the lock, before staging); read the row again and commit once more.
+            state.forget_row(identifier)
+            if not cached:
+                raise
+            continue
+        # Serialized here, not by FastAPI's response_model (which validates the model once more).
+        body_json = models.CommitMessagesResponse(
+            snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
+        ).model_dump_json(by_alias=True)
+        return Response(body_json, media_type="application/json")
 
 
 @router.post(

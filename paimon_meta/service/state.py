@@ -109,6 +109,7 @@ class ServiceState:
         self._snapshot_managers: dict[str, SnapshotManager] = {}
         self._schema_managers: dict[str, SchemaManager] = {}
         self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
+        self._commit_rows: dict[str, TableRow] = {}
         self.groups = GroupCommitter(
             catalog.lock,
             settings=GroupSettings(
@@ -150,6 +151,27 @@ class ServiceState:
                 self._auth_cache.clear()
             self._auth_cache[key] = (now + ttl, access)
         return access
+
+    def commit_row(self, identifier: str) -> tuple[TableRow, bool]:
+        """``(row, cached)``: the registry row commits of ``identifier`` start from, kept per replica.
+        Only for commits: each one compares the row with the registry under the table's lock (the lock
+        of the row's name, which a rename holds) and fails with ``TableRowChangedError``, or
+        ``TableNotFoundError`` if it was dropped, before publishing anything; the caller then calls
+        :meth:`forget_row` and retries once with a row read now (``cached`` False)."""
+        with self._auth_lock:
+            row = self._commit_rows.get(identifier)
+        if row is not None:
+            return row, True
+        row = self.catalog.table_row(identifier)
+        with self._auth_lock:
+            if len(self._commit_rows) > 10_000:
+                self._commit_rows.clear()
+            self._commit_rows[identifier] = row
+        return row, False
+
+    def forget_row(self, identifier: str) -> None:
+        with self._auth_lock:
+            self._commit_rows.pop(identifier, None)
 
     def commit_table(self, row: TableRow) -> FileStoreTable:
         """The table object commits of ``row`` use, shared by requests (its manifest caches stay warm

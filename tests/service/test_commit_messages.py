@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.errors import TableAlreadyExistsError
 from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.table.schema_change import SetOption, alter
 from tests.fixtures.service import make_principal
@@ -21,8 +22,10 @@ pytestmark = pytest.mark.postgres
 URL = f"{P}/databases/db/tables/t"
 
 
-def _body(catalog: Catalog, keys: list[int], user: str, identifier: int, version: int = 14) -> dict[str, Any]:
-    messages = prepare(catalog.get_table("db.t"), keys, user=user)
+def _body(
+    catalog: Catalog, keys: list[int], user: str, identifier: int, *, version: int = 14, table: str = "db.t"
+) -> dict[str, Any]:
+    messages = prepare(catalog.get_table(table), keys, user=user)
     raw = serialize_commit_messages(messages, version, table_buckets=2)
     return {
         "commitUser": user,
@@ -115,3 +118,38 @@ def test_a_commit_after_an_alter_uses_the_new_schema(
     ).json()["snapshotIds"] == [2]
     snapshots = service_catalog.get_table("db.t").snapshot_manager
     assert (snapshots.snapshot(1).schema_id, snapshots.snapshot(2).schema_id) == (0, 1)
+
+
+def test_a_cached_table_row_follows_renames_and_re_creations(
+    service_client: TestClient, service_catalog: Catalog
+) -> None:
+    """The replica keeps a table's registry row between commits; every commit checks it under the lock.
+    After a rename the old name is a 404 (the stale row is found before anything is published) and the
+    new name commits; after a drop and re-creation the next commit goes to the new table."""
+    create(service_catalog)
+    writer = auth(make_principal(service_catalog, "spark", [("write", "db", None)]))
+
+    def commit(table: str, keys: list[int], identifier: int, messages_of: str) -> Any:
+        body = _body(service_catalog, keys, "u", identifier, table=messages_of)
+        return service_client.post(
+            f"{P}/databases/db/tables/{table}/commit-messages", json=body, headers=writer
+        )
+
+    assert commit("t", [1], 1, "db.t").json()["snapshotIds"] == [1]  # the row of db.t is cached now
+    service_catalog.rename_table("db.t", "db.t2")
+    stale = commit("t", [2], 2, "db.t2")
+    assert stale.status_code == 404 and stale.json()["resourceType"] == "TABLE", stale.text
+    history = service_client.get(f"{P}/databases/db/tables/t2/commits", headers=writer).json()["commits"]
+    assert [c["outcome"] for c in history] == ["failed", "published"]  # newest first
+    assert "read its row again" in history[0]["finalReason"]
+    assert commit("t2", [3], 3, "db.t2").json()["snapshotIds"] == [2]  # the row of db.t2 is cached now
+    assert read_keys(service_catalog, identifier="db.t2") == [1, 3]
+    # the renamed table's files stay where they were: a new db.t may not adopt them
+    with pytest.raises(TableAlreadyExistsError, match=r"holds the files of table db\.t2"):
+        create(service_catalog)
+
+    service_catalog.drop_table("db.t2")
+    create(service_catalog, "db.t2")  # another table id, at .../t2
+    again = commit("t2", [4], 1, "db.t2")
+    assert again.json() == {"snapshotIds": [1], "deduplicated": False}, again.text
+    assert read_keys(service_catalog, identifier="db.t2") == [4]
