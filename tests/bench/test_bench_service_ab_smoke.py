@@ -1,0 +1,51 @@
+"""``bench/bench_service_ab.py`` runs end to end at a tiny size: a base revision's server (here HEAD, from a
+temporary worktree) against this checkout's, grouped and uncontended. No timing is asserted: only that
+both servers served every commit (``run_clients`` checks exactly-once after each round) and that the
+report has its rows, and that the worktree is gone afterwards."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.bench.test_bench_smoke import REPO, run_bench, server_url
+from tests.fixtures.postgres import PgServer
+
+pytestmark = [pytest.mark.postgres]
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
+
+
+def _worktrees() -> list[str]:
+    listing = _git("worktree", "list", "--porcelain")
+    assert listing.returncode == 0, listing.stderr
+    return [line for line in listing.stdout.splitlines() if line.startswith("worktree ")]
+
+
+def test_base_against_this_checkout(pg_server: PgServer) -> None:
+    if _git("rev-parse", "HEAD").returncode != 0:
+        pytest.skip("not a git checkout: the benchmark compares against a git revision")
+    before = _worktrees()
+    out = run_bench(
+        "bench_service_ab.py",
+        "--url",
+        server_url(pg_server),
+        "--base",
+        "HEAD",
+        "--rounds",
+        "1",
+        "--clients",
+        "2",
+        "--commits",
+        "3",
+        "--sequential",
+        "20",
+        timeout=240,
+    )
+    assert "before: load average" in out and "after: load average" in out
+    assert "| (in-process) |" in out
+    assert "| base (HEAD) |" in out and "| this checkout |" in out
+    assert _worktrees() == before
