@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from typing import Annotated
 
+import anyio.to_thread
+import pydantic
 from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy import text
+from starlette.routing import Route
 
 from paimon_meta.catalog.principals import Access
 from paimon_meta.db.models import Privilege
@@ -65,6 +70,29 @@ def commit_messages(
     """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
     if they carry compaction results, exactly as an in-process commit. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
+    return _commit(request, database, table, body, access)
+
+
+async def commit_messages_fast(request: Request) -> Response:
+    """:func:`commit_messages` (the documented route) without FastAPI's request handling: the same grant
+    check (``Require``), the same model (parsed straight from the body's bytes; its errors go to the same
+    handler), the same body on a worker thread. Served first (``FAST_ROUTES``): the control plane's commit
+    is the one request whose every fraction of a millisecond counts (docs/BENCHMARKS.md, issue 12)."""
+    access = await _REQUIRE_WRITE(request)
+    raw = await request.body()
+    try:
+        body = models.CommitMessagesRequest.model_validate_json(raw or b"null")
+    except pydantic.ValidationError as e:
+        raise RequestValidationError(e.errors(include_url=False)) from None
+    params = request.path_params
+    return await anyio.to_thread.run_sync(
+        functools.partial(_commit, request, params["database"], params["table"], body, access)
+    )
+
+
+def _commit(
+    request: Request, database: str, table: str, body: models.CommitMessagesRequest, access: Access
+) -> Response:
     messages = _messages(body)
     catalog, identifier, state = catalog_of(request), table_identifier(database, table), state_of(request)
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
@@ -100,6 +128,14 @@ def commit_messages(
             snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
         ).model_dump_json(by_alias=True)
         return Response(body_json, media_type="application/json")
+
+
+#: Routes served before FastAPI's (plain Starlette routes, not in the OpenAPI document: each is the
+#: twin of a documented route with the same path, method, grant, model and answers).
+FAST_ROUTES = [
+    Route(f"{TABLE}/commit-messages", commit_messages_fast, methods=["POST"], include_in_schema=False),
+]
+_REQUIRE_WRITE = Require(Privilege.WRITE, "table")
 
 
 @router.post(

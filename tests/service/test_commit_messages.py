@@ -13,7 +13,7 @@ from paimon_meta.catalog_api import Catalog
 from paimon_meta.errors import TableAlreadyExistsError
 from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.table.schema_change import SetOption, alter
-from tests.fixtures.service import make_principal
+from tests.fixtures.service import in_process_client, make_principal
 from tests.ops.helpers import create, prepare, read_keys
 from tests.service.helpers import P, auth
 
@@ -153,3 +153,40 @@ def test_a_cached_table_row_follows_renames_and_re_creations(
     again = commit("t2", [4], 1, "db.t2")
     assert again.json() == {"snapshotIds": [1], "deduplicated": False}, again.text
     assert read_keys(service_catalog, identifier="db.t2") == [4]
+
+
+def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog) -> None:
+    """``commit-messages`` is served by a plain Starlette route (``FAST_ROUTES``) in front of the FastAPI
+    route that documents it: the same requests get the same answers from either."""
+    create(service_catalog)
+    create(service_catalog, "db.u")
+    writer = auth(make_principal(service_catalog, "spark", [("write", "db", None)]))
+    reader = auth(make_principal(service_catalog, "auditor", [("read", "db", None)]))
+    answers: dict[bool, list[tuple[int, Any]]] = {}
+    for fast, table in ((True, "t"), (False, "u")):
+        url = f"{P}/databases/db/tables/{table}/commit-messages"
+        good = _body(service_catalog, [1], "u", 1, table=f"db.{table}")
+        with in_process_client(service_catalog, fast_routes=fast) as client:
+            requests: list[tuple[str, Any, dict[str, str]]] = [
+                (url, good, {}),  # no token
+                (url, good, reader),  # no write grant
+                (url, {**good, "messages": "%%%"}, writer),
+                (url, {k: v for k, v in good.items() if k != "commitUser"}, writer),
+                (url, {**good, "messagesVersion": "x"}, writer),
+                (f"{P}/databases/db/tables/nope/commit-messages", good, writer),
+                (f"/v1/other/databases/db/tables/{table}/commit-messages", good, writer),
+                (url, good, writer),
+                (url, good, writer),  # deduplicated
+            ]
+            got = []
+            for target, body, headers in requests:
+                r = client.post(target, json=body, headers=headers)
+                got.append((r.status_code, r.json()))
+            malformed = client.post(url, content=b"{", headers=writer)
+            assert malformed.status_code == 400 and "malformed JSON" in malformed.json()["message"]
+            answers[fast] = got
+    assert [status for status, _ in answers[True]] == [401, 403, 400, 400, 400, 404, 404, 200, 200]
+    assert answers[True] == [
+        (status, {k: (v.replace("db.u", "db.t") if isinstance(v, str) else v) for k, v in body.items()})
+        for status, body in answers[False]
+    ]
