@@ -35,6 +35,7 @@ from paimon_meta.errors import (
     CommitOutcomeUnknownError,
     FileIOError,
     LockLostError,
+    TableNotFoundError,
     TableRowChangedError,
     ValidationError,
 )
@@ -334,9 +335,10 @@ class CommitCoordinator:
                     # Nothing of ours can be referenced: the match is an earlier commit() call.
                     self._delete(writer.written)
                 return sid, dedup, attempt
-            except (CommitConflictError, TableRowChangedError) as e:
+            except (CommitConflictError, TableRowChangedError, TableNotFoundError) as e:
                 # Definite: nothing was published. Java does not retry a real conflict either (and a
-                # changed row needs the caller to read it again).
+                # changed or dropped row, found under the lock before staging, needs the caller to read
+                # it again).
                 self._delete(writer.written)
                 raise e
             except (SnapshotRaceLost, LockLostError) as e:

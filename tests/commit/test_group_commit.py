@@ -18,7 +18,12 @@ from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.coordinator import CommitCoordinator, CommitResult
 from paimon_meta.commit.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.commit.metastore_guard import LockHold, MetastoreGuard
-from paimon_meta.errors import CommitConflictError, CommitFailedError
+from paimon_meta.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    TableNotFoundError,
+    TableRowChangedError,
+)
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.snapshot import CommitKind
 from tests.commit.helpers import append_msg, compact_msg, data_file
@@ -239,6 +244,28 @@ def test_prepare_writes_nothing_that_a_discard_leaves_behind(catalog: Catalog) -
     assert table.snapshot_manager.latest_snapshot_id() is None
     with pytest.raises(ValueError, match="already committed"):
         coordinator.commit_prepared(prepared)
+
+
+@pytest.mark.parametrize("change", ["rename", "drop"])
+def test_a_row_changed_after_prepare_fails_the_commit_and_deletes_its_manifests(
+    catalog: Catalog, change: str
+) -> None:
+    """The committer's row is checked under the lock: renamed (TableRowChangedError) or dropped
+    (TableNotFoundError) after ``prepare``, the commit fails definitely, publishes nothing and deletes the
+    delta manifests it wrote."""
+    coordinator = catalog.message_committer("db.t", "u")
+    table = catalog.get_table("db.t")
+    manifest_dir = table.file_io.join(table.path, "manifest")
+    prepared = coordinator.prepare([append_msg(0, 0, data_file(rows=1))], 1)
+    assert list(table.file_io.list(manifest_dir))
+    if change == "rename":
+        catalog.rename_table("db.t", "db.t2")
+    else:
+        catalog.drop_table("db.t", purge=False)
+    with pytest.raises(TableRowChangedError if change == "rename" else TableNotFoundError):
+        coordinator.commit_prepared(prepared)
+    assert not list(table.file_io.list(manifest_dir))
+    assert table.snapshot_manager.latest_snapshot_id() is None
 
 
 def test_a_commit_recovery_resolved_is_never_published_inside_a_hold(

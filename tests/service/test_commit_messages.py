@@ -148,11 +148,14 @@ def test_a_cached_table_row_follows_renames_and_re_creations(
     with pytest.raises(TableAlreadyExistsError, match=r"holds the files of table db\.t2"):
         create(service_catalog)
 
-    service_catalog.drop_table("db.t2")
+    dropped = service_catalog.get_table("db.t2")
+    service_catalog.drop_table("db.t2")  # purges .../t
     create(service_catalog, "db.t2")  # another table id, at .../t2
     again = commit("t2", [4], 1, "db.t2")
     assert again.json() == {"snapshotIds": [1], "deduplicated": False}, again.text
     assert read_keys(service_catalog, identifier="db.t2") == [4]
+    # the attempt on the dropped row stopped before writing anything at the purged location
+    assert [s.path for s in dropped.file_io.list_recursive(dropped.path)] == []
 
 
 def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog) -> None:
