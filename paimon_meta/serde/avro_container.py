@@ -225,21 +225,11 @@ class EncodedRecords:
             self._entries[id(item)] = (item, encoded)
             self._bytes += len(encoded)
             while self._entries and (len(self._entries) > self.max_items or self._bytes > self.max_bytes):
-                _, (_, evicted) = _pop_oldest(self._entries)
+                _, evicted = self._entries.pop(next(iter(self._entries)))  # the oldest
                 self._bytes -= len(evicted)
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
-def _pop_oldest(entries: dict[int, tuple[object, bytes]]) -> tuple[int, tuple[object, bytes]]:
-    key = next(iter(entries))
-    return key, entries.pop(key)
 
 
 def write_container(

@@ -105,7 +105,7 @@ class ServiceState:
         self.started = time.time()
         self.replica = f"{os.uname().nodename}:{os.getpid()}"
         self._auth_cache: dict[str, tuple[float, Access | None]] = {}
-        self._auth_lock = threading.Lock()
+        self._lock = threading.Lock()
         self._snapshot_managers: dict[str, SnapshotManager] = {}
         self._schema_managers: dict[str, SchemaManager] = {}
         self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
@@ -128,7 +128,7 @@ class ServiceState:
         event loop), else ``(False, None)``."""
         if self.settings.auth_cache_seconds <= 0:
             return False, None
-        with self._auth_lock:
+        with self._lock:
             hit = self._auth_cache.get(hash_token(token))
         if hit is not None and hit[0] > time.monotonic():
             return True, hit[1]
@@ -146,7 +146,7 @@ class ServiceState:
         key = hash_token(token)
         now = time.monotonic()
         access = self.principals.authenticate(token)
-        with self._auth_lock:
+        with self._lock:
             if len(self._auth_cache) > 10_000:
                 self._auth_cache.clear()
             self._auth_cache[key] = (now + ttl, access)
@@ -158,19 +158,19 @@ class ServiceState:
         of the row's name, which a rename holds) and fails with ``TableRowChangedError``, or
         ``TableNotFoundError`` if it was dropped, before publishing anything; the caller then calls
         :meth:`forget_row` and retries once with a row read now (``cached`` False)."""
-        with self._auth_lock:
+        with self._lock:
             row = self._commit_rows.get(identifier)
         if row is not None:
             return row, True
         row = self.catalog.table_row(identifier)
-        with self._auth_lock:
+        with self._lock:
             if len(self._commit_rows) > 10_000:
                 self._commit_rows.clear()
             self._commit_rows[identifier] = row
         return row, False
 
     def forget_row(self, identifier: str) -> None:
-        with self._auth_lock:
+        with self._lock:
             self._commit_rows.pop(identifier, None)
 
     def commit_table(self, row: TableRow) -> FileStoreTable:
@@ -179,7 +179,7 @@ class ServiceState:
         on storage (listed each time: another engine may have altered the table); its snapshot cache
         follows the table's timeline (see ``SnapshotManager.observe_timeline``)."""
         location = self.catalog.location_of(row)
-        with self._auth_lock:
+        with self._lock:
             schemas = self._schema_managers.get(location)
             if schemas is None:
                 if len(self._schema_managers) > 1000:
@@ -190,11 +190,11 @@ class ServiceState:
         if not ids:
             raise TableNotFoundError(f"no Paimon table at {location} (no schema file)", path=location)
         key = (location, ids[-1])
-        with self._auth_lock:
+        with self._lock:
             table = self._commit_tables.get(key)
         if table is None:
             table = FileStoreTable(schemas.file_io, location, schemas.schema(ids[-1]))
-            with self._auth_lock:
+            with self._lock:
                 if len(self._commit_tables) > 1000:
                     self._commit_tables.clear()
                 table = self._commit_tables.setdefault(key, table)
@@ -204,7 +204,7 @@ class ServiceState:
         """One manager per table location (its cache of immutable snapshot files is shared by
         requests)."""
         location = self.catalog.location_of(row)
-        with self._auth_lock:
+        with self._lock:
             manager = self._snapshot_managers.get(location)
             if manager is None:
                 if len(self._snapshot_managers) > 1000:
