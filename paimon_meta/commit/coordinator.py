@@ -88,6 +88,11 @@ class _Pending:
     writer: ManifestWriter
     delta: list[ManifestFileMeta] | None = None
     changelog: list[ManifestFileMeta] = field(default_factory=list)
+    # The delta and changelog manifest lists (name, size), written before the lock with the delta.
+    delta_list: tuple[str, int] | None = None
+    changelog_list: tuple[str, int] | None = None
+    # Its ``prepared`` record was handed to the guard (see CommitCoordinator.announce).
+    announced: bool = False
 
 
 @dataclass(slots=True)
@@ -195,8 +200,8 @@ class CommitCoordinator:
         watermark: int | None = None,
     ) -> PreparedCommit:
         """Everything of :meth:`commit` that needs no lock: validate the messages, plan the snapshots,
-        serialize the recovery record and write the delta manifests of APPEND and COMPACT (they do not
-        depend on the latest snapshot). Nothing is recorded and nothing can be referenced yet: if the
+        serialize the recovery record and write the delta manifests of APPEND and COMPACT and their
+        lists, and the changelog's (they do not depend on the latest snapshot). Nothing is recorded and nothing can be referenced yet: if the
         result is never committed its manifests are orphans (orphan cleanup removes them)."""
         self._validate(messages)
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
@@ -231,7 +236,11 @@ class CommitCoordinator:
                 # before any lock, to keep the critical section short. OVERWRITE's is staged under it.
                 if pending.kind is not CommitKind.OVERWRITE:
                     pending.delta = pending.writer.write_manifests(pending.changes.table_files)
+                    # Its list too: a list of this commit's manifests only.
+                    pending.delta_list = pending.writer.write_manifest_list(pending.delta)
                 pending.changelog = pending.writer.write_manifests(pending.changes.changelog_files)
+                if pending.changelog:
+                    pending.changelog_list = pending.writer.write_manifest_list(pending.changelog)
         except BaseException:
             for pending in pendings:
                 self._delete(pending.writer.written)
@@ -246,7 +255,7 @@ class CommitCoordinator:
         if prepared.used:
             raise ValueError("this prepared commit was already committed")
         prepared.used = True
-        identifier, body, spec = prepared.identifier, prepared.body, prepared.spec
+        identifier = prepared.identifier
         ids: list[int] = []
         commit_ids: list[str] = []
         deduplicated = False
@@ -256,18 +265,7 @@ class CommitCoordinator:
         for index, pending in enumerate(prepared.pendings):
             commit_id, kind = pending.commit_id, pending.kind
             commit_ids.append(commit_id)
-            self.guard.prepared(
-                CommitRecord(
-                    commit_id=commit_id,
-                    commit_user=self.commit_user,
-                    commit_identifier=identifier,
-                    kind=kind,
-                    counts=pending.changes.counts(),
-                    messages=body,
-                    messages_version=CURRENT_VERSION,
-                    overwrite=spec.to_json() if spec is not None and kind is CommitKind.OVERWRITE else None,
-                )
-            )
+            self._announce(prepared, pending)
             try:
                 sid, dedup, n = self._commit_kind(pending)
             except CommitOutcomeUnknownError:
@@ -293,6 +291,36 @@ class CommitCoordinator:
             deduplicated = deduplicated or dedup
             attempts += n
         return CommitResult(tuple(commit_ids), tuple(ids), deduplicated, attempts)
+
+    def announce(self, prepared: PreparedCommit) -> str | None:
+        """Hand the ``prepared`` record of ``prepared``'s first snapshot to the guard now, ahead of
+        :meth:`commit_prepared` (which then does not again); returns its commit id (None: nothing to
+        commit). Group commit sends it with the publish of the commit before (one round trip less)."""
+        if prepared.coordinator is not self:
+            raise ValueError("a prepared commit is announced by the coordinator that prepared it")
+        if prepared.used or not prepared.pendings:
+            return None
+        pending = prepared.pendings[0]
+        self._announce(prepared, pending)
+        return pending.commit_id
+
+    def _announce(self, prepared: PreparedCommit, pending: _Pending) -> None:
+        if pending.announced:
+            return
+        pending.announced = True
+        spec, kind = prepared.spec, pending.kind
+        self.guard.prepared(
+            CommitRecord(
+                commit_id=pending.commit_id,
+                commit_user=self.commit_user,
+                commit_identifier=prepared.identifier,
+                kind=kind,
+                counts=pending.changes.counts(),
+                messages=prepared.body,
+                messages_version=CURRENT_VERSION,
+                overwrite=spec.to_json() if spec is not None and kind is CommitKind.OVERWRITE else None,
+            )
+        )
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
         """Java ``filterCommitted``: the identifiers not yet committed by this user (restart recovery of a
@@ -517,10 +545,12 @@ class CommitCoordinator:
             previous, read=self._read_manifest, writer=writer, options=self.merge_options
         )
         base_name, base_size = writer.write_manifest_list(base_after)
-        delta_name, delta_size = writer.write_manifest_list(p.delta)
-        changelog_name, changelog_size = (None, None)
+        # An OVERWRITE's delta depends on the latest snapshot: its list is written here, each attempt.
+        delta_name, delta_size = p.delta_list or writer.write_manifest_list(p.delta)
+        changelog_name: str | None = None
+        changelog_size: int | None = None
         if p.changelog:
-            changelog_name, changelog_size = writer.write_manifest_list(p.changelog)
+            changelog_name, changelog_size = p.changelog_list or writer.write_manifest_list(p.changelog)
         if p.changes.index_files:
             index_manifest = writer.write_index_manifest(
                 self._merge_index(index_manifest, p.changes.index_files)

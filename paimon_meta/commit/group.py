@@ -77,6 +77,13 @@ class _Item:
     prepared: PreparedCommit
     guard: MetastoreGuard
     future: Future[CommitResult] = field(default_factory=Future)
+    running: bool = False  # its future was set running (it can no longer be cancelled)
+
+    def start(self) -> bool:
+        """Set the future running; False if it was cancelled (then the commit must not run)."""
+        if not self.running:
+            self.running = self.future.set_running_or_notify_cancel()
+        return self.running
 
 
 class TableGroup:
@@ -188,16 +195,35 @@ class TableGroup:
         commits = 0
         limit = 1 if inline else settings.max_commits
 
+        # Set when a publish was told another commit follows (``more``): the next one then runs in this
+        # hold whatever the clock says by then (its opening may already have been sent, see follow).
+        promised = False
+
         def more() -> bool:  # asked while commit number ``commits`` publishes
-            return (
+            nonlocal promised
+            promised = (
                 bool(self._queue)
                 and commits < limit
                 and time.monotonic() - started < settings.max_hold_seconds
             )
+            return promised
 
-        hold = LockHold(self.lock, self.lock_id, owner=self.owner, settings=self.lock_settings, more=more)
+        def follow() -> tuple[MetastoreGuard, str] | None:
+            # Asked after ``more`` said yes: the commit that runs next (only this thread takes from the
+            # queue, so the head stays the head), its prepared record handed to its guard.
+            with self._mutex:
+                item = self._queue[0] if self._queue else None
+            if item is None or not item.start():
+                return None
+            commit_id = item.prepared.coordinator.announce(item.prepared)
+            return None if commit_id is None else (item.guard, commit_id)
+
+        hold = LockHold(
+            self.lock, self.lock_id, owner=self.owner, settings=self.lock_settings, more=more, follow=follow
+        )
         try:
-            while commits < limit and time.monotonic() - started < settings.max_hold_seconds:
+            while promised or (commits < limit and time.monotonic() - started < settings.max_hold_seconds):
+                promised = False
                 item = self._next()
                 if item is None:
                     break
@@ -214,7 +240,7 @@ class TableGroup:
 
     @staticmethod
     def _commit(item: _Item, hold: LockHold) -> None:
-        if not item.future.set_running_or_notify_cancel():
+        if not item.start():
             item.prepared.discard()
             return
         item.guard.hold = hold

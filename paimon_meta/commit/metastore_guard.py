@@ -21,12 +21,16 @@ statements per round trip:
    with its held-back events, in one transaction.
 
 Group commit (:class:`LockHold`, used by ``paimon_meta.commit.group``): consecutive sessions of several
-commits share one lease and one connection. The first acquires as in 2.; each later one sends its
-``prepared`` event and reads the pointer and its dedupe lookup in one round trip (the lease is
-validated, as always, in the publishing transaction, 4.); ``published`` (5.) and a session end (6.)
-keep the lock. The hold releases it when the group ends, and drops it (a fresh acquire next) after any
-failure that may have left the connection or the lease in doubt. Every commit still has its own
-events, pointer compare-and-set and fencing check, so the invariants hold per commit.
+commits share one lease and one connection. The first acquires as in 2.; each later one opens with one
+round trip: its ``prepared`` event (committed), then the pointer and its dedupe lookup, and its
+publishing transaction opened with the lease validated in it (4., done first: the row lock then held
+keeps it valid). When the group's next commit is known as one publishes, that opening rides on the
+publish (5.): the next commit's ``prepared`` event commits in the same transaction as this one's record,
+and its pointer, fencing and resolution are read right after, in the same round trip (one round trip
+and one transaction per commit). ``published`` and a session end (6.) keep the lock. The hold releases
+it when the group ends, and drops it (a fresh acquire next) after any failure that may have left the
+connection or the lease in doubt. Every commit still has its own events, pointer compare-and-set and
+fencing check, so the invariants hold per commit.
 """
 
 from __future__ import annotations
@@ -276,21 +280,21 @@ class MetastoreSession(GuardSession):
     # The partition deltas of the snapshot to publish (None: unknown; the totals become incomplete).
     statistics: list[PartitionDelta] | None = None
     fenced: bool = False
-    # Group commit: the lock outlives this session (a LockHold releases it), unless ``more`` (asked
-    # when publishing) says no commit follows: then the publishing transaction releases it, as alone.
-    keep_lock: bool = False
-    more: Callable[[], bool] | None = None
+    # Group commit: the lock outlives this session (the hold releases it), unless the hold's ``more``
+    # (asked when publishing) says no commit follows: then the publishing transaction releases it.
+    hold: LockHold | None = None
     _keep_decided: bool | None = None
 
     def _keeps(self) -> bool:
         """Whether this session's publish keeps the lock for another commit (decided once)."""
         if self._keep_decided is None:
-            self._keep_decided = self.keep_lock and (self.more is None or self.more())
+            hold = self.hold
+            self._keep_decided = hold is not None and (hold.more is None or hold.more())
         return self._keep_decided
 
     def defer_hints(self) -> bool:
         # Only when another commit of the group follows under this lock: it writes LATEST past ours.
-        return self.more is not None and self._keeps()
+        return self.hold is not None and self.hold.more is not None and self._keeps()
 
     def set_statistics(self, deltas: Sequence[PartitionDelta]) -> None:
         self.statistics = list(deltas)
@@ -374,8 +378,7 @@ class MetastoreSession(GuardSession):
         self._refuse_if_resolved(resolved[0] if resolved else None)
 
     def fence_idle_timeout(self) -> float | None:
-        atomic = self.guard.snapshots.file_io.capabilities.atomic_create
-        return float(self.lease.lease_seconds) if atomic else None
+        return _fence_idle_timeout(self.guard, self.lease)
 
     def _refuse_if_resolved(self, row: dict[str, Any] | None) -> None:
         """I5: a commit that recovery already resolved must never publish. Recovery resolves a commit
@@ -419,16 +422,30 @@ class MetastoreSession(GuardSession):
             else apply_statements(self.ref.table_id, snapshot.id, self.statistics)
         )
         release: list[Statement] = []
+        ahead: _Ahead | None = None
         if not self._keeps():
             self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
             release = [self.lease.release_statement()]
-        statements = [*self.held_back, record, *stats, *release, ("COMMIT", {})]
+        elif self.hold is not None:
+            ahead = self.hold.ahead(self.lease)  # the group's next commit, opened in this round trip
+        at_record = len(self.held_back)
+        statements = [
+            *self.held_back,
+            record,
+            *stats,
+            *release,
+            *(ahead.prepared if ahead else ()),
+            ("COMMIT", {}),
+            *(ahead.opening if ahead else ()),
+        ]
         results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
         self.fenced = False
         self.held_back.clear()
         if release:
-            self.lease.confirm_release(bool(results[-2]))
-        if not results[len(statements) - 2 - len(release) - len(stats)]:
+            self.lease.confirm_release(bool(results[at_record + 1 + len(stats)]))
+        if ahead is not None and self.hold is not None:
+            self.hold.opened(ahead, results[len(results) - len(ahead.opening) :])
+        if not results[at_record]:
             actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
             raise SnapshotPointerConflictError(
                 f"table {self.ref.table_identifier}: pointer is "
@@ -448,7 +465,7 @@ class MetastoreSession(GuardSession):
             self.fenced = False
         if self.lease.released:
             return
-        if self.keep_lock:
+        if self.hold is not None:
             if self.held_back:
                 run_batch(self.conn, [("BEGIN", {}), *self.held_back, ("COMMIT", {})])
                 self.held_back.clear()
@@ -659,6 +676,25 @@ class MetastoreGuard(CommitGuard):
         self._write(*([unsent] if unsent is not None else []), failed)
 
 
+@dataclass(slots=True)
+class _Ahead:
+    """The opening round trip of a group's next session, sent with the publish of the one before:
+    ``prepared`` (committed with that publish) and ``opening`` (after it); ``rows``: the opening's
+    results once that round trip ran."""
+
+    guard: MetastoreGuard
+    commit_id: str
+    prepared: list[Statement]
+    opening: list[Statement]
+    fence_count: int
+    rows: list[list[dict[str, Any]]] | None = None
+
+
+def _fence_idle_timeout(guard: MetastoreGuard, lease: LockLease) -> float | None:
+    atomic = guard.snapshots.file_io.capabilities.atomic_create
+    return float(lease.lease_seconds) if atomic else None
+
+
 class LockHold:
     """One table lock held across the consecutive commits of a group (group commit).
 
@@ -677,11 +713,17 @@ class LockHold:
         owner: str,
         settings: LockSettings,
         more: Callable[[], bool] | None = None,
+        follow: Callable[[], tuple[MetastoreGuard, str] | None] | None = None,
     ) -> None:
         self.lock = lock
         # Asked when a commit publishes: False when no commit of the group follows, so that commit's
         # publishing transaction releases the lock (one round trip less than releasing afterwards).
         self.more = more
+        # Asked when ``more`` said yes: the guard and commit id of the commit that runs next under this
+        # hold (its ``prepared`` record handed to the guard), if known: its session's opening round trip
+        # then rides on this publish (see :meth:`ahead`).
+        self.follow = follow
+        self._ahead: _Ahead | None = None
         self.lock_id = lock_id
         self.owner = owner
         self.settings = settings
@@ -711,12 +753,54 @@ class LockHold:
             except Exception:  # giving a broken connection back must not mask anything
                 log.debug("returning the group's connection failed", exc_info=True)
 
+    def _opening(self, guard: MetastoreGuard, commit_id: str, lease: LockLease) -> _Ahead:
+        """A held session's opening: the prepared event (to commit: durable before anything of the
+        commit can publish), then the pointer with the commit's dedupe lookup, and the publishing
+        transaction opened with the lease validated in it (step 4's fencing, done before staging
+        instead of after: the row lock then held until the record commits keeps it valid, as it does
+        between the two otherwise) and the commit's resolution (I5) read in it."""
+        ref = guard._refs[commit_id]
+        fence = lease.fenced_statements(idle_timeout_seconds=_fence_idle_timeout(guard, lease))
+        opening = [guard.pointer_query(ref), *fence, _RESOLVED.bind({"commit_id": ref.commit_id})]
+        return _Ahead(guard, commit_id, guard._prepared_statements(commit_id), opening, len(fence))
+
+    def ahead(self, lease: LockLease) -> _Ahead | None:
+        """Asked by a publishing session that keeps the lock: the next commit's opening, to send in its
+        round trip (its prepared event before the COMMIT, the rest after), or None."""
+        nxt = None if self.follow is None else self.follow()
+        if nxt is None or lease is not self.lease:
+            return None
+        guard, commit_id = nxt
+        if guard.lock_id != self.lock_id or commit_id not in guard._refs:
+            return None
+        return self._opening(guard, commit_id, lease)
+
+    def opened(self, ahead: _Ahead, rows: list[list[dict[str, Any]]]) -> None:
+        """The round trip carrying ``ahead`` committed: its prepared event is durable, and the
+        connection is in the next session's publishing transaction."""
+        ahead.guard._unsent.pop(ahead.commit_id, None)
+        ahead.rows = rows
+        self._ahead = ahead
+
+    def _take_ahead(self, guard: MetastoreGuard, commit_id: str) -> _Ahead | None:
+        """The opening already sent for this session, if it is the one it was sent for; any other
+        (the next session is not the one announced) has its transaction rolled back."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        if ahead.guard is guard and ahead.commit_id == commit_id and self.held and self._conn is not None:
+            return ahead
+        if self._conn is not None:
+            rollback_quietly(self._conn)
+        return None
+
     @contextmanager
     def session(self, guard: MetastoreGuard, commit_id: str) -> Iterator[MetastoreSession]:
         if guard.lock_id != self.lock_id:
             raise ValueError(f"hold of {self.lock_id!r} used for {guard.lock_id!r}")
         ref = guard._refs[commit_id]
         with _metastore_step("holding the lock", self.lock_id):
+            ahead = self._take_ahead(guard, commit_id)
             conn = self._connection()
             if not self.held:
                 self._drop()
@@ -724,41 +808,32 @@ class LockHold:
                 lease, rows = guard.acquire_for(conn, commit_id, owner=self.owner)
                 self.lease = lease
                 self.acquisitions += 1
-                session = MetastoreSession(guard, ref, lease, conn, keep_lock=True, more=self.more)
+                session = MetastoreSession(guard, ref, lease, conn, hold=self)
                 resolved = None
             else:
-                # The lock is ours already. One round trip: the prepared event (committed: durable before
-                # anything of this commit can publish), the pointer with this commit's dedupe lookup,
-                # and the publishing transaction opened with the lease validated in it (step 4's
-                # fencing, done before staging instead of after: the row lock then held until the
-                # record commits keeps it valid, as it does between the two otherwise).
+                # The lock is ours already: the opening round trip (see _opening), unless it was sent
+                # with the previous commit's publish.
                 held = self.lease
                 assert held is not None
-                session = MetastoreSession(guard, ref, held, conn, keep_lock=True, more=self.more)
-                prepared = guard._prepared_statements(commit_id)
-                fence = held.fenced_statements(idle_timeout_seconds=session.fence_idle_timeout())
+                session = MetastoreSession(guard, ref, held, conn, hold=self)
                 try:
                     held.check()
-                    results = run_batch(
-                        conn,
-                        [
-                            ("BEGIN", {}),
-                            *prepared,
-                            ("COMMIT", {}),
-                            guard.pointer_query(ref),
-                            *fence,
-                            _RESOLVED.bind({"commit_id": ref.commit_id}),
-                        ],
-                    )
-                    guard._unsent.pop(commit_id, None)
-                    at = 2 + len(prepared)
-                    rows = results[at]
-                    held.check_fenced(conn, results[at + 1 : at + 1 + len(fence)])
+                    if ahead is not None and ahead.rows is not None:
+                        opened = ahead.rows
+                    else:
+                        ahead = self._opening(guard, commit_id, held)
+                        results = run_batch(
+                            conn, [("BEGIN", {}), *ahead.prepared, ("COMMIT", {}), *ahead.opening]
+                        )
+                        guard._unsent.pop(commit_id, None)
+                        opened = results[2 + len(ahead.prepared) :]
+                    rows = opened[0]
+                    held.check_fenced(conn, opened[1 : 1 + ahead.fence_count])
                 except BaseException:
                     self._drop()  # lease lost, or the connection in doubt: the retry acquires afresh
                     raise
                 session.fenced = True
-                resolved = results[-1][0] if results[-1] else None
+                resolved = opened[-1][0] if opened[-1] else None
             self.sessions += 1
             try:
                 session.load_pointer(rows)
@@ -781,6 +856,11 @@ class LockHold:
             self._drop()
 
     def _drop(self) -> None:
+        self._ahead = None
+        if self._conn is not None:
+            # A publishing transaction left open (an opening sent ahead) holds the lock row: end it
+            # before the release below, on another connection, waits for that row.
+            rollback_quietly(self._conn)
         lease, self.lease = self.lease, None
         if lease is not None and not lease.released:
             try:
@@ -800,6 +880,9 @@ class LockHold:
         lease.stop_heartbeat()
         try:
             conn = self._connection()
+            if self._ahead is not None:  # opened for a commit that did not come (a bound ended the hold)
+                self._ahead = None
+                rollback_quietly(conn)
             results = run_batch(conn, [lease.release_statement()])
             lease.confirm_release(bool(results[0]))
         except Exception:

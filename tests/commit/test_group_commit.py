@@ -304,3 +304,96 @@ def test_a_commit_recovery_resolved_is_never_published_inside_a_hold(
         hold.release()
     assert hold.acquisitions == 1  # the refused commit ran inside the hold
     assert catalog.get_table("db.t").snapshot_manager.list_snapshot_ids() == [1]
+
+
+def _events(cat: Catalog) -> list[Any]:
+    with cat.engine.connect() as conn:
+        return list(
+            conn.execute(
+                text(
+                    "SELECT commit_id::text AS commit_id, event_type, snapshot_id, xmin::text AS tx "
+                    "FROM paimon_commit_events ORDER BY event_id"
+                )
+            )
+        )
+
+
+def _queued_behind_a_held_first(
+    catalog: Catalog, groups: GroupCommitter, prepared: list[Any]
+) -> list[CommitResult]:
+    """Submit ``prepared`` so that all but the first are queued before the first publishes."""
+    original = CommitCoordinator.commit_prepared
+    entered, go = threading.Event(), threading.Event()
+
+    def first_waits(self: CommitCoordinator, p: Any) -> CommitResult:
+        if not entered.is_set():
+            entered.set()
+            assert go.wait(30)
+        return original(self, p)
+
+    CommitCoordinator.commit_prepared = first_waits  # type: ignore[method-assign]
+    try:
+        group = groups.group(catalog.registry.lock_id("db", "t"))
+        futures = [group.submit(prepared[0])]
+        assert entered.wait(30)
+        futures += [group.submit(p) for p in prepared[1:]]
+        go.set()
+        results = [f.result(60) for f in futures]
+        assert groups.join(30)
+    finally:
+        CommitCoordinator.commit_prepared = original  # type: ignore[method-assign]
+    return results
+
+
+def test_the_next_commits_opening_rides_on_the_publish_before_it(catalog: Catalog) -> None:
+    """Inside a hold, commit k+1's prepared event commits in commit k's publishing transaction (one
+    transaction and one round trip per commit), and each commit still has exactly its own events."""
+    reports: list[GroupReport] = []
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append)
+    files = [data_file(rows=1) for _ in range(4)]
+    prepared = [
+        catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
+    ]
+    results = _queued_behind_a_held_first(catalog, groups, prepared)
+    assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,), (4,)]
+    assert [r.commits for r in reports] == [4]
+    events = _events(catalog)
+    by_commit: dict[str, dict[str, Any]] = {}
+    for e in events:
+        assert e.event_type not in by_commit.setdefault(e.commit_id, {}), f"{e.event_type} twice"
+        by_commit[e.commit_id][e.event_type] = e
+    order = [r.commit_ids[0] for r in results]
+    assert set(by_commit) == set(order)
+    for before, after in zip(order, order[1:], strict=False):
+        assert by_commit[after]["prepared"].tx == by_commit[before]["snapshot_published"].tx
+    check_exactly_once(read_history(catalog, "db.t"), {("u", i): f.file_name for i, f in enumerate(files)})
+
+
+def test_an_opening_sent_for_a_commit_that_does_not_come_next_is_rolled_back(catalog: Catalog) -> None:
+    """A commit of two snapshots (APPEND then COMPACT) publishing its APPEND part sends the opening of
+    the queued commit after it, but its own COMPACT part comes first: that opening's transaction is
+    rolled back (the prepared event it committed stays, sent once), and everything lands once."""
+    seed = data_file(rows=3)
+    catalog.message_committer("db.t", "seed").commit([append_msg(0, 0, seed)], 1)
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    fresh, compacted, later = data_file(rows=1), data_file(rows=3, level=1), data_file(rows=1)
+    both = catalog.message_committer("db.t", "a").prepare(
+        [append_msg(1, 0, fresh), compact_msg(0, 0, [seed], [compacted])], 1
+    )
+    assert both.kinds == (CommitKind.APPEND, CommitKind.COMPACT)
+    nxt = catalog.message_committer("db.t", "b").prepare([append_msg(1, 1, later)], 1)
+    first, second = _queued_behind_a_held_first(catalog, groups, [both, nxt])
+    assert first.snapshot_ids == (2, 3) and second.snapshot_ids == (4,)
+    events = _events(catalog)
+    prepared = [e.commit_id for e in events if e.event_type == "prepared"]
+    assert len(prepared) == len(set(prepared)) == 4  # the seed's, APPEND, COMPACT, the next one
+    h = read_history(catalog, "db.t")
+    assert [s.commit_kind for s in h.snapshots.values()] == [
+        CommitKind.APPEND,
+        CommitKind.APPEND,
+        CommitKind.COMPACT,
+        CommitKind.APPEND,
+    ]
+    assert h.pointer == 4
+    # The lock was released at the end (nothing left open on the hold's connection).
+    assert lock_events(catalog)[-1] == "released"
