@@ -188,6 +188,11 @@ def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog)
             malformed = client.post(url, content=b"{", headers=writer)
             assert malformed.status_code == 400 and "malformed JSON" in malformed.json()["message"]
             answers[fast] = got
+            # Counted under the route's path either way (not as an unmatched request).
+            route = 'route="/v1/{prefix}/databases/{database}/tables/{table}/commit-messages"'
+            assert f'paimon_meta_service_requests_total{{method="POST",{route},status="200"}} 2.0' in (
+                client.get("/metrics").text
+            )
     assert [status for status, _ in answers[True]] == [401, 403, 400, 400, 400, 404, 404, 200, 200]
     assert answers[True] == [
         (status, {k: (v.replace("db.u", "db.t") if isinstance(v, str) else v) for k, v in body.items()})
