@@ -7,6 +7,11 @@ base revision (a temporary ``git worktree``) against this checkout's, on one met
 * uncontended: ``--sequential`` commits per side, one after the other, in process (this checkout) and
   through each server, alternating in blocks of 10 so load drifts hit every side alike.
 
+Also reported per grouped round: metastore transactions per commit (``xact_commit`` of the scratch
+database in ``pg_stat_database``, read once the round's server stopped, so its sessions have reported
+theirs; read-only statements outside a transaction count as one each, and the round's exactly-once
+check adds a few), a count that does not depend on the machine's load.
+
 The clients and the in-process side always run this checkout's code: only the server differs.
 
 Usage::
@@ -28,6 +33,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import text
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -90,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(f"before: {load()}", flush=True)
     base_label, head_label = f"base ({args.base})", "this checkout"
     rates: dict[str, list[float]] = {base_label: [], head_label: []}
+    xacts: dict[str, list[float]] = {base_label: [], head_label: []}
     times: dict[str, list[float]] = {}
     with (
         worktree(args.base) as base,
@@ -107,11 +115,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             for r in range(args.rounds):
                 order = list(sources) if r % 2 == 0 else list(sources)[::-1]
                 for label in order:
+                    name = f"db.t{next(tables)}"
+                    catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
+                    before = transactions(catalog)
                     with server(url, warehouse, tmp, sources[label]) as srv:
-                        name = f"db.t{next(tables)}"
-                        catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
                         targets = [Target(name, args.commits, service=srv.uri, token=token)] * args.clients
-                        rates[label].append(run_clients(catalog, targets, label)["rate"])
+                        run = run_clients(catalog, targets, label)
+                    rates[label].append(run["rate"])
+                    xacts[label].append((transactions(catalog) - before) / run["commits"])
             with (
                 server(url, warehouse, tmp, base) as base_server,
                 server(url, warehouse, tmp, REPO) as head_server,
@@ -121,17 +132,33 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 )
     print(f"after: {load()}")
     local = statistics.median(times["in-process"][10:])
-    print("\n| server | grouped commits/s (median; each round) | uncontended median | vs in-process |")
-    print("|---|---|---|---|")
-    print(f"| (in-process) | | {local:.2f} ms | 1.00x |")
+    print(
+        "\n| server | grouped commits/s (median; each round) | metastore transactions per commit "
+        "| uncontended median | vs in-process |"
+    )
+    print("|---|---|---|---|---|")
+    print(f"| (in-process) | | | {local:.2f} ms | 1.00x |")
     for label, rounds in rates.items():
         median = statistics.median(times[label][10:])
         each = ", ".join(f"{x:.1f}" for x in rounds)
         print(
-            f"| {label} | {statistics.median(rounds):.1f} ({each}) "
+            f"| {label} | {statistics.median(rounds):.1f} ({each}) | {statistics.median(xacts[label]):.2f} "
             f"| {median:.2f} ms | {median / local:.2f}x (+{median - local:.2f} ms) |"
         )
-    return {"rates": rates, "sequential": times}
+    return {"rates": rates, "transactions": xacts, "sequential": times}
+
+
+def transactions(catalog: paimon_meta.Catalog) -> int:
+    """Transactions committed in the catalog's database so far, as the statistics report them (after a
+    second: sessions that just ended report theirs as they exit)."""
+    time.sleep(1)
+    with catalog.engine.connect() as conn:
+        conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+        return int(
+            conn.execute(
+                text("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+            ).scalar_one()
+        )
 
 
 def sequential(

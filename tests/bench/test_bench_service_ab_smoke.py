@@ -48,4 +48,5 @@ def test_base_against_this_checkout(pg_server: PgServer) -> None:
     assert "before: load average" in out and "after: load average" in out
     assert "| (in-process) |" in out
     assert "| base (HEAD) |" in out and "| this checkout |" in out
+    assert "metastore transactions per commit" in out
     assert _worktrees() == before
