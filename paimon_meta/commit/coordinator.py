@@ -201,8 +201,9 @@ class CommitCoordinator:
     ) -> PreparedCommit:
         """Everything of :meth:`commit` that needs no lock: validate the messages, plan the snapshots,
         serialize the recovery record and write the delta manifests of APPEND and COMPACT and their
-        lists, and the changelog's (they do not depend on the latest snapshot). Nothing is recorded and nothing can be referenced yet: if the
-        result is never committed its manifests are orphans (orphan cleanup removes them)."""
+        lists, and the changelog's (they do not depend on the latest snapshot). Nothing is recorded and
+        nothing can be referenced yet: if the result is never committed its manifests are orphans
+        (orphan cleanup removes them)."""
         self._validate(messages)
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
         spec = None if overwrite is None else self._overwrite_spec(overwrite, changes.append)

@@ -3,6 +3,7 @@ lock hold, each its own snapshot and events, exactly once, in arrival order, bou
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -325,11 +326,11 @@ def _queued_behind_a_held_first(
     original = CommitCoordinator.commit_prepared
     entered, go = threading.Event(), threading.Event()
 
-    def first_waits(self: CommitCoordinator, p: Any) -> CommitResult:
+    def first_waits(self: CommitCoordinator, prepared: Any) -> CommitResult:
         if not entered.is_set():
             entered.set()
             assert go.wait(30)
-        return original(self, p)
+        return original(self, prepared)
 
     CommitCoordinator.commit_prepared = first_waits  # type: ignore[method-assign]
     try:
@@ -364,7 +365,7 @@ def test_the_next_commits_opening_rides_on_the_publish_before_it(catalog: Catalo
         by_commit[e.commit_id][e.event_type] = e
     order = [r.commit_ids[0] for r in results]
     assert set(by_commit) == set(order)
-    for before, after in zip(order, order[1:], strict=False):
+    for before, after in itertools.pairwise(order):
         assert by_commit[after]["prepared"].tx == by_commit[before]["snapshot_published"].tx
     check_exactly_once(read_history(catalog, "db.t"), {("u", i): f.file_name for i, f in enumerate(files)})
 
