@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -321,7 +321,7 @@ def _events(cat: Catalog) -> list[Any]:
 
 def _queued_behind_a_held_first(
     catalog: Catalog, groups: GroupCommitter, prepared: list[Any]
-) -> list[CommitResult]:
+) -> list[Future[CommitResult]]:
     """Submit ``prepared`` so that all but the first are queued before the first publishes."""
     original = CommitCoordinator.commit_prepared
     entered, go = threading.Event(), threading.Event()
@@ -338,12 +338,10 @@ def _queued_behind_a_held_first(
         futures = [group.submit(prepared[0])]
         assert entered.wait(30)
         futures += [group.submit(p) for p in prepared[1:]]
-        go.set()
-        results = [f.result(60) for f in futures]
-        assert groups.join(30)
     finally:
+        go.set()
         CommitCoordinator.commit_prepared = original  # type: ignore[method-assign]
-    return results
+    return futures
 
 
 def test_the_next_commits_opening_rides_on_the_publish_before_it(catalog: Catalog) -> None:
@@ -355,7 +353,8 @@ def test_the_next_commits_opening_rides_on_the_publish_before_it(catalog: Catalo
     prepared = [
         catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
     ]
-    results = _queued_behind_a_held_first(catalog, groups, prepared)
+    results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
+    assert groups.join(30)
     assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,), (4,)]
     assert [r.commits for r in reports] == [4]
     events = _events(catalog)
@@ -383,7 +382,8 @@ def test_an_opening_sent_for_a_commit_that_does_not_come_next_is_rolled_back(cat
     )
     assert both.kinds == (CommitKind.APPEND, CommitKind.COMPACT)
     nxt = catalog.message_committer("db.t", "b").prepare([append_msg(1, 1, later)], 1)
-    first, second = _queued_behind_a_held_first(catalog, groups, [both, nxt])
+    first, second = (f.result(60) for f in _queued_behind_a_held_first(catalog, groups, [both, nxt]))
+    assert groups.join(30)
     assert first.snapshot_ids == (2, 3) and second.snapshot_ids == (4,)
     events = _events(catalog)
     prepared = [e.commit_id for e in events if e.event_type == "prepared"]
@@ -398,3 +398,38 @@ def test_an_opening_sent_for_a_commit_that_does_not_come_next_is_rolled_back(cat
     assert h.pointer == 4
     # The lock was released at the end (nothing left open on the hold's connection).
     assert lock_events(catalog)[-1] == "released"
+
+
+def test_a_commit_recovery_resolved_after_its_opening_was_sent_ahead_is_never_published(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """I5 on the path where a commit's opening rides on the publish before it: recovery resolves the next
+    commit just before that round trip; the resolution read in it refuses the commit (nothing published),
+    and the commits around it land."""
+    from paimon_meta.catalog.events import Aborted, EventLog
+
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    files = [data_file(rows=1) for _ in range(3)]
+    prepared = [
+        catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
+    ]
+    aborted: list[str] = []
+    original = LockHold.ahead
+
+    def resolved_meanwhile(self: LockHold, lease: Any) -> Any:
+        ahead = original(self, lease)
+        if ahead is not None and not aborted:
+            aborted.append(ahead.commit_id)
+            with catalog.engine.begin() as conn:
+                EventLog.append(conn, Aborted(ref=ahead.guard._refs[ahead.commit_id], reason="presumed dead"))
+        return ahead
+
+    monkeypatch.setattr(LockHold, "ahead", resolved_meanwhile)
+    futures = _queued_behind_a_held_first(catalog, groups, prepared)
+    assert futures[0].result(60).snapshot_ids == (1,)
+    with pytest.raises(CommitFailedError, match="will not be published"):
+        futures[1].result(60)
+    assert futures[2].result(60).snapshot_ids == (2,)
+    assert groups.join(30)
+    assert aborted == [prepared[1].pendings[0].commit_id]
+    assert catalog.get_table("db.t").snapshot_manager.list_snapshot_ids() == [1, 2]
