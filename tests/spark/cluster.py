@@ -184,7 +184,9 @@ class SparkCluster:
                 if len(alive) >= workers:
                     return
                 last = f"{len(alive)} of {workers} workers alive"
-            except OSError as e:
+            except (OSError, ValueError) as e:
+                # ValueError: an answer that is not the status JSON (seen once under load: the UI's HTML
+                # page while it was starting); asked again until the timeout, which names the last one.
                 last = f"{type(e).__name__}: {e}"
             time.sleep(0.5)
         raise ClusterStartError(f"cluster not up after {timeout:.0f} s ({last})\n{self.logs()}")
