@@ -40,6 +40,12 @@ class RecordingFileIO(LocalFileIO):
         super()._link(temp, target, data)
         self._record("link", target)
 
+    def _link_anonymous(self, fd: int, dir_fd: int, name: str, target: str) -> bool:
+        linked = super()._link_anonymous(fd, dir_fd, name, target)
+        if linked:
+            self._record("link", target)
+        return linked
+
     def create_if_absent(
         self, path: str, data: bytes, *, durable: bool = True, sync_first: Sequence[str] = ()
     ) -> None:

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from paimon_meta.errors import FileAlreadyExistsError
-from paimon_meta.io import FileIO, LocalFileIO, S3FileIO, get_file_io
+from paimon_meta.io import FileIO, LocalFileIO, S3FileIO, get_file_io, local
 from tests.fixtures.s3 import MotoS3
 
 THREADS = 8
@@ -59,7 +59,7 @@ def test_local_race_has_one_winner(tmp_path: Path) -> None:
 
 
 def test_local_fallback_without_hard_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_links(src: str, dst: str) -> None:
+    def no_links(src: str, dst: str, **kwargs: object) -> None:
         raise OSError(errno.EPERM, "hard links not supported", dst)
 
     monkeypatch.setattr(os, "link", no_links)
@@ -67,6 +67,71 @@ def test_local_fallback_without_hard_links(tmp_path: Path, monkeypatch: pytest.M
     path = f"{tmp_path}/snapshot/snapshot-1"
     _assert_one_winner(fio, path, _race(fio, path))
     assert os.listdir(tmp_path / "snapshot") == ["snapshot-1"]
+
+
+def _anonymous_supported(directory: Path) -> bool:
+    fd = local._open_anonymous(os.open(directory, os.O_RDONLY))
+    if fd is not None:
+        os.close(fd)
+    return fd is not None
+
+
+def test_local_create_links_an_unnamed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the file system has O_TMPFILE, a durable create names no temporary file at all."""
+    if not _anonymous_supported(tmp_path):
+        pytest.skip(f"no O_TMPFILE on the file system of {tmp_path}")
+
+    def no_named_temp(*args: object, **kwargs: object) -> str:
+        raise AssertionError("a named temp file was written")
+
+    monkeypatch.setattr(local, "_write_temp", no_named_temp)
+    fio = LocalFileIO()
+    fio.create_if_absent(f"{tmp_path}/m/manifest-1", b"m", durable=False)
+    fio.create_if_absent(f"{tmp_path}/s/snapshot-1", b"s", sync_first=[f"{tmp_path}/m/manifest-1"])
+    fio.create_if_absent(f"{tmp_path}/s/schema-0", b"schema")
+    with pytest.raises(FileAlreadyExistsError):
+        fio.create_if_absent(f"{tmp_path}/s/snapshot-1", b"other", sync_first=[f"{tmp_path}/m/manifest-1"])
+    fio.close()
+    assert fio.read(f"{tmp_path}/s/snapshot-1") == b"s"
+    assert sorted(os.listdir(tmp_path / "s")) == ["schema-0", "snapshot-1"]
+    mode = os.stat(tmp_path / "m" / "manifest-1").st_mode & 0o777  # as a file created by name
+    assert os.stat(tmp_path / "s" / "snapshot-1").st_mode & 0o777 == mode
+
+
+@pytest.mark.parametrize("missing", ["O_TMPFILE", "/proc"])
+def test_local_create_without_unnamed_files_uses_a_named_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    """Without O_TMPFILE (the platform or the file system) or without /proc to link it through, the
+    same create goes through a hidden named temp file: one winner, same content, nothing left over."""
+    named: list[str] = []
+    write_temp = local._write_temp
+
+    def counting(directory: str, name: str, data: bytes, *, sync: bool = True) -> str:
+        named.append(name)
+        return write_temp(directory, name, data, sync=sync)
+
+    monkeypatch.setattr(local, "_write_temp", counting)
+    if missing == "O_TMPFILE":
+        monkeypatch.setattr(local, "_open_anonymous", lambda dir_fd: None)
+    else:
+        link = os.link
+
+        def no_proc(src: str, dst: str, **kwargs: int) -> None:
+            if src.startswith("/proc/self/fd/"):
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory", src)
+            link(src, dst, **kwargs)
+
+        monkeypatch.setattr(os, "link", no_proc)
+    fio = LocalFileIO()
+    path = f"{tmp_path}/snapshot/snapshot-1"
+    _assert_one_winner(fio, path, _race(fio, path))
+    fio.create_if_absent(f"{tmp_path}/m/manifest-1", b"m", durable=False)
+    fio.create_if_absent(f"{tmp_path}/snapshot/snapshot-2", b"s", sync_first=[f"{tmp_path}/m/manifest-1"])
+    fio.close()
+    assert fio.read(f"{tmp_path}/snapshot/snapshot-2") == b"s"
+    assert sorted(os.listdir(tmp_path / "snapshot")) == ["snapshot-1", "snapshot-2"]
+    assert named.count("snapshot-1") == THREADS and named.count("snapshot-2") == 1
 
 
 def test_local_capabilities() -> None:
