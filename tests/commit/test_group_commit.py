@@ -433,3 +433,73 @@ def test_a_commit_recovery_resolved_after_its_opening_was_sent_ahead_is_never_pu
     assert groups.join(30)
     assert aborted == [prepared[1].pendings[0].commit_id]
     assert catalog.get_table("db.t").snapshot_manager.list_snapshot_ids() == [1, 2]
+
+
+def test_a_lock_force_released_while_an_opening_rides_on_a_publish_is_taken_again(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator force-releases the lock while commit 1's publishing transaction (which carries commit
+    2's opening) holds the row: the release waits for that transaction, so commit 1 lands; the next
+    opening that finds the row gone fails its fencing (nothing is published on the lost lease), and
+    that commit's retry acquires the lock again. Everything lands once, in order."""
+    reports: list[GroupReport] = []
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append)
+    lock_id = catalog.registry.lock_id("db", "t")
+    files = [data_file(rows=1) for _ in range(3)]
+    prepared = [
+        catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
+    ]
+    released: list[Any] = []
+    releaser: list[threading.Thread] = []
+    original = LockHold.ahead
+
+    def waiting_for_the_row() -> bool:
+        with catalog.engine.connect() as conn:
+            return bool(
+                conn.execute(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND wait_event_type = 'Lock' AND query LIKE '%paimon_distributed_locks%'"
+                    )
+                ).scalar_one()
+            )
+
+    def force_released_meanwhile(self: LockHold, lease: Any) -> Any:
+        ahead = original(self, lease)
+        if ahead is not None and not releaser:
+            # The publishing transaction of the commit asking holds the row (FOR KEY SHARE): the
+            # operator's delete blocks on it until the round trip carrying ``ahead`` commits.
+            thread = threading.Thread(
+                target=lambda: released.append(
+                    catalog.lock.force_release(lock_id, operator="pytest", reason="test")
+                )
+            )
+            releaser.append(thread)
+            thread.start()
+            for _ in range(300):
+                if waiting_for_the_row():
+                    break
+                threading.Event().wait(0.01)
+            else:
+                raise AssertionError("the force release did not wait for the publishing transaction")
+        return ahead
+
+    monkeypatch.setattr(LockHold, "ahead", force_released_meanwhile)
+    futures = _queued_behind_a_held_first(catalog, groups, prepared)
+    results = [f.result(60) for f in futures]
+    assert groups.join(30)
+    releaser[0].join(30)
+    assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,)]
+    assert released and released[0] is not None and released[0].owner == groups.owner
+    assert sum(r.acquisitions for r in reports) == 2  # taken again after the release
+    h = read_history(catalog, "db.t")
+    retried = h.events_of("retried")
+    # The release waits behind commit 1's publishing transaction; the opening that goes out right after
+    # it either loses the row to the release (commit 2 retries) or locks it first (commit 2 publishes
+    # on a valid lease, and commit 3's opening finds the row gone): one retry either way, never a
+    # publish on the lost lease.
+    assert [str(e["commit_id"]) for e in retried] in ([r.commit_ids[0]] for r in results[1:])
+    assert "lock row is gone" in retried[0]["payload"]["reason"]
+    check_exactly_once(h, {("u", i): f.file_name for i, f in enumerate(files)})
+    assert h.pointer == 3
+    assert "force_released" in lock_events(catalog)
