@@ -503,3 +503,27 @@ def test_a_lock_force_released_while_an_opening_rides_on_a_publish_is_taken_agai
     check_exactly_once(h, {("u", i): f.file_name for i, f in enumerate(files)})
     assert h.pointer == 3
     assert "force_released" in lock_events(catalog)
+
+
+def test_commits_queued_for_a_renamed_table_all_fail_and_leave_nothing(catalog: Catalog) -> None:
+    """Several commits prepared against the table's row are queued into one hold after a rename (which
+    waited for no hold: none was running): each finds the row changed under the lock, fails definitely,
+    publishes nothing and deletes its manifests; the lock is released at the end."""
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    table = catalog.get_table("db.t")
+    manifest_dir = table.file_io.join(table.path, "manifest")
+    prepared = [
+        catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, data_file(rows=1))], i)
+        for i in range(3)
+    ]
+    assert list(table.file_io.list(manifest_dir))
+    catalog.rename_table("db.t", "db.t2")
+    futures = _queued_behind_a_held_first(catalog, groups, prepared)
+    for future in futures:
+        with pytest.raises(TableRowChangedError):
+            future.result(60)
+    assert groups.join(30)
+    assert not list(table.file_io.list(manifest_dir))
+    assert table.snapshot_manager.latest_snapshot_id() is None
+    with catalog.engine.connect() as conn:
+        assert not conn.execute(text("SELECT 1 FROM paimon_distributed_locks")).first()
