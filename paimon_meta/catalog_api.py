@@ -299,14 +299,17 @@ class Catalog:
 
     @_metastore_call
     def rename_table(self, identifier: str, new_identifier: str) -> None:
-        """Rename the table in the catalog; its files stay at its location. Held under the old name's
-        lock so no commit of ours is between reading the row and publishing while the name changes (a
-        commit that started before still cannot publish twice: the pointer compare-and-set is by table
-        id, and snapshot files are created only if absent)."""
+        """Rename the table in the catalog; its files stay at its location (a row Java inserted, which has
+        none, is given the one its old name computes to). Held under the old name's lock so no commit
+        of ours is between reading the row and publishing while the name changes (a commit that started
+        before still cannot publish twice: the pointer compare-and-set is by table id, and snapshot
+        files are created only if absent)."""
         db, name = split_identifier(identifier)
         new_db, new_name = split_identifier(new_identifier)
         with self._table_lock(db, name, "rename"):
-            self.registry.rename_table_row(db, name, new_db, new_name)
+            self.registry.rename_table_row(
+                db, name, new_db, new_name, location_if_unset=self.table_location(db, name)
+            )
 
     @_metastore_call
     def alter_table_changes(

@@ -504,10 +504,20 @@ class Registry:
         return TableRow.from_row(row)
 
     def rename_table_row(
-        self, database: str, name: str, new_database: str, new_name: str, *, conn: Connection | None = None
+        self,
+        database: str,
+        name: str,
+        new_database: str,
+        new_name: str,
+        *,
+        location_if_unset: str | None = None,
+        conn: Connection | None = None,
     ) -> TableRow:
         """Rename a table's row; its location (and so its files) stay where they are, and its
-        ``table_id``, pointer and events go with it.
+        ``table_id``, pointer and events go with it. A row with no location (Java inserted it: its
+        location is computed from its name) gets ``location_if_unset``, the one computed from the old
+        name, in the same update: without it the renamed row would point at the new name's (empty)
+        directory, and the table would silently read as another one.
 
         Raises:
             TableNotFoundError: the source is not registered (or the target database does not exist).
@@ -529,7 +539,12 @@ class Registry:
                             PaimonTable.database_name == database,
                             PaimonTable.table_name == name,
                         )
-                        .values(database_name=new_database, table_name=new_name, updated_at=func.now())
+                        .values(
+                            database_name=new_database,
+                            table_name=new_name,
+                            location=func.coalesce(PaimonTable.location, location_if_unset),
+                            updated_at=func.now(),
+                        )
                         .returning(*PaimonTable.__table__.c)
                     ).first()
             except IntegrityError as exc:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from sqlalchemy import text
 
 import paimon_meta
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.cli import EXIT_FAILURE, EXIT_USAGE, main
-from paimon_meta.errors import StorageOptionsMissingError
+from paimon_meta.errors import StorageOptionsMissingError, TableAlreadyExistsError
 from paimon_meta.ops.recovery import recover_table
 
 pytestmark = pytest.mark.postgres
@@ -107,3 +108,25 @@ def test_missing_s3_options_are_named(
     assert any(line.startswith("db.here: 0 snapshots recorded") for line in lines)
     (remote,) = [line for line in lines if line.startswith("db.remote:")]
     assert "NOT RECOVERED: StorageOptionsMissingError" in remote and "s3.secret-key are missing" in remote
+
+
+def test_renaming_a_row_java_inserted_keeps_its_files(clean_db: str, tmp_path: Path) -> None:
+    """A row Java's JdbcCatalog inserted has no location (it is computed from the name). Renamed, it gets
+    the location its old name computed to: the table reads and commits as before under the new name,
+    and the old name's directory, still holding its files, cannot be adopted by a new table."""
+    with paimon_meta.connect(clean_db, str(tmp_path / "wh")) as catalog:
+        catalog.create_table("db.t", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
+        _write(catalog, "db.t", [1, 2])
+        with catalog.engine.begin() as conn:  # as Java inserts it: no location, no uuid
+            conn.execute(
+                text("UPDATE paimon_tables SET location = NULL, table_uuid = NULL WHERE table_name = 't'")
+            )
+        assert catalog.table_row("db.t").location is None
+        catalog.rename_table("db.t", "db.renamed")
+        row = catalog.table_row("db.renamed")
+        assert row.location == str(tmp_path / "wh" / "db.db" / "t")
+        assert _keys(catalog, "db.renamed") == [1, 2]
+        _write(catalog, "db.renamed", [3])
+        assert _keys(catalog, "db.renamed") == [1, 2, 3]
+        with pytest.raises(TableAlreadyExistsError, match="holds"):
+            catalog.create_table("db.t", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
