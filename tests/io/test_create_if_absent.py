@@ -117,10 +117,10 @@ def test_local_create_without_unnamed_files_uses_a_named_temp(
     else:
         link = os.link
 
-        def no_proc(src: str, dst: str, **kwargs: int) -> None:
+        def no_proc(src: str, dst: str, *, dst_dir_fd: int | None = None) -> None:
             if src.startswith("/proc/self/fd/"):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory", src)
-            link(src, dst, **kwargs)
+            link(src, dst, dst_dir_fd=dst_dir_fd)
 
         monkeypatch.setattr(os, "link", no_proc)
     fio = LocalFileIO()
