@@ -50,6 +50,9 @@ class SnapshotManager:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._timeline: int | None = None
+        # Bumped whenever the cache is dropped for another timeline: a read that began before must not
+        # put what it read (maybe a file of the old timeline) into the cache of the new one.
+        self._generation = 0
 
     def observe_timeline(self, timeline: int) -> None:
         """The table's timeline as the metastore has it now. A rollback starts a new one and reuses the
@@ -59,6 +62,7 @@ class SnapshotManager:
             if self._timeline != timeline:
                 self._cache.clear()
                 self._timeline = timeline
+                self._generation += 1
 
     def snapshot_path(self, snapshot_id: int) -> str:
         return self.paths.snapshot_path(snapshot_id)
@@ -116,6 +120,7 @@ class SnapshotManager:
             if cached is not None:
                 self._cache.move_to_end(snapshot_id)
                 return cached
+            generation = self._generation
         path = self.snapshot_path(snapshot_id)
         snapshot = snapshot_from_json(_decode_text(self.file_io.read(path), path), path=path)
         if snapshot.id != snapshot_id:
@@ -123,9 +128,10 @@ class SnapshotManager:
                 f"snapshot file holds id {snapshot.id}, expected {snapshot_id}", path=path
             )
         with self._lock:
-            self._cache[snapshot_id] = snapshot
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            if generation == self._generation:
+                self._cache[snapshot_id] = snapshot
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
         return snapshot
 
     def latest_snapshot(self) -> Snapshot | None:

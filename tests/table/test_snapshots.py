@@ -125,6 +125,29 @@ def test_snapshot_reads_are_cached(table: tuple[CountingFileIO, SnapshotManager,
     assert fio.reads.count(sm.snapshot_path(1)) == 1
 
 
+def test_a_read_that_straddles_a_timeline_change_is_not_cached(
+    table: tuple[CountingFileIO, SnapshotManager, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollback (a new timeline) reuses snapshot ids: a read that began under the old timeline and
+    finished after the cache was dropped for the new one returns what it read, but does not cache it
+    (it may be the old timeline's file); the next read goes to storage."""
+    fio, sm, _ = table
+    _write(fio, sm, 1)
+    sm.observe_timeline(0)
+    read = fio.read
+
+    def rolled_back_meanwhile(path: str) -> bytes:
+        data = read(path)
+        sm.observe_timeline(1)  # another thread saw the rollback while this read was in flight
+        return data
+
+    monkeypatch.setattr(fio, "read", rolled_back_meanwhile)
+    assert sm.snapshot(1) == _snapshot(1)
+    monkeypatch.setattr(fio, "read", read)
+    fio.write(sm.snapshot_path(1), snapshot_to_json(_snapshot(1, schema_id=7)).encode())  # the new timeline's
+    assert sm.snapshot(1).schema_id == 7
+
+
 def test_missing_snapshot(table: tuple[CountingFileIO, SnapshotManager, str]) -> None:
     _, sm, _ = table
     with pytest.raises(FileNotFound):
