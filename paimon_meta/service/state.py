@@ -193,7 +193,8 @@ class ServiceState:
         with self._lock:
             table = self._commit_tables.get(key)
         if table is None:
-            table = FileStoreTable(schemas.file_io, location, schemas.schema(ids[-1]))
+            schema, manager = schemas.schema(ids[-1]), self._manager_at(location)
+            table = FileStoreTable(schemas.file_io, location, schema, snapshot_manager=manager)
             with self._lock:
                 if len(self._commit_tables) > 1000:
                     self._commit_tables.clear()
@@ -202,8 +203,16 @@ class ServiceState:
 
     def snapshot_manager(self, row: TableRow) -> SnapshotManager:
         """One manager per table location (its cache of immutable snapshot files is shared by
-        requests)."""
-        location = self.catalog.location_of(row)
+        requests, and by the table objects commits use: what a commit-messages request published is
+        in it)."""
+        manager = self._manager_at(self.catalog.location_of(row))
+        # The row's timeline (read for this request): its cached snapshots are of the table as it is now
+        # (a rollback, through any replica, reuses the ids above its target). Commits check again under
+        # the lock.
+        manager.observe_timeline(row.timeline)
+        return manager
+
+    def _manager_at(self, location: str) -> SnapshotManager:
         with self._lock:
             manager = self._snapshot_managers.get(location)
             if manager is None:
@@ -211,10 +220,6 @@ class ServiceState:
                     self._snapshot_managers.clear()
                 manager = SnapshotManager(self.catalog.table_file_io(location), location)
                 self._snapshot_managers[location] = manager
-        # The row's timeline (read for this request): its cached snapshots are of the table as it is now
-        # (a rollback, through any replica, reuses the ids above its target). Commits check again under
-        # the lock.
-        manager.observe_timeline(row.timeline)
         return manager
 
     def close(self) -> None:

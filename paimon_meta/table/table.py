@@ -84,6 +84,7 @@ class FileStoreTable:
         *,
         manifest_cache_entries: int = DEFAULT_MANIFEST_CACHE_ENTRIES,
         branch: str = MAIN_BRANCH,
+        snapshot_manager: SnapshotManager | None = None,
     ) -> None:
         self.file_io = file_io
         self.path = path.rstrip("/")
@@ -95,7 +96,13 @@ class FileStoreTable:
             self.dynamic_options[BRANCH] = branch
         self.schema = self._with_options(schema)
         self.schema_manager = SchemaManager(file_io, self.branch_root)
-        self.snapshot_manager = SnapshotManager(file_io, self.branch_root)
+        # ``snapshot_manager``: one shared with other objects of the same table (its cache of immutable
+        # snapshot files), for this branch's root.
+        if snapshot_manager is not None and snapshot_manager.paths.root != self.branch_root:
+            raise ValueError(
+                f"snapshot manager of {snapshot_manager.paths.root}, table at {self.branch_root}"
+            )
+        self.snapshot_manager = snapshot_manager or SnapshotManager(file_io, self.branch_root)
         self.paths = TablePaths.for_table(self.path, self.schema.partition_type.fields, self.options)
         self.manifest_cache: LruCache[tuple[ManifestEntry, ...]] = LruCache(manifest_cache_entries)
         self.manifest_list_cache: LruCache[tuple[ManifestFileMeta, ...]] = LruCache(manifest_cache_entries)

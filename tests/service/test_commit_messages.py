@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.errors import TableAlreadyExistsError
 from paimon_meta.serde.commit_message import serialize_commit_messages
+from paimon_meta.service.app import create_app
+from paimon_meta.service.state import ServiceSettings, ServiceState
 from paimon_meta.table.schema_change import SetOption, alter
 from tests.fixtures.service import in_process_client, make_principal
 from tests.ops.helpers import create, prepare, read_keys
@@ -198,3 +200,27 @@ def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog)
         (status, {k: (v.replace("db.u", "db.t") if isinstance(v, str) else v) for k, v in body.items()})
         for status, body in answers[False]
     ]
+
+
+def test_reads_and_commits_of_a_table_share_one_snapshot_cache(
+    service_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replica keeps one snapshot manager per table location for the REST routes and for the table
+    objects commits use: a snapshot a commit-messages request published is served from memory."""
+    create(service_catalog)
+    settings = ServiceSettings(auth_cache_seconds=0, max_body_bytes=1 << 20)
+    state = ServiceState(settings, service_catalog)
+    writer = auth(make_principal(service_catalog, "spark", [("write", "db", None)]))
+    with TestClient(create_app(settings, state=state), raise_server_exceptions=False) as client:
+        body = _body(service_catalog, [1, 2], "u", 1)
+        answer = client.post(f"{P}/databases/db/tables/t/commit-messages", json=body, headers=writer)
+        assert answer.json()["snapshotIds"] == [1], answer.text
+        row = service_catalog.table_row("db.t")
+        manager = state.snapshot_manager(row)
+        assert manager is state.commit_table(row).snapshot_manager
+
+        def no_reads(path: str) -> bytes:
+            raise AssertionError(f"read {path}")
+
+        monkeypatch.setattr(manager.file_io, "read", no_reads)
+        assert manager.snapshot(1).commit_identifier == 1
