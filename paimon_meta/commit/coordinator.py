@@ -111,6 +111,15 @@ class PreparedCommit:
     def kinds(self) -> tuple[CommitKind, ...]:
         return tuple(p.kind for p in self.pendings)
 
+    def sync(self) -> None:
+        """Make what :meth:`CommitCoordinator.prepare` wrote durable now (local disk: fsyncs, on the
+        caller's thread), so the publish, under the lock, has only its own new files to sync. Group
+        commit does this for a commit that queues behind a running hold (it waits anyway)."""
+        if self.used:
+            raise ValueError("this prepared commit was already committed")
+        for pending in self.pendings:
+            pending.writer.sync()
+
     def discard(self) -> None:
         """Delete what :meth:`CommitCoordinator.prepare` wrote (it will never be committed)."""
         if not self.used:

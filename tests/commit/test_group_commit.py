@@ -527,3 +527,33 @@ def test_commits_queued_for_a_renamed_table_all_fail_and_leave_nothing(catalog: 
     assert table.snapshot_manager.latest_snapshot_id() is None
     with catalog.engine.connect() as conn:
         assert not conn.execute(text("SELECT 1 FROM paimon_distributed_locks")).first()
+
+
+def test_a_commit_queued_behind_a_running_hold_makes_its_manifests_durable_first(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that queues behind a running hold fsyncs its own delta manifests on its caller's thread
+    before it is queued (the holder's publish then syncs only what it staged); the commit of an idle
+    table does not (its manifests are synced with its snapshot, one fsync round)."""
+    from paimon_meta.commit.coordinator import PreparedCommit
+
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    files = [data_file(rows=1) for _ in range(3)]
+    prepared = [
+        catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
+    ]
+    assert all(p.pendings[0].writer.unsynced for p in prepared)
+    synced: list[tuple[int, str, list[str]]] = []
+    original = PreparedCommit.sync
+
+    def recorded(self: PreparedCommit) -> None:
+        original(self)
+        unsynced = list(self.pendings[0].writer.unsynced)
+        synced.append((prepared.index(self), threading.current_thread().name, unsynced))
+
+    monkeypatch.setattr(PreparedCommit, "sync", recorded)
+    results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
+    assert groups.join(30)
+    assert synced == [(1, threading.current_thread().name, []), (2, threading.current_thread().name, [])]
+    assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,)]
+    check_exactly_once(read_history(catalog, "db.t"), {("u", i): f.file_name for i, f in enumerate(files)})
