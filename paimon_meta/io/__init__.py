@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from paimon_meta.errors import ValidationError
 from paimon_meta.io.base import (
     Capabilities,
+    CreatedAll,
     FileIO,
     FileStatus,
     join_uri,
@@ -21,6 +22,7 @@ from paimon_meta.io.s3 import S3FileIO
 
 __all__ = [
     "Capabilities",
+    "CreatedAll",
     "FaultInjectingFileIO",
     "FaultRule",
     "FileIO",

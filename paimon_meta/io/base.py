@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from paimon_meta.errors import ValidationError
+from paimon_meta.errors import FileAlreadyExistsError, FileIOError, ValidationError
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
@@ -44,6 +44,18 @@ class Capabilities:
 
     atomic_create: bool
     atomic_rename: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedAll:
+    """What :meth:`FileIO.create_all_if_absent` did: ``entries[:created]`` exist with our content and are
+    durable; ``entries[created:created + doubtful]`` may or may not exist (never delete what they
+    reference: resolve by reading them back); the rest were not created. ``error``: what stopped it
+    (``FileAlreadyExistsError``: ``entries[created]`` exists, someone else's)."""
+
+    created: int
+    error: Exception | None = None
+    doubtful: int = 0
 
 
 class FileIO(abc.ABC):
@@ -86,6 +98,25 @@ class FileIO(abc.ABC):
         until :meth:`sync` (or a later ``sync_first``) covers the object, and a concurrent reader may
         see it partially written. Only for objects nothing reads before a durable object references
         them (manifests before their snapshot)."""
+
+    def create_all_if_absent(
+        self, entries: Sequence[tuple[str, bytes]], *, sync_first: Sequence[str] = ()
+    ) -> CreatedAll:
+        """Create each ``(path, data)`` only if absent, in order, as :meth:`create_if_absent` does, stopping
+        at the first that fails; ``sync_first`` is made durable before the first name appears. A store
+        that can make several objects durable together overrides this (local disk: one round of fsyncs
+        for every file and one for the directory, instead of two rounds per file).
+
+        Raises only when nothing was created (every object's outcome is known: absent). Otherwise
+        returns what happened (:class:`CreatedAll`)."""
+        for i, (path, data) in enumerate(entries):
+            try:
+                self.create_if_absent(path, data, sync_first=sync_first if i == 0 else ())
+            except FileAlreadyExistsError as e:
+                return CreatedAll(i, e, doubtful=0)
+            except FileIOError as e:
+                return CreatedAll(i, e, doubtful=1)
+        return CreatedAll(len(entries))
 
     @abc.abstractmethod
     def sync(self, paths: Sequence[str]) -> None:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from paimon_meta.errors import FileAlreadyExistsError, FileIOError, FileNotFound, ValidationError
-from paimon_meta.io.base import Capabilities, FileIO, FileStatus, join_uri
+from paimon_meta.io.base import Capabilities, CreatedAll, FileIO, FileStatus, join_uri
 
 # At most this many fsyncs of one sync (or sync_first) run at once.
 _SYNC_THREADS = 4
@@ -278,6 +278,64 @@ class LocalFileIO(FileIO):
         finally:
             os.close(dir_fd)
 
+    def create_all_if_absent(
+        self, entries: Sequence[tuple[str, bytes]], *, sync_first: Sequence[str] = ()
+    ) -> CreatedAll:
+        """Files of one directory (else one at a time, as the base class does): every file written
+        unnamed (``O_TMPFILE``), one round of concurrent fsyncs for all of them and ``sync_first`` (and
+        its directories), then each linked in order (stopping at the first that fails), then one
+        fsync of the directory: about two fsync waits for the lot instead of two per file."""
+        targets = [local_path(path) for path, _ in entries]
+        directories = {os.path.dirname(t) for t in targets}
+        if len(entries) < 2 or len(directories) != 1:
+            return super().create_all_if_absent(entries, sync_first=sync_first)
+        (directory,) = directories
+        first = entries[0][0]
+        fds: list[int] = []
+        with _os_errors("create_if_absent", first):
+            _ensure_dir(directory)
+            dir_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            # Nothing is named until every file is durable: a failure up to there creates nothing.
+            with _os_errors("create_if_absent", first):
+                for _, data in entries:
+                    fd = _open_anonymous(dir_fd)
+                    if fd is None:
+                        break
+                    fds.append(fd)
+                    _write_fd(fd, data, sync=False)
+                if len(fds) < len(entries):  # no O_TMPFILE here
+                    return super().create_all_if_absent(entries, sync_first=sync_first)
+                others = [local_path(p) for p in sync_first]
+                self._fsync_all([*others, *{os.path.dirname(o) for o in others}], with_parents=False, fds=fds)
+            created, doubtful = len(entries), 0
+            error: Exception | None = None
+            for i, ((path, data), fd, target) in enumerate(zip(entries, fds, targets, strict=True)):
+                try:
+                    with _os_errors("create_if_absent", path):
+                        linked = self._link_anonymous(fd, dir_fd, os.path.basename(target), target)
+                        if not linked:  # no /proc, no hard links: this one by name, the rest likewise
+                            self._create_if_absent(path, data)
+                except FileAlreadyExistsError as e:
+                    created, error = i, e
+                    break
+                except FileIOError as e:
+                    created, error, doubtful = i, e, 1
+                    break
+            if created + doubtful == 0:
+                return CreatedAll(0, error, 0)
+            try:
+                with _os_errors("sync", directory):
+                    self._fsync_path(directory)
+            except FileIOError as e:
+                # The names may not survive a crash: every linked file is in doubt.
+                return CreatedAll(0, e, created + doubtful)
+            return CreatedAll(created, error, doubtful)
+        finally:
+            for fd in fds:
+                os.close(fd)
+            os.close(dir_fd)
+
     def _link_anonymous(self, fd: int, dir_fd: int, name: str, target: str) -> bool:
         """Give the anonymous file ``fd`` the name ``name`` in ``dir_fd`` if absent (``EEXIST``: someone
         else has it); False where it cannot be linked (no ``/proc``, no hard links): then the caller
@@ -294,13 +352,16 @@ class LocalFileIO(FileIO):
             raise
         return True
 
-    def _fsync_all(self, targets: Sequence[str], *, with_parents: bool, first: int | None = None) -> None:
-        """fsync ``targets`` (and their directories: ``with_parents``) concurrently; ``first``: an open
-        file descriptor this thread fsyncs meanwhile."""
+    def _fsync_all(
+        self, targets: Sequence[str], *, with_parents: bool, first: int | None = None, fds: Sequence[int] = ()
+    ) -> None:
+        """fsync ``targets`` (and their directories: ``with_parents``) and the open files ``fds``
+        concurrently; ``first``: an open file this thread fsyncs meanwhile."""
         paths = set(targets)
         if with_parents:
             paths |= {os.path.dirname(t) for t in targets}
-        jobs: list[Callable[[], None]] = [functools.partial(self._fsync_path, p) for p in sorted(paths)]
+        jobs: list[Callable[[], None]] = [functools.partial(os.fsync, fd) for fd in fds]
+        jobs += [functools.partial(self._fsync_path, p) for p in sorted(paths)]
         if first is not None:
             jobs.insert(0, functools.partial(os.fsync, first))
         if len(jobs) <= 1:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from paimon_meta.errors import FileAlreadyExistsError
+from paimon_meta.errors import FileAlreadyExistsError, FileIOError
 from paimon_meta.io import FileIO, LocalFileIO, S3FileIO, get_file_io, local
 from tests.fixtures.s3 import MotoS3
 
@@ -247,3 +247,84 @@ def test_conditional_writes_true_skips_the_probe(s3_warehouse: tuple[str, dict[s
     puts = _count_puts(fio)
     assert fio.capabilities.atomic_create is True
     assert puts[0] == 0
+
+
+def _entries(tmp_path: Path, n: int, start: int = 1) -> list[tuple[str, bytes]]:
+    return [(f"{tmp_path}/snapshot/snapshot-{i}", f"body {i}".encode()) for i in range(start, start + n)]
+
+
+@pytest.mark.parametrize("anonymous", [True, False], ids=["O_TMPFILE", "named-temp"])
+def test_local_create_all_links_in_order_after_one_sync_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anonymous: bool
+) -> None:
+    """Several files of one directory: each created only if absent, in order, with their content and
+    ``sync_first`` durable before the first name appears; stopped at the first name someone else has
+    (the later ones are not created)."""
+    if not anonymous:
+        monkeypatch.setattr(local, "_open_anonymous", lambda dir_fd: None)
+    fio = LocalFileIO()
+    fio.create_if_absent(f"{tmp_path}/m/manifest-1", b"m", durable=False)
+    done = fio.create_all_if_absent(_entries(tmp_path, 3), sync_first=[f"{tmp_path}/m/manifest-1"])
+    assert (done.created, done.error, done.doubtful) == (3, None, 0)
+    fio.create_if_absent(f"{tmp_path}/snapshot/snapshot-5", b"someone else's")
+    done = fio.create_all_if_absent(_entries(tmp_path, 3, start=4))
+    assert (done.created, done.doubtful) == (1, 0) and isinstance(done.error, FileAlreadyExistsError)
+    fio.close()
+    assert sorted(os.listdir(tmp_path / "snapshot")) == [f"snapshot-{i}" for i in range(1, 6)]
+    assert [fio.read(p) for p, _ in _entries(tmp_path, 4)] == [b"body 1", b"body 2", b"body 3", b"body 4"]
+    assert fio.read(f"{tmp_path}/snapshot/snapshot-5") == b"someone else's"
+
+
+def test_local_create_all_syncs_everything_before_the_first_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The order the commit path relies on: every file's content and ``sync_first`` fsynced before any
+    name appears, the directory fsynced once after the last link; an fsync failure names nothing."""
+    log: list[str] = []
+    fsync, link = os.fsync, os.link
+
+    def recording_fsync(fd: int) -> None:
+        log.append("fsync")
+        fsync(fd)
+
+    def recording_link(src: str, dst: str, **kwargs: int | None) -> None:
+        log.append("link")
+        link(src, dst, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "link", recording_link)
+    fio = LocalFileIO()
+    fio.create_if_absent(f"{tmp_path}/m/manifest-1", b"m", durable=False)
+    (tmp_path / "snapshot").mkdir()
+    log.clear()
+    assert (
+        fio.create_all_if_absent(_entries(tmp_path, 3), sync_first=[f"{tmp_path}/m/manifest-1"]).created == 3
+    )
+    if "link" in log:  # (the O_TMPFILE path: without it, each file is created by name)
+        first_link = log.index("link")
+        assert log[:first_link].count("fsync") == 3 + 2  # three files, the manifest and its directory
+        assert log[first_link:] == ["link", "link", "link", "fsync"]
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(FileIOError):
+        fio.create_all_if_absent(_entries(tmp_path, 2, start=4))
+    fio.close()
+    assert sorted(os.listdir(tmp_path / "snapshot")) == [f"snapshot-{i}" for i in range(1, 4)]
+
+
+def test_create_all_one_at_a_time_reports_the_first_failure(tmp_path: Path) -> None:
+    """The base class's way (S3, a wrapper): one create after the other; a name taken stops it there,
+    a failure of unknown outcome makes that one doubtful."""
+    from paimon_meta.io import FaultInjectingFileIO
+
+    fio = FaultInjectingFileIO(LocalFileIO())
+    fio.create_if_absent(f"{tmp_path}/snapshot/snapshot-2", b"taken")
+    done = fio.create_all_if_absent(_entries(tmp_path, 3))
+    assert (done.created, done.doubtful) == (1, 0) and isinstance(done.error, FileAlreadyExistsError)
+    fio.fail_nth("create_if_absent", 1, path_contains="snapshot-5", after_write=True)
+    done = fio.create_all_if_absent(_entries(tmp_path, 3, start=4))
+    assert (done.created, done.doubtful) == (1, 1) and isinstance(done.error, FileIOError)
+    assert not fio.exists(f"{tmp_path}/snapshot/snapshot-6")  # stopped at the doubtful one
