@@ -396,20 +396,55 @@ class CommitCoordinator:
                 time.sleep(wait / 1000)
 
     def _attempt(self, session: GuardSession, attempt: int, p: _Pending) -> tuple[int, bool]:
+        latest = self._base(session)
+        staged = self._stage_attempt(session, attempt, p, latest)
+        if isinstance(staged, int):
+            return staged, True
+        # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
+        session.before_publish()
+        crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
+        self._publish(staged, p.writer)
+        self._created(staged.snapshot)
+        # Still under the guard, so hints only move forward (they are only hints: readers verify them).
+        # In a group the last commit of the hold writes them (a reader meanwhile lists the directory).
+        snap = staged.snapshot
+        if snap.id == 1 or not session.defer_hints():
+            advance_hints(self.snapshots, snap.id)
+        try:
+            session.published(snap, attempt=attempt, details=self._details(p, snap))
+        except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
+            log.exception(
+                "snapshot %s is published but recording it failed; recovery will record it", snap.id
+            )
+        crashpoints.reached(CrashPoint.AFTER_EVENT)
+        return snap.id, False
+
+    def _base(self, session: GuardSession) -> Snapshot | None:
+        """The latest snapshot, read under the guard: what the next snapshot is built on (I4)."""
         latest_id = session.latest_snapshot_id()
+        self._observe_timeline(session)
+        latest = self._snapshot(latest_id)
+        crashpoints.reached(CrashPoint.AFTER_LOCK)
+        return latest
+
+    def _observe_timeline(self, session: GuardSession) -> None:
         # I4 across rollbacks: a rollback (another timeline) reuses snapshot ids, so nothing cached
         # under an earlier timeline may be the base.
         if session.timeline != self._timeline:
             self._last_published = None
             self.snapshots.observe_timeline(session.timeline)
             self._timeline = session.timeline
-        latest = self._snapshot(latest_id)
-        crashpoints.reached(CrashPoint.AFTER_LOCK)
-        # I1: exactly-once, decided under the guard against the state we are about to build on.
+
+    def _stage_attempt(
+        self, session: GuardSession, attempt: int, p: _Pending, latest: Snapshot | None
+    ) -> _Staged | int:
+        """Under the guard, on ``latest``: the dedupe lookup (I1; an int: the snapshot that already holds
+        this commit), the conflict check (raises ``CommitConflictError``), then the snapshot staged
+        (its lists written non-durable; nothing is published)."""
         existing = session.find_committed(self.commit_user, p.identifier, p.kind, latest)
         if existing is not None:
             session.record("deduplicated", attempt=attempt, kind=p.kind.value, snapshot_id=existing)
-            return existing, True
+            return existing
         t0 = time.monotonic()
         table_files = p.changes.table_files
         if p.overwrite is not None:
@@ -432,19 +467,17 @@ class CommitCoordinator:
             )
         staged = self._stage(latest, p, table_files)
         session.set_statistics(partition_deltas(table_files, self.table.partition_spec))
-        # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
-        session.before_publish()
-        crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
-        self._publish(staged, p.writer)
-        snap = staged.snapshot
+        return staged
+
+    def _created(self, snap: Snapshot) -> None:
+        """``snap`` is on storage (durable): build on it without reading it back."""
         self._last_published = snap
         self.snapshots.remember(snap)  # other coordinators sharing this table build on it without a read
         crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
-        # Still under the guard, so hints only move forward (they are only hints: readers verify them).
-        # In a group the last commit of the hold writes them (a reader meanwhile lists the directory).
-        if snap.id == 1 or not session.defer_hints():
-            advance_hints(self.snapshots, snap.id)
-        details = {
+
+    @staticmethod
+    def _details(p: _Pending, snap: Snapshot) -> dict[str, Any]:
+        return {
             "kind": p.kind.value,
             "base_manifest_list": snap.base_manifest_list,
             "delta_manifest_list": snap.delta_manifest_list,
@@ -453,14 +486,6 @@ class CommitCoordinator:
             "snapshot_uuid": snap.uuid,
             **p.changes.counts(),
         }
-        try:
-            session.published(snap, attempt=attempt, details=details)
-        except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
-            log.exception(
-                "snapshot %s is published but recording it failed; recovery will record it", snap.id
-            )
-        crashpoints.reached(CrashPoint.AFTER_EVENT)
-        return snap.id, False
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:

@@ -409,18 +409,7 @@ class MetastoreSession(GuardSession):
     def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
         if not self.fenced:
             raise LockNotHeldError("published() without before_publish()")
-        prev = snapshot.id - 1 if snapshot.id > 1 else None
-        _, cas_params = Registry.advance_pointer_sql(self.ref.table_id, prev, snapshot.id)
-        event = SnapshotPublished(
-            ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details, timeline=self.timeline
-        )
-        record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
-        # Applied right after the compare-and-set, and only if it moved the pointer to this snapshot.
-        stats = (
-            []
-            if self.statistics is None
-            else apply_statements(self.ref.table_id, snapshot.id, self.statistics)
-        )
+        record, *stats = self.record_statements(snapshot, attempt=attempt, details=details)
         release: list[Statement] = []
         ahead: _Ahead | None = None
         if not self._keeps():
@@ -445,7 +434,31 @@ class MetastoreSession(GuardSession):
             self.lease.confirm_release(bool(results[at_record + 1 + len(stats)]))
         if ahead is not None and self.hold is not None:
             self.hold.opened(ahead, results[len(results) - len(ahead.opening) :])
-        if not results[at_record]:
+        self.recorded(snapshot, results[at_record])
+
+    def record_statements(
+        self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]
+    ) -> list[Statement]:
+        """The pointer's compare-and-set with the ``snapshot_published`` event, then the partition
+        statistics (applied only if it moved the pointer to this snapshot)."""
+        prev = snapshot.id - 1 if snapshot.id > 1 else None
+        _, cas_params = Registry.advance_pointer_sql(self.ref.table_id, prev, snapshot.id)
+        event = SnapshotPublished(
+            ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details, timeline=self.timeline
+        )
+        record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
+        stats = (
+            []
+            if self.statistics is None
+            else apply_statements(self.ref.table_id, snapshot.id, self.statistics)
+        )
+        return [record, *stats]
+
+    def recorded(self, snapshot: Snapshot, cas_rows: list[dict[str, Any]]) -> None:
+        """After the transaction of :meth:`record_statements` committed: ``cas_rows`` is what its
+        compare-and-set returned (none: the pointer was not where this snapshot expected it)."""
+        if not cas_rows:
+            prev = snapshot.id - 1 if snapshot.id > 1 else None
             actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
             raise SnapshotPointerConflictError(
                 f"table {self.ref.table_identifier}: pointer is "
@@ -782,7 +795,7 @@ class LockHold:
         ahead.rows = rows
         self._ahead = ahead
 
-    def _take_ahead(self, guard: MetastoreGuard, commit_id: str) -> _Ahead | None:
+    def _take_ahead(self, guard: MetastoreGuard | None, commit_id: str) -> _Ahead | None:
         """The opening already sent for this session, if it is the one it was sent for; any other
         (the next session is not the one announced) has its transaction rolled back."""
         ahead, self._ahead = self._ahead, None
@@ -845,6 +858,96 @@ class LockHold:
                 self._end(session, keep=isinstance(e, CommitConflictError))
                 raise
             self._end(session, keep=True)
+
+    def open_batch(self, entries: Sequence[tuple[MetastoreGuard, str]]) -> list[MetastoreSession | Exception]:
+        """Batch commit (see ``commit.group``): open a session for each ``(guard, commit_id)`` under the
+        lock this hold has, in one round trip: every commit's ``prepared`` event (committed first:
+        durable before anything of theirs can publish), each one's pointer and dedupe lookup, the
+        publishing transaction opened with the lease validated in it (one fencing for all: the row
+        stays key-share locked until :meth:`record_batch` commits), and each one's resolution (I5),
+        read in it. An entry whose row changed, whose table is gone or that recovery resolved gets
+        its exception instead of a session (nothing of it is staged).
+
+        Raises (the lock dropped: lease lost, the connection in doubt) when nothing could be opened."""
+        held = self.lease
+        if not self.held or held is None:
+            raise LockNotHeldError(f"batch of {self.lock_id!r} without the lock held")
+        self._take_ahead(None, "")  # an opening sent for a single commit is not this batch's
+        conn = self._connection()
+        try:
+            held.check()
+            guard0 = entries[0][0]
+            refs = [guard._refs[commit_id] for guard, commit_id in entries]
+            prepared = [
+                stmt for guard, commit_id in entries for stmt in guard._prepared_statements(commit_id)
+            ]
+            lookups = [guard.pointer_query(ref) for (guard, _), ref in zip(entries, refs, strict=True)]
+            fence = held.fenced_statements(idle_timeout_seconds=_fence_idle_timeout(guard0, held))
+            resolutions = [_RESOLVED.bind({"commit_id": ref.commit_id}) for ref in refs]
+            results = run_batch(
+                conn, [("BEGIN", {}), *prepared, ("COMMIT", {}), *lookups, *fence, *resolutions]
+            )
+            for guard, commit_id in entries:
+                guard._unsent.pop(commit_id, None)
+            at = 2 + len(prepared)
+            rows = results[at : at + len(lookups)]
+            held.check_fenced(conn, results[at + len(lookups) : at + len(lookups) + len(fence)])
+            resolved = results[at + len(lookups) + len(fence) :]
+        except BaseException:
+            self._drop()
+            raise
+        sessions: list[MetastoreSession | Exception] = []
+        for (guard, _), ref, pointer_rows, resolution in zip(entries, refs, rows, resolved, strict=True):
+            session = MetastoreSession(guard, ref, held, conn, hold=self, fenced=True, _keep_decided=True)
+            try:
+                session.load_pointer(pointer_rows)
+                session._refuse_if_resolved(resolution[0] if resolution else None)
+            except Exception as e:
+                session.fenced = False  # the transaction is the batch's: not this session's to end
+                sessions.append(e)
+                continue
+            sessions.append(session)
+        self.sessions += len(entries)
+        return sessions
+
+    def record_batch(
+        self,
+        published: Sequence[tuple[MetastoreSession, Snapshot, int, dict[str, Any]]],
+        others: Sequence[MetastoreSession],
+    ) -> None:
+        """Commit the batch's publishing transaction: every session's held-back events and, for each
+        ``(session, snapshot, attempt, details)`` in order, its pointer compare-and-set, event and
+        statistics. ``others``: the sessions that publish nothing (deduplicated, conflicting).
+        Raises ``SnapshotPointerConflictError`` for the first snapshot whose compare-and-set failed
+        (the batch's snapshots are durable whatever the log says: recovery records them)."""
+        statements: list[Statement] = []
+        for session in others:
+            statements += session.held_back
+        at: list[int] = []
+        for session, snapshot, attempt, details in published:
+            statements += session.held_back
+            at.append(len(statements))
+            statements += session.record_statements(snapshot, attempt=attempt, details=details)
+        statements.append(("COMMIT", {}))
+        try:
+            results = run_batch(self._connection(), statements)
+        finally:
+            for session in (*others, *(entry[0] for entry in published)):
+                session.fenced = False
+                session.held_back.clear()
+        for (session, snapshot, _, _), index in zip(published, at, strict=True):
+            session.recorded(snapshot, results[index])
+
+    def lease_check(self) -> None:
+        """Raise ``LockLostError`` unless the lease is still ours (fencing, before publishing)."""
+        if self.lease is None:
+            raise LockNotHeldError(f"{self.lock_id!r} is not held")
+        self.lease.check()
+
+    def abandon(self) -> None:
+        """Give the lock up after a failure in doubt (an open transaction is rolled back first); the
+        next session acquires it again."""
+        self._drop()
 
     def _end(self, session: MetastoreSession, *, keep: bool) -> None:
         try:
