@@ -8,7 +8,9 @@ arrival order, each commit its own snapshot, its own events, its own pointer com
 fencing check (docs/DESIGN.md, "Group commit"). So one commit user's identifiers keep their order, and
 every invariant of a single commit (I1-I5) holds per commit: a group changes who holds the lock between
 commits, not what a commit does under it. A commit of a table nobody is committing runs on its caller's
-thread (a hold of one, no hand-off); the commits that queue meanwhile go to a worker.
+thread (a hold of one, no hand-off); the commits that queue meanwhile go to a worker. Once a hold has
+the lock, the commits queued at its head go as one batch (:mod:`paimon_meta.commit.batch`: made durable
+together, one fsync round and one metastore transaction for the lot), each still its own commit.
 
 The hold ends when the queue is empty, or after ``max_commits`` commits or ``max_hold_seconds``, so other
 processes and engines (Java's lock included) get their turn; the worker then pauses ``pause_seconds``
@@ -22,6 +24,7 @@ caller that re-sends the same identifier gets it deduplicated or committed once.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -34,9 +37,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from paimon_meta.catalog.lock import MetastoreLock
+from paimon_meta.commit.batch import BatchOutcome, batchable, commit_batch, dedupe_key
 from paimon_meta.commit.coordinator import CommitResult, PreparedCommit
 from paimon_meta.commit.metastore_guard import LockHold, LockSettings, MetastoreGuard
 from paimon_meta.errors import ValidationError
+from paimon_meta.spec.snapshot import CommitKind
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +52,19 @@ class GroupSettings:
 
     max_commits: int = 64
     max_hold_seconds: float = 0.5
+    # At most this many queued commits made durable together (``commit.batch``); 1: one at a time.
+    max_batch: int = 16
     # After a hold a bound ended (the queue is not empty): time for a waiter that NOTIFY woke to take the
     # lock first. Too short and, on a loaded machine, this replica wins again before the other wakes.
     pause_seconds: float = 0.02
 
     def __post_init__(self) -> None:
-        if self.max_commits < 1:
-            raise ValidationError("group max_commits must be >= 1", max_commits=self.max_commits)
+        if self.max_commits < 1 or self.max_batch < 1:
+            raise ValidationError(
+                "group max_commits and max_batch must be >= 1",
+                max_commits=self.max_commits,
+                max_batch=self.max_batch,
+            )
         if self.max_hold_seconds <= 0 or self.pause_seconds < 0:
             raise ValidationError(
                 "group max_hold_seconds must be > 0 and pause_seconds >= 0",
@@ -228,8 +239,11 @@ class TableGroup:
 
         def follow() -> tuple[MetastoreGuard, str] | None:
             # Asked after ``more`` said yes: the commit that runs next (only this thread takes from the
-            # queue, so the head stays the head), its prepared record handed to its guard.
+            # queue, so the head stays the head), its prepared record handed to its guard. Not when a
+            # batch runs next (it opens its commits together).
             with self._mutex:
+                if self._batch_size(limit - commits) >= 2:
+                    return None
                 item = self._queue[0] if self._queue else None
             if item is None or not item.start():
                 return None
@@ -242,6 +256,11 @@ class TableGroup:
         try:
             while promised or (commits < limit and time.monotonic() - started < settings.max_hold_seconds):
                 promised = False
+                batch = self._take_batch(limit - commits) if hold.held else []
+                if batch:
+                    commits += len(batch)
+                    self._commit_batch(batch, hold)
+                    continue
                 item = self._next()
                 if item is None:
                     break
@@ -255,6 +274,53 @@ class TableGroup:
                 self.observer(report)
             except Exception:
                 log.exception("group commit observer failed")
+
+    def _batch_size(self, room: int) -> int:  # holding the mutex
+        """How many commits at the head of the queue can go as one batch (at most ``room``)."""
+        keys: set[tuple[str, int, CommitKind]] = set()
+        n = 0
+        for item in itertools.islice(self._queue, min(room, self.settings.max_batch)):
+            if not batchable(item.prepared) or (key := dedupe_key(item.prepared)) in keys:
+                break  # a second commit of one identifier needs the first's record to be deduplicated
+            keys.add(key)
+            n += 1
+        return n
+
+    def _take_batch(self, room: int) -> list[_Item]:
+        """The commits at the head of the queue that go as one batch (two or more), taken off it."""
+        with self._mutex:
+            n = self._batch_size(room)
+            return [self._queue.popleft() for _ in range(n)] if n >= 2 else []
+
+    def _commit_batch(self, items: list[_Item], hold: LockHold) -> None:
+        ready = []
+        for item in items:
+            if item.start():
+                ready.append(item)
+            else:
+                item.prepared.discard()
+        for item in ready:
+            item.guard.hold = hold
+        try:
+            try:
+                outcome = commit_batch(hold, [item.prepared for item in ready]) if len(ready) > 1 else None
+            except Exception:
+                log.warning(
+                    "a batch of %s could not be opened; committing one at a time", self.lock_id, exc_info=True
+                )
+                outcome = None
+            if outcome is None:
+                outcome = BatchOutcome({}, list(range(len(ready))))
+            for i, result in outcome.results.items():
+                if isinstance(result, BaseException):
+                    ready[i].future.set_exception(result)
+                else:
+                    ready[i].future.set_result(result)
+            for i in outcome.rest:
+                self._commit(ready[i], hold)
+        finally:
+            for item in ready:
+                item.guard.hold = None
 
     @staticmethod
     def _commit(item: _Item, hold: LockHold) -> None:

@@ -37,6 +37,11 @@ SCHEMA = pa.schema(
 )
 
 
+# The one-at-a-time path inside a hold (each queued commit opened with the publish before it), which a
+# batch (several queued commits made durable together) otherwise takes over.
+ONE_AT_A_TIME = GroupSettings(max_batch=1)
+
+
 @pytest.fixture
 def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
     cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"))
@@ -348,7 +353,9 @@ def test_the_next_commits_opening_rides_on_the_publish_before_it(catalog: Catalo
     """Inside a hold, commit k+1's prepared event commits in commit k's publishing transaction (one
     transaction and one round trip per commit), and each commit still has exactly its own events."""
     reports: list[GroupReport] = []
-    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append)
+    groups = GroupCommitter(
+        catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append, settings=ONE_AT_A_TIME
+    )
     files = [data_file(rows=1) for _ in range(4)]
     prepared = [
         catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
@@ -408,7 +415,7 @@ def test_a_commit_recovery_resolved_after_its_opening_was_sent_ahead_is_never_pu
     and the commits around it land."""
     from paimon_meta.catalog.events import Aborted, EventLog
 
-    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, settings=ONE_AT_A_TIME)
     files = [data_file(rows=1) for _ in range(3)]
     prepared = [
         catalog.message_committer("db.t", "u").prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
@@ -443,7 +450,9 @@ def test_a_lock_force_released_while_an_opening_rides_on_a_publish_is_taken_agai
     opening that finds the row gone fails its fencing (nothing is published on the lost lease), and
     that commit's retry acquires the lock again. Everything lands once, in order."""
     reports: list[GroupReport] = []
-    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append)
+    groups = GroupCommitter(
+        catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append, settings=ONE_AT_A_TIME
+    )
     lock_id = catalog.registry.lock_id("db", "t")
     files = [data_file(rows=1) for _ in range(3)]
     prepared = [

@@ -146,7 +146,9 @@ def test_a_replica_killed_in_the_middle_of_a_group(
     catalog, warehouse, token = _setup(clean_db, tmp_path)
     try:
         # Replica A freezes right after the snapshot of its 12th commit is durable (nothing of it in
-        # Postgres yet), holding the lock with more requests queued behind it; the test then SIGKILLs it.
+        # Postgres yet: when that commit went in a batch, neither is anything of the batch's other
+        # snapshots, linked with it), holding the lock with more requests queued behind it; the test
+        # then SIGKILLs it.
         doomed = spawn_service(
             service_processes,
             clean_db,
@@ -172,7 +174,8 @@ def test_a_replica_killed_in_the_middle_of_a_group(
                 time.sleep(0.02)
             time.sleep(0.5)  # let more requests queue behind the frozen group
             os.kill(pid, signal.SIGKILL)
-            at_kill.update(pointer=catalog.table_row("db.t").latest_snapshot_id, files=snapshot_ids()[-3:])
+            pointer = catalog.table_row("db.t").latest_snapshot_id
+            at_kill.update(pointer=pointer, beyond=[i for i in snapshot_ids() if i > (pointer or 0)])
             killed.set()
 
         watcher = threading.Thread(target=killer, daemon=True)
@@ -180,14 +183,15 @@ def test_a_replica_killed_in_the_middle_of_a_group(
         acked, failovers = _run_clients([doomed.base, survivor.base], token, commits=8)
         watcher.join(10)
         assert killed.is_set(), doomed.log_tail()
-        # Frozen right after its snapshot was created: on storage, not in the log.
-        assert at_kill["files"][-1] == at_kill["pointer"] + 1, at_kill
+        # Frozen right after its snapshot (and its batch's) was created: on storage, not in the log.
+        beyond = at_kill["beyond"]
+        assert beyond and beyond == list(range(at_kill["pointer"] + 1, at_kill["pointer"] + 1 + len(beyond)))
         # Every client of A with a request in flight (the frozen commit and those queued behind it),
         # and every later one of A's clients, went over to B.
         assert failovers >= 2
-        # What A left: the durable snapshot of its frozen commit (recorded by B's first reconcile, the
-        # client's re-send deduplicated) and no other commit that could still land. Recovery finds
-        # nothing left to finish twice.
+        # What A left: the durable snapshots of its frozen commit and batch (recorded by B's first
+        # reconcile, the clients' re-sends deduplicated) and no other commit that could still land.
+        # Recovery finds nothing left to finish twice.
         reports = recover_all(catalog, older_than_seconds=0)
         assert all(r.error is None for r in reports), reports
         h = read_history(catalog, "db.t")
@@ -198,15 +202,17 @@ def test_a_replica_killed_in_the_middle_of_a_group(
             for e in h.events
             if e["event_type"] not in ("prepared", "conflict_checked", "snapshot_published")
         ]
-        assert len(h.events_of("recovered")) == 1, (unusual, at_kill, doomed.log_tail())
-        (recovered,) = h.events_of("recovered")
-        frozen = h.snapshots[recovered["snapshot_id"]]
-        assert (frozen.commit_user, frozen.commit_identifier) in acked
-        assert any(
-            e["event_type"] == "aborted"
-            and (e["commit_user"], e["commit_identifier"]) == (frozen.commit_user, frozen.commit_identifier)
-            for e in h.events
-        ), "the re-sent frozen commit was not deduplicated"
+        recovered = h.events_of("recovered")
+        assert sorted(e["snapshot_id"] for e in recovered) == beyond, (unusual, at_kill, doomed.log_tail())
+        for e in recovered:
+            frozen = h.snapshots[e["snapshot_id"]]
+            assert (frozen.commit_user, frozen.commit_identifier) in acked
+            assert any(
+                d["event_type"] == "aborted"
+                and (d["commit_user"], d["commit_identifier"])
+                == (frozen.commit_user, frozen.commit_identifier)
+                for d in h.events
+            ), "a re-sent frozen commit was not deduplicated"
         assert any(e["event_type"] == "expiry_takeover" for e in h.lock_events)
     finally:
         catalog.close()
