@@ -38,6 +38,12 @@ def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) ->
         default=500.0,
         help="longest a group holds a table's lock before letting others in (default 500)",
     )
+    p.add_argument(
+        "--group-max-batch",
+        type=int,
+        default=16,
+        help="queued commits of one table made durable together, at most (1: one at a time; default 16)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     p = command("rollback", _rollback, "roll a table back to a snapshot or tag (later snapshots are removed)")
@@ -199,6 +205,7 @@ def _serve(ctx: _Context, args: argparse.Namespace) -> Output:
         max_body_bytes=args.max_body_bytes,
         group_max_commits=args.group_max_commits,
         group_max_hold_seconds=args.group_max_hold_ms / 1000,
+        group_max_batch=args.group_max_batch,
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return _output({"stopped": True}, "")

@@ -39,6 +39,7 @@ class ServiceSettings:
     # Group commit of the control plane's commit-messages requests (per table, per replica).
     group_max_commits: int = 64
     group_max_hold_seconds: float = 0.5
+    group_max_batch: int = 16
 
 
 class ServiceMetrics:
@@ -113,7 +114,9 @@ class ServiceState:
         self.groups = GroupCommitter(
             catalog.lock,
             settings=GroupSettings(
-                max_commits=settings.group_max_commits, max_hold_seconds=settings.group_max_hold_seconds
+                max_commits=settings.group_max_commits,
+                max_hold_seconds=settings.group_max_hold_seconds,
+                max_batch=settings.group_max_batch,
             ),
             lock_settings=catalog.lock_settings,
             observer=self._observe_group,
