@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-import pyarrow as pa
 import pytest
 from sqlalchemy import text
 
-import paimon_meta
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.group import GroupCommitter, GroupReport
 from paimon_meta.commit.metastore_guard import LockHold
@@ -29,20 +26,6 @@ from tests.commit.test_group_commit import _events, _queued_behind_a_held_first
 from tests.integration.history import check_exactly_once, check_no_orphan_manifests, read_history
 
 pytestmark = pytest.mark.postgres
-
-SCHEMA = pa.schema(
-    [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
-)
-
-
-@pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
-    cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"))
-    cat.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "k"})
-    try:
-        yield cat
-    finally:
-        cat.close()
 
 
 def _appends(catalog: Catalog, n: int, user: str = "u") -> tuple[list[Any], dict[tuple[str, int], str]]:

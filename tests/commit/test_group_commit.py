@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from sqlalchemy import text
 
-import paimon_meta
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.coordinator import CommitCoordinator, CommitResult
 from paimon_meta.commit.group import GroupCommitter, GroupReport, GroupSettings
@@ -32,24 +28,9 @@ from tests.integration.history import check_exactly_once, read_history
 
 pytestmark = pytest.mark.postgres
 
-SCHEMA = pa.schema(
-    [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
-)
-
-
 # The one-at-a-time path inside a hold (each queued commit opened with the publish before it), which a
 # batch (several queued commits made durable together) otherwise takes over.
 ONE_AT_A_TIME = GroupSettings(max_batch=1)
-
-
-@pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
-    cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"))
-    cat.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "k"})
-    try:
-        yield cat
-    finally:
-        cat.close()
 
 
 def lock_events(cat: Catalog) -> list[str]:
