@@ -68,6 +68,12 @@ _EXECUTE = psycopg.Cursor.execute
 _TXN_END = {"commit": psycopg.Connection.commit, "rollback": psycopg.Connection.rollback}
 
 
+def _creates(flags: int) -> bool:
+    """Whether an ``os.open`` with ``flags`` creates a file (by name, or unnamed: ``O_TMPFILE``)."""
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    return bool(flags & os.O_CREAT) or (tmpfile != 0 and flags & tmpfile == tmpfile)
+
+
 @dataclass(slots=True)
 class Call:
     """One recorded call: ``kind`` is ``fs`` or ``db``; ``commit`` the commit it belongs to (-1: set-up);
@@ -82,6 +88,7 @@ class Call:
     start: float
     end: float
     result: Any = None
+    kwargs: dict[str, Any] = field(default_factory=dict)  # dir_fd= / dst_dir_fd= (file descriptors)
 
 
 # Threads whose calls are not part of a commit (the lock's heartbeat renews the lease in the background).
@@ -99,14 +106,25 @@ class Recorder:
     on: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, kind: str, op: str, args: tuple[Any, ...], start: float, result: Any = None) -> None:
+    def add(
+        self,
+        kind: str,
+        op: str,
+        args: tuple[Any, ...],
+        start: float,
+        result: Any = None,
+        *,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
         if not self.on:
             return
         me = threading.current_thread()
         if me.name.startswith(_IGNORED_THREADS):
             return
         thread = 0 if me.ident == self.thread else (me.ident or -1)
-        call = Call(kind, op, args, self.commit, thread, start, time.perf_counter(), result)
+        call = Call(
+            kind, op, args, self.commit, thread, start, time.perf_counter(), result, dict(kwargs or {})
+        )
         with self._lock:
             self.calls.append(call)
 
@@ -139,7 +157,7 @@ def recording(rec: Recorder) -> Iterator[None]:
             elif name == "stat":
                 rec.add("fs", name, (args[0],), t0)
             else:
-                rec.add("fs", name, args, t0, result)
+                rec.add("fs", name, args, t0, result, kwargs=kwargs)
             return result
 
         return call
@@ -205,6 +223,11 @@ class Replayer:
         self.conns: dict[int, psycopg.Connection[Any]] = {}
         self.errors: list[str] = []
 
+    def fd(self, thread: int, fd: int) -> int:
+        """The replay's descriptor for a recorded one: opened by this thread, else by the committing
+        thread (the fsync pool syncs files the committing thread opened)."""
+        return self.fds[(thread, fd)] if (thread, fd) in self.fds else self.fds[(0, fd)]
+
     def path(self, p: Any) -> Any:
         if isinstance(p, str) and p.startswith(self.old_root):
             return self.new_root + p[len(self.old_root) :]
@@ -259,16 +282,20 @@ class Replayer:
 
     def _fs(self, call: Call) -> None:
         op, a, t = call.op, call.args, call.thread
+        kw = {k: self.fd(t, v) for k, v in call.kwargs.items() if k in ("dir_fd", "dst_dir_fd")}
         if op == "open":
-            self.fds[(t, call.result)] = _OS["open"](self.path(a[0]), *a[1:])
+            self.fds[(t, call.result)] = _OS["open"](self.path(a[0]), *a[1:], **kw)
         elif op == "close":
-            _OS["close"](self.fds.pop((t, a[0])))
+            _OS["close"](self.fds.pop((t, a[0])) if (t, a[0]) in self.fds else self.fds.pop((0, a[0])))
         elif op == "write":
-            _OS["write"](self.fds[(t, a[0])], a[1])
+            _OS["write"](self.fd(t, a[0]), a[1])
         elif op == "fsync":
-            _OS["fsync"](self.fds[(t, a[0])])
+            _OS["fsync"](self.fd(t, a[0]))
         elif op in ("link", "replace", "rename"):
-            _OS[op](self.path(a[0]), self.path(a[1]))
+            src = a[0]
+            if isinstance(src, str) and src.startswith("/proc/self/fd/"):  # an O_TMPFILE file, by its fd
+                src = f"/proc/self/fd/{self.fd(t, int(src.rsplit('/', 1)[1]))}"
+            _OS[op](self.path(src), self.path(a[1]), **kw)
         elif op in ("unlink", "mkdir", "stat"):
             # as in the recording (e.g. a stat probing for a file that is not there)
             with contextlib.suppress(FileNotFoundError):
@@ -385,7 +412,7 @@ def run(url: str, commits: int, skip: int) -> dict[str, Any]:
         "floor_db_ms": med(floor_db),
         "round_trips": count(lambda c: c.op == "execute"),
         "db_commits": sum(_commits_in(c) for c in sample) / n,
-        "files_created": count(lambda c: c.op == "open" and bool(c.args[1] & os.O_CREAT)),
+        "files_created": count(lambda c: c.op == "open" and _creates(c.args[1])),
         "bytes_written": sum(len(c.args[1]) for c in sample if c.op == "write") / n,
         "fsyncs": count(lambda c: c.op == "fsync"),
         "links_renames": count(lambda c: c.op in ("link", "replace", "rename")),
