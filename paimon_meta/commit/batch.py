@@ -127,36 +127,34 @@ def commit_batch(hold: LockHold, prepared: Sequence[PreparedCommit]) -> BatchOut
         return outcome
     index = {id(e): i for i, e in enumerate(entries)}
 
-    def back_to_single(group: Sequence[_Entry]) -> None:
+    def back_to_single(group: Sequence[_Entry]) -> BatchOutcome:
         for e in group:
             e.drop_attempt()
             outcome.rest.append(index[id(e)])
-
-    try:
-        _stage_all(live)
-        hold.lease_check()  # fencing, as before_publish: a lapsed lease publishes nothing
-        crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
-    except BaseException:
-        hold.abandon()  # the publishing transaction rolled back with the lock: nothing was named
-        back_to_single(live)
         outcome.rest.sort()
         return outcome
-    staged = [(e, e.staged) for e in live if e.staged is not None]
+
+    staged: list[tuple[_Entry, _Staged]] = []
+    try:
+        _stage_all(live)
+        staged = [(e, e.staged) for e in live if e.staged is not None]
+        hold.lease_check()  # fencing, as before_publish: a lapsed lease publishes nothing
+        crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
+        if staged:
+            snapshots = staged[0][0].coordinator.snapshots
+            done = snapshots.file_io.create_all_if_absent(
+                [(snapshots.snapshot_path(st.snapshot.id), st.body) for _, st in staged],
+                sync_first=[path for e, _ in staged for path in e.pending.writer.unsynced],
+            )
+    except BaseException:
+        # Nothing was named (create_all_if_absent raises only then): the publishing transaction is
+        # rolled back with the lock, and every commit goes one at a time.
+        hold.abandon()
+        return back_to_single(live)
     created: list[tuple[_Entry, _Staged]] = []
     doubtful: list[tuple[_Entry, _Staged]] = []
     stop: Exception | None = None
     if staged:
-        snapshots = staged[0][0].coordinator.snapshots
-        files = [(snapshots.snapshot_path(st.snapshot.id), st.body) for _, st in staged]
-        try:
-            done = snapshots.file_io.create_all_if_absent(
-                files, sync_first=[path for e, _ in staged for path in e.pending.writer.unsynced]
-            )
-        except BaseException:
-            hold.abandon()
-            back_to_single(live)
-            outcome.rest.sort()
-            return outcome
         stop = done.error
         created = staged[: done.created]
         doubtful = staged[done.created : done.created + done.doubtful]
@@ -171,7 +169,7 @@ def commit_batch(hold: LockHold, prepared: Sequence[PreparedCommit]) -> BatchOut
             log.warning("batch of %s stopped after %s snapshots: %s", hold.lock_id, len(created), stop)
         for e in undone:
             e.coordinator._record_retry(e.commit_id, 1, f"the batch stopped before it: {stop}", 0.0)
-        back_to_single(undone)
+        back_to_single(undone)  # (sorted again at the end)
     decided = [e for e in live if e.deduplicated is not None or e.conflict is not None]
     try:
         hold.record_batch(
