@@ -89,6 +89,7 @@ class _Item:
     guard: MetastoreGuard
     future: Future[CommitResult] = field(default_factory=Future)
     running: bool = False  # its future was set running (it can no longer be cancelled)
+    single: bool = False  # a batch gave it back undecided: it goes one at a time
 
     def start(self) -> bool:
         """Set the future running; False if it was cancelled (then the commit must not run)."""
@@ -258,8 +259,7 @@ class TableGroup:
                 promised = False
                 batch = self._take_batch(limit - commits) if hold.held else []
                 if batch:
-                    commits += len(batch)
-                    self._commit_batch(batch, hold)
+                    commits += len(batch) - self._commit_batch(batch, hold)
                     continue
                 item = self._next()
                 if item is None:
@@ -280,7 +280,7 @@ class TableGroup:
         keys: set[tuple[str, int, CommitKind]] = set()
         n = 0
         for item in itertools.islice(self._queue, min(room, self.settings.max_batch)):
-            if not batchable(item.prepared) or (key := dedupe_key(item.prepared)) in keys:
+            if item.single or not batchable(item.prepared) or (key := dedupe_key(item.prepared)) in keys:
                 break  # a second commit of one identifier needs the first's record to be deduplicated
             keys.add(key)
             n += 1
@@ -292,7 +292,10 @@ class TableGroup:
             n = self._batch_size(room)
             return [self._queue.popleft() for _ in range(n)] if n >= 2 else []
 
-    def _commit_batch(self, items: list[_Item], hold: LockHold) -> None:
+    def _commit_batch(self, items: list[_Item], hold: LockHold) -> int:
+        """Commit ``items`` as one batch; the ones it leaves undecided go back to the head of the queue,
+        in order, to be committed one at a time in this hold (the lock kept between them as for any
+        queued commit). Returns how many went back."""
         ready = []
         for item in items:
             if item.start():
@@ -316,11 +319,15 @@ class TableGroup:
                     ready[i].future.set_exception(result)
                 else:
                     ready[i].future.set_result(result)
-            for i in outcome.rest:
-                self._commit(ready[i], hold)
         finally:
             for item in ready:
                 item.guard.hold = None
+        back = [ready[i] for i in outcome.rest]
+        with self._mutex:
+            for item in reversed(back):
+                item.single = True
+                self._queue.appendleft(item)
+        return len(back)
 
     @staticmethod
     def _commit(item: _Item, hold: LockHold) -> None:

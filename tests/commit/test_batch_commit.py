@@ -17,7 +17,7 @@ from sqlalchemy import text
 from paimon_meta.catalog_api import Catalog
 from paimon_meta.commit.group import GroupCommitter, GroupReport
 from paimon_meta.commit.metastore_guard import LockHold
-from paimon_meta.errors import CommitConflictError, FileIOError
+from paimon_meta.errors import CommitConflictError, CommitFailedError, FileIOError, LockLostError
 from paimon_meta.io import CreatedAll, LocalFileIO
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
 from paimon_meta.spec.snapshot import CommitKind
@@ -36,17 +36,20 @@ def _appends(catalog: Catalog, n: int, user: str = "u") -> tuple[list[Any], dict
     return prepared, {(user, i): f.file_name for i, f in enumerate(files)}
 
 
-def _batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Records the size of every create_all_if_absent (one per batch that got to publishing)."""
-    sizes: list[int] = []
+def _batches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, set[str]]]:
+    """Records every create_all_if_absent (one per batch that got to publishing): how many snapshots,
+    and the names of the files it was to make durable before them."""
+    calls: list[tuple[int, set[str]]] = []
     original = LocalFileIO.create_all_if_absent
 
-    def spy(self: LocalFileIO, entries: Sequence[tuple[str, bytes]], **kwargs: Any) -> CreatedAll:
-        sizes.append(len(entries))
-        return original(self, entries, **kwargs)
+    def spy(
+        self: LocalFileIO, entries: Sequence[tuple[str, bytes]], *, sync_first: Sequence[str] = ()
+    ) -> CreatedAll:
+        calls.append((len(entries), {p.rsplit("/", 1)[-1] for p in sync_first}))
+        return original(self, entries, sync_first=sync_first)
 
     monkeypatch.setattr(LocalFileIO, "create_all_if_absent", spy)
-    return sizes
+    return calls
 
 
 def test_commits_queued_behind_a_hold_are_made_durable_and_recorded_together(
@@ -57,13 +60,13 @@ def test_commits_queued_behind_a_hold_are_made_durable_and_recorded_together(
     exactly its own events and result, in arrival order."""
     reports: list[GroupReport] = []
     groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append)
-    sizes = _batches(monkeypatch)
+    calls = _batches(monkeypatch)
     prepared, acked = _appends(catalog, 6)
     results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
     assert groups.join(30)
     assert [r.snapshot_ids for r in results] == [(i,) for i in range(1, 7)]
     assert not any(r.deduplicated for r in results)
-    assert sizes == [5]
+    assert [n for n, _ in calls] == [5]
     assert [(r.commits, r.acquisitions) for r in reports] == [(6, 1)]
     events = _events(catalog)
     by_commit: dict[str, dict[str, Any]] = {}
@@ -79,9 +82,14 @@ def test_commits_queued_behind_a_hold_are_made_durable_and_recorded_together(
     check_exactly_once(h, acked)
     table = catalog.get_table("db.t")
     assert table.snapshot_manager.latest_snapshot_id() == 6
-    assert [s.base_manifest_list for s in h.snapshots.values()] == [
-        table.snapshot_manager.snapshot(i).base_manifest_list for i in range(1, 7)
-    ]
+    # A snapshot is never durable while a list it names is not: the base lists the batch staged under
+    # the lock went into the fsync round before any of its snapshots was linked (the delta lists were
+    # synced by their queued request threads, or go into the round too).
+    (_, synced_first), queued = calls[0], prepared[1:]
+    for sid in range(2, 7):
+        snap = table.snapshot_manager.snapshot(sid)
+        assert snap.base_manifest_list in synced_first, sid
+        assert snap.delta_manifest_list in synced_first or not queued[sid - 2].pendings[0].writer.unsynced
 
 
 def test_a_conflict_in_a_batch_fails_only_its_commit(catalog: Catalog) -> None:
@@ -238,4 +246,67 @@ def test_a_batch_that_cannot_be_made_durable_commits_one_at_a_time(
     assert groups.join(30)
     assert failed == [3]
     assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,), (4,)]
+    check_exactly_once(read_history(catalog, "db.t"), acked)
+
+
+def test_a_commit_recovery_resolved_before_the_batch_opened_is_never_published(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """I5 on the batch path: recovery aborts one queued commit just before its batch opens; the
+    resolution read in the batch's opening keeps it out of the batch, its own session then refuses it
+    (nothing published), and the commits around it land in the batch."""
+    from paimon_meta.catalog.events import Aborted, EventLog
+
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    prepared, _ = _appends(catalog, 4)
+    victim = prepared[2].pendings[0].commit_id
+    original = LockHold.open_batch
+
+    def resolved_meanwhile(self: LockHold, entries: Sequence[tuple[Any, str]]) -> Any:
+        for guard, commit_id in entries:
+            if commit_id == victim:
+                # its prepared event goes out with the opening: record it first, as recovery finds it
+                with catalog.engine.begin() as conn:
+                    EventLog.append(conn, guard._unsent.pop(commit_id))
+                    EventLog.append(conn, Aborted(ref=guard._refs[commit_id], reason="presumed dead"))
+        return original(self, entries)
+
+    monkeypatch.setattr(LockHold, "open_batch", resolved_meanwhile)
+    futures = _queued_behind_a_held_first(catalog, groups, prepared)
+    assert futures[0].result(60).snapshot_ids == (1,)
+    assert futures[1].result(60).snapshot_ids == (2,)
+    with pytest.raises(CommitFailedError, match="will not be published"):
+        futures[2].result(60)
+    assert futures[3].result(60).snapshot_ids == (3,)
+    assert groups.join(30)
+    h = read_history(catalog, "db.t")
+    assert sorted((s.commit_user, s.commit_identifier) for s in h.snapshots.values()) == [
+        ("u", 0),
+        ("u", 1),
+        ("u", 3),
+    ]
+    assert h.pointer == 3
+
+
+def test_a_lease_found_lapsed_before_the_batch_links_publishes_nothing_of_it(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fencing check before the batch's links fails: nothing is named, the hold gives the lock up,
+    and the commits go one at a time (acquiring it again): all land once."""
+    reports: list[GroupReport] = []
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings, observer=reports.append)
+    prepared, acked = _appends(catalog, 4)
+    calls = _batches(monkeypatch)
+    checks: list[str] = []
+
+    def lapsed(self: LockHold) -> None:
+        checks.append(self.lock_id)
+        raise LockLostError(f"lock {self.lock_id!r} lost: lease expired")
+
+    monkeypatch.setattr(LockHold, "lease_check", lapsed)
+    results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
+    assert groups.join(30)
+    assert len(checks) == 1 and calls == []  # checked once, before anything was linked
+    assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,), (4,)]
+    assert sum(r.acquisitions for r in reports) == 2
     check_exactly_once(read_history(catalog, "db.t"), acked)
