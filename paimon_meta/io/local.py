@@ -306,8 +306,7 @@ class LocalFileIO(FileIO):
                     _write_fd(fd, data, sync=False)
                 if len(fds) < len(entries):  # no O_TMPFILE here
                     return super().create_all_if_absent(entries, sync_first=sync_first)
-                others = [local_path(p) for p in sync_first]
-                self._fsync_all([*others, *{os.path.dirname(o) for o in others}], with_parents=False, fds=fds)
+                self._fsync_all([local_path(p) for p in sync_first], with_parents=True, fds=fds)
             created, doubtful = len(entries), 0
             error: Exception | None = None
             for i, ((path, data), fd, target) in enumerate(zip(entries, fds, targets, strict=True)):
