@@ -32,6 +32,12 @@ class ValidationError(PaimonMetaError):
     """Input that cannot be accepted: a bad identifier, schema, option, row or CommitMessage."""
 
 
+class PathOutsideTableError(ValidationError):
+    """A path that a commit, a read, a deletion or a table option names lies outside the table: not under
+    its root nor under one of its configured external roots (``path``; ``table``: the table's root;
+    ``field``: which field or option named it)."""
+
+
 class UnsupportedError(ValidationError):
     """A valid Paimon feature that paimon_meta does not implement (named in the message)."""
 
