@@ -1,0 +1,1 @@
+"""A hostile client: each probe of the security review, as a test (issue: close the holes)."""
