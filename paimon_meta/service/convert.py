@@ -1,10 +1,9 @@
 """Conversions between the protocol's bodies (service.models) and paimon_meta's objects, and listing
-helpers (paging by name, SQL LIKE patterns). No IO here."""
+helpers (paging by name, SQL LIKE patterns matched without a regex). No IO here."""
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -23,6 +22,10 @@ from paimon_meta.table import schema_change
 #: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").
 SERVICE_OWNER = "paimon_meta"
 MAX_PAGE = 1000
+#: Longest name pattern (``databaseNamePattern``, ``tableNamePattern``, ``partitionNamePattern``).
+MAX_PATTERN = 256
+#: A BIGINT's range: numbers of requests outside it are 400 naming the field (Postgres would refuse them).
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 
 
 def millis(value: datetime | None) -> int | None:
@@ -186,12 +189,51 @@ def deltas(body: models.CommitTableRequest) -> list[PartitionDelta]:
     ]
 
 
-def like(pattern: str | None) -> re.Pattern[str] | None:
-    """A SQL LIKE pattern (``%`` any run, ``_`` one character) as a regex; None matches all."""
-    if not pattern:
-        return None
-    parts = (".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.compile("".join(parts), re.DOTALL)
+def like_match(pattern: str, name: str) -> bool:
+    """Whether ``name`` matches the SQL LIKE ``pattern`` (``%`` any run, ``_`` one character, every
+    other character itself; no escape character), without a regex: the pieces between ``%``s are
+    placed once each, the first at the start, the last at the end, the others at their leftmost fit in
+    between (leftmost never loses: a piece placed earlier leaves more room for the rest). No
+    backtracking: at worst len(name) x len(pattern) character comparisons, bounded by ``MAX_PATTERN``."""
+    pieces = pattern.split("%")
+    if len(pieces) == 1:
+        return len(name) == len(pattern) and _fits(pattern, name, 0)
+    first, last, middle = pieces[0], pieces[-1], pieces[1:-1]
+    end = len(name) - len(last)
+    if end < len(first) or not _fits(first, name, 0) or not _fits(last, name, end):
+        return False
+    at = len(first)
+    for piece in middle:
+        found = _find(piece, name, at, end)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
+def _fits(piece: str, name: str, at: int) -> bool:
+    """``piece`` (no ``%``) matches ``name[at:at + len(piece)]``, ``_`` matching any one character."""
+    if at + len(piece) > len(name):
+        return False
+    if "_" not in piece:
+        return name.startswith(piece, at)
+    return all(p in ("_", c) for p, c in zip(piece, name[at : at + len(piece)], strict=True))
+
+
+def _find(piece: str, name: str, start: int, end: int) -> int:
+    """The leftmost ``i >= start`` with ``piece`` fitting ``name[i:]`` inside ``name[:end]``, or -1."""
+    if "_" not in piece:
+        return name.find(piece, start, end)
+    for i in range(start, end - len(piece) + 1):
+        if _fits(piece, name, i):
+            return i
+    return -1
+
+
+def check_pattern(pattern: str | None, field: str = "pattern") -> None:
+    """400 for a pattern over ``MAX_PATTERN`` characters (the routes' query parameters also say so)."""
+    if pattern is not None and len(pattern) > MAX_PATTERN:
+        raise ValidationError(f"{field}: at most {MAX_PATTERN} characters", field=field)
 
 
 def page(
@@ -201,9 +243,9 @@ def page(
     ``max_results`` (no limit when None); the next token is null on the last page."""
     if max_results is not None and not 0 < max_results <= MAX_PAGE:
         raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
-    regex = like(pattern)
+    check_pattern(pattern)
     selected = sorted(
-        n for n in names if (regex is None or regex.fullmatch(n)) and (not page_token or n > page_token)
+        n for n in names if (not pattern or like_match(pattern, n)) and (not page_token or n > page_token)
     )
     if max_results is None or len(selected) <= max_results:
         return selected, None
@@ -220,6 +262,6 @@ def offset_page(max_results: int | None, page_token: str | None, *, default: int
         offset = int(page_token or 0)
     except ValueError:
         raise ValidationError("pageToken is not one this server issued", field="pageToken") from None
-    if offset < 0:
+    if not 0 <= offset <= BIGINT_MAX:
         raise ValidationError("pageToken is not one this server issued", field="pageToken")
     return limit, offset

@@ -55,7 +55,7 @@ def list_databases(
     access: Annotated[Access, AUTHENTICATED],
     max_results: MaxResults = None,
     page_token: PageToken = None,
-    pattern: Annotated[str | None, Query(alias="databaseNamePattern")] = None,
+    pattern: Annotated[str | None, Query(alias="databaseNamePattern", max_length=convert.MAX_PATTERN)] = None,
 ) -> models.ListDatabasesResponse:
     """Databases the caller's grants reach."""
     names = [n for n in catalog_of(request).list_databases() if access.sees_database(n)]
@@ -116,7 +116,7 @@ def list_tables(
     access: Annotated[Access, AUTHENTICATED],
     max_results: MaxResults = None,
     page_token: PageToken = None,
-    pattern: Annotated[str | None, Query(alias="tableNamePattern")] = None,
+    pattern: Annotated[str | None, Query(alias="tableNamePattern", max_length=convert.MAX_PATTERN)] = None,
 ) -> models.ListTablesResponse:
     """Tables of ``database`` the caller may read."""
     if not access.sees_database(database):

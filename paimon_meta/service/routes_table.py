@@ -122,7 +122,9 @@ def list_table_partitions(
     table: str,
     max_results: Annotated[int | None, Query(alias="maxResults")] = None,
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
-    pattern: Annotated[str | None, Query(alias="partitionNamePattern")] = None,
+    pattern: Annotated[
+        str | None, Query(alias="partitionNamePattern", max_length=convert.MAX_PATTERN)
+    ] = None,
 ) -> models.ListPartitionsResponse:
     """Partitions with their totals, from the statistics the commit path keeps (no manifest scan).
     501 when they miss a snapshot (another engine's): the client then scans the manifests itself."""
