@@ -11,10 +11,34 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+#: A number of a request: within Postgres' BIGINT (and Java's long), else 400 naming the field.
+BigInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+
+
+def _bigints_only(value: Any, path: str = "") -> Any:
+    """Every integer inside a free-form JSON member (a snapshot, schema fields, schema changes) within
+    BIGINT; the error names the member's path."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -(2**63) <= value <= 2**63 - 1:
+            raise ValueError(f"{path or 'value'}: {value} is outside BIGINT (-2^63..2^63-1)")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _bigints_only(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _bigints_only(v, f"{path}[{i}]")
+    return value
+
+
+#: A JSON object whose numbers are all within BIGINT.
+JsonObject = Annotated[dict[str, Any], AfterValidator(_bigints_only)]
 
 
 class _Model(BaseModel):
@@ -74,7 +98,7 @@ class Identifier(_Model):
 class SchemaBody(_Model):
     """Paimon's REST ``Schema``: fields carry ids and Paimon type JSON."""
 
-    fields: list[dict[str, Any]]
+    fields: list[JsonObject]
     partition_keys: list[str] = Field(default_factory=list)
     primary_keys: list[str] = Field(default_factory=list)
     options: dict[str, str] = Field(default_factory=dict)
@@ -94,7 +118,7 @@ class RenameTableRequest(_Model):
 class AlterTableRequest(_Model):
     """``changes``: SchemaChange objects, each with an ``action`` (parsed by the route)."""
 
-    changes: list[dict[str, Any]]
+    changes: list[JsonObject]
 
 
 class ListTablesResponse(_Model):
@@ -133,16 +157,16 @@ class GetTableSnapshotResponse(_Model):
 
 class PartitionStatisticsBody(_Model):
     spec: dict[str, str]
-    record_count: int
-    file_size_in_bytes: int
-    file_count: int
-    last_file_creation_time: int
-    total_buckets: int | None = None
+    record_count: BigInt
+    file_size_in_bytes: BigInt
+    file_count: BigInt
+    last_file_creation_time: BigInt
+    total_buckets: BigInt | None = None
 
 
 class CommitTableRequest(_Model):
     table_id: str | None = None
-    snapshot: dict[str, Any]
+    snapshot: JsonObject
     statistics: list[PartitionStatisticsBody] = Field(default_factory=list)
     base_snapshot_uuid: str | None = None
 
@@ -171,7 +195,7 @@ class ListPartitionsResponse(_Model):
 
 class CreateTagRequest(_Model):
     tag_name: str
-    snapshot_id: int | None = None
+    snapshot_id: BigInt | None = None
     time_retained: str | None = None
 
 
@@ -191,13 +215,13 @@ class Instant(_Model):
     """A rollback target: ``{"type": "snapshot", "snapshotId": n}`` or ``{"type": "tag", "tagName": s}``."""
 
     type: str
-    snapshot_id: int | None = None
+    snapshot_id: BigInt | None = None
     tag_name: str | None = None
 
 
 class RollbackTableRequest(_Model):
     instant: Instant
-    from_snapshot: int | None = None
+    from_snapshot: BigInt | None = None
 
 
 # ---- the control plane (our extension) -----------------------------------------------------------------
@@ -208,7 +232,7 @@ class CommitMessagesRequest(_Model):
     ``messagesVersion``, base64), committed server-side exactly as an in-process commit."""
 
     commit_user: str = Field(min_length=1, max_length=255)
-    commit_identifier: int
+    commit_identifier: BigInt
     messages_version: int = Field(ge=3, le=14)
     messages: str
     #: An OVERWRITE of this partition spec ({} = the whole table) instead of an APPEND.
@@ -216,7 +240,7 @@ class CommitMessagesRequest(_Model):
     #: "dynamic" or "static"; absent: the table's ``dynamic-partition-overwrite`` option decides.
     overwrite_mode: Literal["dynamic", "static"] | None = None
     properties: dict[str, str] | None = None
-    watermark: int | None = None
+    watermark: BigInt | None = None
 
 
 class CommitMessagesResponse(_Model):
@@ -226,7 +250,7 @@ class CommitMessagesResponse(_Model):
 
 class FilterCommittedRequest(_Model):
     commit_user: str = Field(min_length=1, max_length=255)
-    identifiers: list[int]
+    identifiers: list[BigInt]
 
 
 class FilterCommittedResponse(_Model):
