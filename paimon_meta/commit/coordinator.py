@@ -29,11 +29,14 @@ from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests
 from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
 from paimon_meta.commit.retry import RetryPolicy
+from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import (
     CommitConflictError,
     CommitFailedError,
     CommitOutcomeUnknownError,
+    CorruptMetadataError,
     FileIOError,
+    FileNotFound,
     LockLostError,
     TableNotFoundError,
     TableRowChangedError,
@@ -51,6 +54,8 @@ from paimon_meta.spec.manifest import (
 )
 from paimon_meta.spec.option_audit import check_main_branch
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from paimon_meta.table.containment import TableRoots
+from paimon_meta.table.live_files import file_key
 from paimon_meta.table.overwrite import OverwriteSpec, PartitionMatcher
 from paimon_meta.table.table import FileStoreTable
 
@@ -162,6 +167,8 @@ class CommitCoordinator:
         self.reader = table.manifest_reader
         self.manifest_dir = self.file_io.join(self.table_path, "manifest")
         self._partition_types = [f.type for f in self.schema.partition_type.fields]
+        self.roots = TableRoots.of(self.table_path, self.schema.options)
+        self._validator = MessageValidator(self.schema, self.roots, schema_exists=self._schema_exists)
         key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
         self._key_decoder: KeyDecoder | None = (
             (lambda raw: deserialize_row(raw, key_types)) if key_types else None
@@ -466,6 +473,7 @@ class CommitCoordinator:
                 **outcome,
             )
         staged = self._stage(latest, p, table_files)
+        self.snapshots.live_files.staged(latest, staged.snapshot, table_files)
         session.set_statistics(partition_deltas(table_files, self.table.partition_spec))
         return staged
 
@@ -473,6 +481,7 @@ class CommitCoordinator:
         """``snap`` is on storage (durable): build on it without reading it back."""
         self._last_published = snap
         self.snapshots.remember(snap)  # other coordinators sharing this table build on it without a read
+        self.snapshots.live_files.published(snap)
         crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
 
     @staticmethod
@@ -505,6 +514,7 @@ class CommitCoordinator:
         table_files: Sequence[ManifestEntry],
     ) -> None:
         needs_base = kind is not CommitKind.APPEND or changes.has_deletes or bool(changes.index_files)
+        self._check_not_live(latest, table_files)
         if latest is None:
             check_conflicts([], table_files, key_decoder=self._key_decoder)
             return
@@ -525,6 +535,33 @@ class CommitCoordinator:
         partitions = {e.partition for e in table_files}
         base = [e for e in self._live_entries(latest) if e.partition in partitions]
         check_conflicts(base, table_files, key_decoder=self._key_decoder)
+
+    def _check_not_live(self, latest: Snapshot | None, table_files: Sequence[ManifestEntry]) -> None:
+        """No file is added that is live in ``latest`` already, unless this change deletes it too (an
+        upgrade to another level). Java skips this for pure appends, trusting writers to name files
+        uniquely; a client of the service is not trusted (a re-added file breaks every later read)."""
+        if latest is None:
+            return
+        deleted = {file_key(e) for e in table_files if e.kind is FileKind.DELETE}
+        added = {file_key(e): e for e in table_files if e.kind is FileKind.ADD}
+        candidates = [k for k in added if k not in deleted]
+        if not candidates:
+            return
+        live = self.snapshots.live_files.live_of(
+            latest,
+            candidates,
+            delta=self._delta_entries,
+            everything=self._data_entries,
+            snapshot=self._stored_snapshot,
+        )
+        if live:
+            name = added[live[0]].file.file_name
+            raise CommitConflictError(
+                f"Trying to add file {name} which is already added (live in snapshot {latest.id}).",
+                reason="file_already_added",
+                file=name,
+                files=len(live),
+            )
 
     def _overwrite_spec(
         self, overwrite: Mapping[str, Any] | OverwriteSpec, changes: ChangeSet
@@ -636,6 +673,24 @@ class CommitCoordinator:
         # Manifests are immutable, so the table's cache by file name is always valid.
         return list(self.reader.manifest(meta.file_name))
 
+    def _delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        entries: list[ManifestEntry] = []
+        for group in self.reader.manifests(self._read_list(snapshot.delta_manifest_list)):
+            entries.extend(group)
+        return entries
+
+    def _data_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        entries: list[ManifestEntry] = []
+        for group in self.reader.manifests(self.reader.data_manifests(snapshot)):
+            entries.extend(group)
+        return entries
+
+    def _stored_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        try:
+            return self.snapshots.snapshot(snapshot_id)
+        except FileNotFound:
+            return None
+
     def _live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         entries: list[ManifestEntry] = []
         for group in self.reader.manifests(self.reader.data_manifests(snapshot)):
@@ -665,20 +720,15 @@ class CommitCoordinator:
     # ---- housekeeping -----------------------------------------------------------------------------
 
     def _validate(self, messages: Sequence[CommitMessage]) -> None:
-        n = self.schema.num_buckets
-        arity = len(self._partition_types)
-        for m in messages:
-            if n > 0 and not 0 <= m.bucket < n:
-                raise ValidationError(
-                    f"commit message for bucket {m.bucket}, table has {n} buckets", bucket=m.bucket
-                )
-            try:
-                deserialize_row(m.partition, self._partition_types)
-            except Exception as e:
-                raise ValidationError(
-                    f"commit message partition does not decode as {arity} partition columns: {e}",
-                    partition=m.partition.hex(),
-                ) from e
+        # Step 1: nothing a message names may leave the table or break its numbers (commit/validate.py).
+        self._validator.validate(messages)
+
+    def _schema_exists(self, schema_id: int) -> bool:
+        try:
+            self.table.schema_manager.schema(schema_id)
+        except (FileNotFound, CorruptMetadataError):
+            return False
+        return True
 
     def _record_retry(self, commit_id: str, attempt: int, reason: str, wait_ms: float) -> None:
         self.guard.event(commit_id, "retried", attempt=attempt, reason=reason, wait_ms=round(wait_ms, 3))

@@ -19,6 +19,7 @@ server's: ``paimon_meta.catalog_api``); this module only answers "is this path i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -33,12 +34,18 @@ MAX_NAME_BYTES = 1024
 
 EXTERNAL_PATHS = "data-file.external-paths"
 
+# A plain name in one C-level match (the common case: a generated name): no separator, colon or control
+# character, at most 256 characters (so at most 1024 UTF-8 bytes).
+_PLAIN_NAME = re.compile(r"[^/\\:\x00-\x1f\x7f]{1,256}")
+
 # Schemes that name the same object store (Hadoop's s3a/s3n clients read s3 paths).
 _SAME_STORE = {"s3a": "s3", "s3n": "s3", "oss": "oss", "file": "file"}
 
 
 def name_problem(name: object) -> str | None:
     """Why ``name`` is not a plain file name (one path component a table directory may hold), or None."""
+    if isinstance(name, str) and _PLAIN_NAME.fullmatch(name) is not None and name not in (".", ".."):
+        return None
     if not isinstance(name, str):
         return f"not a string: {type(name).__name__}"
     if not name:

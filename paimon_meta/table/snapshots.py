@@ -17,6 +17,7 @@ from paimon_meta.io.base import FileIO
 from paimon_meta.serde.json import schema_from_json, schema_to_json, snapshot_from_json
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.live_files import LiveFiles
 from paimon_meta.table.paths import SCHEMA_PREFIX, SNAPSHOT_PREFIX, TablePaths
 
 _SNAPSHOT_NAME = re.compile(rf"^{SNAPSHOT_PREFIX}(\d+)$")
@@ -53,6 +54,9 @@ class SnapshotManager:
         # Bumped whenever the cache is dropped for another timeline: a read that began before must not
         # put what it read (maybe a file of the old timeline) into the cache of the new one.
         self._generation = 0
+        # The live files of the latest snapshots, for the commit path's re-add check (one per table
+        # location wherever the manager is shared, as the service shares it).
+        self.live_files = LiveFiles()
 
     def observe_timeline(self, timeline: int) -> None:
         """The table's timeline as the metastore has it now. A rollback starts a new one and reuses the
@@ -63,6 +67,7 @@ class SnapshotManager:
                 self._cache.clear()
                 self._timeline = timeline
                 self._generation += 1
+                self.live_files.reset()
 
     def snapshot_path(self, snapshot_id: int) -> str:
         return self.paths.snapshot_path(snapshot_id)

@@ -197,9 +197,13 @@ def test_bad_messages_are_rejected_before_anything_is_written(tmp_path: Path) ->
     with pytest.raises(ValidationError, match="bucket 5"):
         coordinator(file_io, path).commit([append_msg(0, 5)])
     assert not (Path(path) / "manifest").exists() or not manifest_dir_files(path)
-    with pytest.raises(CommitConflictError, match="already added"):
+    # The same file twice in one commit is refused as bad input (it was a conflict once the delta
+    # manifests were written; now nothing is written).
+    with pytest.raises(ValidationError, match="added twice") as refused:
         f = data_file()
         coordinator(file_io, path).commit([append_msg(0, 0, f), append_msg(0, 0, f)])
+    assert refused.value.fields["message_index"] == 1
+    assert not (Path(path) / "manifest").exists() or not manifest_dir_files(path)
 
 
 def test_concurrent_threads_lose_nothing(tmp_path: Path) -> None:

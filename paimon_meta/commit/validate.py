@@ -1,0 +1,258 @@
+"""What a commit may name: every file inside its table, every number within its range.
+
+The commit path is the trust boundary: the control plane, the REST commit, the Spark jobs and the
+library all hand it files somebody else's code described. Before anything is written (step 1 of the
+commit protocol, docs/DESIGN.md) each CommitMessage is checked field by field, and a refusal is a
+:class:`~paimon_meta.errors.ValidationError` naming the message index and the field:
+
+* file names (data, changelog, extra, index, deletion-vector targets) are plain names
+  (:func:`~paimon_meta.table.containment.check_file_name`): the table's own directories give them their
+  place, so no name can reach another table's files or leave the warehouse;
+* an ``external_path`` lies under one of the table's configured ``data-file.external-paths`` roots and
+  ends with the file's own name;
+* the bucket fits the table's bucket mode; ``total_buckets`` is a bucket count;
+* schema ids exist; levels lie in ``0 .. num-levels - 1``; sizes, row counts, deleted-row counts and
+  sequence numbers are non-negative, ordered and within BIGINT, and so are the commit's sums;
+* partitions decode as the table's partition row (arity and types);
+* no file (partition, bucket, name or external path) is added twice by one commit.
+
+What needs the base (a file added that is already live, a deleted file that is not) is checked under
+the lock, in the conflict check (``commit/conflicts.py``, ``table/live_files.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from paimon_meta.errors import PathOutsideTableError, ValidationError
+from paimon_meta.spec.binary_row import deserialize_row
+from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.spec.manifest import DataFileMeta, IndexFileMeta
+from paimon_meta.spec.schema import TableSchema
+from paimon_meta.table.containment import MAX_BIGINT, TableRoots, name_problem
+from paimon_meta.table.paths import POSTPONE_BUCKET
+from paimon_meta.table.write_input import num_levels
+
+# Dynamic-bucket tables number their buckets with Java ints.
+MAX_BUCKET = 2**31 - 1
+
+_DATA_FIELDS = (
+    ("data_increment.new_files", True),
+    ("data_increment.deleted_files", False),
+    ("data_increment.changelog_files", True),
+    ("compact_increment.compact_before", False),
+    ("compact_increment.compact_after", True),
+    ("compact_increment.changelog_files", True),
+)
+_INDEX_FIELDS = (
+    "data_increment.new_index_files",
+    "data_increment.deleted_index_files",
+    "compact_increment.new_index_files",
+    "compact_increment.deleted_index_files",
+)
+
+
+class MessageValidator:
+    """Checks CommitMessages against one table's schema and roots (:func:`validate` for one call)."""
+
+    def __init__(
+        self,
+        schema: TableSchema,
+        roots: TableRoots,
+        *,
+        schema_exists: Callable[[int], bool] | None = None,
+    ) -> None:
+        self.schema = schema
+        self.roots = roots
+        self._partition_types = [f.type for f in schema.partition_type.fields]
+        self._buckets = schema.num_buckets
+        self._primary_key = bool(schema.trimmed_primary_keys)
+        self._max_level = max(num_levels(schema), 1) - 1
+        self._schema_exists = schema_exists
+        self._known_schemas = {schema.id}
+
+    def validate(self, messages: Sequence[CommitMessage]) -> None:
+        """Raise ``ValidationError`` (field, message index) at the first thing a commit may not name."""
+        seen: dict[object, str] = {}
+        rows = 0
+        for index, msg in enumerate(messages):
+            self._message(index, msg)
+            for (increment, adds), files in _data_files(msg):
+                for f in files:
+                    where = {"message_index": index, "increment": increment, "file": _shown(f.file_name)}
+                    self._data_file(f, where, adds=adds)
+                    if adds:
+                        key = f.external_path or (msg.partition, msg.bucket, f.file_name)
+                        other = seen.get(key)
+                        if other is not None:
+                            raise ValidationError(
+                                f"message {index} {increment}: file {f.file_name!r} is added twice by this "
+                                f"commit (also in {other})",
+                                field="file_name",
+                                **where,
+                            )
+                        seen[key] = f"message {index} {increment}"
+                        rows += f.row_count
+            for increment, ifiles in _index_files(msg):
+                for i in ifiles:
+                    self._index_file(
+                        i, {"message_index": index, "increment": increment, "file": _shown(i.file_name)}
+                    )
+        if rows > MAX_BIGINT:
+            raise ValidationError(f"the commit adds {rows} rows in all, over BIGINT", field="row_count")
+
+    # ---- one message -------------------------------------------------------------------------------
+
+    def _message(self, index: int, msg: CommitMessage) -> None:
+        where: dict[str, Any] = {"message_index": index}
+        bucket, n = msg.bucket, self._buckets
+        _int_in(msg.bucket, -2, MAX_BUCKET, "bucket", where)
+        if n > 0:
+            if not 0 <= bucket < n:
+                raise ValidationError(
+                    f"message {index}: bucket {bucket}, the table has {n} buckets", field="bucket", **where
+                )
+        elif n == -1:
+            # Bucket-unaware append tables write bucket 0 only; dynamic-bucket primary-key tables
+            # number their buckets from 0.
+            if bucket < 0 or (not self._primary_key and bucket != 0):
+                mode = "dynamic-bucket" if self._primary_key else "bucket-unaware"
+                raise ValidationError(
+                    f"message {index}: bucket {bucket} on a {mode} table", field="bucket", **where
+                )
+        elif n == POSTPONE_BUCKET and bucket < 0 and bucket != POSTPONE_BUCKET:
+            raise ValidationError(
+                f"message {index}: bucket {bucket} on a postpone-bucket table", field="bucket", **where
+            )
+        total = msg.total_buckets
+        if total is not None:
+            _int_in(total, -2, MAX_BUCKET, "total_buckets", where)
+            if total > 0 and bucket >= total:
+                raise ValidationError(
+                    f"message {index}: bucket {bucket} of {total} total buckets",
+                    field="total_buckets",
+                    **where,
+                )
+        if msg.check_from_snapshot is not None:
+            _int_in(msg.check_from_snapshot, -1, MAX_BIGINT, "check_from_snapshot", where)
+        try:
+            deserialize_row(msg.partition, self._partition_types)
+        except Exception as e:
+            raise ValidationError(
+                f"message {index}: partition does not decode as the table's "
+                f"{len(self._partition_types)} partition columns: {e}",
+                field="partition",
+                partition=bytes(msg.partition[:256]).hex(),
+                **where,
+            ) from e
+
+    def _data_file(self, f: DataFileMeta, where: dict[str, Any], *, adds: bool) -> None:
+        label = f"message {where['message_index']} {where['increment']}"
+        _name(f.file_name, label, "file_name", where)
+        for extra in f.extra_files:
+            _name(extra, label, "extra_files", where)
+        if f.external_path is not None:
+            self._external(f.external_path, f.file_name, label, where)
+        _int_in(f.file_size, 0, MAX_BIGINT, "file_size", where)
+        _int_in(f.row_count, 0, MAX_BIGINT, "row_count", where)
+        if f.delete_row_count is not None:
+            _int_in(f.delete_row_count, 0, f.row_count, "delete_row_count", where)
+        _int_in(f.min_sequence_number, 0, MAX_BIGINT, "min_sequence_number", where)
+        _int_in(f.max_sequence_number, f.min_sequence_number, MAX_BIGINT, "max_sequence_number", where)
+        # A deleted file's level is what the base says (the conflict check finds it there or refuses).
+        _int_in(f.level, 0, self._max_level if adds else MAX_BUCKET, "level", where)
+        _int_in(f.schema_id, 0, MAX_BIGINT, "schema_id", where)
+        if f.schema_id not in self._known_schemas:
+            if self._schema_exists is None or not self._schema_exists(f.schema_id):
+                raise ValidationError(
+                    f"{label}: file {f.file_name!r} names schema {f.schema_id}, which the table lacks",
+                    field="schema_id",
+                    **where,
+                )
+            self._known_schemas.add(f.schema_id)
+        if f.creation_time is not None:
+            _int_in(f.creation_time, -MAX_BIGINT, MAX_BIGINT, "creation_time", where)
+        if f.first_row_id is not None:
+            _int_in(f.first_row_id, 0, MAX_BIGINT, "first_row_id", where)
+
+    def _index_file(self, i: IndexFileMeta, where: dict[str, Any]) -> None:
+        label = f"message {where['message_index']} {where['increment']}"
+        _name(i.file_name, label, "file_name", where)
+        if i.external_path is not None:
+            self._external(i.external_path, i.file_name, label, where)
+        _int_in(i.file_size, 0, MAX_BIGINT, "file_size", where)
+        _int_in(i.row_count, 0, MAX_BIGINT, "row_count", where)
+        for dv in i.dv_ranges or ():
+            _name(dv.data_file_name, label, "dv_ranges.data_file_name", where)
+            _int_in(dv.offset, 0, MAX_BIGINT, "deletion vector offset", where)
+            _int_in(dv.length, 0, MAX_BIGINT, "deletion vector length", where)
+
+    def _external(self, path: str, name: str, label: str, where: dict[str, Any]) -> None:
+        # Only the configured external roots: a path under the table's own root would be a second
+        # spelling of a file the table already places by name.
+        if not self.roots.in_external(path):
+            raise PathOutsideTableError(
+                f"{label} external_path {path[:300]!r} is not under the table's data-file.external-paths "
+                f"roots {list(self.roots.external)}",
+                path=path[:1000],
+                table=self.roots.root,
+                field="external_path",
+                **where,
+            )
+        if name_problem(name) is None and not path.rstrip("/").endswith("/" + name):
+            raise ValidationError(
+                f"{label} external_path {path[:300]!r} does not end with the file name {name!r}",
+                field="external_path",
+                **where,
+            )
+
+
+def validate_messages(
+    messages: Sequence[CommitMessage],
+    schema: TableSchema,
+    roots: TableRoots,
+    *,
+    schema_exists: Callable[[int], bool] | None = None,
+) -> None:
+    """Check ``messages`` for a table with ``schema`` at ``roots`` (see the module docstring)."""
+    MessageValidator(schema, roots, schema_exists=schema_exists).validate(messages)
+
+
+def _data_files(msg: CommitMessage) -> Iterable[tuple[tuple[str, bool], Sequence[DataFileMeta]]]:
+    d, c = msg.data_increment, msg.compact_increment
+    groups = (
+        d.new_files,
+        d.deleted_files,
+        d.changelog_files,
+        c.compact_before,
+        c.compact_after,
+        c.changelog_files,
+    )
+    return zip(_DATA_FIELDS, groups)
+
+
+def _index_files(msg: CommitMessage) -> Iterable[tuple[str, Sequence[IndexFileMeta]]]:
+    d, c = msg.data_increment, msg.compact_increment
+    groups = (d.new_index_files, d.deleted_index_files, c.new_index_files, c.deleted_index_files)
+    return zip(_INDEX_FIELDS, groups)
+
+
+def _int_in(value: object, low: int, high: int, name: str, where: dict[str, Any]) -> None:
+    if type(value) is not int or not low <= value <= high:
+        label = " ".join(str(where[k]) for k in ("message_index", "increment") if k in where)
+        raise ValidationError(
+            f"message {label}: {name} {value!r} is outside {low}..{high}", field=name, **where
+        )
+
+
+def _name(name: object, label: str, field: str, where: dict[str, Any]) -> None:
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValidationError(
+            f"{label} {field} {repr(name)[:200]} is not a plain file name: {problem}", field=field, **where
+        )
+
+
+def _shown(name: object) -> str:
+    return repr(name)[:200] if not isinstance(name, str) else name[:200]
