@@ -4,23 +4,29 @@
 the worker pool that runs the blocking handlers, and closes everything on shutdown (uvicorn stops
 accepting on SIGTERM and lets in-flight requests finish within ``drain_seconds``; see ``server.py``).
 
-Every request passes through one middleware: it assigns a request id (``X-Request-Id``, echoed), treats
-any body under ``/v1/`` as JSON whatever its Content-Type (pypaimon sends none), refuses bodies over
-``max_body_bytes`` with 413, and records the access log line (request id, principal, route, status,
-latency) and the request metrics.
+Every request passes through one middleware: it assigns a request id (``X-Request-Id``, echoed: the
+client's when it is a short token of safe characters, else a generated one), refuses bodies over
+``max_body_bytes`` with 413, authenticates the bearer token of every route but ``/healthz`` and
+``/readyz`` before reading the body (401; 429 with ``Retry-After`` for an address with too many failed
+authentications), reads the body within ``body_timeout_seconds`` (408), treats any body under ``/v1/``
+as JSON whatever its Content-Type (pypaimon sends none), and records the access log line (request id,
+principal, route, status, latency; what the client chose is JSON-quoted) and the request metrics.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import PlainTextResponse
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.routing import Match, Route
@@ -29,12 +35,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from paimon_meta import metrics as event_log_metrics
 from paimon_meta.catalog_api import connect
 from paimon_meta.db import migrate
+from paimon_meta.db.models import Privilege
 from paimon_meta.service import errors, models, routes_audit, routes_catalog, routes_commits, routes_table
+from paimon_meta.service.auth import Require, log_text, token_of
+from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.state import ServiceSettings, ServiceState
 
 access_log = logging.getLogger("paimon_meta.service.access")
+log = logging.getLogger("paimon_meta.service")
 
 API_VERSION = "0.1.0"
+#: Paths answered without a token (they say only whether the process is up / ready).
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+#: A client's ``X-Request-Id`` is kept only if it is this (else a generated id is used).
+REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def create_app(
@@ -65,6 +79,10 @@ def create_app(
             "the event log. Authenticate with `Authorization: Bearer <token>`."
         ),
         lifespan=lifespan,
+        # Served below behind authentication (a token, any grant).
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     if state is not None:
         app.state.service = state
@@ -88,21 +106,33 @@ def _connect(settings: ServiceSettings) -> ServiceState:
 
 
 def _install_middleware(app: FastAPI, settings: ServiceSettings, fast_routes: Sequence[Route]) -> None:
-    app.add_middleware(_EveryRequest, max_body_bytes=settings.max_body_bytes, fast_routes=fast_routes)
+    app.add_middleware(
+        _EveryRequest,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout_seconds=settings.body_timeout_seconds,
+        fast_routes=fast_routes,
+    )
 
 
 class _EveryRequest:
-    """Request id, JSON bodies, the body limit, the access log and the request metrics, as a plain ASGI
-    middleware (Starlette's ``BaseHTTPMiddleware`` runs the app in another task and streams its response
-    through a queue: ~1 ms a request, a noticeable share of a commit's).
+    """Request id, the token, the body's limits, JSON bodies, the access log and the request metrics,
+    as a plain ASGI middleware (Starlette's ``BaseHTTPMiddleware`` runs the app in another task and
+    streams its response through a queue: ~1 ms a request, a noticeable share of a commit's).
 
     A request for one of ``fast_routes`` (``routes_commits.FAST_ROUTES``, also installed first in the
     router) is handed to its endpoint here, past the exception middleware, the router's matching and the
     endpoint wrapper, with the app's own exception handlers applied to what it raises: the same answers."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int, fast_routes: Sequence[Route] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int,
+        body_timeout_seconds: float = 30.0,
+        fast_routes: Sequence[Route] = (),
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_timeout_seconds = body_timeout_seconds
         self.fast_routes = tuple(fast_routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -111,7 +141,9 @@ class _EveryRequest:
             return
         request = Request(scope)
         headers = request.headers
-        rid = headers.get("x-request-id") or secrets.token_hex(8)
+        rid = headers.get("x-request-id") or ""
+        if not REQUEST_ID.fullmatch(rid):
+            rid = secrets.token_hex(8)
         state = scope.setdefault("state", {})  # what request.state reads and writes
         state["request_id"] = rid
         state["principal"] = None
@@ -130,8 +162,20 @@ class _EveryRequest:
         method = scope["method"]
         refused = _refuse_body(headers, method, self.max_body_bytes)
         try:
+            if refused is None and service is not None and scope["path"] not in PUBLIC_PATHS:
+                refused = await _authenticate(service, scope, headers)
+            # A body (Content-Length; chunked ones were refused) is read here, within the time limit, and
+            # handed to the app from memory.
+            has_body = refused is None and int(headers.get("content-length") or 0) > 0
+            body: bytes | None = None
+            if has_body:
+                body, refused = await _read_body(receive, self.max_body_bytes, self.body_timeout_seconds)
+                if body is not None:
+                    receive = _replay(body, receive)
             if refused is not None:
                 await refused(scope, receive, send_with_id)
+            elif has_body and body is None:
+                status = 499  # the client went away while sending its body: nothing to answer
             else:
                 _body_as_json(scope)
                 if service is not None:
@@ -151,15 +195,16 @@ class _EveryRequest:
             if service is not None:
                 service.metrics.requests.labels(route, method, str(status)).inc()
                 service.metrics.latency.labels(route, method).observe(elapsed)
+            # The client's path and the principal's name JSON-quoted: neither can forge a line or field.
             access_log.info(
                 "%s %s %s %s %d %.1fms principal=%s",
                 rid,
                 method,
-                scope["path"],
+                log_text(scope["path"]),
                 route,
                 status,
                 elapsed * 1000,
-                state.get("principal") or "-",
+                log_text(state.get("principal") or "-"),
             )
 
     def _fast_route(self, scope: Scope) -> Route | None:
@@ -185,6 +230,93 @@ async def _serve_fast(route: Route, scope: Scope, receive: Receive, send: Send) 
             raise
         response = await handler(request, e)
     await response(scope, receive, send)
+
+
+async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -> Response | None:
+    """The request's token checked before anything reads its body: None when it is valid (its
+    ``access`` is left in the request's state for the route's grant check), else the answer: 401 (no
+    token, or one unknown, revoked or expired), 429 when the client's address failed too often (a token
+    that authenticated recently is still let through, and checked)."""
+    token = token_of(headers.get("authorization"))
+    if token is None:
+        return _refusal(
+            service, scope, 401, "a valid bearer token is required (Authorization: Bearer <token>)"
+        )
+    client = scope.get("client")
+    address = str(client[0]) if client else "-"
+    wait = service.auth_throttle.retry_after(address)
+    if wait and not service.known_good(token):
+        response = _refusal(
+            service, scope, 429, f"too many failed authentications from this address; retry in {wait} s"
+        )
+        response.headers["retry-after"] = str(wait)
+        return response
+    known, access = service.cached_access(token)
+    if not known:
+        access = await anyio.to_thread.run_sync(service.authenticate, token)
+    if access is None:
+        service.auth_throttle.failed(address)
+        return _refusal(service, scope, 401, "the bearer token is unknown, revoked or expired")
+    state = scope["state"]
+    state["access"] = access
+    state["principal"] = access.principal
+    return None
+
+
+def _refusal(service: ServiceState, scope: Scope, status: int, message: str) -> Response:
+    reason = "throttled" if status == 429 else "unauthenticated"
+    client = scope.get("client")
+    auth_log.warning(
+        "refused %s %s: %s (from %s)",
+        scope["method"],
+        log_text(scope["path"]),
+        reason,
+        log_text(client[0] if client else "-"),
+    )
+    service.metrics.auth_refusals.labels(reason=reason).inc()
+    return errors.error_response(status, message)
+
+
+async def _read_body(receive: Receive, limit: int, timeout: float) -> tuple[bytes | None, Response | None]:
+    """The whole body, read within ``timeout`` seconds and at most ``limit`` bytes: ``(body, None)``;
+    ``(None, answer)`` (408, 413) otherwise; ``(None, None)`` when the client disconnected."""
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(timeout):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None, None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None, _closing(errors.error_response(413, f"request body over {limit} bytes"))
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks), None
+    return None, _closing(
+        errors.error_response(408, f"the request body did not arrive within {timeout:g} seconds")
+    )
+
+
+def _closing(response: Response) -> Response:
+    """The answer, and the connection closed after it (the rest of the body is never read)."""
+    response.headers["connection"] = "close"
+    return response
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app the body already read, then waits on the connection as usual."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 def _refuse_body(headers: Headers, method: str, limit: int) -> Response | None:
@@ -215,29 +347,70 @@ def _body_as_json(scope: Scope) -> None:
 def _install_ops(app: FastAPI) -> None:
     @app.get("/healthz", response_model=models.HealthResponse, tags=["operations"])
     def healthz() -> models.HealthResponse:
-        """The process is up (no dependency checked)."""
+        """The process is up (no dependency checked). No token needed."""
         return models.HealthResponse(status="ok")
 
     @app.get("/readyz", response_model=models.HealthResponse, tags=["operations"])
     def readyz(request: Request) -> Response:
-        """Postgres answers and its schema is at the migrations' head; 503 otherwise."""
+        """Postgres answers and its schema is at the migrations' head; 503 otherwise. No token needed,
+        so it says only ready or not (the reason is logged)."""
         service: ServiceState = request.app.state.service
         try:
             current = migrate.current(service.catalog.engine)
             heads = migrate.heads()
         except Exception as e:
-            return errors.error_response(503, f"metastore unreachable: {type(e).__name__}")
+            log.warning("not ready: metastore unreachable: %s", e)
+            return errors.error_response(503, "not ready")
         if current not in heads:
-            return errors.error_response(503, f"metastore schema at {current}, expected {heads}")
-        body = models.HealthResponse(status="ready", detail={"revision": current, "replica": service.replica})
+            log.warning("not ready: metastore schema at %s, expected %s", current, heads)
+            return errors.error_response(503, "not ready")
+        body = models.HealthResponse(status="ready")
         return Response(body.model_dump_json(by_alias=True), media_type="application/json")
 
-    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    @app.get(
+        "/metrics",
+        tags=["operations"],
+        response_class=PlainTextResponse,
+        dependencies=[Depends(Require(Privilege.ADMIN, "catalog"))],
+    )
     def prometheus(request: Request) -> Response:
         """This process's request, commit and auth metrics, then the event log's commit and lock
-        metrics (every writer's, computed in SQL on each scrape)."""
+        metrics (every writer's, computed in SQL, reused for ``metrics_cache_seconds``). Needs an admin
+        grant on the catalog (they name every table)."""
         service: ServiceState = request.app.state.service
         text = generate_latest(service.metrics.registry).decode("utf-8")
         if service.settings.event_log_metrics:
-            text += event_log_metrics.scrape(service.catalog.engine)
+            engine = service.catalog.engine
+            text += service.event_log_scrape(lambda: event_log_metrics.scrape(engine))
         return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+    # The document and its viewers need a token (any grant): they are the same for every principal,
+    # but nothing about the service is shown to anonymous clients. The viewers embed the document (a
+    # browser page cannot add the token to the fetch of /openapi.json).
+    authenticated = [Depends(Require(None))]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=authenticated)
+    def openapi_document(request: Request) -> JSONResponse:
+        return JSONResponse(request.app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=authenticated)
+    def swagger_ui(request: Request) -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="",
+            title=f"{app.title} - Swagger UI",
+            swagger_ui_parameters={"spec": request.app.openapi()},
+        )
+
+    @app.get("/redoc", include_in_schema=False, dependencies=authenticated)
+    def redoc(request: Request) -> HTMLResponse:
+        spec = json.dumps(request.app.openapi()).replace("<", "\\u003c")
+        return HTMLResponse(
+            f'<!DOCTYPE html><html><head><title>{app.title} - ReDoc</title><meta charset="utf-8"/>'
+            '</head><body><div id="redoc"></div>'
+            f'<script src="{_REDOC_JS}"></script>'
+            f'<script>Redoc.init({spec}, {{}}, document.getElementById("redoc"))</script>'
+            "</body></html>"
+        )
+
+
+_REDOC_JS = "https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"

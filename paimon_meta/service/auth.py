@@ -5,10 +5,14 @@ grant must cover (``catalog``: none; ``database``; ``table``). ``privilege=None`
 (listings then show what the principal's grants reach). A missing or unknown token is 401, a missing
 grant 403; either way the route body never runs, so nothing is written, and the refusal is logged
 (``paimon_meta.service.auth``) and counted (``paimon_meta_service_auth_refusals_total``).
+
+The token itself is checked earlier, by the app's middleware, before a request's body is read (see
+``service.app``): a route then finds the request's ``access`` already there and only checks the grant.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Literal
@@ -26,8 +30,18 @@ log = logging.getLogger("paimon_meta.service.auth")
 Scope = Literal["catalog", "database", "table"]
 
 
+def log_text(value: object) -> str:
+    """``value`` as a JSON string (quoted; quotes, backslashes, control and non-ASCII characters
+    escaped): what a client sent can never start a new log line or pass for another field."""
+    return json.dumps(str(value))
+
+
 def bearer_token(request: Request) -> str | None:
-    header = request.headers.get("authorization")
+    return token_of(request.headers.get("authorization"))
+
+
+def token_of(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value, else None."""
     if not header:
         return None
     scheme, _, token = header.partition(" ")
@@ -47,9 +61,10 @@ class Require:
         # On the event loop when the answer is cached (no worker-thread hop per request); a miss asks
         # the metastore on a worker thread.
         state: ServiceState = request.app.state.service
+        # Set by the middleware, which authenticated the token before reading the body.
+        access: Access | None = request.scope.get("state", {}).get("access")
         token = bearer_token(request)
-        access = None
-        if token is not None:
+        if access is None and token is not None:
             known, access = state.cached_access(token)
             if not known:
                 access = await anyio.to_thread.run_sync(state.authenticate, token)
@@ -81,9 +96,9 @@ class Require:
         log.warning(
             "refused %s %s: %s (principal %s, needs %s on %s)",
             request.method,
-            request.url.path,
+            log_text(request.url.path),
             reason,
-            principal or "-",
+            log_text(principal or "-"),
             self.privilege.value if self.privilege else "a token",
             self.scope,
         )

@@ -3,9 +3,12 @@ its metrics. Created in the app's lifespan, never at import time."""
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -36,6 +39,22 @@ class ServiceSettings:
     drain_seconds: float = 30.0
     auth_cache_seconds: float = 1.0
     event_log_metrics: bool = True
+    #: Seconds a scrape of the event log's metrics is reused by the next scrapes (0: every scrape asks).
+    metrics_cache_seconds: float = 5.0
+    # Against hostile or broken clients (README, "Hardening"): a request body must arrive within
+    # ``body_timeout_seconds`` (else 408), request headers within ``header_timeout_seconds`` and at most
+    # ``max_header_bytes`` (else the connection is closed), an idle connection is closed after
+    # ``keep_alive_seconds``; beyond ``max_connections`` connections or requests in flight new requests
+    # get 503. Failed authentications (a token presented and refused) are throttled per client address:
+    # ``auth_failure_burst`` of them, then one more every ``auth_failure_refill_seconds`` (else 429);
+    # burst 0 turns the throttle off.
+    body_timeout_seconds: float = 30.0
+    header_timeout_seconds: float = 10.0
+    max_header_bytes: int = 64 * 1024
+    keep_alive_seconds: float = 5.0
+    max_connections: int = 1024
+    auth_failure_burst: int = 20
+    auth_failure_refill_seconds: float = 3.0
     # Group commit of the control plane's commit-messages requests (per table, per replica).
     group_max_commits: int = 64
     group_max_hold_seconds: float = 0.5
@@ -95,6 +114,54 @@ class ServiceMetrics:
         )
 
 
+class AuthThrottle:
+    """Failed authentications per client address, as token buckets: each address may fail ``burst``
+    times, and regains one failure every ``refill_seconds``. At most ``max_addresses`` are tracked (the
+    least recently failing one is forgotten first: it is the one whose bucket refilled the most)."""
+
+    def __init__(
+        self,
+        burst: int,
+        refill_seconds: float,
+        *,
+        max_addresses: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.burst = burst
+        self.refill_seconds = max(refill_seconds, 1e-3)
+        self.max_addresses = max_addresses
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # address -> (left, at)
+        self._lock = threading.Lock()
+
+    def _left(self, address: str, now: float) -> float:
+        left, at = self._buckets.get(address, (float(self.burst), now))
+        return min(float(self.burst), left + (now - at) / self.refill_seconds)
+
+    def retry_after(self, address: str) -> int:
+        """0 when ``address`` may try a token now, else the whole seconds until it may."""
+        if self.burst <= 0:
+            return 0
+        with self._lock:
+            if address not in self._buckets:
+                return 0
+            left = self._left(address, self._clock())
+        return 0 if left >= 1 else max(1, math.ceil((1 - left) * self.refill_seconds))
+
+    def failed(self, address: str) -> None:
+        if self.burst <= 0:
+            return
+        with self._lock:
+            now = self._clock()
+            self._buckets[address] = (max(0.0, self._left(address, now) - 1), now)
+            self._buckets.move_to_end(address)
+            while len(self._buckets) > self.max_addresses:
+                self._buckets.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+
 class ServiceState:
     """One per process; shared by request threads (everything in it is thread-safe)."""
 
@@ -106,6 +173,12 @@ class ServiceState:
         self.started = time.time()
         self.replica = f"{os.uname().nodename}:{os.getpid()}"
         self._auth_cache: dict[str, tuple[float, Access | None]] = {}
+        # Tokens that authenticated in the last ``KNOWN_GOOD_SECONDS`` (hashes, least recent first):
+        # they are still checked on each request, but a throttled address may present them.
+        self._known_good: OrderedDict[str, float] = OrderedDict()
+        self.auth_throttle = AuthThrottle(settings.auth_failure_burst, settings.auth_failure_refill_seconds)
+        self._metrics_lock = threading.Lock()
+        self._event_log_scrape: tuple[float, str] | None = None
         self._lock = threading.Lock()
         self._snapshot_managers: dict[str, SnapshotManager] = {}
         self._schema_managers: dict[str, SchemaManager] = {}
@@ -142,18 +215,49 @@ class ServiceState:
         grant takes effect within that time; 0 = every request asks the metastore)."""
         ttl = self.settings.auth_cache_seconds
         if ttl <= 0:
-            return self.principals.authenticate(token)
+            return self._remember(token, self.principals.authenticate(token))
         known, cached = self.cached_access(token)
         if known:
             return cached
         key = hash_token(token)
         now = time.monotonic()
-        access = self.principals.authenticate(token)
+        access = self._remember(token, self.principals.authenticate(token))
         with self._lock:
             if len(self._auth_cache) > 10_000:
                 self._auth_cache.clear()
             self._auth_cache[key] = (now + ttl, access)
         return access
+
+    KNOWN_GOOD_SECONDS = 600.0
+
+    def _remember(self, token: str, access: Access | None) -> Access | None:
+        if access is not None:
+            key = hash_token(token)
+            with self._lock:
+                self._known_good[key] = time.monotonic() + self.KNOWN_GOOD_SECONDS
+                self._known_good.move_to_end(key)
+                while len(self._known_good) > 10_000:
+                    self._known_good.popitem(last=False)
+        return access
+
+    def known_good(self, token: str) -> bool:
+        """The token authenticated recently (it is still checked: it may have been revoked since)."""
+        with self._lock:
+            until = self._known_good.get(hash_token(token))
+        return until is not None and until > time.monotonic()
+
+    def event_log_scrape(self, scrape: Callable[[], str]) -> str:
+        """The event log's metrics, ``scrape()`` at most once per ``metrics_cache_seconds`` (concurrent
+        scrapes wait for the one in progress instead of each querying the log)."""
+        ttl = self.settings.metrics_cache_seconds
+        with self._metrics_lock:
+            cached = self._event_log_scrape
+            if cached is not None and cached[0] > time.monotonic():
+                return cached[1]
+            text = scrape()
+            if ttl > 0:
+                self._event_log_scrape = (time.monotonic() + ttl, text)
+            return text
 
     def commit_row(self, identifier: str) -> tuple[TableRow, bool]:
         """``(row, cached)``: the registry row commits of ``identifier`` start from, kept per replica.

@@ -52,16 +52,14 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{T}/lock-events"): ("read", "table"),
     ("GET", f"{T}/maintenance-runs"): ("read", "table"),
     ("GET", f"{T}/snapshot-recordings"): ("read", "table"),
+    # Operations: the metrics name every table; the document and its viewers need a token.
+    ("GET", "/metrics"): ("admin", "catalog"),
+    ("GET", "/openapi.json"): (None, "catalog"),
+    ("GET", "/docs"): (None, "catalog"),
+    ("GET", "/redoc"): (None, "catalog"),
 }
-UNAUTHENTICATED = {
-    "/healthz",
-    "/readyz",
-    "/metrics",
-    "/openapi.json",
-    "/docs",
-    "/docs/oauth2-redirect",
-    "/redoc",
-}
+#: Answered without a token: they say only whether the process is up / ready.
+UNAUTHENTICATED = {"/healthz", "/readyz"}
 
 
 def _requirements(route: APIRoute) -> set[tuple[str | None, str]]:
@@ -214,7 +212,7 @@ def test_refusals_are_logged_and_counted(
     messages = [r.getMessage() for r in caplog.records]
     assert any("forbidden" in m and "reader" in m and "DELETE" in m for m in messages), messages
     assert any("unauthenticated" in m for m in messages), messages
-    metrics = service_client.get("/metrics").text
+    metrics = service_client.get("/metrics", headers=tokens["admin"]).text
     assert 'paimon_meta_service_auth_refusals_total{reason="forbidden"} 1.0' in metrics
     assert 'paimon_meta_service_auth_refusals_total{reason="unauthenticated"} 1.0' in metrics
 

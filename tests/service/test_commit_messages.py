@@ -167,6 +167,7 @@ def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog)
     create(service_catalog, "db.u")
     writer = auth(make_principal(service_catalog, "spark", [("write", "db", None)]))
     reader = auth(make_principal(service_catalog, "auditor", [("read", "db", None)]))
+    ops = auth(make_principal(service_catalog, "ops", [("admin", None, None)]))  # reads /metrics
     answers: dict[bool, list[tuple[int, Any]]] = {}
     for fast, table in ((True, "t"), (False, "u")):
         url = f"{P}/databases/db/tables/{table}/commit-messages"
@@ -193,7 +194,7 @@ def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog)
             # Counted under the route's path either way (not as an unmatched request).
             route = 'route="/v1/{prefix}/databases/{database}/tables/{table}/commit-messages"'
             assert f'paimon_meta_service_requests_total{{method="POST",{route},status="200"}} 2.0' in (
-                client.get("/metrics").text
+                client.get("/metrics", headers=ops).text
             )
     assert [status for status, _ in answers[True]] == [401, 403, 400, 400, 400, 404, 404, 200, 200]
     assert answers[True] == [

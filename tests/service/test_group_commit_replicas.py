@@ -116,8 +116,9 @@ def test_sixteen_clients_through_two_replicas_commit_exactly_once(
         check_exactly_once(h, acked)
         # Grouped: 8 clients per replica keep its queue busy, so lock holds are fewer than commits.
         assert _lock_holds(catalog) < len(acked)
+        ops = make_principal(catalog, "ops", [("admin", None, None)])  # /metrics needs an admin grant
         for replica in replicas:
-            metrics = paimon_meta_metrics(replica)
+            metrics = paimon_meta_metrics(replica, ops)
             assert metrics["paimon_meta_service_group_commits_count"] >= 1
             assert (
                 metrics["paimon_meta_service_group_commits_sum"]
@@ -127,9 +128,11 @@ def test_sixteen_clients_through_two_replicas_commit_exactly_once(
         catalog.close()
 
 
-def paimon_meta_metrics(base: str) -> dict[str, float]:
+def paimon_meta_metrics(base: str, token: str) -> dict[str, float]:
     out: dict[str, float] = {}
-    for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
+    response = httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    assert response.status_code == 200, response.text
+    for line in response.text.splitlines():
         if line.startswith("paimon_meta_service_group_commits_"):
             name, value = line.rsplit(" ", 1)
             out[name.split("{")[0]] = out.get(name.split("{")[0], 0.0) + float(value)
