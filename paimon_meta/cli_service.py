@@ -44,6 +44,34 @@ def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) ->
         default=16,
         help="queued commits of one table made durable together, at most (1: one at a time; default 16)",
     )
+    # Against slow, oversized and guessing clients (README, "Hardening").
+    p.add_argument(
+        "--body-timeout-seconds", type=float, default=30.0, help="a body must arrive in this (408)"
+    )
+    p.add_argument(
+        "--header-timeout-seconds", type=float, default=10.0, help="request headers must arrive in this"
+    )
+    p.add_argument("--max-header-bytes", type=int, default=64 * 1024, help="request headers limit (400)")
+    p.add_argument("--keep-alive-seconds", type=float, default=5.0, help="idle connections closed after")
+    p.add_argument("--max-connections", type=int, default=1024, help="connections or requests (then 503)")
+    p.add_argument(
+        "--auth-failure-burst",
+        type=int,
+        default=20,
+        help="refused tokens per client address before 429 (0: no throttle; default 20)",
+    )
+    p.add_argument(
+        "--auth-failure-refill-seconds",
+        type=float,
+        default=3.0,
+        help="one more refused token allowed per address every this many seconds (default 3)",
+    )
+    p.add_argument(
+        "--metrics-cache-seconds",
+        type=float,
+        default=5.0,
+        help="reuse the event log's part of /metrics for this long (0: query on every scrape)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     p = command("rollback", _rollback, "roll a table back to a snapshot or tag (later snapshots are removed)")
@@ -206,6 +234,14 @@ def _serve(ctx: _Context, args: argparse.Namespace) -> Output:
         group_max_commits=args.group_max_commits,
         group_max_hold_seconds=args.group_max_hold_ms / 1000,
         group_max_batch=args.group_max_batch,
+        body_timeout_seconds=args.body_timeout_seconds,
+        header_timeout_seconds=args.header_timeout_seconds,
+        max_header_bytes=args.max_header_bytes,
+        keep_alive_seconds=args.keep_alive_seconds,
+        max_connections=args.max_connections,
+        auth_failure_burst=args.auth_failure_burst,
+        auth_failure_refill_seconds=args.auth_failure_refill_seconds,
+        metrics_cache_seconds=args.metrics_cache_seconds,
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return _output({"stopped": True}, "")

@@ -4,18 +4,103 @@ On SIGTERM (or SIGINT) uvicorn stops accepting connections, lets in-flight reque
 ``drain_seconds`` and then exits; a commit cut off after that (or by SIGKILL) leaves only states
 recovery resolves (docs/DESIGN.md, "The commit service"). Several replicas may serve one metastore and
 warehouse: every commit takes the table's lock.
+
+Slow and oversized clients (README, "Hardening"): uvicorn closes a connection idle between requests after
+``keep_alive_seconds`` and answers 503 beyond ``max_connections``; it has no limit of its own on the
+time or size of a request's headers, so the HTTP protocol here (uvicorn's httptools one) closes a
+connection whose request line and headers take longer than ``header_timeout_seconds`` from its first
+byte (or from the connection's opening), and answers 400 and closes one whose headers exceed
+``max_header_bytes``. The body's limits are the app's (``service.app``: 413, 408).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings
 
 log = logging.getLogger("paimon_meta.service")
+
+
+class HeaderLimitsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline and a size limit on each request's headers.
+
+    The deadline starts when the connection opens and again at the first byte of each request (an idle
+    connection between requests is uvicorn's keep-alive timeout's); it ends when the headers are
+    complete. Past it the connection is closed (nothing can be answered to a request not yet read).
+    Headers (request line included) over the limit make the parser fail: uvicorn answers 400 and closes.
+    """
+
+    header_timeout: float = 10.0
+    max_header_bytes: int = 64 * 1024
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_deadline: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+
+    def _arm(self) -> None:
+        if self._header_deadline is None:
+            self._header_deadline = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_deadline = None
+        log.warning(
+            "closed a connection from %s: request headers not received in %gs",
+            self.client,
+            self.header_timeout,
+        )
+        self.transport.close()
+
+    def _count(self, n: int) -> None:
+        self._header_bytes += n
+        if self._header_bytes > self.max_header_bytes:
+            raise ValueError(f"request headers over {self.max_header_bytes} bytes")
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_bytes = 0
+        self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+
+def protocol_for(settings: ServiceSettings) -> type[HeaderLimitsProtocol]:
+    """:class:`HeaderLimitsProtocol` with ``settings``' limits."""
+    return type(
+        "HeaderLimits",
+        (HeaderLimitsProtocol,),
+        {"header_timeout": settings.header_timeout_seconds, "max_header_bytes": settings.max_header_bytes},
+    )
 
 
 def serve(
@@ -30,6 +115,9 @@ def serve(
         access_log=False,  # our middleware logs each request with its id and principal
         timeout_graceful_shutdown=max(1, int(settings.drain_seconds)),
         lifespan="on",
+        http=protocol_for(settings),
+        timeout_keep_alive=max(1, int(settings.keep_alive_seconds)),
+        limit_concurrency=settings.max_connections,
     )
     server = uvicorn.Server(config)
     log.info("serving catalog %r on http://%s:%d", settings.catalog_name, host, port)
