@@ -77,6 +77,7 @@ from paimon_meta.commit.snapshot_commit import SnapshotCommitRequest  # noqa: E4
 from paimon_meta.db.models import Privilege  # noqa: E402
 from paimon_meta.serde.json import snapshot_from_json  # noqa: E402
 from paimon_meta.table.snapshots import SnapshotManager  # noqa: E402
+from paimon_meta.table.table import FileStoreTable  # noqa: E402
 from tests.service.helpers import P, commit_body, seed  # noqa: E402
 
 WINDOWS = ((11, 20), (191, 200), (991, 1000))
@@ -237,16 +238,17 @@ def inprocess_commits(catalog: Catalog, identifier: str, commits: int) -> tuple[
     """(``commit()`` alone, the route's work: table row + committer + ``commit()``) per commit, ms."""
     base = seed(catalog, identifier)
     row = catalog.table_row(identifier)
-    snapshots = SnapshotManager(
-        catalog.file_io, row.location or catalog.table_location(row.database, row.name)
-    )
+    location = row.location or catalog.table_location(row.database, row.name)
+    snapshots = SnapshotManager(catalog.file_io, location)
+    schema = FileStoreTable.load(catalog.file_io, location).schema
+    table = FileStoreTable(catalog.file_io, location, schema, snapshot_manager=snapshots)
     commit_only, route = [], []
     for _ in range(commits):
         body = commit_body(base)
         snapshot = next_base(body)
         t0 = time.perf_counter()
         row = catalog.table_row(identifier)
-        committer = catalog.snapshot_committer(row, snapshots)
+        committer = catalog.snapshot_committer(row, table)
         request = SnapshotCommitRequest(body["baseSnapshotUuid"], snapshot, [])
         t1 = time.perf_counter()
         result = committer.commit(request)

@@ -48,6 +48,11 @@ from paimon_meta.spec.arrow import from_arrow_schema
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table import schema_change
 from paimon_meta.table.builder import Committer
+from paimon_meta.table.placement import (
+    EXTERNAL_ROOTS_ALLOWED,
+    check_placement_options,
+    parse_allowed_roots,
+)
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
@@ -58,7 +63,7 @@ ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
 LOCK_LEASE = "lock.lease-seconds"
 LOCK_ACQUIRE_TIMEOUT = "lock.acquire-timeout-seconds"
 CATALOG_KEY = "catalog-key"
-_CATALOG_OPTIONS = {LOCK_LEASE, LOCK_ACQUIRE_TIMEOUT, CATALOG_KEY}
+_CATALOG_OPTIONS = {LOCK_LEASE, LOCK_ACQUIRE_TIMEOUT, CATALOG_KEY, EXTERNAL_ROOTS_ALLOWED}
 
 
 P = ParamSpec("P")
@@ -118,6 +123,9 @@ class Catalog:
             lease_seconds=int(options.get(LOCK_LEASE, "30")),
             acquire_timeout_seconds=float(options.get(LOCK_ACQUIRE_TIMEOUT, "60")),
         )
+        #: Roots under which a table created or altered here may place files outside the warehouse
+        #: (``data-file.external-paths`` etc.); empty: none may (paimon_meta.table.placement).
+        self.allowed_external_roots = parse_allowed_roots(options.get(EXTERNAL_ROOTS_ALLOWED))
 
     # ---- databases ---------------------------------------------------------------------------------
 
@@ -207,6 +215,13 @@ class Catalog:
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
         FileStoreTable.check_schema(table_schema)
+        # options that place files keep them in the table, or under a root the catalog allows
+        check_placement_options(
+            table_schema.options,
+            table_path=location,
+            allowed_roots=self.allowed_external_roots,
+            warehouse=self.warehouse,
+        )
         holder = self.registry.table_row_at(location)
         if holder is not None:
             # A table renamed away from this name keeps its files here: adopting them would give two
@@ -318,6 +333,13 @@ class Catalog:
         """Apply ``changes`` as one new ``schema-<N+1>`` under the table's lock (so no commit of ours
         publishes on a schema that is being replaced) and record the schema id."""
         db, name = split_identifier(identifier)
+        # options set here that place files keep them in the table, or under a root the catalog allows
+        # (the options already there are the table's own: a Java table keeps its external paths)
+        check_placement_options(
+            {c.key: c.value for c in changes if isinstance(c, schema_change.SetOption)},
+            allowed_roots=self.allowed_external_roots,
+            warehouse=self.warehouse,
+        )
         with self._table_lock(db, name, "alter"):
             row = self.registry.get_table_row(db, name)
             table = self.get_table(identifier)
@@ -345,10 +367,11 @@ class Catalog:
         )
 
     def snapshot_committer(
-        self, row: TableRow, snapshots: SnapshotManager, *, principal: str | None = None
+        self, row: TableRow, table: FileStoreTable, *, principal: str | None = None
     ) -> SnapshotCommitter:
-        """A committer of client-built snapshots (the REST ``commit``) for one request."""
-        return SnapshotCommitter(self._guard(row, snapshots, principal), snapshots)
+        """A committer of client-built snapshots (the REST ``commit``) for one request; ``table``: the
+        table object of ``row`` (its schema and roots check what the snapshot names)."""
+        return SnapshotCommitter(self._guard(row, table.snapshot_manager, principal), table)
 
     def _guard(
         self, row: TableRow, snapshots: SnapshotManager, principal: str | None = None

@@ -6,8 +6,12 @@ fencing, create-if-absent publish and event log as a CommitMessage commit, with 
 reduced to what the protocol defines (the client checked its changes against its base itself):
 
 1. **Validate** (no lock): the snapshot's manifest lists and index manifest are plain file names of
-   this table's ``manifest/`` directory and exist; its schema exists. Else ``ValidationError``: nothing
-   is recorded, nothing published.
+   this table's ``manifest/`` directory and exist; its schema exists; every entry of its delta and
+   changelog manifests passes the checks a CommitMessage's files pass (``commit/validate.py``: plain
+   names, external paths under the table's external roots, buckets, schema ids, levels, counts within
+   BIGINT, no file added twice). Else ``ValidationError``: nothing is recorded, nothing published.
+   The partition statistics recorded are the server's, computed from those delta entries (the client's
+   are only checked to be numbers): what the log says matches what storage holds.
 2. ``prepared`` (:class:`PreparedSnapshot`: the snapshot JSON and the statistics) travels with the first
    lock attempt; acquire the table lock; reconcile storage into the log (as every commit does).
 3. No server-side dedupe by (commit user, identifier, kind): pypaimon reuses one such triple for every
@@ -18,7 +22,10 @@ reduced to what the protocol defines (the client checked its changes against its
 4. **Base check** (I4): ``baseSnapshotUuid`` must be the latest snapshot's uuid (null: no snapshot).
    Otherwise the answer is ``success: false``, the protocol's conflict signal: the client re-reads the
    latest snapshot, re-checks its changes and retries with a new snapshot. A matching base with an id
-   other than latest + 1 is a malformed request (``ValidationError``).
+   other than latest + 1 is a malformed request (``ValidationError``). On the base: no delta ADD names
+   a file live in it (unless the delta deletes it too), and every manifest of the new base list that
+   the base did not list (a client's merge output) passes the entry checks, as does a new index
+   manifest: a client cannot slip a file outside the table into the snapshot through its base list.
 5. **Fence and publish** (I2, I3): validate the lease in the publishing transaction; create
    ``snapshot-N`` only if absent (a file already there means a writer outside the lock got there first:
    ``success: false``); LATEST/EARLIEST hints.
@@ -42,13 +49,24 @@ from dataclasses import dataclass
 from paimon_meta.catalog.events import CommitRef, PreparedSnapshot
 from paimon_meta.catalog.statistics import PartitionDelta
 from paimon_meta.commit import crashpoints
+from paimon_meta.commit.changes import partition_deltas
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.metastore_guard import MetastoreGuard
 from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
-from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError
+from paimon_meta.commit.validate import MessageValidator
+from paimon_meta.errors import (
+    CommitOutcomeUnknownError,
+    CorruptMetadataError,
+    FileNotFound,
+    ValidationError,
+)
 from paimon_meta.serde.json import snapshot_to_json
+from paimon_meta.spec.manifest import FileKind, ManifestEntry
 from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.containment import TableRoots, name_problem
+from paimon_meta.table.live_files import file_key
 from paimon_meta.table.snapshots import SnapshotManager
+from paimon_meta.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +109,11 @@ def validate_snapshot_files(snapshots: SnapshotManager, snapshot: Snapshot) -> N
     its schema exists. Raises ``ValidationError`` naming the field."""
     file_io, paths = snapshots.file_io, snapshots.paths
     for field, name in _file_names(snapshot):
-        if not name or "/" in name or "\\" in name or name in {".", ".."} or "\x00" in name:
+        problem = name_problem(name)
+        if problem is not None:
             raise ValidationError(
-                f"snapshot.{field} must be a file name in the table's manifest directory, got {name!r}",
+                f"snapshot.{field} must be a file name in the table's manifest directory, got "
+                f"{name[:200]!r}: {problem}",
                 field=f"snapshot.{field}",
             )
         if not file_io.exists(paths.manifest_path(name)):
@@ -108,12 +128,19 @@ def validate_snapshot_files(snapshots: SnapshotManager, snapshot: Snapshot) -> N
 
 
 class SnapshotCommitter:
-    """Commits client-built snapshots to one table through a :class:`MetastoreGuard`."""
+    """Commits client-built snapshots to one table through a :class:`MetastoreGuard`. ``table``: the
+    table object whose schema, roots and manifest reader check what the snapshot names (its snapshot
+    manager is the one commits use)."""
 
-    def __init__(self, guard: MetastoreGuard, snapshots: SnapshotManager) -> None:
+    def __init__(self, guard: MetastoreGuard, table: FileStoreTable) -> None:
         self.guard = guard
-        self.snapshots = snapshots
-        self.file_io = snapshots.file_io
+        self.table = table
+        self.snapshots = table.snapshot_manager
+        self.file_io = self.snapshots.file_io
+        self.reader = table.manifest_reader
+        self.validator = MessageValidator(
+            table.schema, TableRoots.of(table.path, table.schema.options), schema_exists=self._schema_exists
+        )
 
     def commit(self, request: SnapshotCommitRequest) -> SnapshotCommitResult:
         """Steps 1-6 of the module docstring. Raises ``ValidationError`` (bad request, nothing recorded
@@ -121,7 +148,13 @@ class SnapshotCommitter:
         ``CommitOutcomeUnknownError`` (the snapshot may be on storage: the client must re-read)."""
         snap = request.snapshot
         validate_snapshot_files(self.snapshots, snap)
+        delta = self._validated_entries(snap)
         self._precheck_id(request)
+        # The statistics recorded are what the delta manifests say (the CommitMessage path computes
+        # them the same way); the client's numbers were only checked to be BIGINTs.
+        request = SnapshotCommitRequest(
+            request.base_snapshot_uuid, snap, partition_deltas(delta, self.table.partition_spec)
+        )
         row = self.guard.table_row
         ref = CommitRef.new(
             table_id=row.table_id,
@@ -142,7 +175,7 @@ class SnapshotCommitter:
             ),
         )
         try:
-            result = self._locked(commit_id, ref, request)
+            result = self._locked(commit_id, ref, request, delta)
         except _Conflict as e:
             self.guard.finished(commit_id, outcome="failed", error="CommitConflict", reason=str(e))
             return SnapshotCommitResult(False, commit_id, reason=str(e))
@@ -155,7 +188,9 @@ class SnapshotCommitter:
         self.guard.finished(commit_id, outcome="published", snapshot_id=result.snapshot_id)
         return result
 
-    def _locked(self, commit_id: str, ref: CommitRef, request: SnapshotCommitRequest) -> SnapshotCommitResult:
+    def _locked(
+        self, commit_id: str, ref: CommitRef, request: SnapshotCommitRequest, delta: Sequence[ManifestEntry]
+    ) -> SnapshotCommitResult:
         snap = request.snapshot
         with self.guard.session(commit_id, 1) as session:
             latest_id = session.latest_snapshot_id()
@@ -167,8 +202,12 @@ class SnapshotCommitter:
             outcome: dict[str, str] = {"outcome": "ok"}
             try:
                 self._check_base(latest, request)
+                self._check_on_base(latest, snap, delta)
             except _Conflict as e:
                 outcome = {"outcome": "conflict", "reason": "base_snapshot_changed", "message": str(e)}
+                raise
+            except ValidationError as e:
+                outcome = {"outcome": "refused", "reason": "invalid_on_base", "message": str(e)}
                 raise
             finally:
                 session.record(
@@ -206,6 +245,80 @@ class SnapshotCommitter:
                 )
             crashpoints.reached(CrashPoint.AFTER_EVENT)
             return SnapshotCommitResult(True, commit_id, snap.id)
+
+    def _schema_exists(self, schema_id: int) -> bool:
+        try:
+            self.table.schema_manager.schema(schema_id)
+        except (FileNotFound, CorruptMetadataError):
+            return False
+        return True
+
+    def _entries(self, list_name: str) -> list[ManifestEntry]:
+        entries: list[ManifestEntry] = []
+        for group in self.reader.manifests(self.reader.manifest_list(list_name)):
+            entries.extend(group)
+        return entries
+
+    def _validated_entries(self, snap: Snapshot) -> list[ManifestEntry]:
+        """Step 1: the delta's and the changelog's entries pass the CommitMessage checks; the delta's."""
+        delta = self._entries(snap.delta_manifest_list)
+        self.validator.validate_entries(delta, source="deltaManifestList")
+        if snap.changelog_manifest_list is not None:
+            self.validator.validate_entries(
+                self._entries(snap.changelog_manifest_list), source="changelogManifestList"
+            )
+        return delta
+
+    def _check_on_base(self, latest: Snapshot | None, snap: Snapshot, delta: Sequence[ManifestEntry]) -> None:
+        """Step 4, on the base: no delta ADD of a live file (unless deleted too); manifests and an index
+        manifest the base did not have pass the entry checks. ``ValidationError`` otherwise: the same
+        snapshot would be refused on any base, so it is bad input, not a conflict to retry."""
+        known: set[str] = set()
+        if latest is not None:
+            for name in (latest.base_manifest_list, latest.delta_manifest_list):
+                known.update(m.file_name for m in self.reader.manifest_list(name))
+        delta_metas = {m.file_name for m in self.reader.manifest_list(snap.delta_manifest_list)}
+        for meta in self.reader.manifest_list(snap.base_manifest_list):
+            if meta.file_name not in known and meta.file_name not in delta_metas:
+                self.validator.validate_entries(
+                    list(self.reader.manifest(meta.file_name)), source=f"baseManifestList {meta.file_name}"
+                )
+        if snap.index_manifest is not None and (
+            latest is None or snap.index_manifest != latest.index_manifest
+        ):
+            self.validator.validate_index_entries(
+                self.reader.index_manifest(snap.index_manifest), source="indexManifest"
+            )
+        deleted = {file_key(e) for e in delta if e.kind is FileKind.DELETE}
+        added = {file_key(e): e for e in delta if e.kind is FileKind.ADD}
+        candidates = [k for k in added if k not in deleted]
+        live = self.snapshots.live_files.live_of(
+            latest,
+            candidates,
+            delta=lambda s: self._entries(s.delta_manifest_list),
+            everything=self._data_entries,
+            snapshot=self._stored_snapshot,
+        )
+        if live:
+            name = added[live[0]].file.file_name
+            raise ValidationError(
+                f"deltaManifestList adds file {name}, which is live in snapshot "
+                f"{None if latest is None else latest.id} already ({len(live)} such files)",
+                field="deltaManifestList",
+                file=name,
+            )
+
+    def _data_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        entries: list[ManifestEntry] = []
+        for group in self.reader.manifests(self.reader.data_manifests(snapshot)):
+            entries.extend(group)
+        return entries
+
+    def _stored_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        try:
+            return self.snapshots.snapshot(snapshot_id)
+        except FileNotFound:
+            return None
 
     def _precheck_id(self, request: SnapshotCommitRequest) -> None:
         """Refuse a malformed id before anything is recorded: when the base is the latest snapshot as

@@ -28,7 +28,13 @@ from typing import Any
 from paimon_meta.errors import PathOutsideTableError, ValidationError
 from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import DataFileMeta, IndexFileMeta
+from paimon_meta.spec.manifest import (
+    DataFileMeta,
+    FileKind,
+    IndexFileMeta,
+    IndexManifestEntry,
+    ManifestEntry,
+)
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table.containment import MAX_BIGINT, TableRoots, name_problem
 from paimon_meta.table.paths import POSTPONE_BUCKET
@@ -74,81 +80,105 @@ class MessageValidator:
 
     def validate(self, messages: Sequence[CommitMessage]) -> None:
         """Raise ``ValidationError`` (field, message index) at the first thing a commit may not name."""
-        seen: dict[object, str] = {}
-        rows = 0
+        added = _Added()
         for index, msg in enumerate(messages):
-            self._message(index, msg)
+            where: dict[str, Any] = {"message_index": index}
+            self._placement(msg.partition, msg.bucket, msg.total_buckets, where)
+            if msg.check_from_snapshot is not None:
+                _int_in(msg.check_from_snapshot, -1, MAX_BIGINT, "check_from_snapshot", where)
             for (increment, adds), files in _data_files(msg):
                 for f in files:
-                    where = {"message_index": index, "increment": increment, "file": _shown(f.file_name)}
-                    self._data_file(f, where, adds=adds)
+                    at = {**where, "increment": increment, "file": _shown(f.file_name)}
+                    self._data_file(f, at, adds=adds)
                     if adds:
-                        key = f.external_path or (msg.partition, msg.bucket, f.file_name)
-                        other = seen.get(key)
-                        if other is not None:
-                            raise ValidationError(
-                                f"message {index} {increment}: file {f.file_name!r} is added twice by this "
-                                f"commit (also in {other})",
-                                field="file_name",
-                                **where,
-                            )
-                        seen[key] = f"message {index} {increment}"
-                        rows += f.row_count
+                        added.add(f.external_path or (msg.partition, msg.bucket, f.file_name), f, at)
             for increment, ifiles in _index_files(msg):
                 for i in ifiles:
-                    self._index_file(
-                        i, {"message_index": index, "increment": increment, "file": _shown(i.file_name)}
-                    )
-        if rows > MAX_BIGINT:
-            raise ValidationError(f"the commit adds {rows} rows in all, over BIGINT", field="row_count")
+                    self._index_file(i, {**where, "increment": increment, "file": _shown(i.file_name)})
+        added.check_total()
 
-    # ---- one message -------------------------------------------------------------------------------
+    def validate_entries(self, entries: Sequence[ManifestEntry], *, source: str) -> None:
+        """The same checks for manifest entries a client wrote (the REST commit): ``source`` names
+        where they come from (``deltaManifestList``, ...); the error names the entry's index."""
+        added = _Added()
+        decoded: set[bytes] = set()
+        for index, e in enumerate(entries):
+            where: dict[str, Any] = {
+                "entry_index": index,
+                "increment": source,
+                "file": _shown(e.file.file_name),
+            }
+            self._placement(e.partition, e.bucket, e.total_buckets, where, decoded=decoded)
+            adds = e.kind is FileKind.ADD
+            self._data_file(e.file, where, adds=adds)
+            if adds:
+                added.add(e.file.external_path or (e.partition, e.bucket, e.file.file_name), e.file, where)
+        added.check_total()
 
-    def _message(self, index: int, msg: CommitMessage) -> None:
-        where: dict[str, Any] = {"message_index": index}
-        bucket, n = msg.bucket, self._buckets
-        _int_in(msg.bucket, -2, MAX_BUCKET, "bucket", where)
+    def validate_index_entries(self, entries: Sequence[IndexManifestEntry], *, source: str) -> None:
+        """Index manifest entries a client wrote: names, external paths, sizes, placement."""
+        decoded: set[bytes] = set()
+        for index, e in enumerate(entries):
+            where: dict[str, Any] = {
+                "entry_index": index,
+                "increment": source,
+                "file": _shown(e.index_file.file_name),
+            }
+            self._placement(e.partition, e.bucket, None, where, decoded=decoded)
+            self._index_file(e.index_file, where)
+
+    # ---- one message or entry ----------------------------------------------------------------------
+
+    def _placement(
+        self,
+        partition: bytes,
+        bucket: int,
+        total: int | None,
+        where: dict[str, Any],
+        *,
+        decoded: set[bytes] | None = None,
+    ) -> None:
+        """The bucket fits the table's bucket mode and the partition decodes as its partition row."""
+        label, n = _label(where), self._buckets
+        _int_in(bucket, -2, MAX_BUCKET, "bucket", where)
         if n > 0:
             if not 0 <= bucket < n:
                 raise ValidationError(
-                    f"message {index}: bucket {bucket}, the table has {n} buckets", field="bucket", **where
+                    f"{label}: bucket {bucket}, the table has {n} buckets", field="bucket", **where
                 )
         elif n == -1:
             # Bucket-unaware append tables write bucket 0 only; dynamic-bucket primary-key tables
             # number their buckets from 0.
             if bucket < 0 or (not self._primary_key and bucket != 0):
                 mode = "dynamic-bucket" if self._primary_key else "bucket-unaware"
-                raise ValidationError(
-                    f"message {index}: bucket {bucket} on a {mode} table", field="bucket", **where
-                )
+                raise ValidationError(f"{label}: bucket {bucket} on a {mode} table", field="bucket", **where)
         elif n == POSTPONE_BUCKET and bucket < 0 and bucket != POSTPONE_BUCKET:
             raise ValidationError(
-                f"message {index}: bucket {bucket} on a postpone-bucket table", field="bucket", **where
+                f"{label}: bucket {bucket} on a postpone-bucket table", field="bucket", **where
             )
-        total = msg.total_buckets
         if total is not None:
             _int_in(total, -2, MAX_BUCKET, "total_buckets", where)
             if total > 0 and bucket >= total:
                 raise ValidationError(
-                    f"message {index}: bucket {bucket} of {total} total buckets",
-                    field="total_buckets",
-                    **where,
+                    f"{label}: bucket {bucket} of {total} total buckets", field="total_buckets", **where
                 )
-        if msg.check_from_snapshot is not None:
-            _int_in(msg.check_from_snapshot, -1, MAX_BIGINT, "check_from_snapshot", where)
+        if decoded is not None and partition in decoded:
+            return
         try:
-            deserialize_row(msg.partition, self._partition_types)
+            deserialize_row(partition, self._partition_types)
         except Exception as e:
             raise ValidationError(
-                f"message {index}: partition does not decode as the table's "
+                f"{label}: partition does not decode as the table's "
                 f"{len(self._partition_types)} partition columns: {e}",
                 field="partition",
-                partition=bytes(msg.partition[:256]).hex(),
+                partition=bytes(partition[:256]).hex(),
                 **where,
             ) from e
+        if decoded is not None:
+            decoded.add(partition)
 
     def _data_file(self, f: DataFileMeta, where: dict[str, Any], *, adds: bool) -> None:
-        label = f"message {where['message_index']} {where['increment']}"
+        label = _label(where)
         _name(f.file_name, label, "file_name", where)
         for extra in f.extra_files:
             _name(extra, label, "extra_files", where)
@@ -177,7 +207,7 @@ class MessageValidator:
             _int_in(f.first_row_id, 0, MAX_BIGINT, "first_row_id", where)
 
     def _index_file(self, i: IndexFileMeta, where: dict[str, Any]) -> None:
-        label = f"message {where['message_index']} {where['increment']}"
+        label = _label(where)
         _name(i.file_name, label, "file_name", where)
         if i.external_path is not None:
             self._external(i.external_path, i.file_name, label, where)
@@ -238,11 +268,40 @@ def _index_files(msg: CommitMessage) -> Iterable[tuple[str, Sequence[IndexFileMe
     return zip(_INDEX_FIELDS, groups)
 
 
+class _Added:
+    """Files a commit adds, by where they are: none twice; their rows within BIGINT in all."""
+
+    def __init__(self) -> None:
+        self.seen: dict[object, str] = {}
+        self.rows = 0
+
+    def add(self, key: object, f: DataFileMeta, where: dict[str, Any]) -> None:
+        other = self.seen.get(key)
+        if other is not None:
+            raise ValidationError(
+                f"{_label(where)}: file {f.file_name!r} is added twice by this commit (also {other})",
+                field="file_name",
+                **where,
+            )
+        self.seen[key] = _label(where)
+        self.rows += f.row_count
+
+    def check_total(self) -> None:
+        if self.rows > MAX_BIGINT:
+            raise ValidationError(f"the commit adds {self.rows} rows in all, over BIGINT", field="row_count")
+
+
+def _label(where: dict[str, Any]) -> str:
+    """``message 3 data_increment.new_files`` or ``deltaManifestList entry 5``."""
+    if "message_index" in where:
+        return f"message {where['message_index']} {where.get('increment', '')}".rstrip()
+    return f"{where.get('increment', 'entry')} entry {where.get('entry_index')}"
+
+
 def _int_in(value: object, low: int, high: int, name: str, where: dict[str, Any]) -> None:
     if type(value) is not int or not low <= value <= high:
-        label = " ".join(str(where[k]) for k in ("message_index", "increment") if k in where)
         raise ValidationError(
-            f"message {label}: {name} {value!r} is outside {low}..{high}", field=name, **where
+            f"{_label(where)}: {name} {value!r} is outside {low}..{high}", field=name, **where
         )
 
 

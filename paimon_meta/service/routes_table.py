@@ -93,7 +93,8 @@ def commit_table(
             resource_name=identifier,
         )
     snapshot = convert.commit_snapshot(body)
-    committer = catalog.snapshot_committer(row, state.snapshot_manager(row), principal=access.principal)
+    state.snapshot_manager(row)  # observes the row's timeline for the shared manager
+    committer = catalog.snapshot_committer(row, state.commit_table(row), principal=access.principal)
     started = time.monotonic()
     outcome = "failed"
     try:

@@ -11,7 +11,9 @@ import pyarrow as pa
 from sqlalchemy import text
 
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.commit.manifests import ManifestWriter
 from paimon_meta.serde.json import snapshot_to_json
+from paimon_meta.spec.manifest import FileKind, ManifestEntry
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 
 P = "/v1/paimon"
@@ -63,6 +65,33 @@ def commit_body(base: Snapshot, **changes: Any) -> dict[str, Any]:
     if "_table_id" in changes:
         body["tableId"] = changes["_table_id"]
     return body
+
+
+def write_delta(
+    catalog: Catalog, identifier: str, entries: list[ManifestEntry], *, delete_live_of: Snapshot | None = None
+) -> str:
+    """Write a delta manifest list into ``identifier``'s ``manifest/`` as a REST client does: ``entries``
+    and, with ``delete_live_of``, a DELETE of every live file of that snapshot. Returns its name."""
+    table = catalog.get_table(identifier)
+    if delete_live_of is not None:
+        reader = table.manifest_reader
+        for group in reader.manifests(reader.data_manifests(delete_live_of)):
+            entries = [
+                *entries,
+                *(
+                    ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                    for e in group
+                ),
+            ]
+    writer = ManifestWriter(
+        table.file_io,
+        table.paths.manifest_dir,
+        [f.type for f in table.schema.partition_type.fields],
+        table.schema.id,
+    )
+    name, _ = writer.write_manifest_list(writer.write_manifests(entries))
+    writer.sync()
+    return name
 
 
 def published_count(catalog: Catalog) -> int:

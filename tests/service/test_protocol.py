@@ -17,7 +17,7 @@ from paimon_meta.table.scan import FileStoreScan
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.tags import TagManager
 from tests.fixtures.service import make_principal
-from tests.service.helpers import P, auth, commit_body, seed, state_of_storage
+from tests.service.helpers import P, auth, commit_body, seed, state_of_storage, write_delta
 
 pytestmark = pytest.mark.postgres
 
@@ -195,7 +195,10 @@ def test_commit_publishes_and_records(
             "lastFileCreationTime": 0,
         },
     ]
-    body = commit_body(base, _table_id=table_id, _statistics=stats)
+    # The delta deletes every file (the statistics recorded are the server's, from the delta's entries;
+    # the client's say the same here).
+    delta = write_delta(service_catalog, "db.t", [], delete_live_of=base)
+    body = commit_body(base, _table_id=table_id, _statistics=stats, deltaManifestList=delta)
     r = service_client.post(f"{P}/databases/db/tables/t/commit", content=json.dumps(body), headers=admin)
     assert r.json() == {"success": True}
     table = service_catalog.get_table("db.t")

@@ -34,7 +34,7 @@ def _request(base: Snapshot) -> SnapshotCommitRequest:
 def _commit(catalog: Catalog, request: SnapshotCommitRequest, *, die_at: CrashPoint | None = None) -> Any:
     row = catalog.table_row("db.t")
     table = catalog.get_table("db.t")
-    committer = catalog.snapshot_committer(row, table.snapshot_manager, principal="p")
+    committer = catalog.snapshot_committer(row, table, principal="p")
     if die_at is None:
         return committer.commit(request)
     original = crashpoints.reached
