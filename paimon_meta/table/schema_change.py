@@ -32,6 +32,7 @@ from paimon_meta.errors import CommitFailedError, TableNotFoundError, Validation
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
 from paimon_meta.table.casts import can_cast
+from paimon_meta.table.placement import check_path_option
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 
 ADD_COLUMN_BEFORE_PARTITION = "add-column-before-partition"
@@ -428,6 +429,9 @@ def apply_change(schema: TableSchema, change: SchemaChange, *, has_snapshots: bo
     nxt = _next_schema(schema, schema.fields, schema.highest_field_id, schema.primary_keys, schema.options)
     if isinstance(change, SetOption):
         _check_option_key(change.key)
+        # an option that places files must keep them in the table (the catalog also checks external
+        # locations against its allowlist before it alters: Catalog.alter_table_changes)
+        check_path_option(change.key, change.value)
         return replace(nxt, options={**schema.options, change.key: change.value})
     if isinstance(change, RemoveOption):
         _check_option_key(change.key)
