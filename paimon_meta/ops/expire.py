@@ -48,6 +48,7 @@ from paimon_meta.ops.references import (
 )
 from paimon_meta.spec.manifest import FileKind, ManifestEntry
 from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.file_guard import path_guard, refused_payload
 from paimon_meta.table.table import FileStoreTable
 
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ class ExpireReport:
     deleted_data_files: list[str] = field(default_factory=list)
     deleted_metadata_files: list[str] = field(default_factory=list)
     kept_referenced: int = 0
+    #: candidates not deleted because they are not the table's files (table.file_guard)
+    refused_paths: list[str] = field(default_factory=list)
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,6 +180,7 @@ def expire_snapshots(
                 "deleted_data_files": len(report.deleted_data_files),
                 "deleted_metadata_files": len(report.deleted_metadata_files),
                 "kept_referenced": report.kept_referenced,
+                **refused_payload(report.refused_paths),
                 "note": report.note,
             },
         )
@@ -261,6 +265,12 @@ def _expire(
     doomed_data = [p for names in unused_data.values() for p in names]
     doomed_meta = [path for name, path in metadata.items() if name not in keep.metadata]
     report.kept_referenced = len(data) - len(unused_data) + len(metadata) - len(doomed_meta)
+    # Manifests name files by name and external path: one naming another table's file (or any file
+    # outside this table's root and external roots) is refused, never deleted; the rest expires.
+    guard = path_guard(table)
+    what = f"expire-snapshots {report.table}"
+    doomed_data = [p for p in doomed_data if guard.allowed(p, report.refused_paths, what=what)]
+    doomed_meta = [p for p in doomed_meta if guard.allowed(p, report.refused_paths, what=what)]
     report.expired = [s.id for s in expiring]
     report.earliest_after = end
     report.deleted_data_files = sorted(doomed_data)

@@ -41,6 +41,7 @@ from paimon_meta.ops.references import (
     tag_snapshots,
 )
 from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.table.file_guard import path_guard, refused_payload
 from paimon_meta.table.paths import (
     BUCKET_PREFIX,
     EARLIEST,
@@ -83,6 +84,8 @@ class OrphanReport:
     orphans: list[OrphanFile] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    #: orphans not deleted because they are not the table's files (table.file_guard)
+    refused: list[str] = field(default_factory=list)
 
     @property
     def orphan_bytes(self) -> int:
@@ -148,7 +151,14 @@ def remove_orphan_files(
             f"{report.too_young} unreferenced but younger than {older_than_seconds:.0f}s"
         )
         if not dry_run:
+            # Only files listed under the table's root are candidates (_classify); the guard also
+            # refuses what the file system resolves elsewhere (a "." or ".." segment, a control
+            # character), so no listing quirk of a store turns cleanup into a deletion outside.
+            guard = path_guard(table)
+            what = f"remove-orphan-files {row.identifier}"
             for orphan in report.orphans:
+                if not guard.allowed(orphan.path, report.refused, what=what):
+                    continue
                 try:
                     table.file_io.delete(orphan.path)
                 except FileIOError:
@@ -165,6 +175,7 @@ def remove_orphan_files(
                 "orphan_bytes": report.orphan_bytes,
                 "deleted": len(report.deleted),
                 "failed": len(report.failed),
+                **refused_payload(report.refused),
             },
         )
     return report

@@ -16,6 +16,7 @@ from paimon_meta.spec.binary_row import deserialize_row
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.option_audit import check_main_branch
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.write import TableWrite
 
@@ -63,8 +64,12 @@ def _factory(table: FileStoreTable) -> CommitterFactory:
 
 
 def _abort_files(table: FileStoreTable, messages: Sequence[CommitMessage]) -> None:
-    """Delete the data files of messages that will never be committed (definitely failed)."""
+    """Delete the data files of messages that will never be committed (definitely failed). A file a
+    message names outside the table (a message is whatever its sender made it) is refused and logged,
+    never deleted (table.file_guard)."""
     partition_types = [f.type for f in table.schema.partition_type.fields]
+    guard = path_guard(table)
+    refused: list[str] = []
     for m in messages:
         values = deserialize_row(m.partition, partition_types)
         bucket_dir = table.paths.bucket_path(values, m.bucket)
@@ -77,7 +82,9 @@ def _abort_files(table: FileStoreTable, messages: Sequence[CommitMessage]) -> No
             *m.compact_increment.compact_after,
         ):
             if f.file_name not in live:
-                table.file_io.delete(f.external_path or table.file_io.join(bucket_dir, f.file_name))
+                path = guard.deletable(bucket_dir, f.file_name, f.external_path, refused, what="abort")
+                if path is not None:
+                    table.file_io.delete(path)
 
 
 class BatchTableCommit:

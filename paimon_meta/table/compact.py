@@ -59,8 +59,8 @@ from paimon_meta.table.data_file import (
     FileLayout,
     RollingDataFileWriter,
 )
+from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.merge_engine import DEDUPLICATE, MergeEngine, merge_key_value_rows
-from paimon_meta.table.paths import join_path
 from paimon_meta.table.read import read_file_for_rewrite
 from paimon_meta.table.scan import FileStoreScan, PartitionFilterArg, Plan, Split
 from paimon_meta.table.table import FileStoreTable
@@ -283,8 +283,7 @@ def run_task(table: FileStoreTable, task: CompactTask) -> CommitMessage:
     except BaseException:
         for rolling in writers:
             rolling.abort()
-        for f in after:
-            table.file_io.delete(f.external_path or join_path(task.bucket_path, f.file_name))
+        _delete_files(table, task.bucket_path, after, what="compaction task")
         raise
     after += [dataclasses.replace(f, level=task.output_level) for f in task.upgrade]
     return CommitMessage(
@@ -300,7 +299,13 @@ def _read_for_rewrite(
 ) -> pa.Table:
     """One file's rows in the current schema's file layout (older schemas evolved by field id)."""
     return read_file_for_rewrite(
-        table.file_io, table.schema, table.schema_manager, layout, bucket_path=task.bucket_path, file=file
+        table.file_io,
+        table.schema,
+        table.schema_manager,
+        layout,
+        bucket_path=task.bucket_path,
+        file=file,
+        guard=path_guard(table),
     )
 
 
@@ -387,8 +392,20 @@ def abort_compaction(table: FileStoreTable, messages: Sequence[CommitMessage]) -
     types = [f.type for f in table.schema.partition_type.fields]
     for m in messages:
         bucket_dir = table.paths.bucket_path(deserialize_row(m.partition, types), m.bucket)
-        for f in new_files(m):
-            table.file_io.delete(f.external_path or join_path(bucket_dir, f.file_name))
+        _delete_files(table, bucket_dir, new_files(m), what="abort of a compaction")
+
+
+def _delete_files(
+    table: FileStoreTable, bucket_dir: str, files: Sequence[DataFileMeta], *, what: str
+) -> None:
+    """Delete written files a message names; a name or external path that is not the table's (a message
+    from a remote task runner says anything) is refused and logged, never deleted (table.file_guard)."""
+    guard = path_guard(table)
+    refused: list[str] = []
+    for f in files:
+        path = guard.deletable(bucket_dir, f.file_name, f.external_path, refused, what=what)
+        if path is not None:
+            table.file_io.delete(path)
 
 
 def _still_live(message: CommitMessage, live: set[tuple[bytes, int, int, str]]) -> bool:

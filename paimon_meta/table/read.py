@@ -38,6 +38,7 @@ from paimon_meta.spec.types import BIGINT, TINYINT, DataField, DataType, TypeRoo
 from paimon_meta.table.data_file import FileLayout
 from paimon_meta.table.deletion_vectors import DeletionFile, read_deletion_vector
 from paimon_meta.table.evolution import evolve_columns
+from paimon_meta.table.file_guard import PathGuard
 from paimon_meta.table.merge_engine import DEDUPLICATE, MergeEngine, key_group_starts
 from paimon_meta.table.paths import join_path
 from paimon_meta.table.scan import Split
@@ -133,6 +134,15 @@ def check_key_value_columns(table: pa.Table, keys: dict[int, tuple[str, DataType
         raise CorruptMetadataError(f"primary-key data file lacks columns {missing}", path=path)
 
 
+def _data_file_path(guard: PathGuard | None, bucket_path: str, file: DataFileMeta) -> str:
+    """Where a data file is (its external path, else in its bucket directory); with a guard, refused
+    (``PathOutsideTableError``) unless it is a file of the table: a manifest naming
+    ``../../<other table>/bucket-0/<file>`` or another table's external path must not read its rows."""
+    if guard is None:
+        return file.external_path or join_path(bucket_path, file.file_name)
+    return guard.file_path(bucket_path, file.file_name, file.external_path, field="data file")
+
+
 def read_file_for_rewrite(
     file_io: FileIO,
     schema: TableSchema,
@@ -141,6 +151,7 @@ def read_file_for_rewrite(
     *,
     bucket_path: str,
     file: DataFileMeta,
+    guard: PathGuard | None = None,
 ) -> pa.Table:
     """One data file's rows in ``layout`` (the current ``schema``'s file layout; older schemas evolved by
     field id), for compaction: primary-key files with their ``_KEY_*`` columns filled from the key
@@ -158,7 +169,7 @@ def read_file_for_rewrite(
             DataField(-2, VALUE_KIND, TINYINT(False)),
             *file_fields,
         ]
-    path = file.external_path or join_path(bucket_path, file.file_name)
+    path = _data_file_path(guard, bucket_path, file)
     fmt = file_format_of(file.file_name)
     avro_schema = to_arrow_schema(file_fields) if fmt == "avro" else None
     data = read_data_file(
@@ -218,9 +229,17 @@ class SplitReader:
     schema: the table's latest schema, or a time-travelled snapshot's)."""
 
     def __init__(
-        self, file_io: FileIO, schema: TableSchema, schemas: SchemaManager, fields: Sequence[DataField]
+        self,
+        file_io: FileIO,
+        schema: TableSchema,
+        schemas: SchemaManager,
+        fields: Sequence[DataField],
+        *,
+        guard: PathGuard | None = None,
     ):
         self.file_io = file_io
+        # files a manifest names are opened only if they are the table's (table.file_guard)
+        self.guard = guard
         self.schema = schema
         self.schemas = schemas
         self.fields = tuple(fields)
@@ -256,6 +275,8 @@ class SplitReader:
             return None
         data = self._index_files.get(deletion_file.path)
         if data is None:
+            if self.guard is not None:
+                self.guard.check(deletion_file.path, field="deletion vector index file")
             data = self.file_io.read(deletion_file.path)
             self._index_files[deletion_file.path] = data
         return read_deletion_vector(data, deletion_file)
@@ -277,7 +298,7 @@ class SplitReader:
                 DataField(-1, SEQUENCE_NUMBER, BIGINT(False)),
                 DataField(-2, VALUE_KIND, TINYINT(False)),
             ]
-        path = file.external_path or join_path(split.bucket_path, file.file_name)
+        path = _data_file_path(self.guard, split.bucket_path, file)
         fmt = file_format_of(file.file_name)
         avro_schema = to_arrow_schema(avro_fields) if fmt == "avro" else None
         columns = list(dict.fromkeys(columns))  # a key may also be an output column: read it once

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.errors import CorruptMetadataError, PathOutsideTableError, ValidationError
 from paimon_meta.io.base import FileIO
 from paimon_meta.serde.avro import decode_index_manifest, decode_manifest, decode_manifest_list
 from paimon_meta.spec.binary_row import deserialize_row
@@ -33,6 +33,7 @@ from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.spec.types import DataField, DataType, TypeRoot
 from paimon_meta.table.cache import LruCache
+from paimon_meta.table.containment import name_problem
 from paimon_meta.table.deletion_vectors import DELETION_VECTORS_INDEX, DeletionFile
 from paimon_meta.table.merge import live_files, merge_entries
 from paimon_meta.table.merge_engine import FIRST_ROW
@@ -81,9 +82,22 @@ class ManifestReader:
         self.cache = cache if cache is not None else LruCache(DEFAULT_MANIFEST_CACHE_ENTRIES)
         self.list_cache = list_cache if list_cache is not None else LruCache(DEFAULT_MANIFEST_CACHE_ENTRIES)
 
+    def _manifest_path(self, name: str) -> str:
+        """``manifest/<name>``; ``PathOutsideTableError`` unless ``name`` is a plain name: a snapshot or a
+        manifest list naming ``../../<other table>/manifest/...`` must not read another table's files."""
+        problem = name_problem(name)
+        if problem is not None:
+            raise PathOutsideTableError(
+                f"manifest file {repr(name)[:300]} is not a plain file name ({problem})",
+                path=str(name)[:1000],
+                table=self.paths.root,
+                field="manifest file",
+            )
+        return self.paths.manifest_path(name)
+
     def manifest_list(self, name: str) -> tuple[ManifestFileMeta, ...]:
         """The manifest metas of a manifest list (``CorruptMetadataError`` naming the file)."""
-        path = self.paths.manifest_path(name)
+        path = self._manifest_path(name)
 
         def load() -> tuple[ManifestFileMeta, ...]:
             data = self.file_io.read(path)
@@ -93,7 +107,7 @@ class ManifestReader:
 
     def manifest(self, name: str) -> tuple[ManifestEntry, ...]:
         """The entries of one manifest file (``CorruptMetadataError`` naming the file)."""
-        path = self.paths.manifest_path(name)
+        path = self._manifest_path(name)
 
         def load() -> tuple[ManifestEntry, ...]:
             data = self.file_io.read(path)
@@ -103,7 +117,7 @@ class ManifestReader:
 
     def manifests(self, metas: Sequence[ManifestFileMeta]) -> list[tuple[ManifestEntry, ...]]:
         """The entries of each manifest, in the order given; uncached files are fetched in parallel."""
-        found = [self.cache.get(self.paths.manifest_path(m.file_name)) for m in metas]
+        found = [self.cache.get(self._manifest_path(m.file_name)) for m in metas]
         missing = [i for i, entries in enumerate(found) if entries is None]
         if len(missing) <= 1 or self.parallelism == 1:
             loaded = [self.manifest(metas[i].file_name) for i in missing]
@@ -116,7 +130,7 @@ class ManifestReader:
 
     def index_manifest(self, name: str) -> list[IndexManifestEntry]:
         """The entries of an index manifest (not cached: one small file per scan)."""
-        path = self.paths.manifest_path(name)
+        path = self._manifest_path(name)
         data = self.file_io.read(path)
         return decode_index_manifest(data, fmt=sniff_format(data, self.manifest_format), path=path)
 

@@ -43,6 +43,7 @@ from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.spec.types import DataField
 from paimon_meta.table.builder import BatchWriteBuilder, StreamWriteBuilder
 from paimon_meta.table.cache import LruCache
+from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.paths import BRANCH_DIR, BRANCH_PREFIX, TablePaths, branch_path, join_path
 from paimon_meta.table.read import SplitReader, resolve_projection
 from paimon_meta.table.scan import (
@@ -348,7 +349,9 @@ class ReadBuilder:
         """Reads splits; refuses the same table options as :meth:`new_scan`."""
         _, schema, travel = self._checked()
         fields = resolve_projection(schema, self._projection)
-        reader = SplitReader(self.table.file_io, schema, self.table.schema_manager, fields)
+        reader = SplitReader(
+            self.table.file_io, schema, self.table.schema_manager, fields, guard=path_guard(self.table)
+        )
         fallback = self._fallback_builder(schema, travel)
         return TableRead(reader, None if fallback is None else fallback.new_read().reader)
 

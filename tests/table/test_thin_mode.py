@@ -175,7 +175,8 @@ def test_deletion_vector_applies_to_a_thin_file(tmp_path: Path) -> None:
     write(table, [(i, name_of(i), "p0", float(i), "+I") for i in range(10)], model)
     [(split, _, path)] = live(table)
     assert read_file(path).column_names == THIN_COLUMNS
-    index = tmp_path / "index-dv"
+    index = Path(table.paths.index_dir) / "index-dv"  # reads open only the table's own files
+    index.parent.mkdir(parents=True, exist_ok=True)
     vector = v1([0, 4, 9])
     index.write_bytes(b"\x01" + vector)
     deletion = DeletionFile(str(index), 1, len(vector) - 8, 3)
