@@ -54,7 +54,7 @@ from paimon_meta.spec.manifest import (
 )
 from paimon_meta.spec.option_audit import check_main_branch
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from paimon_meta.table.containment import TableRoots
+from paimon_meta.table.containment import MAX_BIGINT, TableRoots
 from paimon_meta.table.live_files import file_key
 from paimon_meta.table.overwrite import OverwriteSpec, PartitionMatcher
 from paimon_meta.table.table import FileStoreTable
@@ -630,6 +630,14 @@ class CommitCoordinator:
         record_delta = sum(
             e.file.row_count if e.kind is FileKind.ADD else -e.file.row_count for e in table_files
         )
+        if prev_total + record_delta > MAX_BIGINT:
+            # Java keeps the total in a long, the statistics in a BIGINT: an overflow would break both.
+            # Each file's count is within BIGINT (step 1); their sum on this base is not.
+            raise CommitConflictError(
+                f"the table would hold {prev_total + record_delta} rows, over BIGINT "
+                f"({prev_total} in snapshot {latest.id if latest else None} + {record_delta})",
+                reason="total_record_count_overflow",
+            )
         snapshot = Snapshot(
             id=(latest.id + 1) if latest else 1,
             schema_id=self.schema.id,

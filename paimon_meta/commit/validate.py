@@ -196,7 +196,7 @@ class MessageValidator:
         if f.schema_id not in self._known_schemas:
             if self._schema_exists is None or not self._schema_exists(f.schema_id):
                 raise ValidationError(
-                    f"{label}: file {f.file_name!r} names schema {f.schema_id}, which the table lacks",
+                    f"{label}: schema_id {f.schema_id} of file {f.file_name!r} is not a schema of the table",
                     field="schema_id",
                     **where,
                 )
