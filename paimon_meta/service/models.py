@@ -13,11 +13,14 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-#: A number of a request: within Postgres' BIGINT (and Java's long), else 400 naming the field.
-BigInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+#: A number of a request: within Postgres' BIGINT (and Java's long), else 400 naming the field
+#: (OpenAPI's ``int64``; its bounds as floats would round up to 2^63).
+BigInt = Annotated[
+    int, Field(ge=-(2**63), le=2**63 - 1), WithJsonSchema({"type": "integer", "format": "int64"})
+]
 
 
 def _bigints_only(value: Any, path: str = "") -> Any:
