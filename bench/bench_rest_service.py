@@ -360,12 +360,18 @@ def summed_metrics(replicas: Sequence[Server]) -> dict[str, tuple[float, float]]
     return total
 
 
+#: The bench principal's token for ``/metrics`` (it needs an admin grant); set in ``main``.
+METRICS_AUTH: dict[str, str] = {}
+
+
 def request_metrics(server: Server) -> dict[str, tuple[float, float]]:
     """``"METHOD route"`` -> (requests, seconds) so far, from the server's own request histogram."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out: dict[str, tuple[float, float]] = {}
-    for family in text_string_to_metric_families(httpx.get(f"{server.uri}/metrics", timeout=30).text):
+    scrape = httpx.get(f"{server.uri}/metrics", headers=METRICS_AUTH, timeout=30)
+    scrape.raise_for_status()
+    for family in text_string_to_metric_families(scrape.text):
         if family.name != "paimon_meta_service_request_seconds":
             continue
         for sample in family.samples:
@@ -763,6 +769,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             principals = Principals(catalog.engine)
             token = principals.create(PRINCIPAL, created_by="bench")
             principals.grant(PRINCIPAL, Privilege.ADMIN)
+            METRICS_AUTH["Authorization"] = f"Bearer {token}"
             with servers(url, warehouse, tmp, 1) as (main_server,):
                 results["overhead"] = bench_overhead(catalog, main_server, token, args.commits)
                 print(f"(c) in-process vs HTTP done: {load()}", flush=True)
