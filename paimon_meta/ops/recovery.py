@@ -485,8 +485,11 @@ def _finish(
         result = factory(table, ref.commit_user).commit(
             d.messages, ref.commit_identifier, overwrite=d.overwrite
         )
-    except CommitConflictError as e:
-        reason = f"conflict check failed: {e}"
+    except (CommitConflictError, ValidationError) as e:
+        # Definite: a conflict on today's table, or stored messages the commit path refuses (e.g. a
+        # file outside the table, stored before the checks existed): they can never be finished.
+        kind = "conflict check failed" if isinstance(e, CommitConflictError) else "refused"
+        reason = f"{kind}: {e}"
         d.action = ABORTED
         _record(catalog, d, resolution=ABORTED, reason=reason)
         report.commits.append(d.resolution(action=ABORTED, reason=reason))

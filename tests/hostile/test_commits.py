@@ -20,7 +20,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import CommitConflictError, ValidationError
+from paimon_meta.ops.recovery import recover_table
 from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.spec.binary_row import serialize_row
 from paimon_meta.spec.commit_message import CommitMessage, DataIncrement
@@ -28,7 +30,7 @@ from paimon_meta.spec.manifest import DataFileMeta, FileKind, IndexFileMeta, Man
 from paimon_meta.spec.types import INT
 from paimon_meta.table.table import FileStoreTable
 from tests.fixtures.service import in_process_client, make_principal
-from tests.ops.helpers import create, prepare, read_keys, write
+from tests.ops.helpers import Crash, crash_at, create, prepare, read_keys, write
 from tests.service.helpers import P, auth, commit_body, write_delta
 
 pytestmark = pytest.mark.postgres
@@ -357,3 +359,26 @@ def test_unique_names_of_this_commit(world: World) -> None:
     r = world.client.post(f"{URL}/commit-messages", json=_body(messages, 1), headers=world.mallory)
     assert r.is_success, r.text
     assert read_keys(world.catalog, identifier="db1.t1") == list(range(50))
+
+
+def test_recovery_aborts_stored_messages_that_name_files_outside_the_table(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit prepared before the checks existed (its messages stored in the ``prepared`` event) whose
+    writer died: recovery finishes pending commits through the commit path, which now refuses it. It is
+    aborted (a definite outcome), not left pending for every later run, and the victim is untouched."""
+    table = world.catalog.get_table("db1.t1")
+    msg = _with_file(_own_message(table, [100]), file_name=world.victim_relative)
+    with monkeypatch.context() as before_the_checks:
+        before_the_checks.setattr(MessageValidator, "validate", lambda self, messages: None)
+        with crash_at("after_lock"), pytest.raises(Crash):
+            assert table.committer_factory is not None
+            table.committer_factory(table, "dead-writer").commit([msg], 1)
+    report = recover_table(world.catalog, "db1.t1", older_than_seconds=0)
+    [resolution] = report.commits
+    assert resolution.action == "aborted" and "refused" in (resolution.reason or "")
+    assert "not a plain file name" in (resolution.reason or "")
+    assert _snapshots(world.catalog, "db1.t1") == []
+    assert read_keys(world.catalog, identifier="db2.t2") == [1, 2, 3]
+    assert Path(world.victim_file).exists()
+    assert recover_table(world.catalog, "db1.t1", older_than_seconds=0).commits == []
