@@ -161,7 +161,12 @@ class LiveFiles:
         """Make the base ``target`` (on storage): from the base by the deltas in between when they are
         all there and lead to ``target``, else by reading ``target``'s manifests."""
         start = self._base_key
-        if start is not None and start[0] < target.id and target.id - start[0] <= self._max_nodes:
+        if (
+            start is not None
+            and start[0] < target.id
+            and target.id - start[0] <= self._max_nodes
+            and _key_of(snapshot(start[0])) == start  # still the base's snapshot (no rollback since)
+        ):
             live = set(self._base)
             found: Snapshot | None = None
             for sid in range(start[0] + 1, target.id + 1):
@@ -181,6 +186,10 @@ class LiveFiles:
         self.rebuilds += 1
         self._base, self._base_key = live, snapshot_key(target)
         self._nodes = {k: n for k, n in self._nodes.items() if k[0] > target.id}
+
+
+def _key_of(snapshot: Snapshot | None) -> SnapshotKey | None:
+    return None if snapshot is None else snapshot_key(snapshot)
 
 
 def _live(key: FileKey, chain: Sequence[_Node], below: set[FileKey] | frozenset[FileKey]) -> bool:

@@ -145,3 +145,16 @@ def test_files_are_keyed_by_where_they_are(external: bool) -> None:
         assert file_key(e) == (partition(0), 0, "a")
     # the level is not part of it
     assert file_key(delete("a", level=3)) == (partition(0), 0, "a")
+
+
+def test_a_base_rolled_back_without_a_new_timeline_is_not_caught_up_from() -> None:
+    """Storage-only tables have no timeline: a rollback to 3 and two new snapshots reuse ids 4 and 5.
+    The base at the old 4 is checked against storage before its deltas are applied."""
+    storage, live = Storage(), LiveFiles()
+    for i in range(1, 5):
+        storage.publish(snap(i), [add(f"f{i}")])
+    assert storage.ask(live, storage.snapshots[4], ["f4"]) == {"f4"}
+    new4 = storage.publish(snap(4), [add("g4")])
+    new5 = storage.publish(snap(5), [add("g5")])
+    assert storage.ask(live, new5, ["f3", "f4", "g4", "g5"]) == {"f3", "g4", "g5"}
+    assert live.rebuilds == 2 and new4.id == 4
