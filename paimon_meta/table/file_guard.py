@@ -162,6 +162,22 @@ def path_guard(table: _Table) -> PathGuard:
     return PathGuard(TableRoots.of(table.path, table.schema.options), history)
 
 
+def writer_guard(file_io: FileIO, table_path: str, options: Mapping[str, str]) -> PathGuard:
+    """The guard a writer of the main branch at ``table_path`` reads its existing files through (the
+    first-row writer reads the bucket's files above level 0), with ``options`` of the schema it writes."""
+
+    def history() -> list[str]:
+        from paimon_meta.table.snapshots import SchemaManager
+
+        manager = SchemaManager(file_io, table_path)
+        out: list[str] = []
+        for sid in manager.list_ids():
+            out.extend(parse_external_roots(manager.schema(sid).options.get(EXTERNAL_PATHS)))
+        return out
+
+    return PathGuard(TableRoots.of(table_path, options), history)
+
+
 def refused_payload(refused: list[str]) -> dict[str, object]:
     """What a maintenance run's ``finished`` payload says about the paths it refused to delete."""
     return {"refused_paths": len(refused), "refused_first": [p[:1000] for p in refused[:REFUSED_SHOWN]]}

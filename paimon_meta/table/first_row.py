@@ -33,6 +33,7 @@ from paimon_meta.spec.commit_message import CompactIncrement
 from paimon_meta.spec.manifest import DataFileMeta, FileSource
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table.data_file import SEQUENCE_NUMBER_FIELD, FileLayout, RollingDataFileWriter, row_values
+from paimon_meta.table.file_guard import PathGuard
 from paimon_meta.table.merge_engine import MergeEngine, merge_key_value_rows
 from paimon_meta.table.read import read_file_for_rewrite
 from paimon_meta.table.snapshots import SchemaManager
@@ -54,7 +55,9 @@ class FirstRowLevels:
         bucket_path: str,
         files: Sequence[DataFileMeta],
         max_level: int,
+        guard: PathGuard,
     ) -> None:
+        self.guard = guard  # the files it reads are named by manifests: they must be the table's
         self.file_io = file_io
         self.schema = schema
         self.schemas = schemas
@@ -74,7 +77,13 @@ class FirstRowLevels:
 
     def _read(self, f: DataFileMeta) -> pa.Table:
         return read_file_for_rewrite(
-            self.file_io, self.schema, self.schemas, self.layout, bucket_path=self.bucket_path, file=f
+            self.file_io,
+            self.schema,
+            self.schemas,
+            self.layout,
+            bucket_path=self.bucket_path,
+            file=f,
+            guard=self.guard,
         )
 
     def compact(

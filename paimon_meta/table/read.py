@@ -40,7 +40,6 @@ from paimon_meta.table.deletion_vectors import DeletionFile, read_deletion_vecto
 from paimon_meta.table.evolution import evolve_columns
 from paimon_meta.table.file_guard import PathGuard
 from paimon_meta.table.merge_engine import DEDUPLICATE, MergeEngine, key_group_starts
-from paimon_meta.table.paths import join_path
 from paimon_meta.table.scan import Split
 from paimon_meta.table.snapshots import SchemaManager
 
@@ -134,12 +133,10 @@ def check_key_value_columns(table: pa.Table, keys: dict[int, tuple[str, DataType
         raise CorruptMetadataError(f"primary-key data file lacks columns {missing}", path=path)
 
 
-def _data_file_path(guard: PathGuard | None, bucket_path: str, file: DataFileMeta) -> str:
-    """Where a data file is (its external path, else in its bucket directory); with a guard, refused
+def _data_file_path(guard: PathGuard, bucket_path: str, file: DataFileMeta) -> str:
+    """Where a data file is (its external path, else in its bucket directory), refused
     (``PathOutsideTableError``) unless it is a file of the table: a manifest naming
     ``../../<other table>/bucket-0/<file>`` or another table's external path must not read its rows."""
-    if guard is None:
-        return file.external_path or join_path(bucket_path, file.file_name)
     return guard.file_path(bucket_path, file.file_name, file.external_path, field="data file")
 
 
@@ -151,7 +148,7 @@ def read_file_for_rewrite(
     *,
     bucket_path: str,
     file: DataFileMeta,
-    guard: PathGuard | None = None,
+    guard: PathGuard,
 ) -> pa.Table:
     """One data file's rows in ``layout`` (the current ``schema``'s file layout; older schemas evolved by
     field id), for compaction: primary-key files with their ``_KEY_*`` columns filled from the key
@@ -235,7 +232,7 @@ class SplitReader:
         schemas: SchemaManager,
         fields: Sequence[DataField],
         *,
-        guard: PathGuard | None = None,
+        guard: PathGuard,
     ):
         self.file_io = file_io
         # files a manifest names are opened only if they are the table's (table.file_guard)
@@ -275,8 +272,7 @@ class SplitReader:
             return None
         data = self._index_files.get(deletion_file.path)
         if data is None:
-            if self.guard is not None:
-                self.guard.check(deletion_file.path, field="deletion vector index file")
+            self.guard.check(deletion_file.path, field="deletion vector index file")
             data = self.file_io.read(deletion_file.path)
             self._index_files[deletion_file.path] = data
         return read_deletion_vector(data, deletion_file)

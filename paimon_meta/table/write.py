@@ -50,6 +50,7 @@ from paimon_meta.table.data_file import (
     SizeEstimate,
     arrow_to_internal,
 )
+from paimon_meta.table.file_guard import writer_guard
 from paimon_meta.table.first_row import FirstRowLevels
 from paimon_meta.table.merge_engine import DEDUPLICATE, FIRST_ROW, MergeEngine, merge_key_value_rows
 from paimon_meta.table.paths import TablePaths
@@ -557,6 +558,7 @@ class TableWrite:
                 bucket_path=self.paths.bucket_path(part.partition_values, part.bucket),
                 files=restored.files,
                 max_level=num_levels(self.schema) - 1,
+                guard=writer_guard(self.file_io, self.table_path, self.schema.options),
             )
             compact_rolling = RollingDataFileWriter(
                 self.file_io, self.layout, factory, self.target_file_size, estimate=self._estimate

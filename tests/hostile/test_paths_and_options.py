@@ -39,7 +39,7 @@ from paimon_meta.spec.manifest import FileKind, ManifestEntry
 from paimon_meta.table import schema_change
 from paimon_meta.table.table import FileStoreTable
 from tests.fixtures.golden import golden_table_path
-from tests.ops.helpers import FAST_LOCK, create, prepare, read_keys, write
+from tests.ops.helpers import FAST_LOCK, SCHEMA, create, prepare, read_keys, write
 
 T1, T2 = "db1.t1", "db2.t2"
 # PathOutsideTableError (a ValidationError); matched by name so this module imports only the API that
@@ -183,6 +183,34 @@ def test_compaction_refuses_to_read_another_tables_file(catalog: Catalog, tmp_pa
         compact(catalog.get_table(T1))  # before: rewrote db2.t2's rows into db1.t1
     assert type(err.value).__name__ == "PathOutsideTableError"
     _assert_untouched(p)
+
+
+def test_first_row_writer_refuses_to_read_another_tables_file(catalog: Catalog, tmp_path: Path) -> None:
+    """A first-row writer reads the bucket's files above level 0 to keep each key's first row: a
+    manifest naming another table's file there must not make it read (and dedupe against) that file."""
+    from paimon_meta.table.compact import compact
+
+    create(catalog, T2, bucket="1")
+    write(catalog, VICTIM_KEYS, identifier=T2)
+    [victim] = _live_paths(catalog, T2)
+    catalog.create_table(T1, SCHEMA, primary_keys=["k"], options={"bucket": "1", "merge-engine": "first-row"})
+    write(catalog, [100], identifier=T1)
+    compact(catalog.get_table(T1))  # snapshot 2 adds the file at the max level
+    relative = f"../../../db2.db/t2/bucket-0/{Path(victim).name}"
+    _rewrite_delta(
+        catalog.get_table(T1),
+        2,
+        lambda es: [
+            dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=relative))
+            if e.kind is FileKind.ADD
+            else e
+            for e in es
+        ],
+    )
+    with pytest.raises(OUTSIDE) as err:
+        prepare(catalog.get_table(T1), [100, 101])  # before: read db2.t2's file as db1.t1's
+    assert type(err.value).__name__ == "PathOutsideTableError"
+    assert Path(victim).exists() and read_keys(catalog, identifier=T2) == VICTIM_KEYS
 
 
 def test_read_refuses_a_deletion_vector_outside_the_table(golden_copy: Any, tmp_path: Path) -> None:

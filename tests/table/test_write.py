@@ -33,6 +33,7 @@ from paimon_meta.spec.manifest import (
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.spec.types import BIGINT, DOUBLE, INT, STRING, DataField, DataType
 from paimon_meta.table.data_file import local_now_millis
+from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.read import SplitReader
 from paimon_meta.table.scan import Split
 from paimon_meta.table.snapshots import SchemaManager
@@ -95,7 +96,9 @@ def decode_stats(meta: DataFileMeta, fields: Sequence[DataField]) -> dict[str, t
 
 def read_back(table: FileStoreTable, messages: Sequence[CommitMessage]) -> pa.Table:
     """Read the messages' files through the read path, as if they had been committed."""
-    reader = SplitReader(table.file_io, table.schema, table.schema_manager, table.schema.fields)
+    reader = SplitReader(
+        table.file_io, table.schema, table.schema_manager, table.schema.fields, guard=path_guard(table)
+    )
     part_types = [f.type for f in table.schema.partition_type.fields]
     parts = []
     for m in messages:
