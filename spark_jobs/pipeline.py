@@ -51,6 +51,7 @@ from paimon_meta.spec.bucket import bucket_array
 from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.spec.schema import TableSchema
 from paimon_meta.table.data_file import arrow_to_internal
+from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write import TableWrite
 from paimon_meta.table.write_input import ROW_KIND_COLUMN, UNAWARE_BUCKET, normalize_input
@@ -195,12 +196,17 @@ def unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
 
 
 def delete_message_files(table: FileStoreTable, messages: Sequence[CommitMessage]) -> None:
-    """Delete the new data files of writer messages that will never be committed."""
+    """Delete the new data files of writer messages that will never be committed. A file a message
+    names outside the table is refused and logged, never deleted (``paimon_meta.table.file_guard``)."""
     types = [f.type for f in table.schema.partition_type.fields]
+    guard = path_guard(table)
+    refused: list[str] = []
     for m in messages:
         bucket_dir = table.paths.bucket_path(deserialize_row(m.partition, types), m.bucket)
         for f in m.data_increment.new_files:
-            table.file_io.delete(f.external_path or table.file_io.join(bucket_dir, f.file_name))
+            path = guard.deletable(bucket_dir, f.file_name, f.external_path, refused, what="spark abort")
+            if path is not None:
+                table.file_io.delete(path)
 
 
 def encode_messages(messages: Sequence[CommitMessage]) -> pa.RecordBatch:
