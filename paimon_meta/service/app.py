@@ -163,7 +163,10 @@ class _EveryRequest:
         refused = _refuse_body(headers, method, self.max_body_bytes)
         try:
             if refused is None and service is not None and scope["path"] not in PUBLIC_PATHS:
-                refused = await _authenticate(service, scope, headers)
+                try:
+                    refused = await _authenticate(service, scope, headers)
+                except Exception as e:  # the metastore did not answer: the app's handlers say how
+                    refused = await _handled(Request(scope), e)
             # A body (Content-Length; chunked ones were refused) is read here, within the time limit, and
             # handed to the app from memory.
             has_body = refused is None and int(headers.get("content-length") or 0) > 0
@@ -224,12 +227,19 @@ async def _serve_fast(route: Route, scope: Scope, receive: Receive, send: Send) 
     try:
         response = await route.endpoint(request)
     except Exception as e:
-        handlers = scope["app"].exception_handlers
-        handler = next((handlers[c] for c in type(e).__mro__ if c in handlers), None)
-        if handler is None:
-            raise
-        response = await handler(request, e)
+        response = await _handled(request, e)
     await response(scope, receive, send)
+
+
+async def _handled(request: Request, e: Exception) -> Response:
+    """The app's answer to ``e`` (its handler for the nearest of ``e``'s classes, as Starlette looks
+    them up): the protocol's error body and status, for what the middleware itself raised too."""
+    handlers = request.scope["app"].exception_handlers
+    handler = next((handlers[c] for c in type(e).__mro__ if c in handlers), None)
+    if handler is None:
+        raise e
+    response: Response = await handler(request, e)
+    return response
 
 
 async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -> Response | None:

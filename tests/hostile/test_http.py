@@ -24,7 +24,9 @@ from fastapi.testclient import TestClient
 
 import paimon_meta
 from paimon_meta.catalog_api import Catalog
+from paimon_meta.errors import MetastoreUnavailableError
 from paimon_meta.serde.commit_message import serialize_commit_messages
+from paimon_meta.service.state import ServiceState
 from tests.fixtures.service import FAST_LOCK, REPO, free_port, make_principal
 from tests.ops.helpers import create, prepare
 from tests.service.helpers import SCHEMA, P, auth, commit_body, seed
@@ -225,6 +227,21 @@ def test_health_and_readiness_say_only_ready_or_not(
     r = service_client.get("/readyz")
     assert _error(r, 503)["message"] == "not ready"
     assert "HostUnreachable" not in r.text and "internal" not in r.text
+
+
+def test_a_metastore_failure_while_checking_the_token_is_the_protocols_error(
+    service_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token is checked in the middleware, outside the routes: what the metastore raises there still
+    goes through the app's error mapping (503 for an unreachable metastore, the protocol's body), never a
+    bare framework 500."""
+
+    def down(self: Any, token: str) -> None:
+        raise MetastoreUnavailableError("the metastore did not answer")
+
+    monkeypatch.setattr(ServiceState, "authenticate", down)
+    r = service_client.get(f"{P}/databases", headers=auth("pmt_unknown"))
+    assert _error(r, 503)["message"].startswith("the metastore did not answer")
 
 
 def test_the_event_log_part_of_metrics_is_cached(
