@@ -34,9 +34,7 @@ from paimon_meta.errors import (
     CommitConflictError,
     CommitFailedError,
     CommitOutcomeUnknownError,
-    CorruptMetadataError,
     FileIOError,
-    FileNotFound,
     LockLostError,
     TableNotFoundError,
     TableRowChangedError,
@@ -55,7 +53,7 @@ from paimon_meta.spec.manifest import (
 from paimon_meta.spec.option_audit import check_main_branch
 from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_meta.table.containment import MAX_BIGINT, TableRoots
-from paimon_meta.table.live_files import file_key
+from paimon_meta.table.live_files import readded
 from paimon_meta.table.overwrite import OverwriteSpec, PartitionMatcher
 from paimon_meta.table.table import FileStoreTable
 
@@ -168,7 +166,7 @@ class CommitCoordinator:
         self.manifest_dir = self.file_io.join(self.table_path, "manifest")
         self._partition_types = [f.type for f in self.schema.partition_type.fields]
         self.roots = TableRoots.of(self.table_path, self.schema.options)
-        self._validator = MessageValidator(self.schema, self.roots, schema_exists=self._schema_exists)
+        self._validator = MessageValidator(self.schema, self.roots, schema_exists=table.schema_manager.exists)
         key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
         self._key_decoder: KeyDecoder | None = (
             (lambda raw: deserialize_row(raw, key_types)) if key_types else None
@@ -540,27 +538,15 @@ class CommitCoordinator:
         """No file is added that is live in ``latest`` already, unless this change deletes it too (an
         upgrade to another level). Java skips this for pure appends, trusting writers to name files
         uniquely; a client of the service is not trusted (a re-added file breaks every later read)."""
-        if latest is None:
-            return
-        deleted = {file_key(e) for e in table_files if e.kind is FileKind.DELETE}
-        added = {file_key(e): e for e in table_files if e.kind is FileKind.ADD}
-        candidates = [k for k in added if k not in deleted]
-        if not candidates:
-            return
-        live = self.snapshots.live_files.live_of(
-            latest,
-            candidates,
-            delta=self._delta_entries,
-            everything=self._data_entries,
-            snapshot=self._stored_snapshot,
-        )
-        if live:
-            name = added[live[0]].file.file_name
+        again = readded(self.snapshots, self.reader, latest, table_files)
+        if again:
+            name = again[0].file.file_name
             raise CommitConflictError(
-                f"Trying to add file {name} which is already added (live in snapshot {latest.id}).",
+                f"Trying to add file {name} which is already added (live in snapshot "
+                f"{latest.id if latest else None}).",
                 reason="file_already_added",
                 file=name,
-                files=len(live),
+                files=len(again),
             )
 
     def _overwrite_spec(
@@ -681,28 +667,8 @@ class CommitCoordinator:
         # Manifests are immutable, so the table's cache by file name is always valid.
         return list(self.reader.manifest(meta.file_name))
 
-    def _delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        entries: list[ManifestEntry] = []
-        for group in self.reader.manifests(self._read_list(snapshot.delta_manifest_list)):
-            entries.extend(group)
-        return entries
-
-    def _data_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        entries: list[ManifestEntry] = []
-        for group in self.reader.manifests(self.reader.data_manifests(snapshot)):
-            entries.extend(group)
-        return entries
-
-    def _stored_snapshot(self, snapshot_id: int) -> Snapshot | None:
-        try:
-            return self.snapshots.snapshot(snapshot_id)
-        except FileNotFound:
-            return None
-
     def _live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        entries: list[ManifestEntry] = []
-        for group in self.reader.manifests(self.reader.data_manifests(snapshot)):
-            entries.extend(group)
+        entries = self.reader.data_entries(snapshot)
         return [e for e in merge_for_commit(entries).values() if e.kind is FileKind.ADD]
 
     def _merge_index(
@@ -730,13 +696,6 @@ class CommitCoordinator:
     def _validate(self, messages: Sequence[CommitMessage]) -> None:
         # Step 1: nothing a message names may leave the table or break its numbers (commit/validate.py).
         self._validator.validate(messages)
-
-    def _schema_exists(self, schema_id: int) -> bool:
-        try:
-            self.table.schema_manager.schema(schema_id)
-        except (FileNotFound, CorruptMetadataError):
-            return False
-        return True
 
     def _record_retry(self, commit_id: str, attempt: int, reason: str, wait_ms: float) -> None:
         self.guard.event(commit_id, "retried", attempt=attempt, reason=reason, wait_ms=round(wait_ms, 3))

@@ -56,15 +56,13 @@ from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_s
 from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import (
     CommitOutcomeUnknownError,
-    CorruptMetadataError,
-    FileNotFound,
     ValidationError,
 )
 from paimon_meta.serde.json import snapshot_to_json
-from paimon_meta.spec.manifest import FileKind, ManifestEntry
+from paimon_meta.spec.manifest import ManifestEntry
 from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.containment import TableRoots, name_problem
-from paimon_meta.table.live_files import file_key
+from paimon_meta.table.live_files import readded
 from paimon_meta.table.snapshots import SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
@@ -139,7 +137,9 @@ class SnapshotCommitter:
         self.file_io = self.snapshots.file_io
         self.reader = table.manifest_reader
         self.validator = MessageValidator(
-            table.schema, TableRoots.of(table.path, table.schema.options), schema_exists=self._schema_exists
+            table.schema,
+            TableRoots.of(table.path, table.schema.options),
+            schema_exists=table.schema_manager.exists,
         )
 
     def commit(self, request: SnapshotCommitRequest) -> SnapshotCommitResult:
@@ -246,26 +246,13 @@ class SnapshotCommitter:
             crashpoints.reached(CrashPoint.AFTER_EVENT)
             return SnapshotCommitResult(True, commit_id, snap.id)
 
-    def _schema_exists(self, schema_id: int) -> bool:
-        try:
-            self.table.schema_manager.schema(schema_id)
-        except (FileNotFound, CorruptMetadataError):
-            return False
-        return True
-
-    def _entries(self, list_name: str) -> list[ManifestEntry]:
-        entries: list[ManifestEntry] = []
-        for group in self.reader.manifests(self.reader.manifest_list(list_name)):
-            entries.extend(group)
-        return entries
-
     def _validated_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         """Step 1: the delta's and the changelog's entries pass the CommitMessage checks; the delta's."""
-        delta = self._entries(snap.delta_manifest_list)
+        delta = self.reader.list_entries(snap.delta_manifest_list)
         self.validator.validate_entries(delta, source="deltaManifestList")
         if snap.changelog_manifest_list is not None:
             self.validator.validate_entries(
-                self._entries(snap.changelog_manifest_list), source="changelogManifestList"
+                self.reader.list_entries(snap.changelog_manifest_list), source="changelogManifestList"
             )
         return delta
 
@@ -289,36 +276,15 @@ class SnapshotCommitter:
             self.validator.validate_index_entries(
                 self.reader.index_manifest(snap.index_manifest), source="indexManifest"
             )
-        deleted = {file_key(e) for e in delta if e.kind is FileKind.DELETE}
-        added = {file_key(e): e for e in delta if e.kind is FileKind.ADD}
-        candidates = [k for k in added if k not in deleted]
-        live = self.snapshots.live_files.live_of(
-            latest,
-            candidates,
-            delta=lambda s: self._entries(s.delta_manifest_list),
-            everything=self._data_entries,
-            snapshot=self._stored_snapshot,
-        )
-        if live:
-            name = added[live[0]].file.file_name
+        again = readded(self.snapshots, self.reader, latest, delta)
+        if again:
+            name = again[0].file.file_name
             raise ValidationError(
                 f"deltaManifestList adds file {name}, which is live in snapshot "
-                f"{None if latest is None else latest.id} already ({len(live)} such files)",
+                f"{None if latest is None else latest.id} already ({len(again)} such files)",
                 field="deltaManifestList",
                 file=name,
             )
-
-    def _data_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        entries: list[ManifestEntry] = []
-        for group in self.reader.manifests(self.reader.data_manifests(snapshot)):
-            entries.extend(group)
-        return entries
-
-    def _stored_snapshot(self, snapshot_id: int) -> Snapshot | None:
-        try:
-            return self.snapshots.snapshot(snapshot_id)
-        except FileNotFound:
-            return None
 
     def _precheck_id(self, request: SnapshotCommitRequest) -> None:
         """Refuse a malformed id before anything is recorded: when the base is the latest snapshot as

@@ -27,9 +27,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from paimon_meta.spec.manifest import FileKind, ManifestEntry
 from paimon_meta.spec.snapshot import Snapshot
+
+if TYPE_CHECKING:  # they import this module
+    from paimon_meta.table.scan import ManifestReader
+    from paimon_meta.table.snapshots import SnapshotManager
 
 FileKey = tuple[bytes, int, str] | str
 # A snapshot is named by its id and its delta manifest list (a fresh name per attempt): two attempts
@@ -186,6 +191,32 @@ class LiveFiles:
         self.rebuilds += 1
         self._base, self._base_key = live, snapshot_key(target)
         self._nodes = {k: n for k, n in self._nodes.items() if k[0] > target.id}
+
+
+def readded(
+    snapshots: SnapshotManager,
+    reader: ManifestReader,
+    base: Snapshot | None,
+    entries: Sequence[ManifestEntry],
+) -> list[ManifestEntry]:
+    """The ADDs of ``entries`` (one snapshot's delta) whose file is live in ``base`` already and that
+    ``entries`` do not delete too (an upgrade to another level deletes and adds the same file), asked
+    of the table's :class:`LiveFiles` (``snapshots.live_files``)."""
+    if base is None:
+        return []
+    deleted = {file_key(e) for e in entries if e.kind is FileKind.DELETE}
+    added = {file_key(e): e for e in entries if e.kind is FileKind.ADD}
+    candidates = [k for k in added if k not in deleted]
+    if not candidates:
+        return []
+    live = snapshots.live_files.live_of(
+        base,
+        candidates,
+        delta=lambda s: reader.list_entries(s.delta_manifest_list),
+        everything=reader.data_entries,
+        snapshot=snapshots.find,
+    )
+    return [added[k] for k in live]
 
 
 def _key_of(snapshot: Snapshot | None) -> SnapshotKey | None:

@@ -162,6 +162,20 @@ class ManifestReader:
             *self.manifest_list(snapshot.delta_manifest_list),
         ]
 
+    def list_entries(self, list_name: str) -> list[ManifestEntry]:
+        """Every entry of the manifests of one manifest list, in order (ADDs and DELETEs unmerged)."""
+        entries: list[ManifestEntry] = []
+        for group in self.manifests(self.manifest_list(list_name)):
+            entries.extend(group)
+        return entries
+
+    def data_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """Every entry of a snapshot's base and delta manifests, in order (unmerged)."""
+        entries: list[ManifestEntry] = []
+        for group in self.manifests(self.data_manifests(snapshot)):
+            entries.extend(group)
+        return entries
+
 
 # ---- filters ---------------------------------------------------------------------------------------
 

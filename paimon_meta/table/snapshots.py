@@ -117,6 +117,13 @@ class SnapshotManager:
     def snapshot_exists(self, snapshot_id: int) -> bool:
         return self.file_io.exists(self.snapshot_path(snapshot_id))
 
+    def find(self, snapshot_id: int) -> Snapshot | None:
+        """Snapshot ``snapshot_id``, or None if there is no such file."""
+        try:
+            return self.snapshot(snapshot_id)
+        except FileNotFound:
+            return None
+
     def snapshot(self, snapshot_id: int) -> Snapshot:
         """Snapshot ``snapshot_id``. ``FileNotFound`` if absent, ``CorruptMetadataError`` naming the
         file if it cannot be decoded (or holds another id)."""
@@ -216,6 +223,14 @@ class SchemaManager:
         with self._lock:
             self._cache[schema_id] = schema
         return schema
+
+    def exists(self, schema_id: int) -> bool:
+        """Whether schema ``schema_id`` is a readable schema file of the table."""
+        try:
+            self.schema(schema_id)
+        except (FileNotFound, CorruptMetadataError):
+            return False
+        return True
 
     def latest(self) -> TableSchema | None:
         """The schema with the highest id, or None if the table has none."""
