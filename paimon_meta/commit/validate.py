@@ -74,7 +74,7 @@ class MessageValidator:
         self._partition_types = [f.type for f in schema.partition_type.fields]
         self._buckets = schema.num_buckets
         self._primary_key = bool(schema.trimmed_primary_keys)
-        self._max_level = max(num_levels(schema), 1) - 1
+        self._max_level = _max_level(schema)
         self._schema_exists = schema_exists
         self._known_schemas = {schema.id}
 
@@ -266,6 +266,18 @@ def _index_files(msg: CommitMessage) -> Iterable[tuple[str, Sequence[IndexFileMe
     d, c = msg.data_increment, msg.compact_increment
     groups = (d.new_index_files, d.deleted_index_files, c.new_index_files, c.deleted_index_files)
     return zip(_INDEX_FIELDS, groups)
+
+
+def _max_level(schema: TableSchema) -> int:
+    """The highest level a writer may add a file at: Java's ``CoreOptions.numLevels`` (``num-levels``,
+    else ``num-sorted-run.compaction-trigger`` + 1, i.e. 6 levels by default) - 1, or ours if higher
+    (``table.write_input.num_levels``): a Java compaction's level-5 files pass."""
+    text = schema.options.get("num-sorted-run.compaction-trigger")
+    try:
+        java = int(schema.options.get("num-levels") or (int(text) + 1 if text else 6))
+    except ValueError:
+        java = 6
+    return max(java, num_levels(schema), 1) - 1
 
 
 class _Added:

@@ -28,7 +28,9 @@ from paimon_meta.spec.binary_row import serialize_row
 from paimon_meta.spec.commit_message import CommitMessage, DataIncrement
 from paimon_meta.spec.manifest import DataFileMeta, FileKind, IndexFileMeta, ManifestEntry
 from paimon_meta.spec.types import INT
+from paimon_meta.table.containment import TableRoots
 from paimon_meta.table.table import FileStoreTable
+from tests.commit.helpers import append_msg, data_file, make_table
 from tests.fixtures.service import in_process_client, make_principal
 from tests.ops.helpers import Crash, crash_at, create, prepare, read_keys, write
 from tests.service.helpers import P, auth, commit_body, write_delta
@@ -382,3 +384,17 @@ def test_recovery_aborts_stored_messages_that_name_files_outside_the_table(
     assert read_keys(world.catalog, identifier="db2.t2") == [1, 2, 3]
     assert Path(world.victim_file).exists()
     assert recover_table(world.catalog, "db1.t1", older_than_seconds=0).commits == []
+
+
+@pytest.mark.parametrize(
+    ("options", "highest"),
+    [({}, 5), ({"num-levels": "3"}, 2), ({"num-sorted-run.compaction-trigger": "8"}, 8)],
+)
+def test_levels_follow_javas_num_levels(tmp_path: Path, options: dict[str, str], highest: int) -> None:
+    """Java's compaction writes up to level ``numLevels() - 1`` (``num-levels``, else the compaction
+    trigger + 1: 6 levels by default): its messages pass, one level more is refused."""
+    _, path, schema = make_table(tmp_path, primary_key=True, options=options)
+    validator = MessageValidator(schema, TableRoots.of(path, schema.options))
+    validator.validate([append_msg(0, 0, data_file(level=highest))])
+    with pytest.raises(ValidationError, match="level"):
+        validator.validate([append_msg(0, 0, data_file(level=highest + 1))])
