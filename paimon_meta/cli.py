@@ -63,8 +63,8 @@ ENV_TOKEN = "PAIMON_META_TOKEN"  # as spark_jobs' --service/--token
 REMOTE_COMMANDS = ("tables", "snapshots", "read", "commits", "events --table", "tags (listing)")
 #: Where to look instead, for read-only commands a service does not answer.
 _SERVICE_HINTS = {
-    "db current": "the service's GET /readyz says whether its metastore schema is at head",
-    "metrics": "scrape the service's GET /metrics",
+    "db current": "the service's GET /readyz says whether it is ready (its log says why not)",
+    "metrics": "scrape the service's GET /metrics with an admin token",
     "locks list": "a table's lock history: `paimon-meta events --table DB.T --locks`",
 }
 
