@@ -11,7 +11,9 @@ reduced to what the protocol defines (the client checked its changes against its
    names, external paths under the table's external roots, buckets, schema ids, levels, counts within
    BIGINT, no file added twice). Else ``ValidationError``: nothing is recorded, nothing published.
    The partition statistics recorded are the server's, computed from those delta entries (the client's
-   are only checked to be numbers): what the log says matches what storage holds.
+   are only checked to be numbers): what the log says matches what storage holds. Every manifest of the
+   new base list that the latest snapshot (read without the lock) did not list, and a new index
+   manifest, pass the entry checks too: the client writes the base list as well.
 2. ``prepared`` (:class:`PreparedSnapshot`: the snapshot JSON and the statistics) travels with the first
    lock attempt; acquire the table lock; reconcile storage into the log (as every commit does).
 3. No server-side dedupe by (commit user, identifier, kind): pypaimon reuses one such triple for every
@@ -23,9 +25,9 @@ reduced to what the protocol defines (the client checked its changes against its
    Otherwise the answer is ``success: false``, the protocol's conflict signal: the client re-reads the
    latest snapshot, re-checks its changes and retries with a new snapshot. A matching base with an id
    other than latest + 1 is a malformed request (``ValidationError``). On the base: no delta ADD names
-   a file live in it (unless the delta deletes it too), and every manifest of the new base list that
-   the base did not list (a client's merge output) passes the entry checks, as does a new index
-   manifest: a client cannot slip a file outside the table into the snapshot through its base list.
+   a file live in it (unless the delta deletes it too); the base list's new manifests are checked
+   again only if the latest snapshot is not the one step 1 read (a client cannot slip a file outside
+   the table into the snapshot through its base list).
 5. **Fence and publish** (I2, I3): validate the lease in the publishing transaction; create
    ``snapshot-N`` only if absent (a file already there means a writer outside the lock got there first:
    ``success: false``); LATEST/EARLIEST hints.
@@ -149,7 +151,11 @@ class SnapshotCommitter:
         snap = request.snapshot
         validate_snapshot_files(self.snapshots, snap)
         delta = self._validated_entries(snap)
-        self._precheck_id(request)
+        seen = self._precheck_id(request)
+        # The new manifests of the base list are decoded and checked here, outside the lock, against the
+        # latest snapshot read without it; under the lock again only if the latest moved (then the base
+        # check fails it anyway, unless that snapshot carries no uuid).
+        self._check_new_manifests(seen, snap)
         # The statistics recorded are what the delta manifests say (the CommitMessage path computes
         # them the same way); the client's numbers were only checked to be BIGINTs.
         request = SnapshotCommitRequest(
@@ -175,7 +181,7 @@ class SnapshotCommitter:
             ),
         )
         try:
-            result = self._locked(commit_id, ref, request, delta)
+            result = self._locked(commit_id, ref, request, delta, seen)
         except _Conflict as e:
             self.guard.finished(commit_id, outcome="failed", error="CommitConflict", reason=str(e))
             return SnapshotCommitResult(False, commit_id, reason=str(e))
@@ -189,7 +195,12 @@ class SnapshotCommitter:
         return result
 
     def _locked(
-        self, commit_id: str, ref: CommitRef, request: SnapshotCommitRequest, delta: Sequence[ManifestEntry]
+        self,
+        commit_id: str,
+        ref: CommitRef,
+        request: SnapshotCommitRequest,
+        delta: Sequence[ManifestEntry],
+        seen: Snapshot | None,
     ) -> SnapshotCommitResult:
         snap = request.snapshot
         with self.guard.session(commit_id, 1) as session:
@@ -202,7 +213,9 @@ class SnapshotCommitter:
             outcome: dict[str, str] = {"outcome": "ok"}
             try:
                 self._check_base(latest, request)
-                self._check_on_base(latest, snap, delta)
+                if _key(latest) != _key(seen):
+                    self._check_new_manifests(latest, snap)
+                self._check_readded(latest, delta)
             except _Conflict as e:
                 outcome = {"outcome": "conflict", "reason": "base_snapshot_changed", "message": str(e)}
                 raise
@@ -256,10 +269,10 @@ class SnapshotCommitter:
             )
         return delta
 
-    def _check_on_base(self, latest: Snapshot | None, snap: Snapshot, delta: Sequence[ManifestEntry]) -> None:
-        """Step 4, on the base: no delta ADD of a live file (unless deleted too); manifests and an index
-        manifest the base did not have pass the entry checks. ``ValidationError`` otherwise: the same
-        snapshot would be refused on any base, so it is bad input, not a conflict to retry."""
+    def _check_new_manifests(self, latest: Snapshot | None, snap: Snapshot) -> None:
+        """Manifests of the new base list that ``latest`` did not list (a client's merge output), and an
+        index manifest it did not have, pass the entry checks (``ValidationError`` otherwise: the client
+        writes the base list too, and must not slip a file into the snapshot through it)."""
         known: set[str] = set()
         if latest is not None:
             for name in (latest.base_manifest_list, latest.delta_manifest_list):
@@ -276,6 +289,11 @@ class SnapshotCommitter:
             self.validator.validate_index_entries(
                 self.reader.index_manifest(snap.index_manifest), source="indexManifest"
             )
+
+    def _check_readded(self, latest: Snapshot | None, delta: Sequence[ManifestEntry]) -> None:
+        """Step 4, on the base: no delta ADD of a file live in it (unless the delta deletes it too).
+        ``ValidationError``: the same snapshot would be refused on any base, so it is bad input, not a
+        conflict to retry."""
         again = readded(self.snapshots, self.reader, latest, delta)
         if again:
             name = again[0].file.file_name
@@ -286,9 +304,10 @@ class SnapshotCommitter:
                 file=name,
             )
 
-    def _precheck_id(self, request: SnapshotCommitRequest) -> None:
+    def _precheck_id(self, request: SnapshotCommitRequest) -> Snapshot | None:
         """Refuse a malformed id before anything is recorded: when the base is the latest snapshot as
-        read now (without the lock), the id must follow it. Checked again under the lock."""
+        read now (without the lock), the id must follow it. Checked again under the lock. Returns that
+        latest snapshot."""
         latest = self.snapshots.latest_snapshot()
         base = None if latest is None else latest.uuid
         if request.base_snapshot_uuid == base and (latest is None or latest.uuid is not None):
@@ -298,6 +317,7 @@ class SnapshotCommitter:
                     f"snapshot.id must be {expected} (the latest snapshot + 1), got {request.snapshot.id}",
                     field="snapshot.id",
                 )
+        return latest
 
     @staticmethod
     def _check_base(latest: Snapshot | None, request: SnapshotCommitRequest) -> None:
@@ -321,6 +341,11 @@ class SnapshotCommitter:
                 f"snapshot.id must be {expected_id} (the latest snapshot + 1), got {snap.id}",
                 field="snapshot.id",
             )
+
+
+def _key(snapshot: Snapshot | None) -> tuple[int, str, str | None] | None:
+    """What tells two reads of the latest snapshot apart (ids are reused after a rollback)."""
+    return None if snapshot is None else (snapshot.id, snapshot.delta_manifest_list, snapshot.uuid)
 
 
 def _delta_json(d: PartitionDelta) -> dict[str, object]:
