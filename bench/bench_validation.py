@@ -11,6 +11,12 @@ CommitMessage per (partition, bucket), sent by this checkout's remote committer 
 on both sides: only the server differs). Reported: the median latency per size and side, the ratio
 this checkout / base, and the load average before and after.
 
+With ``--rest-rounds`` > 0, also the REST commit (pypaimon 2.1.0, its own venv, through each server):
+per round and side a fresh table and ``--rest-commits`` sequential one-row commits (its
+``commit.commit(messages)`` timed), the sides' order flipped each round; reported: the median over all
+rounds per side and the ratio. The server now also reads the snapshot's delta manifests (entry checks,
+server-side statistics) and checks the base list's new manifests.
+
 Then, in process, the checks alone on this checkout: ``MessageValidator.validate`` on the same messages
 and the live-file check under the lock (``LiveFiles.live_of`` on a table of 100,000 live files, caught up
 incrementally), as medians per commit and per file.
@@ -19,6 +25,7 @@ Usage::
 
     python bench/bench_validation.py --base REV [--url postgresql+psycopg://...] [--commits 30]
                                      [--big-commits 5] [--partitions 10] [--sizes 1,100,10000]
+                                     [--rest-rounds 4] [--rest-commits 50]
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_commit import SCHEMA, TABLE_OPTIONS, load, scratch_database  # noqa: E402
+import bench_rest_service  # noqa: E402
+from bench_commit import PYPAIMON_PYTHON, SCHEMA, TABLE_OPTIONS, load, scratch_database  # noqa: E402
 from bench_service_ab import server, worktree  # noqa: E402
 
 import paimon_meta  # noqa: E402
@@ -65,9 +73,13 @@ def messages(files: int, partitions: int) -> list[CommitMessage]:
     ]
 
 
-def through_servers(args: argparse.Namespace) -> dict[int, dict[str, list[float]]]:
+def through_servers(
+    args: argparse.Namespace,
+) -> tuple[dict[int, dict[str, list[float]]], dict[str, list[float]]]:
+    """(commit-messages latencies by size and side, REST commit latencies by side)."""
     base_label, head_label = f"base ({args.base})", "this checkout"
     out: dict[int, dict[str, list[float]]] = {}
+    rest: dict[str, list[float]] = {}
     with (
         worktree(args.base) as base,
         scratch_database(args.url) as url,
@@ -78,7 +90,7 @@ def through_servers(args: argparse.Namespace) -> dict[int, dict[str, list[float]
         with paimon_meta.connect(url, warehouse) as catalog:
             principals = Principals(catalog.engine)
             token = principals.create("bench", created_by="bench")
-            principals.grant("bench", Privilege.WRITE)
+            principals.grant("bench", Privilege.ADMIN)  # pypaimon creates its tables
             with (
                 server(url, warehouse, tmp, base) as base_server,
                 server(url, warehouse, tmp, REPO) as head_server,
@@ -90,7 +102,31 @@ def through_servers(args: argparse.Namespace) -> dict[int, dict[str, list[float]
                         catalog, uris, token, size, commits=commits, partitions=args.partitions
                     )
                     print(f"  {size} files: done ({load()})", flush=True)
-    return out
+                if args.rest_rounds:
+                    rest = rest_commits({base_label: base_server, head_label: head_server}, token, args, tmp)
+    return out, rest
+
+
+def rest_commits(
+    sides: dict[str, bench_rest_service.Server], token: str, args: argparse.Namespace, tmp: Path
+) -> dict[str, list[float]]:
+    """pypaimon's ``commit.commit`` latencies through each server, rounds alternating (module doc)."""
+    if not PYPAIMON_PYTHON.exists():
+        raise SystemExit(f"pypaimon's venv is missing ({PYPAIMON_PYTHON}): run `make interop-venv`")
+    script = bench_rest_service.write_script(tmp)
+    times: dict[str, list[float]] = {label: [] for label in sides}
+    for r in range(args.rest_rounds):
+        order = list(sides) if r % 2 == 0 else list(sides)[::-1]
+        for i, label in enumerate(order):
+            catalog = bench_rest_service.rest_options(sides[label], token)
+            table = f"db.rest_{r}_{i}"
+            cfg = {"mode": "sequential", "catalog": catalog, "table": table, "commits": args.rest_commits}
+            result = bench_rest_service.run_pypaimon(script, cfg, tmp)
+            if result["errors"]:
+                raise RuntimeError(f"pypaimon through {label}: {result['errors'][:3]}")
+            times[label] += result["commit_ms"]
+        print(f"  REST round {r + 1}: done ({load()})", flush=True)
+    return times
 
 
 def one_size(
@@ -171,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--commits", type=int, default=30, help="commits per side of 1 and 100 files")
     parser.add_argument("--big-commits", type=int, default=5, help="commits per side of 10,000 files")
     parser.add_argument("--partitions", type=int, default=10)
+    parser.add_argument("--rest-rounds", type=int, default=0, help="pypaimon REST commit rounds (0: none)")
+    parser.add_argument("--rest-commits", type=int, default=50, help="pypaimon commits per round and side")
     parser.add_argument(
         "--sizes", type=lambda t: [int(x) for x in t.split(",")], default=list(SIZES), help="files per commit"
     )
@@ -180,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if min(args.commits, args.big_commits, args.partitions, *args.sizes) < 1:
         parser.error("--commits, --big-commits, --partitions and --sizes must be >= 1")
     print(f"before: {load()}", flush=True)
-    served = through_servers(args)
+    served, rest = through_servers(args)
     alone = checks_alone(args)
     print(f"after: {load()}")
     print(
@@ -200,7 +238,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"\n(base = {base_label}; {args.commits} commits per side of 1 and 100 files, "
         f"{args.big_commits} of 10,000)"
     )
-    return {"served": served, "alone": alone}
+    if rest:
+        (base_name, base_rest), (_, head_rest) = rest.items()
+        b, h = statistics.median(base_rest), statistics.median(head_rest)
+        print(
+            f"\n| REST commit (pypaimon, one row) | {b:.2f} ms | {h:.2f} ms | {h / b:.3f}x |"
+            f" ({args.rest_rounds} rounds x {args.rest_commits} commits per side; base = {base_name})"
+        )
+    return {"served": served, "alone": alone, "rest": rest}
 
 
 if __name__ == "__main__":
