@@ -1,7 +1,7 @@
 """``bench/bench_validation.py`` runs end to end at a tiny size: a base revision's server (here HEAD, from a
 temporary worktree) against this checkout's, commit-messages and pypaimon's REST commit, then the checks
-alone. No timing is asserted: only that
-every commit of both sides was served and the report has its rows, and that the worktree is gone."""
+alone. No timing is asserted: only that every commit of both sides was served and the report has its
+rows, and that the worktree is gone."""
 
 from __future__ import annotations
 
