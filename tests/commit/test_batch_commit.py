@@ -130,6 +130,31 @@ def test_a_conflict_in_a_batch_fails_only_its_commit(catalog: Catalog) -> None:
     assert h.pointer == 4
 
 
+def test_a_file_added_earlier_in_the_batch_cannot_be_added_again(catalog: Catalog) -> None:
+    """A commit that re-adds a file the commit staged before it in the same batch added (not yet on
+    storage: only in the batch's staged chain) conflicts and publishes nothing; the commits around it
+    land."""
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    shared, last = data_file(rows=1), data_file(rows=1)
+    prepared = [
+        catalog.message_committer("db.t", "first").prepare([append_msg(1, 0, data_file(rows=1))], 1),
+        catalog.message_committer("db.t", "a").prepare([append_msg(0, 0, shared)], 1),
+        catalog.message_committer("db.t", "again").prepare([append_msg(0, 0, shared)], 1),
+        catalog.message_committer("db.t", "last").prepare([append_msg(1, 1, last)], 1),
+    ]
+    futures = _queued_behind_a_held_first(catalog, groups, prepared)
+    assert futures[0].result(60).snapshot_ids == (1,)
+    assert futures[1].result(60).snapshot_ids == (2,)
+    with pytest.raises(CommitConflictError, match="already added"):
+        futures[2].result(60)
+    assert futures[3].result(60).snapshot_ids == (3,)
+    assert groups.join(30)
+    h = read_history(catalog, "db.t")
+    assert shared.file_name in h.live_files and last.file_name in h.live_files
+    assert [(e["commit_user"], e["commit_identifier"]) for e in h.events_of("failed")] == [("again", 1)]
+    assert h.pointer == 3
+
+
 def test_a_batch_deduplicates_identifiers_committed_before_it_and_inside_it(catalog: Catalog) -> None:
     """A re-sent identifier that an earlier hold committed is deduplicated in the batch; the same
     identifier twice in the queue ends a batch before the second, which then finds the first's record."""
