@@ -45,7 +45,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from paimon_meta.catalog.events import CommitRef, PreparedSnapshot
@@ -58,6 +59,8 @@ from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_s
 from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import (
     CommitOutcomeUnknownError,
+    CorruptMetadataError,
+    FileNotFound,
     ValidationError,
 )
 from paimon_meta.serde.json import snapshot_to_json
@@ -261,12 +264,13 @@ class SnapshotCommitter:
 
     def _validated_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         """Step 1: the delta's and the changelog's entries pass the CommitMessage checks; the delta's."""
-        delta = self.reader.list_entries(snap.delta_manifest_list)
+        with _client_file("snapshot.deltaManifestList"):
+            delta = self.reader.list_entries(snap.delta_manifest_list)
         self.validator.validate_entries(delta, source="deltaManifestList")
         if snap.changelog_manifest_list is not None:
-            self.validator.validate_entries(
-                self.reader.list_entries(snap.changelog_manifest_list), source="changelogManifestList"
-            )
+            with _client_file("snapshot.changelogManifestList"):
+                changelog = self.reader.list_entries(snap.changelog_manifest_list)
+            self.validator.validate_entries(changelog, source="changelogManifestList")
         return delta
 
     def _check_new_manifests(self, latest: Snapshot | None, snap: Snapshot) -> None:
@@ -277,18 +281,19 @@ class SnapshotCommitter:
         if latest is not None:
             for name in (latest.base_manifest_list, latest.delta_manifest_list):
                 known.update(m.file_name for m in self.reader.manifest_list(name))
-        delta_metas = {m.file_name for m in self.reader.manifest_list(snap.delta_manifest_list)}
-        for meta in self.reader.manifest_list(snap.base_manifest_list):
-            if meta.file_name not in known and meta.file_name not in delta_metas:
-                self.validator.validate_entries(
-                    list(self.reader.manifest(meta.file_name)), source=f"baseManifestList {meta.file_name}"
-                )
+        with _client_file("snapshot.deltaManifestList"):
+            known.update(m.file_name for m in self.reader.manifest_list(snap.delta_manifest_list))
+        with _client_file("snapshot.baseManifestList"):
+            new = [m.file_name for m in self.reader.manifest_list(snap.base_manifest_list)]
+            new_entries = [(name, list(self.reader.manifest(name))) for name in new if name not in known]
+        for name, entries in new_entries:
+            self.validator.validate_entries(entries, source=f"baseManifestList {name}")
         if snap.index_manifest is not None and (
             latest is None or snap.index_manifest != latest.index_manifest
         ):
-            self.validator.validate_index_entries(
-                self.reader.index_manifest(snap.index_manifest), source="indexManifest"
-            )
+            with _client_file("snapshot.indexManifest"):
+                index = self.reader.index_manifest(snap.index_manifest)
+            self.validator.validate_index_entries(index, source="indexManifest")
 
     def _check_readded(self, latest: Snapshot | None, delta: Sequence[ManifestEntry]) -> None:
         """Step 4, on the base: no delta ADD of a file live in it (unless the delta deletes it too).
@@ -341,6 +346,16 @@ class SnapshotCommitter:
                 f"snapshot.id must be {expected_id} (the latest snapshot + 1), got {snap.id}",
                 field="snapshot.id",
             )
+
+
+@contextmanager
+def _client_file(field: str) -> Iterator[None]:
+    """Reads of files the client wrote and named in ``field``: one that is gone or does not decode is the
+    client's fault (``ValidationError`` naming the field and the file: 400), not the server's."""
+    try:
+        yield
+    except (CorruptMetadataError, FileNotFound) as e:
+        raise ValidationError(f"{field}: {e}", field=field, path=e.path) from e
 
 
 def _key(snapshot: Snapshot | None) -> tuple[int, str, str | None] | None:

@@ -398,3 +398,27 @@ def test_levels_follow_javas_num_levels(tmp_path: Path, options: dict[str, str],
     validator.validate([append_msg(0, 0, data_file(level=highest))])
     with pytest.raises(ValidationError, match="level"):
         validator.validate([append_msg(0, 0, data_file(level=highest + 1))])
+
+
+@pytest.mark.parametrize("which", ["deltaManifestList", "a manifest it lists", "baseManifestList"])
+def test_rest_commit_answers_a_corrupt_manifest_the_client_wrote_with_400(world: World, which: str) -> None:
+    """The server now reads the manifests a REST client wrote: one that does not decode is the client's
+    fault (400 naming it, nothing recorded), not an internal error."""
+    base = _rest_base(world)
+    table = world.catalog.get_table("db1.t1")
+    delta = write_delta(world.catalog, "db1.t1", [_poisoned_entry(world)])
+    if which == "deltaManifestList":
+        target = delta
+    elif which == "a manifest it lists":
+        target = table.manifest_reader.manifest_list(delta)[0].file_name
+    else:
+        target = write_delta(world.catalog, "db1.t1", [])
+    Path(table.paths.manifest_path(target)).write_bytes(b"Obj\x01 not avro at all")
+    changes: dict[str, Any] = {"deltaManifestList": delta, "commitKind": "APPEND"}
+    if which == "baseManifestList":
+        changes["baseManifestList"] = target
+    r = world.client.post(
+        f"{URL}/commit", content=json.dumps(commit_body(base, **changes)), headers=world.mallory
+    )
+    _assert_refused(r, target)
+    assert _snapshots(world.catalog, "db1.t1") == [1]
