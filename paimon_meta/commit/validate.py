@@ -6,7 +6,7 @@ commit protocol, docs/DESIGN.md) each CommitMessage is checked field by field, a
 :class:`~paimon_meta.errors.ValidationError` naming the message index and the field:
 
 * file names (data, changelog, extra, index, deletion-vector targets) are plain names
-  (:func:`~paimon_meta.table.containment.check_file_name`): the table's own directories give them their
+  (:func:`~paimon_meta.table.containment.name_problem`): the table's own directories give them their
   place, so no name can reach another table's files or leave the warehouse;
 * an ``external_path`` lies under one of the table's configured ``data-file.external-paths`` roots and
   ends with the file's own name;
@@ -40,8 +40,8 @@ from paimon_meta.table.containment import MAX_BIGINT, TableRoots, name_problem
 from paimon_meta.table.paths import POSTPONE_BUCKET
 from paimon_meta.table.write_input import num_levels
 
-# Dynamic-bucket tables number their buckets with Java ints.
-MAX_BUCKET = 2**31 - 1
+# Buckets (dynamic-bucket tables number theirs up from 0) and levels are Java ints.
+MAX_INT = 2**31 - 1
 
 _DATA_FIELDS = (
     ("data_increment.new_files", True),
@@ -140,7 +140,7 @@ class MessageValidator:
     ) -> None:
         """The bucket fits the table's bucket mode and the partition decodes as its partition row."""
         label, n = _label(where), self._buckets
-        _int_in(bucket, -2, MAX_BUCKET, "bucket", where)
+        _int_in(bucket, -2, MAX_INT, "bucket", where)
         if n > 0:
             if not 0 <= bucket < n:
                 raise ValidationError(
@@ -157,7 +157,7 @@ class MessageValidator:
                 f"{label}: bucket {bucket} on a postpone-bucket table", field="bucket", **where
             )
         if total is not None:
-            _int_in(total, -2, MAX_BUCKET, "total_buckets", where)
+            _int_in(total, -2, MAX_INT, "total_buckets", where)
             if total > 0 and bucket >= total:
                 raise ValidationError(
                     f"{label}: bucket {bucket} of {total} total buckets", field="total_buckets", **where
@@ -191,7 +191,7 @@ class MessageValidator:
         _int_in(f.min_sequence_number, 0, MAX_BIGINT, "min_sequence_number", where)
         _int_in(f.max_sequence_number, f.min_sequence_number, MAX_BIGINT, "max_sequence_number", where)
         # A deleted file's level is what the base says (the conflict check finds it there or refuses).
-        _int_in(f.level, 0, self._max_level if adds else MAX_BUCKET, "level", where)
+        _int_in(f.level, 0, self._max_level if adds else MAX_INT, "level", where)
         _int_in(f.schema_id, 0, MAX_BIGINT, "schema_id", where)
         if f.schema_id not in self._known_schemas:
             if self._schema_exists is None or not self._schema_exists(f.schema_id):

@@ -6,7 +6,7 @@ expiring it) a file of another table or one outside the warehouse. Two rules clo
 
 * names a commit carries (data, changelog, extra, index and deletion-vector files, manifests) are plain
   names: one path component, no ``..``, separator, scheme colon, NUL or other control character
-  (:func:`check_file_name`); the table's own directories give them their place;
+  (:func:`name_problem`); the table's own directories give them their place;
 * a path (a data file's ``external_path``, an index file's, a file to delete or read) must lie under the
   table's root or under one of the table's configured external roots (``data-file.external-paths``),
   compared segment by segment after normalising the URI, with any ``.``/``..`` segment refused outright
@@ -20,7 +20,7 @@ server's: ``paimon_meta.catalog_api``); this module only answers "is this path i
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from paimon_meta.errors import PathOutsideTableError, ValidationError
@@ -39,7 +39,7 @@ EXTERNAL_PATHS = "data-file.external-paths"
 _PLAIN_NAME = re.compile(r"[^/\\:\x00-\x1f\x7f]{1,256}")
 
 # Schemes that name the same object store (Hadoop's s3a/s3n clients read s3 paths).
-_SAME_STORE = {"s3a": "s3", "s3n": "s3", "oss": "oss", "file": "file"}
+_SAME_STORE = {"s3a": "s3", "s3n": "s3"}
 
 
 def name_problem(name: object) -> str | None:
@@ -63,15 +63,6 @@ def name_problem(name: object) -> str | None:
             # Hadoop's Path (Java readers) parses "x:y" as a URI with scheme x: not a name any more.
             return "contains ':'"
     return None
-
-
-def check_file_name(name: object, *, field: str, **where: object) -> None:
-    """``ValidationError`` naming ``field`` (and ``where``: message index, partition, ...) unless
-    ``name`` is a plain file name."""
-    problem = name_problem(name)
-    if problem is not None:
-        shown = repr(name)[:200]
-        raise ValidationError(f"{field} {shown} is not a plain file name: {problem}", field=field, **where)
 
 
 def _canonical(path: str) -> tuple[str, tuple[str, ...]] | None:
@@ -146,7 +137,3 @@ class TableRoots:
                 field=field,
                 **where,
             )
-
-    def outside(self, paths: Iterable[str]) -> list[str]:
-        """The paths of ``paths`` that lie outside the table."""
-        return [p for p in paths if not self.contains(p)]
