@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_commit import SCHEMA, TABLE_OPTIONS, load, run_pypaimon_script, scratch_database  # noqa: E402
 
 import paimon_meta  # noqa: E402
-from paimon_meta.spec.commit_message import CommitMessage  # noqa: E402
+from paimon_meta.model.commit_message import CommitMessage  # noqa: E402
 from paimon_meta.table.table import FileStoreTable  # noqa: E402
 from tests.commit.helpers import append_msg, data_file  # noqa: E402
 

@@ -17,8 +17,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paimon_meta.spec import types as T
-from paimon_meta.spec.bucket import bucket_array
+from paimon_meta.model import types as T
+from paimon_meta.table.write.bucket import bucket_array
 
 Case = tuple[list[pa.Array], list[T.DataType]]
 

@@ -37,9 +37,9 @@ from sqlalchemy import make_url, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paimon_meta.catalog.lock import MetastoreLock
 from paimon_meta.db.engine import libpq_conninfo, make_engine
 from paimon_meta.db.migrate import upgrade
+from paimon_meta.metastore.lock import MetastoreLock
 
 
 def _releaser(url: str, lock_id: str, rounds: int, hold_s: float, pipe: Pipe) -> None:

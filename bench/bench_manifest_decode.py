@@ -13,19 +13,19 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from paimon_meta.serde.avro import (
-    decode_manifest,
-    decode_manifest_list,
-    encode_manifest,
-    encode_manifest_list,
-)
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.manifest import (
     DataFileMeta,
     FileKind,
     FileSource,
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
+)
+from paimon_meta.serde.avro import (
+    decode_manifest,
+    decode_manifest_list,
+    encode_manifest,
+    encode_manifest_list,
 )
 
 

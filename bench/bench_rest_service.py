@@ -71,10 +71,10 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_commit import PYPAIMON_PYTHON, load, scratch_database, window_median  # noqa: E402
 
 import paimon_meta  # noqa: E402
-from paimon_meta.catalog.principals import Principals  # noqa: E402
-from paimon_meta.catalog_api import Catalog  # noqa: E402
-from paimon_meta.commit.snapshot_commit import SnapshotCommitRequest  # noqa: E402
+from paimon_meta.catalog.metastore import MetastoreCatalog  # noqa: E402
+from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitRequest  # noqa: E402
 from paimon_meta.db.models import Privilege  # noqa: E402
+from paimon_meta.metastore.principals import Principals  # noqa: E402
 from paimon_meta.serde.json import snapshot_from_json  # noqa: E402
 from paimon_meta.table.snapshots import SnapshotManager  # noqa: E402
 from paimon_meta.table.table import FileStoreTable  # noqa: E402
@@ -234,7 +234,9 @@ def next_base(body: dict[str, Any]) -> Any:
     return snapshot_from_json(json.dumps(body["snapshot"]))
 
 
-def inprocess_commits(catalog: Catalog, identifier: str, commits: int) -> tuple[list[float], list[float]]:
+def inprocess_commits(
+    catalog: MetastoreCatalog, identifier: str, commits: int
+) -> tuple[list[float], list[float]]:
     """(``commit()`` alone, the route's work: table row + committer + ``commit()``) per commit, ms."""
     base = seed(catalog, identifier)
     row = catalog.table_row(identifier)
@@ -262,7 +264,7 @@ def inprocess_commits(catalog: Catalog, identifier: str, commits: int) -> tuple[
 
 
 def http_commits(
-    catalog: Catalog, server: Server, token: str, table: str, commits: int, *, keep_alive: bool
+    catalog: MetastoreCatalog, server: Server, token: str, table: str, commits: int, *, keep_alive: bool
 ) -> list[float]:
     """The same requests POSTed to the service (body serialized beforehand, no Content-Type as pypaimon
     sends), ms from send to parsed answer."""
@@ -287,7 +289,9 @@ def http_commits(
     return latencies
 
 
-def bench_overhead(catalog: Catalog, server: Server, token: str, commits: int) -> dict[str, list[float]]:
+def bench_overhead(
+    catalog: MetastoreCatalog, server: Server, token: str, commits: int
+) -> dict[str, list[float]]:
     commit_only, route = inprocess_commits(catalog, "db.c_inprocess", commits)
     return {
         "in-process commit()": commit_only,
@@ -386,7 +390,7 @@ def request_metrics(server: Server) -> dict[str, tuple[float, float]]:
     return out
 
 
-def commit_events(catalog: Catalog, identifier: str) -> dict[str, int]:
+def commit_events(catalog: MetastoreCatalog, identifier: str) -> dict[str, int]:
     """The table's published commits and the commits the service answered ``success: false``."""
     with catalog.engine.connect() as conn:
         row = conn.execute(
@@ -406,7 +410,7 @@ def commit_events(catalog: Catalog, identifier: str) -> dict[str, int]:
 
 def bench_writers(
     script: Path,
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     replicas: Sequence[Server],
     token: str,
     *,
@@ -699,7 +703,7 @@ def summary(results: dict[str, Any], *, raw: bool) -> dict[str, Any]:
 
 
 def bench_pypaimon(
-    args: argparse.Namespace, catalog: Catalog, server: Server, token: str, *, url: str, tmp: Path
+    args: argparse.Namespace, catalog: MetastoreCatalog, server: Server, token: str, *, url: str, tmp: Path
 ) -> dict[str, Any]:
     """(a) and (b): pypaimon sequential through ``server`` and on its filesystem catalog, then the
     writers through one replica and through ``--replicas`` (``server`` and more on its warehouse)."""

@@ -21,13 +21,13 @@ from pathlib import Path
 
 from paimon_meta.io import get_file_io
 from paimon_meta.io.base import FileIO
+from paimon_meta.model.binary_row import serialize_row
+from paimon_meta.model.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import CommitKind, Snapshot
+from paimon_meta.model.types import BIGINT, DOUBLE, INT, STRING, DataField
 from paimon_meta.serde.avro import decode_manifest, encode_manifest, encode_manifest_list
 from paimon_meta.serde.json import schema_to_json, snapshot_to_json
-from paimon_meta.spec.binary_row import serialize_row
-from paimon_meta.spec.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
-from paimon_meta.spec.types import BIGINT, DOUBLE, INT, STRING, DataField
 from paimon_meta.table.paths import TablePaths
 from paimon_meta.table.table import FileStoreTable
 

@@ -21,7 +21,8 @@ mode is checked afterwards: every acknowledged commit exactly once, snapshots co
 consistent with storage (``tests.integration.history.check_exactly_once``; a failure aborts the run).
 
 Then the uncontended added latency: ``--sequential`` commits one after the other on a fresh table, in
-process (``Catalog.message_committer(...).commit``) and through one replica (``RemoteCommitter``, what
+process (``MetastoreCatalog.message_committer(...).commit``)
+and through one replica (``RemoteCommitter``, what
 ``paimon_meta.connect("http://...")`` commits with), alternating in blocks of 10 so load drifts hit both
 sides alike; medians and their ratio.
 
@@ -62,10 +63,10 @@ from bench_commit import SCHEMA, TABLE_OPTIONS, load, scratch_database  # noqa: 
 from bench_rest_service import servers  # noqa: E402
 
 import paimon_meta  # noqa: E402
-from paimon_meta.catalog.principals import Principals  # noqa: E402
-from paimon_meta.catalog_api import Catalog  # noqa: E402
+from paimon_meta.catalog.metastore import MetastoreCatalog  # noqa: E402
+from paimon_meta.catalog.rest import connect_service  # noqa: E402
 from paimon_meta.db.models import Privilege  # noqa: E402
-from paimon_meta.remote import connect_service  # noqa: E402
+from paimon_meta.metastore.principals import Principals  # noqa: E402
 from tests.commit.helpers import append_msg, data_file  # noqa: E402
 from tests.integration.history import check_exactly_once, read_history  # noqa: E402
 
@@ -121,7 +122,7 @@ def _pct(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run_clients(catalog: Catalog, targets: Sequence[Target], label: str) -> dict[str, Any]:
+def run_clients(catalog: MetastoreCatalog, targets: Sequence[Target], label: str) -> dict[str, Any]:
     """One process per target, started together; checked for exactly-once afterwards."""
     table = targets[0].table
     out: Queue[Any] = ctx.Queue()
@@ -178,7 +179,7 @@ def run_clients(catalog: Catalog, targets: Sequence[Target], label: str) -> dict
     return result
 
 
-def sequential(catalog: Catalog, service: str, token: str, commits: int) -> dict[str, list[float]]:
+def sequential(catalog: MetastoreCatalog, service: str, token: str, commits: int) -> dict[str, list[float]]:
     """In-process vs through the service, alternating blocks of 10 commits, each side its own table."""
     for name in ("db.seq_local", "db.seq_http"):
         catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)

@@ -45,9 +45,9 @@ from bench_commit import SCHEMA, TABLE_OPTIONS, load, scratch_database  # noqa: 
 from bench_service import Target, run_clients  # noqa: E402
 
 import paimon_meta  # noqa: E402
-from paimon_meta.catalog.principals import Principals  # noqa: E402
+from paimon_meta.catalog.rest import connect_service  # noqa: E402
 from paimon_meta.db.models import Privilege  # noqa: E402
-from paimon_meta.remote import connect_service  # noqa: E402
+from paimon_meta.metastore.principals import Principals  # noqa: E402
 from tests.commit.helpers import append_msg, data_file  # noqa: E402
 
 

@@ -44,10 +44,10 @@ import pyarrow as pa
 # Runnable from a checkout without installing the package (as the other benchmarks).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paimon_meta.client import open_table
+from paimon_meta.catalog.storage import open_table
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.arrow import from_arrow_schema
-from paimon_meta.spec.schema import TableSchema
+from paimon_meta.model.arrow import from_arrow_schema
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.batch_write import write_dataframe

@@ -49,13 +49,13 @@ from bench_commit import PYPAIMON_PYTHON, SCHEMA, TABLE_OPTIONS, load, scratch_d
 from bench_service_ab import server, worktree  # noqa: E402
 
 import paimon_meta  # noqa: E402
-from paimon_meta.catalog.principals import Principals  # noqa: E402
+from paimon_meta.catalog.rest import connect_service  # noqa: E402
 from paimon_meta.commit.validate import MessageValidator  # noqa: E402
 from paimon_meta.db.models import Privilege  # noqa: E402
-from paimon_meta.remote import connect_service  # noqa: E402
-from paimon_meta.spec.commit_message import CommitMessage  # noqa: E402
-from paimon_meta.spec.manifest import FileKind, ManifestEntry  # noqa: E402
-from paimon_meta.spec.snapshot import CommitKind, Snapshot  # noqa: E402
+from paimon_meta.metastore.principals import Principals  # noqa: E402
+from paimon_meta.model.commit_message import CommitMessage  # noqa: E402
+from paimon_meta.model.manifest import FileKind, ManifestEntry  # noqa: E402
+from paimon_meta.model.snapshot import CommitKind, Snapshot  # noqa: E402
 from paimon_meta.table.containment import TableRoots  # noqa: E402
 from paimon_meta.table.live_files import LiveFiles, file_key  # noqa: E402
 from tests.commit.helpers import append_msg, data_file, make_table, partition  # noqa: E402

@@ -33,11 +33,11 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, DOUBLE, STRING, TIMESTAMP, DataField
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import BIGINT, DOUBLE, STRING, TIMESTAMP, DataField
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write import TableWrite
+from paimon_meta.table.write.table_write import TableWrite
 
 FIELDS = (
     DataField(0, "id", BIGINT(False)),

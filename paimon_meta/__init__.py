@@ -13,22 +13,22 @@ __version__ = "0.1.0"
 __all__ = ["connect", "connect_service", "open_table"]
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import connect
-    from paimon_meta.client import open_table
-    from paimon_meta.remote import connect_service
+    from paimon_meta.catalog.metastore import connect
+    from paimon_meta.catalog.rest import connect_service
+    from paimon_meta.catalog.storage import open_table
 
 
 def __getattr__(name: str) -> Any:
     if name == "connect":
-        from paimon_meta.catalog_api import connect
+        from paimon_meta.catalog.metastore import connect
 
         return connect
     if name == "connect_service":
-        from paimon_meta.remote import connect_service
+        from paimon_meta.catalog.rest import connect_service
 
         return connect_service
     if name == "open_table":
-        from paimon_meta.client import open_table
+        from paimon_meta.catalog.storage import open_table
 
         return open_table
     raise AttributeError(f"module 'paimon_meta' has no attribute {name!r}")

@@ -34,8 +34,8 @@ from paimon_meta.ops import render
 from paimon_meta.ops.common import NotFoundError, RefusedError, parse_age
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
-    from paimon_meta.remote import RemoteCatalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
+    from paimon_meta.catalog.rest import RestCatalog
     from paimon_meta.table.table import FileStoreTable
 
 EXIT_OK = 0
@@ -121,8 +121,8 @@ class _Context:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self._catalog: Catalog | None = None
-        self._remote: RemoteCatalog | None = None
+        self._catalog: MetastoreCatalog | None = None
+        self._remote: RestCatalog | None = None
 
     def progress(self, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -157,7 +157,7 @@ class _Context:
         self.progress("no --metastore / PAIMON_META_URL: using the embedded Postgres under PAIMON_META_HOME")
         return str(ensure_embedded_postgres().url)
 
-    def catalog(self) -> Catalog:
+    def catalog(self) -> MetastoreCatalog:
         self.require_database()
         if self._catalog is None:
             import paimon_meta
@@ -167,7 +167,7 @@ class _Context:
             )
         return self._catalog
 
-    def remote(self) -> RemoteCatalog | None:
+    def remote(self) -> RestCatalog | None:
         """The commit service's catalog when ``--metastore`` is one (token: ``--token`` or
         ``$PAIMON_META_TOKEN``), else None: the database path."""
         url = self.service_url()
@@ -181,7 +181,7 @@ class _Context:
                     f"${ENV_TOKEN}",
                     url=url,
                 )
-            from paimon_meta.remote import connect_service
+            from paimon_meta.catalog.rest import connect_service
 
             self._remote = connect_service(url, token, **self.options())
         return self._remote
@@ -389,7 +389,7 @@ def _event_rows(ctx: _Context, args: argparse.Namespace, kind: str) -> list[dict
     if kind == "locks":
         lock_id = None
         if args.table:
-            from paimon_meta.catalog_api import split_identifier
+            from paimon_meta.catalog.metastore import split_identifier
 
             lock_id = cat.registry.lock_id(*split_identifier(args.table))
         return audit.lock_events(cat.engine, lock_id=lock_id, limit=args.limit)
@@ -520,7 +520,7 @@ def _orphans(ctx: _Context, args: argparse.Namespace) -> Output:
 
 
 def _metrics(ctx: _Context, args: argparse.Namespace) -> Output:
-    from paimon_meta import metrics
+    from paimon_meta.ops import metrics
 
     engine = ctx.catalog().engine
     if args.serve is None:

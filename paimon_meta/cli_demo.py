@@ -26,7 +26,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
     from paimon_meta.table.table import FileStoreTable
 
 ENV_URL = "PAIMON_META_URL"
@@ -87,8 +87,8 @@ def _accounts(spark: SparkSession, first_id: int, rows: int, version: int) -> Da
 
 def _connect(
     metastore_url: str | None, warehouse: str, options: Mapping[str, str], progress: Progress
-) -> Catalog:
-    from paimon_meta.catalog_api import connect
+) -> MetastoreCatalog:
+    from paimon_meta.catalog.metastore import connect
 
     if metastore_url is None:
         progress("starting (or reusing) the embedded Postgres under PAIMON_META_HOME ...")
@@ -104,7 +104,7 @@ def _redacted(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _create_tables(catalog: Catalog, progress: Progress) -> None:
+def _create_tables(catalog: MetastoreCatalog, progress: Progress) -> None:
     catalog.create_database(DATABASE, ignore_if_exists=True)
     existing = set(catalog.list_tables(DATABASE))
     for identifier in (EVENTS, ACCOUNTS):
@@ -148,7 +148,7 @@ def _run_writer(
 
 def _run_writers(
     spark: SparkSession,
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     jobs: Sequence[_Job],
     progress: Progress,
 ) -> list[BaseException]:
@@ -220,7 +220,7 @@ def _file_count(table: FileStoreTable) -> int:
     return sum(len(s.files) for s in table.new_read_builder().new_scan().plan().splits())
 
 
-def _audit(catalog: Catalog, progress: Progress) -> None:
+def _audit(catalog: MetastoreCatalog, progress: Progress) -> None:
     from sqlalchemy import text
 
     # This run's tables only: earlier runs' tables of the same names had other ids.

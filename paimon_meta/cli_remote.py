@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from paimon_meta.catalog.rest import RestCatalog
 from paimon_meta.ops import audit
-from paimon_meta.remote import RemoteCatalog
 
 # The keys of the rows of ``paimon_meta.ops.audit``, in its SELECTs' order; the timestamps among them.
 COMMIT_HISTORY = (
@@ -78,7 +78,7 @@ MAINTENANCE_RUNS = (
 _TIMES = frozenset({"first_event_at", "last_event_at", "created_at", "started_at", "ended_at", "updated_at"})
 
 
-def table_rows(remote: RemoteCatalog, database: str | None) -> list[dict[str, Any]]:
+def table_rows(remote: RestCatalog, database: str | None) -> list[dict[str, Any]]:
     """``paimon-meta tables``: the registry rows of the tables the token may read."""
     rows = []
     for db in [database] if database else remote.list_databases():
@@ -96,30 +96,30 @@ def table_rows(remote: RemoteCatalog, database: str | None) -> list[dict[str, An
     return rows
 
 
-def snapshot_rows(remote: RemoteCatalog, identifier: str) -> list[dict[str, Any]]:
+def snapshot_rows(remote: RestCatalog, identifier: str) -> list[dict[str, Any]]:
     """``paimon-meta snapshots``: snapshots read on storage, each with the event that recorded it."""
     recorded = audit.first_recordings(remote.snapshot_recordings(identifier))
     return audit.snapshot_rows_of(remote.get_table(identifier), recorded)
 
 
-def commit_history(remote: RemoteCatalog, identifier: str, limit: int) -> list[dict[str, Any]]:
+def commit_history(remote: RestCatalog, identifier: str, limit: int) -> list[dict[str, Any]]:
     """``paimon-meta commits``: newest first."""
     return _rows(remote.commits(identifier, limit=limit), COMMIT_HISTORY)
 
 
 def commit_events(
-    remote: RemoteCatalog, identifier: str, commit_id: str | None, limit: int
+    remote: RestCatalog, identifier: str, commit_id: str | None, limit: int
 ) -> list[dict[str, Any]]:
     """``paimon-meta events --table T [--commit ID]``: oldest first, as the database path."""
     return _rows(reversed(remote.commit_events(identifier, commit_id=commit_id, limit=limit)), COMMIT_EVENTS)
 
 
-def lock_events(remote: RemoteCatalog, identifier: str, limit: int) -> list[dict[str, Any]]:
+def lock_events(remote: RestCatalog, identifier: str, limit: int) -> list[dict[str, Any]]:
     """``paimon-meta events --table T --locks``: oldest first."""
     return _rows(reversed(remote.lock_events(identifier, limit=limit)), LOCK_EVENTS)
 
 
-def maintenance_history(remote: RemoteCatalog, identifier: str, limit: int) -> list[dict[str, Any]]:
+def maintenance_history(remote: RestCatalog, identifier: str, limit: int) -> list[dict[str, Any]]:
     """``paimon-meta events --table T --maintenance``: oldest first."""
     return _rows(reversed(remote.maintenance_runs(identifier, limit=limit)), MAINTENANCE_RUNS)
 

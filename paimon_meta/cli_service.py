@@ -125,7 +125,7 @@ def add_commands(sub: Any, command: Command, common: argparse.ArgumentParser) ->
 
 
 def _principals(ctx: _Context) -> Any:
-    from paimon_meta.catalog.principals import Principals
+    from paimon_meta.metastore.principals import Principals
 
     return Principals(ctx.catalog().engine)
 
@@ -160,7 +160,7 @@ def _revoke_token(ctx: _Context, args: argparse.Namespace) -> Output:
 
 def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
     if args.table:
-        from paimon_meta.catalog_api import split_identifier
+        from paimon_meta.catalog.metastore import split_identifier
 
         return split_identifier(args.table)
     return args.database, None
@@ -214,7 +214,7 @@ def _list(ctx: _Context, args: argparse.Namespace) -> Output:
 def _serve(ctx: _Context, args: argparse.Namespace) -> Output:
     import os
 
-    from paimon_meta.catalog_api import ENV_WAREHOUSE
+    from paimon_meta.catalog.metastore import ENV_WAREHOUSE
     from paimon_meta.service.server import serve
     from paimon_meta.service.state import ServiceSettings
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from paimon_meta.errors import ValidationError, is_definite_failure
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
-from paimon_meta.table.builder import CommitOutcome
-from paimon_meta.table.overwrite import OverwriteSpec
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.builder import CommitOutcome
+from paimon_meta.table.write.overwrite import OverwriteSpec
 from spark_jobs.common import TableHandle
 from spark_jobs.pipeline import TaskHook, write_messages
 

@@ -52,13 +52,13 @@ def open_target(args: argparse.Namespace) -> OpenedTable:
     """The table named by :func:`add_table_arguments`' arguments, open for writing."""
     options = parse_options(args.option)
     if args.table_path:
-        from paimon_meta.client import open_table
+        from paimon_meta.catalog.storage import open_table
 
         return OpenedTable(open_table(args.table_path, options), options, lambda: None)
     if args.service:
         # Executors write data files with ``options``; the driver's commit goes to the service: no
         # database credentials anywhere in the job.
-        from paimon_meta.remote import connect_service
+        from paimon_meta.catalog.rest import connect_service
 
         token = args.token or os.environ.get(TOKEN_ENV)
         if not token:

@@ -22,7 +22,7 @@ from paimon_meta.table.table import FileStoreTable
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +60,12 @@ def parse_options(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def connect_catalog(metastore_url: str | None, warehouse: str | None, options: Mapping[str, str]) -> Catalog:
+def connect_catalog(
+    metastore_url: str | None, warehouse: str | None, options: Mapping[str, str]
+) -> MetastoreCatalog:
     """``paimon_meta.connect(...)``: the metastore catalog (embedded Postgres when no URL is given
     and ``$PAIMON_META_URL`` is unset)."""
-    from paimon_meta.catalog_api import connect
+    from paimon_meta.catalog.metastore import connect
 
     return connect(metastore_url, warehouse, **options)
 

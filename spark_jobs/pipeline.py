@@ -41,20 +41,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_meta.errors import ValidationError
+from paimon_meta.model.binary_row import deserialize_row, serialize_row
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.commit_message import (
     CURRENT_VERSION,
     deserialize_commit_message,
     serialize_commit_message,
 )
-from paimon_meta.spec.binary_row import deserialize_row, serialize_row
-from paimon_meta.spec.bucket import bucket_array
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.table.data_file import arrow_to_internal
 from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write import TableWrite
-from paimon_meta.table.write_input import ROW_KIND_COLUMN, UNAWARE_BUCKET, normalize_input
+from paimon_meta.table.write.arrow_input import ROW_KIND_COLUMN, UNAWARE_BUCKET, normalize_input
+from paimon_meta.table.write.bucket import bucket_array
+from paimon_meta.table.write.data_file import arrow_to_internal
+from paimon_meta.table.write.table_write import TableWrite
 from spark_jobs.common import TableHandle
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from paimon_meta.table.scan import PartitionFilterArg, Split
+from paimon_meta.table.read.scan import PartitionFilterArg, Split
 from paimon_meta.table.table import FileStoreTable, ReadBuilder
 from spark_jobs.common import TableHandle, cast_batch, spark_arrow_schema, spark_schema
 

@@ -6,8 +6,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import AtomicType, DataField, TypeRoot
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import AtomicType, DataField, TypeRoot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 
 from paimon_meta.errors import FileAlreadyExistsError, FileNotFound, is_definite_failure
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.table.builder import CommitOutcome
+from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.builder import CommitOutcome
 from spark_jobs.common import TableHandle
 from spark_jobs.pipeline import TaskHook, write_messages
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_meta.client import open_table
+from paimon_meta.catalog.storage import open_table
 from paimon_meta.errors import ValidationError
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import INT, STRING, DataField
 from paimon_meta.serde.json import schema_to_json
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import INT, STRING, DataField
 from paimon_meta.table.table import FileStoreTable
 
 
@@ -112,7 +112,7 @@ def test_read_only_table_refuses_commit(tmp_path: Path) -> None:
 def test_abort_never_deletes_a_file_a_compaction_only_moved_up_a_level(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement
+    from paimon_meta.model.commit_message import CommitMessage, CompactIncrement
 
     path = create(tmp_path, pk=True)
     wb = open_table(path).new_batch_write_builder()

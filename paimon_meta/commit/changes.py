@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from paimon_meta.catalog.statistics import PartitionDelta
 from paimon_meta.errors import ValidationError
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import (
+from paimon_meta.metastore.statistics import PartitionDelta
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import (
     DataFileMeta,
     FileKind,
     IndexFileMeta,

@@ -18,7 +18,7 @@ from itertools import pairwise
 from typing import Any
 
 from paimon_meta.errors import CommitConflictError
-from paimon_meta.spec.manifest import FileIdentifier, FileKind, ManifestEntry
+from paimon_meta.model.manifest import FileIdentifier, FileKind, ManifestEntry
 
 KeyDecoder = Callable[[bytes], tuple[Any, ...]]
 

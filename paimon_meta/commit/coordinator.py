@@ -40,22 +40,22 @@ from paimon_meta.errors import (
     TableRowChangedError,
     ValidationError,
 )
-from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
-from paimon_meta.serde.json import snapshot_to_json
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import (
     FileKind,
     IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
 )
-from paimon_meta.spec.option_audit import check_main_branch
-from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
+from paimon_meta.serde.json import snapshot_to_json
 from paimon_meta.table.containment import MAX_BIGINT, TableRoots
 from paimon_meta.table.live_files import readded
-from paimon_meta.table.overwrite import OverwriteSpec, PartitionMatcher
+from paimon_meta.table.option_policy import check_main_branch
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.overwrite import OverwriteSpec, PartitionMatcher
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class CommitCoordinator:
 
         ``overwrite`` makes the first snapshot an OVERWRITE: a partition spec (static or dynamic by
         the table's ``dynamic-partition-overwrite`` option, as Java) or a resolved
-        :class:`OverwriteSpec`; see :mod:`paimon_meta.table.overwrite`. A dynamic overwrite without
+        :class:`OverwriteSpec`; see :mod:`paimon_meta.table.write.overwrite`. A dynamic overwrite without
         new files commits no OVERWRITE snapshot.
 
         The same as :meth:`prepare` then :meth:`commit_prepared`."""

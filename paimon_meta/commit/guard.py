@@ -4,7 +4,7 @@ an audit trail. Two implementations share one commit path:
 * :class:`StorageGuard` — no metastore. Exclusion is optimistic: ``create_if_absent`` of
   ``snapshot-N`` is the compare-and-set, so it requires a store with atomic create (local disk, S3 with
   ``If-None-Match``). Dedupe scans snapshots on storage.
-* ``MetastoreGuard`` (``paimon_meta.commit.metastore_guard``) — the Postgres lock with lease, heartbeat
+* ``MetastoreGuard`` (``paimon_meta.commit.metastore.guard``) — the Postgres lock with lease, heartbeat
   and fencing token, the event log, and the table pointer.
 """
 
@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from paimon_meta.catalog.statistics import PartitionDelta
 from paimon_meta.errors import ValidationError
 from paimon_meta.io.base import FileIO
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
+from paimon_meta.metastore.statistics import PartitionDelta
+from paimon_meta.model.snapshot import CommitKind, Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
 
 

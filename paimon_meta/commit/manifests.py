@@ -22,16 +22,16 @@ from typing import Any
 
 from paimon_meta.commit.conflicts import merge_for_commit
 from paimon_meta.io.base import FileIO
-from paimon_meta.serde.avro import encode_index_manifest, encode_manifest, encode_manifest_list
-from paimon_meta.spec.binary_row import EMPTY_ROW_BYTES, deserialize_row, serialize_row
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.binary_row import EMPTY_ROW_BYTES, deserialize_row, serialize_row
+from paimon_meta.model.manifest import (
     FileKind,
     IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
 )
-from paimon_meta.spec.types import DataType
+from paimon_meta.model.types import DataType
+from paimon_meta.serde.avro import encode_index_manifest, encode_manifest, encode_manifest_list
 
 ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
 #: Called with (file name, decoded content) for every manifest or list written, to fill a read cache.

@@ -8,7 +8,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from paimon_meta.spec.options import CoreOptions
+from paimon_meta.model.options import CoreOptions
 
 
 @dataclass(frozen=True, slots=True)

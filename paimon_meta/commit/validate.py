@@ -26,19 +26,19 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from paimon_meta.errors import PathOutsideTableError, ValidationError
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import (
     DataFileMeta,
     FileKind,
     IndexFileMeta,
     IndexManifestEntry,
     ManifestEntry,
 )
-from paimon_meta.spec.schema import TableSchema
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.table.containment import MAX_BIGINT, TableRoots, name_problem
 from paimon_meta.table.paths import POSTPONE_BUCKET
-from paimon_meta.table.write_input import num_levels
+from paimon_meta.table.write.arrow_input import num_levels
 
 # Buckets (dynamic-bucket tables number theirs up from 0) and levels are Java ints.
 MAX_INT = 2**31 - 1

@@ -39,7 +39,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paimon_meta.db.base import Base
-from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.model.snapshot import CommitKind
 
 # Base is re-exported: importing this module is what fills Base.metadata.
 __all__ = [

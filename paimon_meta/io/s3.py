@@ -47,7 +47,7 @@ from paimon_meta.errors import (
     ValidationError,
 )
 from paimon_meta.io.base import Capabilities, FileIO, FileStatus
-from paimon_meta.spec.options import parse_duration_ms
+from paimon_meta.model.options import parse_duration_ms
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 
 from paimon_meta.errors import CorruptMetadataError, FileIOError
 from paimon_meta.io.base import FileStatus
+from paimon_meta.model.manifest import FileKind
 from paimon_meta.ops.references import read_metadata, tag_snapshots
-from paimon_meta.spec.manifest import FileKind
 from paimon_meta.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.ops.common import resolve_table
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
     from paimon_meta.table.table import FileStoreTable
 
 _HISTORY = text(
@@ -129,7 +129,7 @@ def first_recordings(events: Iterable[tuple[int, str, str]]) -> Recorded:
     return recorded
 
 
-def snapshot_rows(catalog: Catalog, identifier: str) -> list[dict[str, Any]]:
+def snapshot_rows(catalog: MetastoreCatalog, identifier: str) -> list[dict[str, Any]]:
     """Snapshots on storage (earliest first) with the event that recorded each in the log, if any."""
     row, table = resolve_table(catalog, identifier)
     return snapshot_rows_of(table, first_recordings(recording_events(catalog.engine, row.table_id)))

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from paimon_meta.catalog.events import MaintenanceEvent
-from paimon_meta.catalog.lock import LockLease
-from paimon_meta.catalog.registry import TableRow
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import PaimonMetaError, ValidationError
+from paimon_meta.metastore.events import MaintenanceEvent
+from paimon_meta.metastore.lock import LockLease
+from paimon_meta.metastore.registry import TableRow
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
     from paimon_meta.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -97,23 +97,23 @@ def db_now(engine: Engine) -> datetime:
     return value
 
 
-def resolve_table(catalog: Catalog, identifier: str) -> tuple[TableRow, FileStoreTable]:
+def resolve_table(catalog: MetastoreCatalog, identifier: str) -> tuple[TableRow, FileStoreTable]:
     """The registry row and the table of ``db.table`` (``TableNotFoundError`` if not registered)."""
-    from paimon_meta.catalog_api import split_identifier
+    from paimon_meta.catalog.metastore import split_identifier
 
     db, name = split_identifier(identifier)
     row = catalog.registry.get_table_row(db, name)
     return row, catalog.get_table(identifier)
 
 
-def all_table_identifiers(catalog: Catalog) -> list[str]:
+def all_table_identifiers(catalog: MetastoreCatalog) -> list[str]:
     """Every registered table of the catalog, as ``db.table``, sorted."""
     return [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
 
 
 @contextmanager
 def table_lock(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     row: TableRow,
     purpose: str,
     *,
@@ -151,7 +151,7 @@ class MaintenanceRun:
 
     def __init__(
         self,
-        catalog: Catalog,
+        catalog: MetastoreCatalog,
         row: TableRow,
         operation: MaintenanceOperation,
         *,
@@ -188,7 +188,7 @@ class MaintenanceRun:
 
 @contextmanager
 def maintenance_run(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     row: TableRow,
     operation: MaintenanceOperation,
     *,

@@ -28,9 +28,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from paimon_meta.commit.metastore_guard import reconcile
+from paimon_meta.commit.metastore.guard import reconcile
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import FileIOError, FileNotFound, UnsupportedError, ValidationError
+from paimon_meta.model.manifest import FileKind, ManifestEntry
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops.common import Progress, maintenance_run, quiet, resolve_table, table_lock
 from paimon_meta.ops.references import (
     BRANCH_DIR,
@@ -46,13 +48,11 @@ from paimon_meta.ops.references import (
     read_metadata,
     tag_snapshots,
 )
-from paimon_meta.spec.manifest import FileKind, ManifestEntry
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.file_guard import path_guard, refused_payload
 from paimon_meta.table.table import FileStoreTable
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
 
 CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
 CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
@@ -119,7 +119,7 @@ class ExpireReport:
 
 
 def expire_snapshots(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     identifier: str,
     *,
     retain_min: int | None = None,

@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from paimon_meta.catalog.lock import LockInfo, MetastoreLock
 from paimon_meta.errors import ValidationError
+from paimon_meta.metastore.lock import LockInfo, MetastoreLock
 from paimon_meta.ops.common import NotFoundError, RefusedError, operator_identity
 
 _HEARTBEAT_AGE = text(

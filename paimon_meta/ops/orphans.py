@@ -26,10 +26,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from paimon_meta.commit.metastore_guard import reconcile
+from paimon_meta.commit.metastore.guard import reconcile
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import FileIOError, FileNotFound, UnsupportedError
 from paimon_meta.io.base import FileStatus
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops.common import Progress, maintenance_run, quiet, resolve_table, table_lock
 from paimon_meta.ops.references import (
     BRANCH_DIR,
@@ -40,7 +41,6 @@ from paimon_meta.ops.references import (
     read_metadata,
     tag_snapshots,
 )
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.file_guard import path_guard, refused_payload
 from paimon_meta.table.paths import (
     BUCKET_PREFIX,
@@ -57,7 +57,7 @@ from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.tags import TAG_DIR
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
 
 DEFAULT_OLDER_THAN_SECONDS = 86_400.0
 _METADATA_DIRS = frozenset({MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR})
@@ -98,7 +98,7 @@ class OrphanReport:
 
 
 def remove_orphan_files(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     identifier: str,
     *,
     older_than_seconds: float = DEFAULT_OLDER_THAN_SECONDS,

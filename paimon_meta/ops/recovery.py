@@ -55,14 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, text
 
-from paimon_meta.catalog.events import (
-    TERMINAL_COMMIT_EVENT_TYPES,
-    CommitEventType,
-    PendingCommit,
-    Recovered,
-)
-from paimon_meta.catalog.registry import TableRow
-from paimon_meta.commit.metastore_guard import LockSettings, reconcile
+from paimon_meta.commit.metastore.guard import LockSettings, reconcile
 from paimon_meta.errors import (
     CommitConflictError,
     FileIOError,
@@ -70,6 +63,15 @@ from paimon_meta.errors import (
     PaimonMetaError,
     ValidationError,
 )
+from paimon_meta.metastore.events import (
+    TERMINAL_COMMIT_EVENT_TYPES,
+    CommitEventType,
+    PendingCommit,
+    Recovered,
+)
+from paimon_meta.metastore.registry import TableRow
+from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, DataIncrement
+from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.ops.attempts import delete_attempt_files
 from paimon_meta.ops.common import (
     Progress,
@@ -81,13 +83,11 @@ from paimon_meta.ops.common import (
     table_lock,
 )
 from paimon_meta.ops.references import message_files
-from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
-from paimon_meta.spec.snapshot import CommitKind
-from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.overwrite import OverwriteSpec
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class _Decision:
 
 
 def recover_all(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     *,
     older_than_seconds: float | None = None,
     dry_run: bool = False,
@@ -208,7 +208,7 @@ def recover_all(
 
 
 def recover_table(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     identifier: str,
     *,
     older_than_seconds: float | None = None,
@@ -261,7 +261,7 @@ def recover_table(
 
 
 def _plan(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     row: TableRow,
     grace: float,
     report: RecoveryReport,
@@ -297,7 +297,7 @@ def _plan(
 
 
 def _decide(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     lock_id: str,
     p: PendingCommit,
     *,
@@ -364,7 +364,7 @@ def _decide(
 
 
 def _in_flight(
-    catalog: Catalog, lock_id: str, p: PendingCommit, *, now: datetime, grace: float
+    catalog: MetastoreCatalog, lock_id: str, p: PendingCommit, *, now: datetime, grace: float
 ) -> str | None:
     """Why ``p`` may still be in flight (young, or its lock owner still active); None if it is not."""
     age = (now - p.last_event_at).total_seconds()
@@ -391,7 +391,7 @@ def _messages_of_kind(messages: Sequence[CommitMessage], kind: CommitKind) -> li
 
 
 def _unrecorded_snapshots(
-    catalog: Catalog, row: TableRow, table: FileStoreTable
+    catalog: MetastoreCatalog, row: TableRow, table: FileStoreTable
 ) -> dict[tuple[str, int, CommitKind], int]:
     """Dedupe key -> id of the snapshots on storage beyond the table pointer (what reconcile would record)."""
     pointer = catalog.registry.get_table_row_by_id(row.table_id).latest_snapshot_id or 0
@@ -404,12 +404,12 @@ def _unrecorded_snapshots(
     return out
 
 
-def _pending_keys(catalog: Catalog, row: TableRow) -> set[tuple[str, int, CommitKind]]:
+def _pending_keys(catalog: MetastoreCatalog, row: TableRow) -> set[tuple[str, int, CommitKind]]:
     refs = [p.prepared.ref for p in catalog.events.pending_commits(row.table_id)]
     return {(r.commit_user, r.commit_identifier, r.commit_kind) for r in refs}
 
 
-def _last_checking_owner(catalog: Catalog, lock_id: str, p: PendingCommit) -> str | None:
+def _last_checking_owner(catalog: MetastoreCatalog, lock_id: str, p: PendingCommit) -> str | None:
     """The lock owner that held the table lock when the commit was last conflict-checked, if it ever was."""
     checked = [
         e.created_at
@@ -442,7 +442,7 @@ def _owner_active(engine: Engine, owner: str, grace: float) -> bool:
 
 
 def _record(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     d: _Decision,
     *,
     resolution: str,
@@ -473,7 +473,7 @@ def _record(
 
 
 def _finish(
-    catalog: Catalog, row: TableRow, d: _Decision, report: RecoveryReport, progress: Progress
+    catalog: MetastoreCatalog, row: TableRow, d: _Decision, report: RecoveryReport, progress: Progress
 ) -> None:
     ref = d.pending.prepared.ref
     assert d.messages is not None

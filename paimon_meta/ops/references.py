@@ -13,12 +13,11 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from paimon_meta.catalog.events import EventLog
 from paimon_meta.errors import CorruptMetadataError, FileNotFound, PaimonMetaError
-from paimon_meta.serde.json import snapshot_from_json
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import (
+from paimon_meta.metastore.events import EventLog
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import (
     DataFileMeta,
     FileKind,
     IndexFileMeta,
@@ -26,9 +25,10 @@ from paimon_meta.spec.manifest import (
     ManifestEntry,
     ManifestFileMeta,
 )
-from paimon_meta.spec.snapshot import Snapshot
-from paimon_meta.table.merge import merge_entries
+from paimon_meta.model.snapshot import Snapshot
+from paimon_meta.serde.json import snapshot_from_json
 from paimon_meta.table.paths import join_path
+from paimon_meta.table.read.manifest_merge import merge_entries
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.tags import TAG_DIR, TAG_PREFIX
 

@@ -2,7 +2,7 @@
 
 Java's ``rollbackTo``: the snapshots after the target are removed and the next commit builds on the
 target again, reusing the ids after it. How that squares with "no snapshot is ever overwritten" and with
-exactly-once is in :mod:`paimon_meta.catalog.timelines`; the steps:
+exactly-once is in :mod:`paimon_meta.metastore.timelines`; the steps:
 
 1. Take the table lock; reconcile storage into the log (so every snapshot being removed is on record).
 2. Check: the target exists and is not after the latest; ``from_snapshot``, if given, is the latest
@@ -21,17 +21,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from paimon_meta.catalog.statistics import replace_statements
-from paimon_meta.catalog.timelines import start_timeline
 from paimon_meta.commit.changes import partition_deltas
-from paimon_meta.commit.metastore_guard import reconcile
+from paimon_meta.commit.metastore.guard import reconcile
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import CommitConflictError, SnapshotNotFoundError, ValidationError
+from paimon_meta.metastore.statistics import replace_statements
+from paimon_meta.metastore.timelines import start_timeline
 from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
 from paimon_meta.table.tags import TagManager
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class RollbackReport:
 
 
 def rollback(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     identifier: str,
     *,
     snapshot_id: int | None = None,

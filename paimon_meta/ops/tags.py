@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import SnapshotNotFoundError
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.tags import TagManager, validate_tag_name
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
 
 
 def create_tag(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     identifier: str,
     name: str,
     snapshot_id: int | None = None,
@@ -62,7 +62,7 @@ def create_tag(
     return snapshot
 
 
-def delete_tag(catalog: Catalog, identifier: str, name: str, *, principal: str | None = None) -> int:
+def delete_tag(catalog: MetastoreCatalog, identifier: str, name: str, *, principal: str | None = None) -> int:
     """Delete tag ``name``; returns the id of the snapshot it kept. ``TagNotFoundError`` if absent."""
     validate_tag_name(name)
     row, table = resolve_table(catalog, identifier)

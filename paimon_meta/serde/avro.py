@@ -13,11 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.model.manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from paimon_meta.serde import avro_container as container
 from paimon_meta.serde import manifest_records as records
 from paimon_meta.serde import manifest_schemas as schemas
 from paimon_meta.serde.orc import read_records as read_orc_records
-from paimon_meta.spec.manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta
 
 __all__ = [
     "decode_index_manifest",

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, DataIncrement
+from paimon_meta.model.manifest import DataFileMeta, IndexFileMeta
 from paimon_meta.serde.commit_message_legacy import (
     LAYOUTS,
     RowLayout,
@@ -38,8 +40,6 @@ from paimon_meta.serde.commit_message_legacy import (
     encode_index_file,
     serialized_row_problem,
 )
-from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
-from paimon_meta.spec.manifest import DataFileMeta, IndexFileMeta
 
 CURRENT_VERSION = 14
 """What pypaimon 2.1.0 writes (Java master's ``CommitMessageSerializer.CURRENT_VERSION`` is 13)."""

@@ -37,8 +37,8 @@ from types import MappingProxyType
 from typing import Any
 
 from paimon_meta.errors import CorruptMetadataError, PaimonMetaError, ValidationError
-from paimon_meta.spec.binary_row import Timestamp, decode_row, encode_row, fixed_part_size
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.binary_row import Timestamp, decode_row, encode_row, fixed_part_size
+from paimon_meta.model.manifest import (
     DataFileMeta,
     DeletionVectorMeta,
     FileSource,
@@ -46,7 +46,7 @@ from paimon_meta.spec.manifest import (
     IndexFileMeta,
     SimpleStats,
 )
-from paimon_meta.spec.types import (
+from paimon_meta.model.types import (
     BIGINT,
     BYTES,
     INT,

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from paimon_meta.errors import CorruptMetadataError, ValidationError
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
-from paimon_meta.spec.types import DataField
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import CommitKind, Snapshot
+from paimon_meta.model.types import DataField
 
 __all__ = ["schema_from_json", "schema_to_json", "snapshot_from_json", "snapshot_to_json", "to_java_json"]
 

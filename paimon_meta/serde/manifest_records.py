@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.manifest import (
     MANIFEST_ENTRY_VERSION,
     MANIFEST_FILE_META_VERSION,
     DataFileMeta,

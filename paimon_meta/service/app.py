@@ -32,10 +32,10 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paimon_meta import metrics as event_log_metrics
-from paimon_meta.catalog_api import connect
+from paimon_meta.catalog.metastore import connect
 from paimon_meta.db import migrate
 from paimon_meta.db.models import Privilege
+from paimon_meta.ops import metrics as event_log_metrics
 from paimon_meta.service import errors, models, routes_audit, routes_catalog, routes_commits, routes_table
 from paimon_meta.service.auth import Require, log_text, token_of
 from paimon_meta.service.auth import log as auth_log

@@ -20,8 +20,8 @@ from typing import Literal
 import anyio.to_thread
 from fastapi import Request
 
-from paimon_meta.catalog.principals import Access
 from paimon_meta.db.models import Privilege
+from paimon_meta.metastore.principals import Access
 from paimon_meta.service.errors import ForbiddenError, NotAuthenticatedError
 from paimon_meta.service.state import ServiceState
 

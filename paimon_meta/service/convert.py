@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from paimon_meta.catalog.registry import TableRow
-from paimon_meta.catalog.statistics import PartitionDelta
 from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.metastore.registry import TableRow
+from paimon_meta.metastore.statistics import PartitionDelta
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import Snapshot
+from paimon_meta.model.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType, parse_type
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
 from paimon_meta.service import models
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import Snapshot
-from paimon_meta.spec.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType, parse_type
 from paimon_meta.table import schema_change
 
 #: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from paimon_meta.catalog.registry import validate_identifier
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import NotFoundError
+from paimon_meta.metastore.registry import validate_identifier
 from paimon_meta.service.state import ServiceState
 
 #: The path prefix of catalog routes: ``/v1/<catalog name>`` (the ``prefix`` from ``/v1/config``).
@@ -19,7 +19,7 @@ def state_of(request: Request) -> ServiceState:
     return state
 
 
-def catalog_of(request: Request) -> Catalog:
+def catalog_of(request: Request) -> MetastoreCatalog:
     """The catalog; 404 when the path's prefix is not this server's catalog name."""
     state = state_of(request)
     prefix = request.path_params.get("prefix")

@@ -8,10 +8,10 @@ from urllib.parse import unquote_plus
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from paimon_meta.catalog.principals import Access
-from paimon_meta.catalog.registry import validate_identifier
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import NotFoundError, ValidationError
+from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.registry import validate_identifier
 from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier

@@ -17,15 +17,15 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy import text
 from starlette.routing import Route
 
-from paimon_meta.catalog.principals import Access
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
+from paimon_meta.metastore.principals import Access
+from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.table.overwrite import OverwriteSpec
+from paimon_meta.table.write.overwrite import OverwriteSpec
 
 router = APIRouter()
 

@@ -7,17 +7,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from paimon_meta.catalog.principals import Access
-from paimon_meta.catalog.statistics import TableStatistics, list_partitions, table_statistics
-from paimon_meta.commit.snapshot_commit import SnapshotCommitRequest
+from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitRequest
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import SnapshotNotFoundError, TableNotFoundError, UnsupportedError, ValidationError
+from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.statistics import TableStatistics, list_partitions, table_statistics
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops import rollback as rollback_ops
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.service import convert, models
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.tags import TagManager
 
 router = APIRouter()
@@ -80,7 +80,7 @@ def commit_table(
     body: models.CommitTableRequest,
     access: Annotated[Access, WRITE],
 ) -> models.CommitTableResponse:
-    """Commit a snapshot the client built (see ``paimon_meta.commit.snapshot_commit``): ``success:
+    """Commit a snapshot the client built (see ``paimon_meta.commit.metastore.snapshot_commit``): ``success:
     false`` when its base is no longer the latest snapshot (the client rebuilds and retries)."""
     state = state_of(request)
     catalog = catalog_of(request)

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from paimon_meta.catalog.principals import Access, Principals, hash_token
-from paimon_meta.catalog.registry import TableRow
-from paimon_meta.catalog_api import Catalog
-from paimon_meta.commit.group import GroupCommitter, GroupReport, GroupSettings
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.errors import TableNotFoundError
+from paimon_meta.metastore.principals import Access, Principals, hash_token
+from paimon_meta.metastore.registry import TableRow
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
@@ -165,7 +165,7 @@ class AuthThrottle:
 class ServiceState:
     """One per process; shared by request threads (everything in it is thread-safe)."""
 
-    def __init__(self, settings: ServiceSettings, catalog: Catalog) -> None:
+    def __init__(self, settings: ServiceSettings, catalog: MetastoreCatalog) -> None:
         self.settings = settings
         self.catalog = catalog
         self.principals = Principals(catalog.engine)

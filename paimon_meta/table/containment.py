@@ -14,7 +14,7 @@ expiring it) a file of another table or one outside the warehouse. Two rules clo
   (:class:`TableRoots`).
 
 Which external roots a table may configure at all is the catalog's decision (an allowlist of the
-server's: ``paimon_meta.catalog_api``); this module only answers "is this path inside".
+server's: ``paimon_meta.catalog.metastore``); this module only answers "is this path inside".
 """
 
 from __future__ import annotations

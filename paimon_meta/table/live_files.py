@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from paimon_meta.spec.manifest import FileKind, ManifestEntry
-from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.model.manifest import FileKind, ManifestEntry
+from paimon_meta.model.snapshot import Snapshot
 
 if TYPE_CHECKING:  # they import this module
-    from paimon_meta.table.scan import ManifestReader
+    from paimon_meta.table.read.scan import ManifestReader
     from paimon_meta.table.snapshots import SnapshotManager
 
 FileKey = tuple[bytes, int, str] | str

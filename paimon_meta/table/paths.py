@@ -19,11 +19,10 @@ from decimal import Decimal
 from typing import Any
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.spec.manifest import DataFileMeta, IndexFileMeta
-from paimon_meta.spec.option_audit import MAIN_BRANCH
-from paimon_meta.spec.options import DEFAULT_PARTITION_NAME, CoreOptions
-from paimon_meta.spec.types import DataField, DataType, TypeRoot
-from paimon_meta.table.java_text import (
+from paimon_meta.model.manifest import DataFileMeta, IndexFileMeta
+from paimon_meta.model.options import DEFAULT_PARTITION_NAME, CoreOptions
+from paimon_meta.model.types import DataField, DataType, TypeRoot
+from paimon_meta.table.casting.java_text import (
     java_double_to_string,
     java_float_to_string,
     local_date_time_text,
@@ -31,6 +30,7 @@ from paimon_meta.table.java_text import (
     sql_timestamp_text,
     timestamp_to_datetime,
 )
+from paimon_meta.table.option_policy import MAIN_BRANCH
 
 SCHEMA_DIR = "schema"
 SNAPSHOT_DIR = "snapshot"

@@ -18,8 +18,8 @@ columns keep their ids when renamed, so files written before the change stay rea
   primary-key columns only while the table has no snapshot (``_KEY_<name>`` columns of existing data
   files would otherwise carry the old name; Java allows it, we stay on the safe side).
 * Type changes (``UpdateColumnType``) are Java's ``updateColumnType`` for top-level columns: the ones
-  whose old files Java's ``CastExecutors`` can cast (:func:`paimon_meta.table.casts.can_cast`); files
-  keep their type and are cast on read (:mod:`paimon_meta.table.evolution`).
+  whose old files Java's ``CastExecutors`` can cast (:func:`paimon_meta.table.casting.casts.can_cast`); files
+  keep their type and are cast on read (:mod:`paimon_meta.table.read.evolution`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from paimon_meta.errors import CommitFailedError, TableNotFoundError, ValidationError
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
-from paimon_meta.table.casts import can_cast
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
+from paimon_meta.table.casting.casts import can_cast
 from paimon_meta.table.placement import check_path_option
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 
 from paimon_meta.errors import CorruptMetadataError, FileAlreadyExistsError, FileNotFound
 from paimon_meta.io.base import FileIO
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.serde.json import schema_from_json, schema_to_json, snapshot_from_json
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.live_files import LiveFiles
 from paimon_meta.table.paths import SCHEMA_PREFIX, SNAPSHOT_PREFIX, TablePaths
 

@@ -33,20 +33,18 @@ import pyarrow as pa
 from paimon_meta.errors import TableNotFoundError, UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io, resolve_location
 from paimon_meta.io.base import FileIO
-from paimon_meta.spec.arrow import to_arrow_schema
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.manifest import ManifestEntry, ManifestFileMeta
-from paimon_meta.spec.option_audit import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH, check_read_options
-from paimon_meta.spec.options import CoreOptions
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import Snapshot
-from paimon_meta.spec.types import DataField
-from paimon_meta.table.builder import BatchWriteBuilder, StreamWriteBuilder
+from paimon_meta.model.arrow import to_arrow_schema
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.manifest import ManifestEntry, ManifestFileMeta
+from paimon_meta.model.options import CoreOptions
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import Snapshot
+from paimon_meta.model.types import DataField
 from paimon_meta.table.cache import LruCache
 from paimon_meta.table.file_guard import path_guard
+from paimon_meta.table.option_policy import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH, check_read_options
 from paimon_meta.table.paths import BRANCH_DIR, BRANCH_PREFIX, TablePaths, branch_path, join_path
-from paimon_meta.table.read import SplitReader, resolve_projection
-from paimon_meta.table.scan import (
+from paimon_meta.table.read.scan import (
     DEFAULT_MANIFEST_CACHE_ENTRIES,
     DEFAULT_SCAN_PARALLELISM,
     SCAN_MANIFEST_PARALLELISM,
@@ -56,15 +54,17 @@ from paimon_meta.table.scan import (
     Plan,
     Split,
 )
+from paimon_meta.table.read.split_read import SplitReader, resolve_projection
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.tags import validate_tag_name
 from paimon_meta.table.time_travel import TimeTravel, TravelKind, resolve, snapshot_at_or_before
-from paimon_meta.table.write_input import check_writable
+from paimon_meta.table.write.arrow_input import check_writable
+from paimon_meta.table.write.builder import BatchWriteBuilder, StreamWriteBuilder
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from paimon_meta.table.builder import CommitterFactory
+    from paimon_meta.table.write.builder import CommitterFactory
 
 
 class FileStoreTable:
@@ -325,7 +325,7 @@ class ReadBuilder:
 
     def new_scan(self) -> TableScan:
         """Plans the read; ``UnsupportedError`` naming a table option that changes what a read returns
-        and is not implemented (:mod:`paimon_meta.spec.option_audit`)."""
+        and is not implemented (:mod:`paimon_meta.table.option_policy`)."""
         snapshot, schema, travel = self._checked()
         resolve_projection(schema, self._projection)  # fail early on unknown columns
         scan = FileStoreScan(

@@ -17,8 +17,8 @@ from paimon_meta.errors import (
     ValidationError,
 )
 from paimon_meta.io.base import FileIO
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.paths import join_path
 
 TAG_DIR = "tag"

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from paimon_meta.errors import SnapshotNotFoundError, ValidationError
-from paimon_meta.spec.option_audit import (
+from paimon_meta.model.snapshot import Snapshot
+from paimon_meta.table.option_policy import (
     SCAN_MODE,
     SCAN_SNAPSHOT_ID,
     SCAN_TAG_NAME,
     SCAN_TIMESTAMP_MILLIS,
     check_read_options,
 )
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.tags import TagManager
 
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
-"""Spark's pushed filters -> :mod:`paimon_meta.table.predicate` terms.
+"""Spark's pushed filters -> :mod:`paimon_meta.table.read.predicate` terms.
 
 Spark hands ``pushFilters`` the conjuncts of a query's WHERE clause that name one column each
 (``EqualTo``, comparisons, ``In``, ``IsNull``/``IsNotNull``, ``StringStartsWith``, ``Not`` of those).
 Each one lands in one of three places:
 
-* on a **partition column**, of a type :func:`~paimon_meta.table.predicate.supported` evaluates
+* on a **partition column**, of a type :func:`~paimon_meta.table.read.predicate.supported` evaluates
   exactly: a partition term. Splits of other partitions are never planned, and Spark does not
   evaluate the filter again (it is *handled*).
 * on a column whose **file statistics** can prune (any column of an append table, the trimmed primary
@@ -32,9 +32,9 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.table import predicate
-from paimon_meta.table.predicate import Leaf, Term
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.table.read import predicate
+from paimon_meta.table.read.predicate import Leaf, Term
 
 _COMPARISONS: dict[type[Filter], str] = {
     EqualTo: "=",

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.spec.arrow import to_arrow_schema
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.table.predicate import FileStatsFilter, partition_predicate
-from paimon_meta.table.read import resolve_projection
-from paimon_meta.table.scan import Split
+from paimon_meta.model.arrow import to_arrow_schema
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.table.read.predicate import FileStatsFilter, partition_predicate
+from paimon_meta.table.read.scan import Split
+from paimon_meta.table.read.split_read import resolve_projection
 from spark_jobs.common import TableHandle, cast_batch, spark_schema
 from spark_jobs.datasource.filters import PushedFilters, push
 from spark_jobs.datasource.target import (

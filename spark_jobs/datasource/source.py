@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
-from paimon_meta.spec.arrow import to_arrow_schema
+from paimon_meta.model.arrow import to_arrow_schema
 from spark_jobs.common import spark_schema
 from spark_jobs.datasource.reader import PaimonReader
 from spark_jobs.datasource.stream_reader import PaimonStreamReader

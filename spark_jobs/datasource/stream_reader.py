@@ -39,10 +39,10 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 from paimon_meta.errors import SnapshotNotFoundError, UnsupportedError, ValidationError
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.manifest import FileKind, ManifestEntry
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
-from paimon_meta.table.scan import Split
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.manifest import FileKind, ManifestEntry
+from paimon_meta.model.snapshot import CommitKind, Snapshot
+from paimon_meta.table.read.scan import Split
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.cli_args import OpenedTable
 from spark_jobs.common import TableHandle, cast_batch

@@ -40,8 +40,8 @@ from paimon_meta.errors import (
     is_definite_failure,
 )
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import FileKind
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import FileKind
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.datasource.attempts import AttemptState, CommitAttempts
 from spark_jobs.datasource.target import SourceOptions, open_target

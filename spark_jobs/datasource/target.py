@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from paimon_meta.errors import UnsupportedError, ValidationError
-from paimon_meta.spec.option_audit import SCAN_TAG_NAME
-from paimon_meta.spec.schema import TableSchema
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.table import time_travel
+from paimon_meta.table.option_policy import SCAN_TAG_NAME
 from paimon_meta.table.table import FileStoreTable, ReadBuilder
 from spark_jobs.cli_args import TOKEN_ENV, OpenedTable
 from spark_jobs.common import connect_catalog, parse_options
@@ -134,7 +134,7 @@ def open_target(opts: SourceOptions) -> OpenedTable:
     """The table the options name, open for writing, with the storage options executors need.
     Close it (``opened.close()``) when done."""
     if opts.service is not None:
-        from paimon_meta.remote import connect_service
+        from paimon_meta.catalog.rest import connect_service
 
         token = opts.token or os.environ.get(TOKEN_ENV)
         if not token:
@@ -146,7 +146,7 @@ def open_target(opts: SourceOptions) -> OpenedTable:
             remote.close()
             raise
     if opts.is_location:
-        from paimon_meta.client import open_table
+        from paimon_meta.catalog.storage import open_table
 
         return OpenedTable(open_table(opts.table, opts.storage), dict(opts.storage), lambda: None)
     catalog = connect_catalog(opts.metastore, opts.warehouse, opts.storage)

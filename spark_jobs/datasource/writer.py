@@ -49,11 +49,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from paimon_meta.errors import CommitOutcomeUnknownError, ValidationError, is_definite_failure
+from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.serde.commit_message import CURRENT_VERSION, deserialize_commit_message
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write_input import UNAWARE_BUCKET, check_writable
+from paimon_meta.table.write.arrow_input import UNAWARE_BUCKET, check_writable
+from paimon_meta.table.write.overwrite import OverwriteSpec
 from spark_jobs.batch_write import commit_messages, resolve_overwrite
 from spark_jobs.common import TableHandle
 from spark_jobs.datasource.attempts import AttemptState, CommitAttempts

@@ -11,7 +11,7 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.ops.common import operator_identity
 from tests.cli.helpers import Cli
 from tests.ops.helpers import TABLE, Crash, crash_at, create, prepare, write
@@ -28,7 +28,7 @@ def test_help_and_usage_errors(cli: Cli) -> None:
     assert code == 2 and err.strip().splitlines() == [err.strip()] and "not a duration" in err
 
 
-def test_table_and_audit_commands(cli: Cli, catalog: Catalog) -> None:
+def test_table_and_audit_commands(cli: Cli, catalog: MetastoreCatalog) -> None:
     create(catalog)
     write(catalog, range(10))
     write(catalog, range(10, 15))
@@ -69,7 +69,7 @@ def test_table_and_audit_commands(cli: Cli, catalog: Catalog) -> None:
 
 
 def test_forced_release_of_a_java_lock_row_is_recorded_with_operator_and_reason(
-    cli: Cli, catalog: Catalog
+    cli: Cli, catalog: MetastoreCatalog
 ) -> None:
     with catalog.engine.begin() as conn:
         conn.execute(
@@ -98,7 +98,7 @@ def test_forced_release_of_a_java_lock_row_is_recorded_with_operator_and_reason(
     assert cli.run("locks", "release", "jdbc.db.t", "--reason", "again")[0] == 3
 
 
-def test_recover_expire_orphans_metrics_and_db(cli: Cli, catalog: Catalog) -> None:
+def test_recover_expire_orphans_metrics_and_db(cli: Cli, catalog: MetastoreCatalog) -> None:
     create(catalog)
     write(catalog, range(5))
     table = catalog.get_table(TABLE)
@@ -139,7 +139,7 @@ def test_recover_expire_orphans_metrics_and_db(cli: Cli, catalog: Catalog) -> No
 
 
 def test_console_entry_exit_codes_and_one_line_errors(
-    clean_db: str, warehouse: str, catalog: Catalog
+    clean_db: str, warehouse: str, catalog: MetastoreCatalog
 ) -> None:
     create(catalog)
     env = {**os.environ, "PAIMON_META_URL": clean_db, "PAIMON_META_WAREHOUSE": warehouse}

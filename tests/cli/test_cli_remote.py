@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-import paimon_meta.remote
-from paimon_meta.catalog.principals import Principals
-from paimon_meta.catalog_api import Catalog
+import paimon_meta.catalog.rest
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.metastore.principals import Principals
 from tests.cli.helpers import Cli
 from tests.fixtures.service import REPO, ServiceProcess, make_principal, spawn_service
 from tests.ops.helpers import TABLE, create, write
@@ -81,7 +81,7 @@ def served(
     *,
     clean_db: str,
     warehouse: str,
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     cli: Cli,
     tmp_path: Path,
     service_processes: list[ServiceProcess],
@@ -105,12 +105,12 @@ def served(
     commit_id = cli.json("commits", TABLE)[1]["commit_id"]
     server = spawn_service(service_processes, clean_db, warehouse, tmp_path)
     # Pages of 2 rows, so every listing the commands read is followed over several pages.
-    monkeypatch.setattr(paimon_meta.remote, "_PAGE", 2)
+    monkeypatch.setattr(paimon_meta.catalog.rest, "_PAGE", 2)
     yield Served(cli, server.base, tokens, capsys, commit_id)
 
 
 def test_read_and_audit_commands_print_what_the_database_path_prints(
-    served: Served, catalog: Catalog
+    served: Served, catalog: MetastoreCatalog
 ) -> None:
     commands = [*READ_COMMANDS, ("events", "--table", TABLE, "--commit", served.commit_id)]
     for command in commands:
@@ -174,7 +174,7 @@ def test_not_found_and_usage_errors_match_the_database_path(served: Served) -> N
         assert err.count("\n") == 1 and err.startswith("paimon-meta: error: "), err
 
 
-def test_database_commands_are_refused_and_change_nothing(served: Served, catalog: Catalog) -> None:
+def test_database_commands_are_refused_and_change_nothing(served: Served, catalog: MetastoreCatalog) -> None:
     before = (
         served.db.run("snapshots", TABLE, "--json")[1],
         served.db.run("tags", TABLE, "--json")[1],

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from tests.cli.helpers import Cli
 from tests.ops.helpers import TABLE, create, write
 
 pytestmark = pytest.mark.postgres
 
 
-def test_tags_and_read_by_tag(cli: Cli, catalog: Catalog) -> None:
+def test_tags_and_read_by_tag(cli: Cli, catalog: MetastoreCatalog) -> None:
     create(catalog)
     write(catalog, range(5), overwrite=True)
     write(catalog, range(10, 13), overwrite=True)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 
 SCHEMA = pa.schema(
     [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
@@ -17,7 +17,7 @@ SCHEMA = pa.schema(
 
 
 @pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
+def catalog(clean_db: str, tmp_path: Path) -> Iterator[MetastoreCatalog]:
     """A catalog with table ``db.t`` (partitioned by ``p``, 2 buckets on ``k``)."""
     cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"))
     cat.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "k"})

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from paimon_meta.io import get_file_io
 from paimon_meta.io.base import FileIO
+from paimon_meta.model.binary_row import serialize_row
+from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, DataIncrement
+from paimon_meta.model.manifest import EMPTY_STATS, DataFileMeta, FileSource
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import INT, STRING, DataField
 from paimon_meta.serde.json import schema_to_json
-from paimon_meta.spec.binary_row import serialize_row
-from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
-from paimon_meta.spec.manifest import EMPTY_STATS, DataFileMeta, FileSource
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import INT, STRING, DataField
 
 
 def make_table(

@@ -13,10 +13,10 @@ from paimon_meta.commit.guard import StorageGuard
 from paimon_meta.commit.retry import RetryPolicy
 from paimon_meta.errors import CommitConflictError, ValidationError
 from paimon_meta.io.base import FileIO
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.snapshot import CommitKind
-from paimon_meta.table.overwrite import OverwriteSpec
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.overwrite import OverwriteSpec
 from tests.commit.helpers import append_msg, compact_msg, data_file, make_table, partition
 
 

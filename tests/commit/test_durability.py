@@ -14,7 +14,7 @@ from paimon_meta.commit.guard import StorageGuard
 from paimon_meta.errors import CommitOutcomeUnknownError
 from paimon_meta.io import FaultInjectingFileIO, FileIO
 from paimon_meta.io.local import LocalFileIO
-from paimon_meta.spec.commit_message import CommitMessage
+from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.table.table import FileStoreTable
 from tests.commit.helpers import append_msg, compact_msg, data_file, make_table, partition
 

@@ -13,13 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 from hypothesis import HealthCheck, settings
 
-from paimon_meta.serde.avro import encode_index_manifest, encode_manifest, encode_manifest_list
-from paimon_meta.serde.commit_message import SUPPORTED_WRITE_VERSIONS, serialize_commit_messages
-from paimon_meta.serde.json import schema_to_json, snapshot_to_json
-from paimon_meta.spec.arrow import from_arrow_schema
-from paimon_meta.spec.binary_row import serialize_row
-from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.arrow import from_arrow_schema
+from paimon_meta.model.binary_row import serialize_row
+from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, DataIncrement
+from paimon_meta.model.manifest import (
     DeletionVectorMeta,
     FileKind,
     IndexFileMeta,
@@ -28,9 +25,12 @@ from paimon_meta.spec.manifest import (
     ManifestFileMeta,
     SimpleStats,
 )
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
-from paimon_meta.spec.types import INT, STRING
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import CommitKind, Snapshot
+from paimon_meta.model.types import INT, STRING
+from paimon_meta.serde.avro import encode_index_manifest, encode_manifest, encode_manifest_list
+from paimon_meta.serde.commit_message import SUPPORTED_WRITE_VERSIONS, serialize_commit_messages
+from paimon_meta.serde.json import schema_to_json, snapshot_to_json
 from tests.commit.helpers import append_msg, compact_msg, data_file, partition
 from tests.fixtures.golden import GOLDEN_TABLES, golden_root
 

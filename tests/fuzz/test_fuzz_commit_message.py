@@ -15,14 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paimon_meta.catalog.events import (
+from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.metastore.events import (
     MESSAGES_COMPRESS_ABOVE,
     CommitEventType,
     CommitRef,
     Prepared,
     StoredCommitEvent,
 )
-from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.serde.commit_message import (
     SUPPORTED_READ_VERSIONS,
     SUPPORTED_WRITE_VERSIONS,
@@ -30,7 +31,6 @@ from paimon_meta.serde.commit_message import (
     deserialize_commit_messages,
     serialize_commit_messages,
 )
-from paimon_meta.spec.snapshot import CommitKind
 from tests.fuzz.mutate import byte_mutations
 from tests.fuzz.seeds import commit_message_bytes, fuzz_settings
 

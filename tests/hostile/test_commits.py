@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import CommitConflictError, ValidationError
+from paimon_meta.model.binary_row import serialize_row
+from paimon_meta.model.commit_message import CommitMessage, DataIncrement
+from paimon_meta.model.manifest import DataFileMeta, FileKind, IndexFileMeta, ManifestEntry
+from paimon_meta.model.types import INT
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.serde.commit_message import serialize_commit_messages
-from paimon_meta.spec.binary_row import serialize_row
-from paimon_meta.spec.commit_message import CommitMessage, DataIncrement
-from paimon_meta.spec.manifest import DataFileMeta, FileKind, IndexFileMeta, ManifestEntry
-from paimon_meta.spec.types import INT
 from paimon_meta.table.containment import TableRoots
 from paimon_meta.table.table import FileStoreTable
 from tests.commit.helpers import append_msg, data_file, make_table
@@ -42,7 +42,7 @@ URL = f"{P}/databases/db1/tables/t1"
 
 @dataclasses.dataclass
 class World:
-    catalog: Catalog
+    catalog: MetastoreCatalog
     client: TestClient
     mallory: dict[str, str]  # write on db1.t1 only
     reader: dict[str, str]  # read on db1.t1 only
@@ -52,7 +52,7 @@ class World:
 
 
 @pytest.fixture
-def world(service_catalog: Catalog, tmp_path: Path) -> Iterator[World]:
+def world(service_catalog: MetastoreCatalog, tmp_path: Path) -> Iterator[World]:
     create(service_catalog, "db1.t1")
     create(service_catalog, "db2.t2")
     write(service_catalog, [1, 2, 3], identifier="db2.t2")
@@ -99,7 +99,7 @@ def _with_file(msg: CommitMessage, **changes: Any) -> CommitMessage:
     return dataclasses.replace(msg, data_increment=DataIncrement(new_files=(f,)))
 
 
-def _snapshots(catalog: Catalog, identifier: str) -> list[int]:
+def _snapshots(catalog: MetastoreCatalog, identifier: str) -> list[int]:
     return catalog.get_table(identifier).snapshot_manager.list_snapshot_ids()
 
 

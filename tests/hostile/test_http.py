@@ -23,7 +23,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import MetastoreUnavailableError
 from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.service.state import ServiceState
@@ -192,7 +192,7 @@ def test_patterns_of_every_list_route_answer_promptly_and_are_capped(clean_db: s
 
 
 def test_metrics_and_docs_refuse_anonymous_requests(
-    service_client: TestClient, service_catalog: Catalog
+    service_client: TestClient, service_catalog: MetastoreCatalog
 ) -> None:
     service_catalog.create_database("db")
     reader = auth(make_principal(service_catalog, "reader", [("read", "db", None)]))
@@ -245,10 +245,10 @@ def test_a_metastore_failure_while_checking_the_token_is_the_protocols_error(
 
 
 def test_the_event_log_part_of_metrics_is_cached(
-    service_client: TestClient, service_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+    service_client: TestClient, service_catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each scrape queried the whole event log: scrapes within the cache window reuse one query."""
-    from paimon_meta import metrics
+    from paimon_meta.ops import metrics
 
     admin = auth(make_principal(service_catalog, "admin", [("admin", None, None)]))
     calls: list[int] = []
@@ -333,7 +333,7 @@ def test_a_slow_body_is_cut_off_with_408(clean_db: str, tmp_path: Path) -> None:
         assert status == 408 and b'"code":408' in raw, raw
 
 
-def _messages_body(catalog: Catalog, identifier: int) -> dict[str, Any]:
+def _messages_body(catalog: MetastoreCatalog, identifier: int) -> dict[str, Any]:
     messages = prepare(catalog.get_table("db.t"), [1], user="u")
     raw = serialize_commit_messages(messages, 14, table_buckets=2)
     return {
@@ -345,7 +345,7 @@ def _messages_body(catalog: Catalog, identifier: int) -> dict[str, Any]:
 
 
 def test_numbers_outside_bigint_are_400_naming_the_field(
-    service_client: TestClient, service_catalog: Catalog
+    service_client: TestClient, service_catalog: MetastoreCatalog
 ) -> None:
     """A commitIdentifier or pageToken of 2^63 answered 500 (and reset the connection)."""
     create(service_catalog)
@@ -371,7 +371,7 @@ def test_numbers_outside_bigint_are_400_naming_the_field(
 
 
 def test_numbers_outside_bigint_in_a_rest_commit_are_400(
-    service_client: TestClient, service_catalog: Catalog
+    service_client: TestClient, service_catalog: MetastoreCatalog
 ) -> None:
     base = seed(service_catalog)
     admin = auth(make_principal(service_catalog, "admin", [("admin", None, None)]))
@@ -415,7 +415,7 @@ def test_request_ids_are_short_safe_tokens_and_log_lines_cannot_be_forged(
 
 
 def test_failed_authentications_are_throttled_per_address(
-    service_client: TestClient, service_catalog: Catalog
+    service_client: TestClient, service_catalog: MetastoreCatalog
 ) -> None:
     """1,000 wrong tokens in a row were answered without any throttling."""
     service_catalog.create_database("db")

@@ -21,8 +21,10 @@ import pytest
 from sqlalchemy import text
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import ValidationError
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import FileKind, ManifestEntry
 from paimon_meta.ops.expire import expire_snapshots
 from paimon_meta.ops.orphans import remove_orphan_files
 from paimon_meta.ops.references import FilePaths, live_entries, read_metadata
@@ -34,8 +36,6 @@ from paimon_meta.serde.avro import (
     encode_index_manifest,
     encode_manifest,
 )
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import FileKind, ManifestEntry
 from paimon_meta.table import schema_change
 from paimon_meta.table.table import FileStoreTable
 from tests.fixtures.golden import golden_table_path
@@ -63,7 +63,7 @@ def _rewrite_delta(
         path.write_bytes(encode_manifest(change(entries)))
 
 
-def _live_paths(catalog: Catalog, identifier: str) -> list[str]:
+def _live_paths(catalog: MetastoreCatalog, identifier: str) -> list[str]:
     table = catalog.get_table(identifier)
     md = read_metadata(table, table.latest_snapshot(), missing_ok=False)  # type: ignore[arg-type]
     paths = FilePaths(table)
@@ -72,14 +72,14 @@ def _live_paths(catalog: Catalog, identifier: str) -> list[str]:
 
 @dataclasses.dataclass
 class Poisoned:
-    catalog: Catalog
+    catalog: MetastoreCatalog
     victim: Path  # db2.t2's data file, which db1.t1 names through "../../../db2.db/t2/..."
     outside: Path  # a file outside the warehouse, which db1.t1 names as an external path
     poisoned_names: list[str]
 
 
 @pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
+def catalog(clean_db: str, tmp_path: Path) -> Iterator[MetastoreCatalog]:
     cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"), **FAST_LOCK)
     try:
         yield cat
@@ -88,7 +88,7 @@ def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
 
 
 def _poison(
-    catalog: Catalog,
+    catalog: MetastoreCatalog,
     tmp_path: Path,
     *,
     then_delete: bool,
@@ -140,7 +140,7 @@ def _poison(
     return Poisoned(catalog, Path(victim), outside, [p.file.file_name for p in poisoned])
 
 
-def _finished_payload(catalog: Catalog, operation: str) -> dict[str, Any]:
+def _finished_payload(catalog: MetastoreCatalog, operation: str) -> dict[str, Any]:
     with catalog.engine.connect() as conn:
         payload: dict[str, Any] = conn.execute(
             text(
@@ -163,7 +163,7 @@ def _assert_untouched(p: Poisoned) -> None:
 
 @pytest.mark.parametrize("kind", ["name", "external"])
 def test_read_refuses_a_file_of_another_table_or_outside_the_warehouse(
-    catalog: Catalog, tmp_path: Path, kind: str
+    catalog: MetastoreCatalog, tmp_path: Path, kind: str
 ) -> None:
     p = _poison(catalog, tmp_path, then_delete=False, kinds=(kind,))
     # before: a read of db1.t1 returned db2.t2's rows (100, 101) with its own
@@ -175,8 +175,8 @@ def test_read_refuses_a_file_of_another_table_or_outside_the_warehouse(
     _assert_untouched(p)
 
 
-def test_compaction_refuses_to_read_another_tables_file(catalog: Catalog, tmp_path: Path) -> None:
-    from paimon_meta.table.compact import compact
+def test_compaction_refuses_to_read_another_tables_file(catalog: MetastoreCatalog, tmp_path: Path) -> None:
+    from paimon_meta.table.mergetree.compact import compact
 
     p = _poison(catalog, tmp_path, then_delete=False, third=True)  # 3 small files: a rewrite is planned
     with pytest.raises(OUTSIDE) as err:
@@ -185,10 +185,12 @@ def test_compaction_refuses_to_read_another_tables_file(catalog: Catalog, tmp_pa
     _assert_untouched(p)
 
 
-def test_first_row_writer_refuses_to_read_another_tables_file(catalog: Catalog, tmp_path: Path) -> None:
+def test_first_row_writer_refuses_to_read_another_tables_file(
+    catalog: MetastoreCatalog, tmp_path: Path
+) -> None:
     """A first-row writer reads the bucket's files above level 0 to keep each key's first row: a
     manifest naming another table's file there must not make it read (and dedupe against) that file."""
-    from paimon_meta.table.compact import compact
+    from paimon_meta.table.mergetree.compact import compact
 
     create(catalog, T2, bucket="1")
     write(catalog, VICTIM_KEYS, identifier=T2)
@@ -241,7 +243,7 @@ def test_read_refuses_a_deletion_vector_outside_the_table(golden_copy: Any, tmp_
     assert str(outside) in err.value.message
 
 
-def test_read_refuses_a_manifest_named_outside_the_table(catalog: Catalog, tmp_path: Path) -> None:
+def test_read_refuses_a_manifest_named_outside_the_table(catalog: MetastoreCatalog, tmp_path: Path) -> None:
     p = _poison(catalog, tmp_path, then_delete=False)
     table = catalog.get_table(T1)
     snapshot = table.snapshot_manager.snapshot(1)
@@ -267,7 +269,7 @@ def test_read_refuses_a_manifest_named_outside_the_table(catalog: Catalog, tmp_p
 
 
 def test_expiration_after_an_overwrite_deletes_nothing_outside_the_table(
-    catalog: Catalog, tmp_path: Path
+    catalog: MetastoreCatalog, tmp_path: Path
 ) -> None:
     p = _poison(catalog, tmp_path, then_delete=True)
     report = expire_snapshots(catalog, T1, retain_min=1, time_retained_ms=0)
@@ -284,7 +286,7 @@ def test_expiration_after_an_overwrite_deletes_nothing_outside_the_table(
     assert read_keys(catalog, identifier=T1) == [3]
 
 
-def test_orphan_cleanup_deletes_nothing_outside_the_table(catalog: Catalog, tmp_path: Path) -> None:
+def test_orphan_cleanup_deletes_nothing_outside_the_table(catalog: MetastoreCatalog, tmp_path: Path) -> None:
     p = _poison(catalog, tmp_path, then_delete=True)
     report = remove_orphan_files(catalog, T1, older_than_seconds=0)
     _assert_untouched(p)
@@ -293,7 +295,7 @@ def test_orphan_cleanup_deletes_nothing_outside_the_table(catalog: Catalog, tmp_
     assert read_keys(catalog, identifier=T1) == [3]
 
 
-def test_rollback_deletes_nothing_outside_the_table(catalog: Catalog, tmp_path: Path) -> None:
+def test_rollback_deletes_nothing_outside_the_table(catalog: MetastoreCatalog, tmp_path: Path) -> None:
     p = _poison(catalog, tmp_path, then_delete=True)
     rollback(catalog, T1, snapshot_id=1)
     _assert_untouched(p)
@@ -302,7 +304,7 @@ def test_rollback_deletes_nothing_outside_the_table(catalog: Catalog, tmp_path: 
 
 
 def test_abort_refuses_to_delete_files_a_message_names_outside_the_table(
-    catalog: Catalog, tmp_path: Path
+    catalog: MetastoreCatalog, tmp_path: Path
 ) -> None:
     p = _poison(catalog, tmp_path, then_delete=False)
     table = catalog.get_table(T1)
@@ -378,7 +380,9 @@ BAD_PLACEMENTS = [
 
 
 @pytest.mark.parametrize(("key", "value"), BAD_PLACEMENTS)
-def test_create_refuses_options_that_place_files_outside(catalog: Catalog, key: str, value: str) -> None:
+def test_create_refuses_options_that_place_files_outside(
+    catalog: MetastoreCatalog, key: str, value: str
+) -> None:
     with pytest.raises(ValidationError) as err:
         create(catalog, T1, **{key: value})
     assert err.value.fields.get("option") == key
@@ -386,7 +390,9 @@ def test_create_refuses_options_that_place_files_outside(catalog: Catalog, key: 
 
 
 @pytest.mark.parametrize(("key", "value"), BAD_PLACEMENTS)
-def test_set_option_refuses_options_that_place_files_outside(catalog: Catalog, key: str, value: str) -> None:
+def test_set_option_refuses_options_that_place_files_outside(
+    catalog: MetastoreCatalog, key: str, value: str
+) -> None:
     create(catalog, T1)
     schema_id = catalog.get_table(T1).schema.id
     with pytest.raises(ValidationError) as err:
@@ -395,7 +401,9 @@ def test_set_option_refuses_options_that_place_files_outside(catalog: Catalog, k
     assert catalog.get_table(T1).schema.id == schema_id  # nothing written
 
 
-def test_path_directory_cannot_put_files_in_another_tables_bucket(catalog: Catalog, tmp_path: Path) -> None:
+def test_path_directory_cannot_put_files_in_another_tables_bucket(
+    catalog: MetastoreCatalog, tmp_path: Path
+) -> None:
     """The issue's reproduction: files of db1.t1 landed in db2.t2's bucket directory."""
     create(catalog, T2, bucket="1")
     write(catalog, VICTIM_KEYS, identifier=T2)
@@ -438,7 +446,7 @@ def test_external_paths_only_under_an_allowed_root(clean_db: str, tmp_path: Path
         paimon_meta.connect(clean_db, str(warehouse), **{"external-roots.allowed": "relative/root"})
 
 
-def test_harmless_placement_options_are_accepted(catalog: Catalog) -> None:
+def test_harmless_placement_options_are_accepted(catalog: MetastoreCatalog) -> None:
     create(
         catalog,
         T1,

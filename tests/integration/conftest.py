@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from tests.integration._workers import Target
 from tests.integration.procs import create_target
 
@@ -21,6 +21,6 @@ def target(request: pytest.FixtureRequest, clean_db: str, tmp_path: Path) -> Tar
 
 
 @pytest.fixture
-def catalog(target: Target) -> Iterator[Catalog]:
+def catalog(target: Target) -> Iterator[MetastoreCatalog]:
     with paimon_meta.connect(target.url, target.warehouse, **target.options) as cat:
         yield cat

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import text
 
-from paimon_meta.catalog_api import Catalog, split_identifier
-from paimon_meta.spec.manifest import FileKind
-from paimon_meta.spec.snapshot import Snapshot
+from paimon_meta.catalog.metastore import MetastoreCatalog, split_identifier
+from paimon_meta.model.manifest import FileKind
+from paimon_meta.model.snapshot import Snapshot
 
 
 @dataclass
@@ -28,7 +28,7 @@ class History:
         return [e for e in self.events if e["event_type"] == event_type]
 
 
-def read_history(catalog: Catalog, identifier: str) -> History:
+def read_history(catalog: MetastoreCatalog, identifier: str) -> History:
     """Everything about ``identifier``: snapshots, the final live files, events, pointer, manifests."""
     h = History()
     db, name = split_identifier(identifier)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.crashpoints import CRASH_AT_ENV, CRASH_MODE_ENV, PAUSE_AT_ENV, CrashPoint
 from tests.commit.helpers import append_msg, data_file
 from tests.integration._workers import Target
@@ -25,20 +25,20 @@ LEASE = 2
 OPTIONS = {"lock.lease-seconds": str(LEASE), "lock.acquire-timeout-seconds": str(LEASE + 20)}
 
 
-def commit(catalog: Catalog, user: str, identifier: int, file_name: str) -> Any:
+def commit(catalog: MetastoreCatalog, user: str, identifier: int, file_name: str) -> Any:
     table = catalog.get_table("db.t")
     assert table.committer_factory is not None
     msg = append_msg(identifier % 2, identifier % 2, data_file(rows=1, name=file_name))
     return table.committer_factory(table, user).commit([msg], identifier)
 
 
-def snapshot_etags(catalog: Catalog) -> dict[int, str | None]:
+def snapshot_etags(catalog: MetastoreCatalog) -> dict[int, str | None]:
     table = catalog.get_table("db.t")
     manager = table.snapshot_manager
     return {sid: table.file_io.status(manager.snapshot_path(sid)).etag for sid in manager.list_snapshot_ids()}
 
 
-def test_same_identifier_twice_gives_one_snapshot(catalog: Catalog) -> None:
+def test_same_identifier_twice_gives_one_snapshot(catalog: MetastoreCatalog) -> None:
     first = commit(catalog, "job", 3, "data-a.parquet")
     again = commit(catalog, "job", 3, "data-a.parquet")
     assert (first.snapshot_ids, again.snapshot_ids, again.deduplicated) == ((1,), (1,), True)
@@ -50,7 +50,7 @@ def test_same_identifier_twice_gives_one_snapshot(catalog: Catalog) -> None:
 
 
 def test_killed_between_publish_and_acknowledgement_then_recommitted(
-    target: Target, catalog: Catalog
+    target: Target, catalog: MetastoreCatalog
 ) -> None:
     out = ctx.Queue()
     env = {CRASH_AT_ENV: CrashPoint.AFTER_SNAPSHOT.value, CRASH_MODE_ENV: "kill"}
@@ -84,7 +84,7 @@ def test_killed_between_publish_and_acknowledgement_then_recommitted(
     "point", [CrashPoint.AFTER_LOCK, CrashPoint.BEFORE_PUBLISH, CrashPoint.AFTER_SNAPSHOT]
 )
 def test_a_frozen_holder_cannot_overwrite_or_duplicate_after_a_takeover(
-    target: Target, catalog: Catalog, point: CrashPoint
+    target: Target, catalog: MetastoreCatalog, point: CrashPoint
 ) -> None:
     out = ctx.Queue()
     child = start_writer(
@@ -134,7 +134,7 @@ def test_a_frozen_holder_cannot_overwrite_or_duplicate_after_a_takeover(
     check_no_orphan_manifests(h)
 
 
-def test_a_killed_holder_is_taken_over_within_the_lease(target: Target, catalog: Catalog) -> None:
+def test_a_killed_holder_is_taken_over_within_the_lease(target: Target, catalog: MetastoreCatalog) -> None:
     out = ctx.Queue()
     child = start_writer(target, "doomed", [1], out, env={PAUSE_AT_ENV: CrashPoint.AFTER_LOCK.value})
     wait_until_stopped(child)

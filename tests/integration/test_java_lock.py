@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.crashpoints import PAUSE_AT_ENV, CrashPoint
 from paimon_meta.db.engine import libpq_conninfo
 from tests.commit.helpers import append_msg, data_file
@@ -34,7 +34,7 @@ def java(url: str, statement: str, *params: Any) -> None:
         conn.execute(statement, params)
 
 
-def commit_in_background(catalog: Catalog, results: list[Any]) -> threading.Thread:
+def commit_in_background(catalog: MetastoreCatalog, results: list[Any]) -> threading.Thread:
     table = catalog.get_table("db.t")
     assert table.committer_factory is not None
     committer = table.committer_factory(table, "py")
@@ -44,11 +44,13 @@ def commit_in_background(catalog: Catalog, results: list[Any]) -> threading.Thre
     return thread
 
 
-def prepared_events(catalog: Catalog) -> int:
+def prepared_events(catalog: MetastoreCatalog) -> int:
     return len(read_history(catalog, "db.t").events_of("prepared"))
 
 
-def test_a_java_row_blocks_our_commit_until_java_deletes_it(target: Target, catalog: Catalog) -> None:
+def test_a_java_row_blocks_our_commit_until_java_deletes_it(
+    target: Target, catalog: MetastoreCatalog
+) -> None:
     java(target.url, JAVA_ACQUIRE, LOCK_ID, 480)  # Java's default lock-acquire-timeout: 8 minutes
     results: list[Any] = []
     thread = commit_in_background(catalog, results)
@@ -67,7 +69,7 @@ def test_a_java_row_blocks_our_commit_until_java_deletes_it(target: Target, cata
     assert kinds == ["acquired", "released"]  # no takeover: Java deleted its row
 
 
-def test_an_expired_java_row_is_taken_over(target: Target, catalog: Catalog) -> None:
+def test_an_expired_java_row_is_taken_over(target: Target, catalog: MetastoreCatalog) -> None:
     java(target.url, JAVA_ACQUIRE, LOCK_ID, 1)  # a Java writer that died holding a 1 s lock
     results: list[Any] = []
     commit_in_background(catalog, results).join(60)
@@ -77,7 +79,7 @@ def test_an_expired_java_row_is_taken_over(target: Target, catalog: Catalog) -> 
     assert takeover[0]["previous_owner"] is None and takeover[0]["payload"]["java"] is True
 
 
-def test_java_cannot_insert_while_we_hold_the_lock(target: Target, catalog: Catalog) -> None:
+def test_java_cannot_insert_while_we_hold_the_lock(target: Target, catalog: MetastoreCatalog) -> None:
     out = ctx.Queue()
     writer = start_writer(target, "py", [1], out, env={PAUSE_AT_ENV: CrashPoint.AFTER_LOCK.value})
     try:

@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_meta.spec import types as T
-from paimon_meta.spec.binary_row import Timestamp, unscaled_to_decimal
-from paimon_meta.spec.bucket import bucket_array, bucket_of, hash_row
+from paimon_meta.model import types as T
+from paimon_meta.model.binary_row import Timestamp, unscaled_to_decimal
+from paimon_meta.table.write.bucket import bucket_array, bucket_of, hash_row
 from tests.fixtures.interop import run_pypaimon
 
 pytestmark = pytest.mark.interop

@@ -15,15 +15,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.types import INT
 from paimon_meta.serde.commit_message import (
     CURRENT_VERSION,
     deserialize_commit_message,
     serialize_commit_message,
 )
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.types import INT
 from tests.fixtures.interop import run_pypaimon
-from tests.table.test_write import make_table, write_all
+from tests.table.write.test_write import make_table, write_all
 
 pytestmark = pytest.mark.interop
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.option_audit import SCAN_FALLBACK_BRANCH
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, STRING, DataField
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import BIGINT, STRING, DataField
+from paimon_meta.table.option_policy import SCAN_FALLBACK_BRANCH
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
 from tests.interop.canonical import assert_same_rows, canonical_arrow, canonical_java

@@ -30,9 +30,9 @@ import pytest
 import paimon_meta
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.arrow import to_arrow_type
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import (
+from paimon_meta.model.arrow import to_arrow_type
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import (
     BIGINT,
     BINARY,
     BOOLEAN,
@@ -56,7 +56,7 @@ from paimon_meta.spec.types import (
     DataType,
     MapType,
 )
-from paimon_meta.table.casts import can_cast, cast_array
+from paimon_meta.table.casting.casts import can_cast, cast_array
 from paimon_meta.table.schema_change import UpdateColumnType, alter
 from paimon_meta.table.snapshots import SchemaManager
 from tests.interop.canonical import canonical_column, canonical_float

@@ -40,13 +40,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.io import get_file_io
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, DataField
 from paimon_meta.serde.commit_message import deserialize_commit_messages, serialize_commit_messages
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, DataField
-from paimon_meta.table.compact import plan_compaction, run_tasks_locally
+from paimon_meta.table.mergetree.compact import plan_compaction, run_tasks_locally
 from paimon_meta.table.snapshots import SchemaManager
 from tests.fixtures.service import make_principal
 from tests.interop.canonical import (
@@ -235,7 +235,7 @@ def test_java_writes_we_commit(
     *,
     readers: Readers,
     service_client: TestClient,
-    service_catalog: Catalog,
+    service_catalog: MetastoreCatalog,
     tmp_path: Path,
 ) -> None:
     kind, _, compact = case.partition("+")

@@ -32,9 +32,9 @@ import pytest
 
 import paimon_meta
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.arrow import from_arrow_schema
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.table.compact import compact
+from paimon_meta.model.arrow import from_arrow_schema
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.table.mergetree.compact import compact
 from paimon_meta.table.snapshots import SchemaManager
 from tests.interop.canonical import assert_same_rows, canonical_arrow, canonical_java
 from tests.interop.java_env import VERSIONS, JavaHarness
@@ -155,7 +155,7 @@ CASES: dict[str, Case] = {
             [{"k": 1, "_row_kind": "-D"}, {"k": 2, "_row_kind": "-D"}, {"k": 3, "a": 9, "_row_kind": "-U"}],
             # No key comes back after its delete: the harness's Java versions predate apache/paimon#4248
             # and throw (NullPointerException) on an addition merged after a -D; 1.0.0 fixed it the way
-            # tests/table/test_merge_engines.py checks.
+            # tests/table/mergetree/test_merge_engines.py checks.
             [{"k": 3, "s": "cc"}, {"k": 9, "_row_kind": "-D"}, {"k": 6, "d": 6.0}],
             [{"k": 4, "a": 4}, {"k": 4, "_row_kind": "-D"}, {"k": 5, "a": 5}, {"k": 5, "_row_kind": "-U"}],
         ],
@@ -173,7 +173,7 @@ CASES: dict[str, Case] = {
         ],
     ),
     # a,b follow s1; c follows (s2, s3), nulls first; e is in no group. No key sees only retractions
-    # (Java's row then has null primary-key fields, see paimon_meta.table.merge_engine).
+    # (Java's row then has null primary-key fields, see paimon_meta.table.mergetree.merge_engine).
     "partial-update-sequence-group": Case(
         SG,
         {"merge-engine": "partial-update", **SEQUENCE_GROUPS},

@@ -38,9 +38,9 @@ import pytest
 
 import paimon_meta
 from paimon_meta.io import get_file_io
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import INT, TIMESTAMP, TIMESTAMP_LTZ, DataField
 from paimon_meta.serde.orc_timestamps import writer_timezone
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import INT, TIMESTAMP, TIMESTAMP_LTZ, DataField
 from paimon_meta.table.snapshots import SchemaManager
 from tests.interop.canonical import assert_same_rows, canonical_arrow, canonical_java
 from tests.interop.java_env import VERSIONS, JavaHarness

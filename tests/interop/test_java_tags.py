@@ -22,14 +22,14 @@ import pyarrow as pa
 import pytest
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import SnapshotNotFoundError
 from paimon_meta.io import get_file_io
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import BIGINT, STRING, DataField
 from paimon_meta.ops.expire import expire_snapshots
 from paimon_meta.ops.tags import create_tag
-from paimon_meta.spec.option_audit import SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, STRING, DataField
+from paimon_meta.table.option_policy import SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable, ReadBuilder
 from paimon_meta.table.time_travel import tag_manager, tag_snapshot
@@ -59,7 +59,7 @@ AT_4 = _rows((1, "X"), (2, "B"), (3, "c"), (4, "d"))
 
 
 @pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
+def catalog(clean_db: str, tmp_path: Path) -> Iterator[MetastoreCatalog]:
     cat = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"))
     try:
         yield cat
@@ -75,7 +75,7 @@ def _option(table: FileStoreTable, key: str, value: str) -> FileStoreTable:
     return FileStoreTable(table.file_io, table.path, table.schema, {key: value})
 
 
-def _write(catalog: Catalog, identifier: str, commits: list[list[Row]]) -> FileStoreTable:
+def _write(catalog: MetastoreCatalog, identifier: str, commits: list[list[Row]]) -> FileStoreTable:
     table = catalog.create_table(identifier, ARROW, primary_keys=["id"], options={"bucket": "2"})
     for rows in commits:
         builder = table.new_batch_write_builder()
@@ -87,7 +87,7 @@ def _write(catalog: Catalog, identifier: str, commits: list[list[Row]]) -> FileS
     return catalog.get_table(identifier)
 
 
-def _ours(catalog: Catalog) -> str:
+def _ours(catalog: MetastoreCatalog) -> str:
     """Our table, tagged and expired past ``t2``; returns its path."""
     _write(catalog, "db.t", COMMITS)
     create_tag(catalog, "db.t", "t2", 2)
@@ -101,7 +101,7 @@ def _ours(catalog: Catalog) -> str:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_tags_with_java(
-    tmp_path: Path, catalog: Catalog, java_harnesses: dict[str, JavaHarness], version: str
+    tmp_path: Path, catalog: MetastoreCatalog, java_harnesses: dict[str, JavaHarness], version: str
 ) -> None:
     ours = _ours(catalog)
     timed = _write(catalog, "db.u", COMMITS[:3])

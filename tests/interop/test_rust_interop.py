@@ -36,13 +36,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.model.types import BIGINT
 from paimon_meta.ops.references import live_entries, read_metadata
 from paimon_meta.serde.commit_message import CURRENT_VERSION, deserialize_commit_messages
-from paimon_meta.spec.bucket import bucket_of
-from paimon_meta.spec.types import BIGINT
-from paimon_meta.table.compact import compact
+from paimon_meta.table.mergetree.compact import compact
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.bucket import bucket_of
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.postgres import PgServer
 from tests.fixtures.service import FAST_LOCK, in_process_client, make_principal
@@ -203,14 +203,15 @@ class RustTable:
 
 @dataclass(frozen=True)
 class RustTables:
-    catalog: Catalog  # the catalog the service committed through (its tables: db.rust_<layout>, db.rust_pk)
+    # the catalog the service committed through (its tables: db.rust_<layout>, db.rust_pk)
+    catalog: MetastoreCatalog
     tables: dict[str, RustTable]  # by RUST_TABLES name
     rust_files: frozenset[str]  # the data files paimon-rust wrote into db.rust_pk
 
 
 @dataclass(frozen=True)
 class Service:
-    catalog: Catalog
+    catalog: MetastoreCatalog
     client: TestClient
     headers: dict[str, str]  # a principal with write on database db
 
@@ -442,7 +443,7 @@ def _arrow(rows: list[Row]) -> pa.Table:
 
 
 @pytest.mark.parametrize("layout", [*sorted(APPEND_LAYOUTS), "primary-key", "primary-key-thin"])
-def test_rust_reads_ours(layout: str, rust_python: Path, service_catalog: Catalog) -> None:
+def test_rust_reads_ours(layout: str, rust_python: Path, service_catalog: MetastoreCatalog) -> None:
     name = f"ours_{layout.replace('-', '_')}"
     thin = layout == "primary-key-thin"
     if thin:

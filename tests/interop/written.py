@@ -28,9 +28,9 @@ import pyarrow as pa
 
 import paimon_meta
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.arrow import to_arrow_schema, to_arrow_type
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import (
+from paimon_meta.model.arrow import to_arrow_schema, to_arrow_type
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import (
     BIGINT,
     BINARY,
     BOOLEAN,
@@ -55,12 +55,12 @@ from paimon_meta.spec.types import (
     MapType,
     RowType,
 )
-from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.overwrite import OverwriteSpec
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog_api import Catalog
+    from paimon_meta.catalog.metastore import MetastoreCatalog
 
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -435,9 +435,9 @@ class BuildContext:
     def __init__(self, warehouse: Path, metastore_url: Callable[[], str]) -> None:
         self.warehouse = warehouse
         self._metastore_url = metastore_url
-        self._catalog: Catalog | None = None
+        self._catalog: MetastoreCatalog | None = None
 
-    def catalog(self) -> Catalog:
+    def catalog(self) -> MetastoreCatalog:
         if self._catalog is None:
             self._catalog = paimon_meta.connect(self._metastore_url(), str(self.warehouse))
         return self._catalog

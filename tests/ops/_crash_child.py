@@ -40,7 +40,8 @@ def _die(*_args: Any, **_kwargs: Any) -> Any:
 
 def arm(point: str) -> None:
     """Make the process die at ``point`` (in-process stand-in for the commit engineer's crash points)."""
-    from paimon_meta.commit import coordinator, metastore_guard
+    from paimon_meta.commit import coordinator
+    from paimon_meta.commit.metastore import guard as metastore_guard
 
     if point == "after_prepared":
         original = metastore_guard.MetastoreGuard.prepared

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from tests.ops.helpers import FAST_LOCK
 
 
@@ -18,7 +18,7 @@ def warehouse(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def catalog(clean_db: str, warehouse: str) -> Iterator[Catalog]:
+def catalog(clean_db: str, warehouse: str) -> Iterator[MetastoreCatalog]:
     cat = paimon_meta.connect(clean_db, warehouse, **FAST_LOCK)
     try:
         yield cat

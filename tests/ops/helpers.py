@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import text
 
-from paimon_meta.catalog_api import Catalog, split_identifier
+from paimon_meta.catalog.metastore import MetastoreCatalog, split_identifier
 from paimon_meta.commit.coordinator import CommitCoordinator
+from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.ops.references import FilePaths, live_entries, read_metadata
-from paimon_meta.spec.commit_message import CommitMessage
 from paimon_meta.table.table import FileStoreTable
 
 TABLE = "db.t"
@@ -24,7 +24,7 @@ SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string()
 FAST_LOCK = {"lock.lease-seconds": "2", "lock.acquire-timeout-seconds": "30"}
 
 
-def create(catalog: Catalog, identifier: str = TABLE, **options: str) -> FileStoreTable:
+def create(catalog: MetastoreCatalog, identifier: str = TABLE, **options: str) -> FileStoreTable:
     return catalog.create_table(identifier, SCHEMA, options={"bucket": "2", "bucket-key": "k", **options})
 
 
@@ -41,7 +41,9 @@ def prepare(table: FileStoreTable, keys: Iterable[int], *, user: str | None = No
     return list(write.prepare_commit())
 
 
-def write(catalog: Catalog, keys: Iterable[int], *, identifier: str = TABLE, overwrite: bool = False) -> int:
+def write(
+    catalog: MetastoreCatalog, keys: Iterable[int], *, identifier: str = TABLE, overwrite: bool = False
+) -> int:
     """One batch commit of ``keys``; returns its snapshot id."""
     table = catalog.get_table(identifier)
     builder = table.new_batch_write_builder()
@@ -52,7 +54,9 @@ def write(catalog: Catalog, keys: Iterable[int], *, identifier: str = TABLE, ove
     return builder.new_commit().commit(w.prepare_commit()).snapshot_ids[0]
 
 
-def read_keys(catalog: Catalog, *, identifier: str = TABLE, snapshot: int | None = None) -> list[int]:
+def read_keys(
+    catalog: MetastoreCatalog, *, identifier: str = TABLE, snapshot: int | None = None
+) -> list[int]:
     builder = catalog.get_table(identifier).new_read_builder()
     if snapshot is not None:
         builder = builder.with_snapshot(snapshot)
@@ -60,7 +64,7 @@ def read_keys(catalog: Catalog, *, identifier: str = TABLE, snapshot: int | None
     return sorted(result.column("k").to_pylist())
 
 
-def events(catalog: Catalog, identifier: str = TABLE) -> list[dict[str, Any]]:
+def events(catalog: MetastoreCatalog, identifier: str = TABLE) -> list[dict[str, Any]]:
     with catalog.engine.connect() as conn:
         result = conn.execute(
             text(
@@ -87,7 +91,7 @@ def referenced_paths(table: FileStoreTable) -> set[str]:
     return out
 
 
-def assert_consistent(catalog: Catalog, identifier: str = TABLE) -> None:
+def assert_consistent(catalog: MetastoreCatalog, identifier: str = TABLE) -> None:
     """Storage == event log == pointer, nothing pending, every referenced file present, no lock held."""
     db, name = split_identifier(identifier)
     row = catalog.registry.get_table_row(db, name)

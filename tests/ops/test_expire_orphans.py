@@ -13,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import CorruptMetadataError, UnsupportedError
 from paimon_meta.ops.common import operator_identity
 from paimon_meta.ops.expire import ExpireConfig, expire_snapshots, plan_end
@@ -45,7 +45,7 @@ def data_paths(table: FileStoreTable, snapshot_id: int) -> set[str]:
     return {p for e in live_entries(table, md) for p in paths.data_file(e)}
 
 
-def test_expire_deletes_exactly_the_files_only_expired_snapshots_used(catalog: Catalog) -> None:
+def test_expire_deletes_exactly_the_files_only_expired_snapshots_used(catalog: MetastoreCatalog) -> None:
     create(catalog)
     for i in range(5):  # each snapshot replaces the whole table: its delta deletes the previous files
         write(catalog, range(i * 10, i * 10 + 10), overwrite=True)
@@ -77,7 +77,7 @@ def test_expire_deletes_exactly_the_files_only_expired_snapshots_used(catalog: C
     assert again.expired == [] and again.deleted_data_files == []
 
 
-def test_expire_honours_time_retained_max_and_the_per_run_limit(catalog: Catalog) -> None:
+def test_expire_honours_time_retained_max_and_the_per_run_limit(catalog: MetastoreCatalog) -> None:
     create(catalog)
     for i in range(6):
         write(catalog, [i])
@@ -104,7 +104,7 @@ def test_expire_honours_time_retained_max_and_the_per_run_limit(catalog: Catalog
     assert_consistent(catalog)
 
 
-def test_orphan_cleanup_keeps_referenced_young_and_in_flight_files(catalog: Catalog) -> None:
+def test_orphan_cleanup_keeps_referenced_young_and_in_flight_files(catalog: MetastoreCatalog) -> None:
     create(catalog)
     write(catalog, range(10))
     table = catalog.get_table(TABLE)
@@ -154,7 +154,7 @@ def test_orphan_cleanup_keeps_referenced_young_and_in_flight_files(catalog: Cata
     assert_consistent(catalog)
 
 
-def test_expire_and_orphan_cleanup_while_two_writers_commit(catalog: Catalog) -> None:
+def test_expire_and_orphan_cleanup_while_two_writers_commit(catalog: MetastoreCatalog) -> None:
     create(catalog, **{"snapshot.num-retained.min": "3", "snapshot.time-retained": "1 ms"})
     write(catalog, range(5))
     table = catalog.get_table(TABLE)
@@ -223,7 +223,7 @@ def test_expire_and_orphans_on_s3(clean_db: str, s3_warehouse: tuple[str, dict[s
         catalog.close()
 
 
-def _history(catalog: Catalog) -> list[dict[str, object]]:
+def _history(catalog: MetastoreCatalog) -> list[dict[str, object]]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(
             text(
@@ -235,7 +235,7 @@ def _history(catalog: Catalog) -> list[dict[str, object]]:
         return [dict(r._mapping) for r in rows]
 
 
-def test_maintenance_runs_are_recorded(catalog: Catalog) -> None:
+def test_maintenance_runs_are_recorded(catalog: MetastoreCatalog) -> None:
     create(catalog)
     for i in range(4):
         write(catalog, range(i * 10, i * 10 + 10), overwrite=True)
@@ -259,7 +259,7 @@ def test_maintenance_runs_are_recorded(catalog: Catalog) -> None:
     assert orphan_run["result"]["orphans"] == len(orphans.orphans)
 
 
-def test_a_failed_maintenance_run_is_recorded_with_its_error(catalog: Catalog) -> None:
+def test_a_failed_maintenance_run_is_recorded_with_its_error(catalog: MetastoreCatalog) -> None:
     create(catalog)
     for i in range(3):
         write(catalog, range(i * 10, i * 10 + 10))
@@ -278,7 +278,7 @@ def test_a_failed_maintenance_run_is_recorded_with_its_error(catalog: Catalog) -
         conn.execute(text("DELETE FROM paimon_maintenance_events"))
 
 
-def test_expire_refuses_a_table_with_branches(catalog: Catalog) -> None:
+def test_expire_refuses_a_table_with_branches(catalog: MetastoreCatalog) -> None:
     """A branch made from a snapshot reads files expiration would not keep: refused, nothing deleted."""
     table = create(catalog)
     for keys in ([1], [2], [3]):

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import text
 
-from paimon_meta import metrics
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import CommitConflictError, LockLostError
+from paimon_meta.ops import metrics
 from paimon_meta.ops.common import NotFoundError, RefusedError
 from paimon_meta.ops.locks import list_locks, release_lock
 from tests.commit.helpers import append_msg, compact_msg, data_file
@@ -22,7 +22,7 @@ from tests.commit.helpers import append_msg, compact_msg, data_file
 pytestmark = pytest.mark.postgres
 
 
-def lock_events(catalog: Catalog, lock_id: str) -> list[dict[str, Any]]:
+def lock_events(catalog: MetastoreCatalog, lock_id: str) -> list[dict[str, Any]]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(
             text("SELECT * FROM paimon_lock_events WHERE lock_id = :l ORDER BY event_id"), {"l": lock_id}
@@ -30,7 +30,9 @@ def lock_events(catalog: Catalog, lock_id: str) -> list[dict[str, Any]]:
         return [dict(r._mapping) for r in rows]
 
 
-def test_a_live_java_lock_is_only_released_by_force_and_the_release_is_recorded(catalog: Catalog) -> None:
+def test_a_live_java_lock_is_only_released_by_force_and_the_release_is_recorded(
+    catalog: MetastoreCatalog,
+) -> None:
     with catalog.engine.begin() as conn:  # exactly what Java's JdbcCatalogLock inserts
         conn.execute(
             text(
@@ -63,7 +65,9 @@ def test_a_live_java_lock_is_only_released_by_force_and_the_release_is_recorded(
         release_lock(catalog.lock, "jdbc.db.t", reason="again", force=True)
 
 
-def test_stale_rows_are_flagged_and_released_without_force_live_leases_are_refused(catalog: Catalog) -> None:
+def test_stale_rows_are_flagged_and_released_without_force_live_leases_are_refused(
+    catalog: MetastoreCatalog,
+) -> None:
     with catalog.engine.begin() as conn:
         conn.execute(
             text(
@@ -108,7 +112,7 @@ def _samples(exposition: str) -> dict[str, float]:
     return out
 
 
-def test_metrics_from_the_event_log_in_prometheus_format(catalog: Catalog) -> None:
+def test_metrics_from_the_event_log_in_prometheus_format(catalog: MetastoreCatalog) -> None:
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False)])
     table = catalog.create_table("db.m", schema, partition_keys=["p"], options={"bucket": "2"})
     f = data_file()

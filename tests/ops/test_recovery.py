@@ -19,19 +19,19 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import insert
 
-from paimon_meta.catalog.events import CommitRef, ConflictChecked, Prepared
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import CommitEventRecord, LockEventRecord
+from paimon_meta.metastore.events import CommitRef, ConflictChecked, Prepared
+from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, DataIncrement
+from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.ops.orphans import remove_orphan_files
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.serde.commit_message import (
     CURRENT_VERSION,
     serialize_commit_messages,
 )
-from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
-from paimon_meta.spec.snapshot import CommitKind
-from paimon_meta.table.overwrite import OverwriteSpec
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.overwrite import OverwriteSpec
 from tests.ops.helpers import (
     TABLE,
     Crash,
@@ -102,7 +102,7 @@ OUTCOMES = {
 
 @pytest.mark.parametrize("point", list(OUTCOMES))
 def test_recovery_after_a_crash_at_each_protocol_step(
-    catalog: Catalog, clean_db: str, warehouse: str, point: str
+    catalog: MetastoreCatalog, clean_db: str, warehouse: str, point: str
 ) -> None:
     create(catalog)
     write(catalog, range(10))
@@ -171,7 +171,9 @@ def _copy_as_compacted(table: FileStoreTable, msg: CommitMessage) -> CommitMessa
     )
 
 
-def test_a_pending_commit_that_conflicts_now_is_aborted_and_its_manifests_deleted(catalog: Catalog) -> None:
+def test_a_pending_commit_that_conflicts_now_is_aborted_and_its_manifests_deleted(
+    catalog: MetastoreCatalog,
+) -> None:
     table = create(catalog)
     messages = prepare(table, range(10))
     committer(table, "writer").commit(messages, 1)
@@ -203,7 +205,7 @@ def test_a_pending_commit_that_conflicts_now_is_aborted_and_its_manifests_delete
     assert [e["payload"]["resolution"] for e in aborted] == ["aborted"]
 
 
-def test_a_commit_whose_writer_is_waiting_for_the_lock_is_left_alone(catalog: Catalog) -> None:
+def test_a_commit_whose_writer_is_waiting_for_the_lock_is_left_alone(catalog: MetastoreCatalog) -> None:
     table = create(catalog)
     messages = prepare(table, range(10))
     row = catalog.registry.get_table_row("db", "t")
@@ -243,7 +245,7 @@ def _append_ref(table_id: int, user: str, identifier: int) -> CommitRef:
     )
 
 
-def test_a_commit_whose_lock_owner_is_still_active_is_left_alone(catalog: Catalog) -> None:
+def test_a_commit_whose_lock_owner_is_still_active_is_left_alone(catalog: MetastoreCatalog) -> None:
     table = create(catalog)
     messages = prepare(table, range(3))
     row = catalog.registry.get_table_row("db", "t")
@@ -282,13 +284,15 @@ def test_a_commit_whose_lock_owner_is_still_active_is_left_alone(catalog: Catalo
     assert catalog.events.pending_commits(row.table_id) != []  # a dry run writes nothing
 
 
-def test_reconcile_never_credits_the_session_it_runs_in_even_when_it_is_the_oldest(catalog: Catalog) -> None:
+def test_reconcile_never_credits_the_session_it_runs_in_even_when_it_is_the_oldest(
+    catalog: MetastoreCatalog,
+) -> None:
     """Commit A of (w, 7) is prepared and stalls (its lease may expire); a re-send B of (w, 7) publishes
     ``snapshot-1`` and dies before recording it. When A's next attempt reconciles under the lock, A is
     the oldest pending commit of that key, but it has published nothing: ``snapshot-1`` is B's. (Credited
     to A, A would then be deduplicated onto it and B resolved onto it again by recovery: one snapshot,
     two commits.)"""
-    from paimon_meta.commit.metastore_guard import reconcile
+    from paimon_meta.commit.metastore.guard import reconcile
 
     table = create(catalog)
     messages = prepare(table, range(4), user="w")
@@ -322,7 +326,7 @@ def test_reconcile_never_credits_the_session_it_runs_in_even_when_it_is_the_olde
 PARTITIONED = "db.parts"
 
 
-def _partitioned(catalog: Catalog) -> FileStoreTable:
+def _partitioned(catalog: MetastoreCatalog) -> FileStoreTable:
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string()), ("p", pa.string())])
     table = catalog.create_table(PARTITIONED, schema, partition_keys=["p"], options={"bucket": "-1"})
     return table
@@ -338,7 +342,7 @@ def _prepare_parts(table: FileStoreTable, rows: dict[str, range], user: str) -> 
     return list(write.prepare_commit())
 
 
-def _rows_by_partition(catalog: Catalog) -> dict[str, list[int]]:
+def _rows_by_partition(catalog: MetastoreCatalog) -> dict[str, list[int]]:
     builder = catalog.get_table(PARTITIONED).new_read_builder()
     result = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
     out: dict[str, list[int]] = {}
@@ -348,7 +352,9 @@ def _rows_by_partition(catalog: Catalog) -> dict[str, list[int]]:
 
 
 @pytest.mark.parametrize("mode", ["dynamic", "static"])
-def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(catalog: Catalog, mode: str) -> None:
+def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(
+    catalog: MetastoreCatalog, mode: str
+) -> None:
     """The prepared event records the resolved overwrite spec, so recovery replaces exactly what the dead
     writer would have: the partitions of its files (dynamic) or everything its spec names (static)."""
     table = _partitioned(catalog)
@@ -387,7 +393,7 @@ def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(catalog: Catalo
     assert again.deduplicated and again.snapshot_ids == (2,)
 
 
-def test_a_crashed_commit_with_a_compressed_body_is_finished(catalog: Catalog) -> None:
+def test_a_crashed_commit_with_a_compressed_body_is_finished(catalog: MetastoreCatalog) -> None:
     """A commit of many files stores its prepared body zstd-compressed; recovery decodes it."""
     table = create(catalog)
     messages = [m for i in range(12) for m in prepare(table, range(i * 10, i * 10 + 10), user=USER)]
@@ -403,7 +409,9 @@ def test_a_crashed_commit_with_a_compressed_body_is_finished(catalog: Catalog) -
     assert_consistent(catalog)
 
 
-def test_a_resend_of_a_commit_that_died_after_its_snapshot_is_not_credited_with_it(catalog: Catalog) -> None:
+def test_a_resend_of_a_commit_that_died_after_its_snapshot_is_not_credited_with_it(
+    catalog: MetastoreCatalog,
+) -> None:
     """A writer dies right after ``snapshot-1`` is durable (nothing in the log), then re-sends the same
     (user, identifier) as a new commit. The re-send's reconcile records ``snapshot-1`` on the original
     (not on itself: it has published nothing), the re-send is deduplicated, and recovery finds nothing

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from paimon_meta.catalog.statistics import list_partitions, table_statistics
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import CommitConflictError, SnapshotNotFoundError, TagNotFoundError, ValidationError
 from paimon_meta.io.local import LocalFileIO
+from paimon_meta.metastore.statistics import list_partitions, table_statistics
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.ops.rollback import rollback
 from paimon_meta.table.tags import TagManager
@@ -22,7 +22,7 @@ from tests.ops.helpers import TABLE, create, prepare, read_keys, write
 pytestmark = pytest.mark.postgres
 
 
-def _published(catalog: Catalog) -> list[tuple[int, int, str]]:
+def _published(catalog: MetastoreCatalog) -> list[tuple[int, int, str]]:
     """(timeline, snapshot id, event type) of every event that recorded a snapshot, in order."""
     with catalog.engine.connect() as conn:
         rows = conn.execute(
@@ -34,13 +34,13 @@ def _published(catalog: Catalog) -> list[tuple[int, int, str]]:
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def _five(catalog: Catalog) -> None:
+def _five(catalog: MetastoreCatalog) -> None:
     create(catalog)
     for i in range(5):
         assert write(catalog, [i * 10 + 1, i * 10 + 2]) == i + 1
 
 
-def test_rollback_to_a_snapshot(catalog: Catalog) -> None:
+def test_rollback_to_a_snapshot(catalog: MetastoreCatalog) -> None:
     _five(catalog)
     tag_ops.create_tag(catalog, TABLE, "keep", 2)
     tag_ops.create_tag(catalog, TABLE, "gone", 4)
@@ -78,7 +78,7 @@ def test_rollback_to_a_snapshot(catalog: Catalog) -> None:
     assert run.payload["removed_snapshots"] == [4, 5]
 
 
-def test_exactly_once_forgets_only_rolled_back_commits(catalog: Catalog) -> None:
+def test_exactly_once_forgets_only_rolled_back_commits(catalog: MetastoreCatalog) -> None:
     table = create(catalog)
     user = f"stream-{uuid.uuid4().hex[:6]}"
     commit = table.committer_factory
@@ -97,7 +97,7 @@ def test_exactly_once_forgets_only_rolled_back_commits(catalog: Catalog) -> None
     assert read_keys(catalog) == [1, 2, 3]
 
 
-def test_refusals_change_nothing(catalog: Catalog) -> None:
+def test_refusals_change_nothing(catalog: MetastoreCatalog) -> None:
     _five(catalog)
     before = catalog.get_table(TABLE).snapshot_manager.list_snapshot_ids()
     with pytest.raises(CommitConflictError):
@@ -112,7 +112,7 @@ def test_refusals_change_nothing(catalog: Catalog) -> None:
     assert catalog.table_row(TABLE).timeline == 0
 
 
-def test_rollback_to_a_tag(catalog: Catalog) -> None:
+def test_rollback_to_a_tag(catalog: MetastoreCatalog) -> None:
     _five(catalog)
     tag_ops.create_tag(catalog, TABLE, "t2", 2)
     assert rollback(catalog, TABLE, tag="t2").removed_snapshots == [3, 4, 5]
@@ -120,7 +120,7 @@ def test_rollback_to_a_tag(catalog: Catalog) -> None:
 
 
 def test_an_interrupted_rollback_is_finished_by_the_next_lock_holder(
-    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _five(catalog)
     real_delete = LocalFileIO.delete
@@ -147,7 +147,9 @@ def test_an_interrupted_rollback_is_finished_by_the_next_lock_holder(
     assert not any(p[2] == "external" for p in _published(catalog))
 
 
-def test_a_long_lived_writer_builds_on_the_new_timeline_not_on_what_it_cached(catalog: Catalog) -> None:
+def test_a_long_lived_writer_builds_on_the_new_timeline_not_on_what_it_cached(
+    catalog: MetastoreCatalog,
+) -> None:
     """Snapshot ids above a rollback's target are created again with other content: a writer that
     published (and so remembers) the old snapshot 3 must build the next one on the new snapshot 3."""
     table = create(catalog)

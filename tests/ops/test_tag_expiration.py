@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops.expire import expire_snapshots
 from paimon_meta.ops.orphans import referenced_names, remove_orphan_files
 from paimon_meta.ops.references import FilePaths, live_entries, read_metadata
 from paimon_meta.ops.tags import create_tag, delete_tag
-from paimon_meta.spec.snapshot import Snapshot
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.time_travel import tag_snapshot
 from tests.ops.helpers import TABLE, assert_consistent, create, make_old, read_keys, write
@@ -36,7 +36,7 @@ def _tag_keys(table: FileStoreTable, name: str) -> list[int]:
     return sorted(builder.new_read().to_arrow(builder.new_scan().plan().splits()).column("k").to_pylist())
 
 
-def test_expiration_and_orphan_cleanup_keep_a_tagged_snapshot(catalog: Catalog) -> None:
+def test_expiration_and_orphan_cleanup_keep_a_tagged_snapshot(catalog: MetastoreCatalog) -> None:
     create(catalog)
     for i in range(5):  # each snapshot replaces the whole table: only snapshot i reads its files
         write(catalog, range(i * 10, i * 10 + 10), overwrite=True)

@@ -48,6 +48,17 @@ from hypothesis import strategies as st
 from pyarrow import orc
 
 from paimon_meta.errors import CorruptMetadataError, ValidationError
+from paimon_meta.model.binary_row import EMPTY_ROW_BYTES, deserialize_row, serialize_row
+from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, DataIncrement
+from paimon_meta.model.manifest import (
+    DataFileMeta,
+    DeletionVectorMeta,
+    FileSource,
+    GlobalIndexMeta,
+    IndexFileMeta,
+    SimpleStats,
+)
+from paimon_meta.model.types import BIGINT, INT, STRING, DataType, parse_type
 from paimon_meta.serde.commit_message import (
     CURRENT_VERSION,
     SUPPORTED_READ_VERSIONS,
@@ -58,17 +69,6 @@ from paimon_meta.serde.commit_message import (
     serialize_commit_messages,
 )
 from paimon_meta.serde.commit_message_legacy import LAYOUTS, _fast_data_file, _generic_data_file
-from paimon_meta.spec.binary_row import EMPTY_ROW_BYTES, deserialize_row, serialize_row
-from paimon_meta.spec.commit_message import CommitMessage, CompactIncrement, DataIncrement
-from paimon_meta.spec.manifest import (
-    DataFileMeta,
-    DeletionVectorMeta,
-    FileSource,
-    GlobalIndexMeta,
-    IndexFileMeta,
-    SimpleStats,
-)
-from paimon_meta.spec.types import BIGINT, INT, STRING, DataType, parse_type
 from tests.commit.helpers import data_file
 from tests.fixtures.golden import golden_table_path
 

@@ -14,6 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paimon_meta.errors import CorruptMetadataError
+from paimon_meta.model import types as t
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from paimon_meta.serde.json import (
     schema_from_json,
     schema_to_json,
@@ -21,9 +24,6 @@ from paimon_meta.serde.json import (
     snapshot_to_json,
     to_java_json,
 )
-from paimon_meta.spec import types as t
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from tests.fixtures.golden import GOLDEN_TABLES, golden_table_path
 
 PATH = "warehouse/db.db/t/snapshot/snapshot-7"

@@ -17,6 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paimon_meta.errors import CorruptMetadataError
+from paimon_meta.model.manifest import (
+    EMPTY_STATS,
+    DataFileMeta,
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+)
 from paimon_meta.serde import avro_container
 from paimon_meta.serde.avro import (
     decode_index_manifest,
@@ -27,13 +34,6 @@ from paimon_meta.serde.avro import (
 )
 from paimon_meta.serde.manifest_records import entry_to_record
 from paimon_meta.serde.manifest_schemas import MANIFEST_ENTRY_SCHEMA
-from paimon_meta.spec.manifest import (
-    EMPTY_STATS,
-    DataFileMeta,
-    FileKind,
-    ManifestEntry,
-    ManifestFileMeta,
-)
 from tests.fixtures.golden import golden_table_path
 
 Decoder = Callable[..., list[Any]]

@@ -15,6 +15,8 @@ import pyarrow.orc as pa_orc
 import pyarrow.parquet as pq
 import pytest
 
+from paimon_meta.model.manifest import FileIdentifier, FileKind, ManifestEntry
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.serde.avro import (
     decode_index_manifest,
     decode_manifest,
@@ -30,8 +32,6 @@ from paimon_meta.serde.manifest_schemas import (
     MANIFEST_FILE_META_SCHEMA,
     schema_text,
 )
-from paimon_meta.spec.manifest import FileIdentifier, FileKind, ManifestEntry
-from paimon_meta.spec.snapshot import Snapshot
 from tests.fixtures.golden import GOLDEN_TABLES, golden_table_path
 
 TABLE_IDS = [f"{fmt}/{name}" for fmt, name in GOLDEN_TABLES]

@@ -17,18 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.serde import avro_container
-from paimon_meta.serde.avro import (
-    decode_index_manifest,
-    decode_manifest,
-    decode_manifest_list,
-    encode_index_manifest,
-    encode_manifest,
-    encode_manifest_list,
-)
-from paimon_meta.serde.manifest_records import entry_to_record, file_meta_to_record
-from paimon_meta.serde.manifest_schemas import MANIFEST_ENTRY_SCHEMA, MANIFEST_FILE_META_SCHEMA
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.manifest import (
     DataFileMeta,
     DeletionVectorMeta,
     FileKind,
@@ -40,6 +29,17 @@ from paimon_meta.spec.manifest import (
     ManifestFileMeta,
     SimpleStats,
 )
+from paimon_meta.serde import avro_container
+from paimon_meta.serde.avro import (
+    decode_index_manifest,
+    decode_manifest,
+    decode_manifest_list,
+    encode_index_manifest,
+    encode_manifest,
+    encode_manifest_list,
+)
+from paimon_meta.serde.manifest_records import entry_to_record, file_meta_to_record
+from paimon_meta.serde.manifest_schemas import MANIFEST_ENTRY_SCHEMA, MANIFEST_FILE_META_SCHEMA
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)

@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow as pa
 from sqlalchemy import text
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.manifests import ManifestWriter
+from paimon_meta.model.manifest import FileKind, ManifestEntry
+from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from paimon_meta.serde.json import snapshot_to_json
-from paimon_meta.spec.manifest import FileKind, ManifestEntry
-from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 
 P = "/v1/paimon"
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("p", pa.string()), ("v", pa.string())])
@@ -24,7 +24,7 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def seed(catalog: Catalog, identifier: str = "db.t") -> Snapshot:
+def seed(catalog: MetastoreCatalog, identifier: str = "db.t") -> Snapshot:
     """``identifier`` (partitioned by p, 2 buckets) with one APPEND snapshot of 3 rows; returns it."""
     table = catalog.create_table(
         identifier, SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "k"}
@@ -68,7 +68,11 @@ def commit_body(base: Snapshot, **changes: Any) -> dict[str, Any]:
 
 
 def write_delta(
-    catalog: Catalog, identifier: str, entries: list[ManifestEntry], *, delete_live_of: Snapshot | None = None
+    catalog: MetastoreCatalog,
+    identifier: str,
+    entries: list[ManifestEntry],
+    *,
+    delete_live_of: Snapshot | None = None,
 ) -> str:
     """Write a delta manifest list into ``identifier``'s ``manifest/`` as a REST client does: ``entries``
     and, with ``delete_live_of``, a DELETE of every live file of that snapshot. Returns its name."""
@@ -94,7 +98,7 @@ def write_delta(
     return name
 
 
-def published_count(catalog: Catalog) -> int:
+def published_count(catalog: MetastoreCatalog) -> int:
     with catalog.engine.connect() as conn:
         return int(
             conn.execute(
@@ -103,7 +107,7 @@ def published_count(catalog: Catalog) -> int:
         )
 
 
-def state_of_storage(catalog: Catalog, identifier: str = "db.t") -> tuple[int | None, int, int]:
+def state_of_storage(catalog: MetastoreCatalog, identifier: str = "db.t") -> tuple[int | None, int, int]:
     """(latest snapshot id on storage, snapshot files, published events): what must not change."""
     table = catalog.get_table(identifier)
     return (

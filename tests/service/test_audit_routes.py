@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.ops import audit
 from paimon_meta.ops.tags import create_tag
 from tests.fixtures.service import make_principal
@@ -32,7 +32,9 @@ def _all(client: TestClient, path: str, key: str, headers: dict[str, str], size:
             return rows
 
 
-def test_audit_listings_page_through_the_log(service_client: TestClient, service_catalog: Catalog) -> None:
+def test_audit_listings_page_through_the_log(
+    service_client: TestClient, service_catalog: MetastoreCatalog
+) -> None:
     seed(service_catalog)
     create_tag(service_catalog, "db.t", "v1", None)
     reader = auth(make_principal(service_catalog, "auditor", [("read", "db", "t")]))

@@ -9,9 +9,9 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from paimon_meta.catalog.principals import Principals
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
+from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.auth import Require
 from paimon_meta.service.routes_commits import FAST_ROUTES
 from tests.fixtures.service import make_principal
@@ -109,7 +109,7 @@ def test_every_route_requires_its_privilege(service_client: TestClient) -> None:
 
 
 @pytest.fixture
-def tokens(service_catalog: Catalog) -> dict[str, dict[str, str]]:
+def tokens(service_catalog: MetastoreCatalog) -> dict[str, dict[str, str]]:
     seed(service_catalog)
     service_catalog.create_database("other")
     return {
@@ -135,7 +135,7 @@ def test_tokens_are_checked(service_client: TestClient, tokens: dict[str, dict[s
 
 
 def test_read_only_principal_cannot_commit(
-    service_client: TestClient, service_catalog: Catalog, tokens: dict[str, dict[str, str]]
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, dict[str, str]]
 ) -> None:
     base = service_catalog.get_table("db.t").latest_snapshot()
     assert base is not None
@@ -180,7 +180,7 @@ def test_grant_on_one_database_does_not_reach_another(
 
 
 def test_table_grant_shows_only_that_table(
-    service_client: TestClient, service_catalog: Catalog, tokens: dict[str, dict[str, str]]
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, dict[str, str]]
 ) -> None:
     seed(service_catalog, "db.t2")
     writer = tokens["writer"]
@@ -191,7 +191,7 @@ def test_table_grant_shows_only_that_table(
 
 
 def test_revoked_tokens_and_grants_take_effect(
-    service_client: TestClient, service_catalog: Catalog, tokens: dict[str, dict[str, str]]
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, dict[str, str]]
 ) -> None:
     principals = Principals(service_catalog.engine)
     second = principals.issue_token("reader")
@@ -217,7 +217,7 @@ def test_refusals_are_logged_and_counted(
     assert 'paimon_meta_service_auth_refusals_total{reason="unauthenticated"} 1.0' in metrics
 
 
-def test_tokens_are_stored_hashed(service_catalog: Catalog) -> None:
+def test_tokens_are_stored_hashed(service_catalog: MetastoreCatalog) -> None:
     token = make_principal(service_catalog, "p")
     with service_catalog.engine.connect() as conn:
         from sqlalchemy import text

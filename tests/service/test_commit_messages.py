@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import TableAlreadyExistsError
 from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.service.app import create_app
@@ -25,7 +25,13 @@ URL = f"{P}/databases/db/tables/t"
 
 
 def _body(
-    catalog: Catalog, keys: list[int], user: str, identifier: int, *, version: int = 14, table: str = "db.t"
+    catalog: MetastoreCatalog,
+    keys: list[int],
+    user: str,
+    identifier: int,
+    *,
+    version: int = 14,
+    table: str = "db.t",
 ) -> dict[str, Any]:
     messages = prepare(catalog.get_table(table), keys, user=user)
     raw = serialize_commit_messages(messages, version, table_buckets=2)
@@ -38,13 +44,13 @@ def _body(
 
 
 @pytest.fixture
-def writer(service_catalog: Catalog) -> dict[str, str]:
+def writer(service_catalog: MetastoreCatalog) -> dict[str, str]:
     create(service_catalog)
     return auth(make_principal(service_catalog, "spark", [("write", "db", "t")]))
 
 
 def test_commit_dedupe_and_filter(
-    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, writer: dict[str, str]
 ) -> None:
     user = f"stream-{uuid.uuid4().hex[:6]}"
     first = service_client.post(
@@ -75,7 +81,7 @@ def test_commit_dedupe_and_filter(
 
 
 def test_java_version_3_messages(
-    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, writer: dict[str, str]
 ) -> None:
     body = _body(service_catalog, [5], "java-writer", 7, version=3)
     assert service_client.post(f"{URL}/commit-messages", json=body, headers=writer).json()["snapshotIds"] == [
@@ -85,7 +91,7 @@ def test_java_version_3_messages(
 
 
 def test_bad_messages_change_nothing(
-    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, writer: dict[str, str]
 ) -> None:
     good = _body(service_catalog, [1], "u", 1)
     for bad, field in (
@@ -107,7 +113,7 @@ def test_bad_messages_change_nothing(
 
 
 def test_a_commit_after_an_alter_uses_the_new_schema(
-    service_client: TestClient, service_catalog: Catalog, writer: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, writer: dict[str, str]
 ) -> None:
     """The service shares one table object per table and schema: an ALTER (here straight on storage,
     as another engine would) must not leave commits on the old schema."""
@@ -123,7 +129,7 @@ def test_a_commit_after_an_alter_uses_the_new_schema(
 
 
 def test_a_cached_table_row_follows_renames_and_re_creations(
-    service_client: TestClient, service_catalog: Catalog
+    service_client: TestClient, service_catalog: MetastoreCatalog
 ) -> None:
     """The replica keeps a table's registry row between commits; every commit checks it under the lock.
     After a rename the old name is a 404 (the stale row is found before anything is published) and the
@@ -160,7 +166,7 @@ def test_a_cached_table_row_follows_renames_and_re_creations(
     assert [s.path for s in dropped.file_io.list_recursive(dropped.path)] == []
 
 
-def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog) -> None:
+def test_the_fast_route_answers_as_its_documented_twin(service_catalog: MetastoreCatalog) -> None:
     """``commit-messages`` is served by a plain Starlette route (``FAST_ROUTES``) in front of the FastAPI
     route that documents it: the same requests get the same answers from either."""
     create(service_catalog)
@@ -204,7 +210,7 @@ def test_the_fast_route_answers_as_its_documented_twin(service_catalog: Catalog)
 
 
 def test_reads_and_commits_of_a_table_share_one_snapshot_cache(
-    service_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+    service_catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The replica keeps one snapshot manager per table location for the REST routes and for the table
     objects commits use: a snapshot a commit-messages request published is served from memory."""

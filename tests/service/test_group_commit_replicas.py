@@ -20,11 +20,11 @@ import pytest
 from sqlalchemy import text
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.catalog.rest import RemoteCommitter, connect_service
 from paimon_meta.commit.crashpoints import PAUSE_AT_ENV, POINT_HIT_ENV, CrashPoint
 from paimon_meta.errors import CommitOutcomeUnknownError, MetastoreUnavailableError
 from paimon_meta.ops.recovery import recover_all
-from paimon_meta.remote import RemoteCommitter, connect_service
 from tests.commit.helpers import append_msg, data_file
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
 from tests.integration.history import History, check_exactly_once, read_history
@@ -37,7 +37,7 @@ SCHEMA = pa.schema(
 CLIENTS = 16
 
 
-def _setup(clean_db: str, tmp_path: Path) -> tuple[Catalog, str, str]:
+def _setup(clean_db: str, tmp_path: Path) -> tuple[MetastoreCatalog, str, str]:
     warehouse = str(tmp_path / "warehouse")
     catalog = paimon_meta.connect(clean_db, warehouse, **FAST_LOCK)
     catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={"bucket": "2", "bucket-key": "k"})
@@ -92,7 +92,7 @@ def _run_clients(
     return acked, failovers
 
 
-def _lock_holds(catalog: Catalog) -> int:
+def _lock_holds(catalog: MetastoreCatalog) -> int:
     with catalog.engine.connect() as conn:
         return int(
             conn.execute(

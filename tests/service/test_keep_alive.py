@@ -1,4 +1,4 @@
-"""The service client's persistent connections (``paimon_meta.remote._KeepAlive``) against a plain
+"""The service client's persistent connections (``paimon_meta.catalog.rest._KeepAlive``) against a plain
 HTTP/1.1 server: one connection for many requests, a connection the server dropped is re-sent on only
 when re-sending is safe, idle connections are not reused."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from paimon_meta import errors
-from paimon_meta.remote import RemoteCatalog, _KeepAlive
+from paimon_meta.catalog.rest import RestCatalog, _KeepAlive
 
 
 class _Server(ThreadingHTTPServer):
@@ -118,7 +118,7 @@ def test_an_idle_connection_is_not_reused(server: _Server, monkeypatch: pytest.M
 
 
 def test_catalog_errors_when_the_server_is_gone(server: _Server) -> None:
-    catalog = RemoteCatalog(server.base, "token")
+    catalog = RestCatalog(server.base, "token")
     committer_path = catalog._path("databases", "db", "tables", "t", "commit-messages")
     assert catalog._call("POST", committer_path, {"a": 1}, commit=True)["snapshotIds"] == [1]
     server.shutdown()

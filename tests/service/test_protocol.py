@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from paimon_meta.catalog_api import Catalog
-from paimon_meta.table.scan import FileStoreScan
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.table.read.scan import FileStoreScan
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.tags import TagManager
 from tests.fixtures.service import make_principal
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def admin(service_catalog: Catalog) -> dict[str, str]:
+def admin(service_catalog: MetastoreCatalog) -> dict[str, str]:
     return auth(make_principal(service_catalog, "admin", [("admin", None, None)]))
 
 
@@ -89,7 +89,7 @@ def _create_table_body(name: str) -> dict[str, Any]:
 
 
 def test_tables_create_get_alter_rename_drop(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
     service_client.post(f"{P}/databases", json={"name": "db"}, headers=admin)
     assert service_client.post(
@@ -155,7 +155,7 @@ def test_unwritable_table_is_refused_by_name(service_client: TestClient, admin: 
 
 
 def test_snapshot_before_and_after_commits(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
     service_catalog.create_database("db")
     service_client.post(f"{P}/databases/db/tables", json=_create_table_body("e"), headers=admin)
@@ -175,7 +175,7 @@ def test_snapshot_before_and_after_commits(
 
 
 def test_commit_publishes_and_records(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
     base = seed(service_catalog)
     table_id = service_client.get(f"{P}/databases/db/tables/t", headers=admin).json()["id"]
@@ -231,7 +231,7 @@ def test_commit_publishes_and_records(
 
 
 def test_stale_base_is_a_conflict_answer(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
     base = seed(service_catalog)
     first = commit_body(base)
@@ -257,7 +257,7 @@ def test_stale_base_is_a_conflict_answer(
     assert len(reasons) == 1 and "not the base" in reasons[0]
 
 
-def _bad_commits(service_catalog: Catalog, base: Any) -> list[tuple[str, Any, int]]:
+def _bad_commits(service_catalog: MetastoreCatalog, base: Any) -> list[tuple[str, Any, int]]:
     other = seed(service_catalog, "db.other")
     huge = json.dumps(commit_body(base, properties={"pad": "x" * (2 << 20)}))
     return [
@@ -284,7 +284,7 @@ def _bad_commits(service_catalog: Catalog, base: Any) -> list[tuple[str, Any, in
 
 
 def test_bad_commits_change_nothing(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
     base = seed(service_catalog)
     cases = _bad_commits(service_catalog, base)
@@ -306,7 +306,7 @@ def test_bad_commits_change_nothing(
 
 @pytest.mark.parametrize("name", ["..", "a.b", "a'b", 'a"b', "a\x00b", "a b", "ä"])
 def test_bad_identifiers_are_refused(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str], name: str
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str], name: str
 ) -> None:
     seed(service_catalog)
     # dots encoded too: a client would otherwise resolve a ".." segment itself
@@ -328,7 +328,7 @@ def test_bad_identifiers_are_refused(
 
 
 def test_slash_in_a_name_never_reaches_another_resource(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
     seed(service_catalog)
     r = service_client.get(f"{P}/databases/db/tables/t%2F..%2Fx/snapshot", headers=admin)
@@ -385,7 +385,9 @@ def test_ops_endpoints(service_client: TestClient, admin: dict[str, str]) -> Non
     assert service_client.get("/healthz").headers["x-request-id"]
 
 
-def test_rollback_route(service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]) -> None:
+def test_rollback_route(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
+) -> None:
     base = seed(service_catalog)
     for _ in range(2):
         latest = service_catalog.get_table("db.t").latest_snapshot()
@@ -408,7 +410,7 @@ def test_rollback_route(service_client: TestClient, service_catalog: Catalog, ad
     assert again.json() == {"success": True}
 
 
-def test_tags(service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]) -> None:
+def test_tags(service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]) -> None:
     from paimon_meta.ops.expire import expire_snapshots
     from tests.ops.helpers import read_keys
 
@@ -463,7 +465,7 @@ def test_tags(service_client: TestClient, service_catalog: Catalog, admin: dict[
 
 
 def test_after_a_rollback_elsewhere_the_service_serves_and_builds_on_the_new_timeline(
-    service_client: TestClient, service_catalog: Catalog, admin: dict[str, str]
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
     """Another process rolls the table back and commits a new snapshot 2: this service must neither show
     its cached old snapshot 2 nor accept a commit built on it (it would resurrect rolled-back data)."""

@@ -31,9 +31,9 @@ import pytest
 from sqlalchemy import text
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.ops.recovery import recover_table
-from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import FAST_LOCK, FailoverProxy, ServiceProcess, make_principal, spawn_service
 from tests.interop.canonical import assert_java_reads_as_we_do
@@ -182,19 +182,19 @@ def sort_rows(rows: Sequence[Row], *keys: str) -> list[Row]:
     return sorted(rows, key=lambda r: tuple(r[k] for k in keys))
 
 
-def our_rows(catalog: Catalog, identifier: str) -> list[Row]:
+def our_rows(catalog: MetastoreCatalog, identifier: str) -> list[Row]:
     """What our own read path returns for the latest snapshot of ``identifier``."""
     builder = catalog.get_table(identifier).new_read_builder()
     rows: list[Row] = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
     return rows
 
 
-def snapshot_ids(catalog: Catalog, identifier: str) -> list[int]:
+def snapshot_ids(catalog: MetastoreCatalog, identifier: str) -> list[int]:
     ids: list[int] = catalog.get_table(identifier).snapshot_manager.list_snapshot_ids()
     return ids
 
 
-def events(catalog: Catalog, identifier: str, *types: str) -> list[dict[str, Any]]:
+def events(catalog: MetastoreCatalog, identifier: str, *types: str) -> list[dict[str, Any]]:
     """The table's commit events of ``types``, oldest first."""
     with catalog.engine.connect() as conn:
         rows = conn.execute(
@@ -240,7 +240,7 @@ class Rig:
 
     clients: list[subprocess.Popen[str]] = field(default_factory=list)
 
-    def catalog(self) -> Catalog:
+    def catalog(self) -> MetastoreCatalog:
         return paimon_meta.connect(self.db, self.warehouse, **FAST_LOCK)
 
     def start_pypaimon(self, script: str, name: str, *args: str) -> subprocess.Popen[str]:

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 import paimon_meta
+from paimon_meta.catalog.rest import RestCatalog
 from paimon_meta.errors import AccessDeniedError, TableNotFoundError, ValidationError
-from paimon_meta.remote import RemoteCatalog
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
 
 pytestmark = pytest.mark.postgres
@@ -28,7 +28,7 @@ def _rows(keys: list[int], p: str) -> pa.Table:
     return pa.table({"k": pa.array(keys, pa.int64()), "p": [p] * len(keys), "v": [f"v{k}" for k in keys]})
 
 
-def _keys(catalog: RemoteCatalog, identifier: str = "db.t") -> list[int]:
+def _keys(catalog: RestCatalog, identifier: str = "db.t") -> list[int]:
     rb = catalog.get_table(identifier).new_read_builder()
     return sorted(rb.new_read().to_arrow(rb.new_scan().plan().splits()).column("k").to_pylist())
 

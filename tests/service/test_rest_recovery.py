@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit import crashpoints
 from paimon_meta.commit.crashpoints import CrashPoint
-from paimon_meta.commit.snapshot_commit import SnapshotCommitRequest
+from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitRequest
+from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.serde.json import snapshot_from_json
-from paimon_meta.spec.snapshot import Snapshot
 from tests.service.helpers import commit_body, seed
 
 pytestmark = pytest.mark.postgres
@@ -31,7 +31,9 @@ def _request(base: Snapshot) -> SnapshotCommitRequest:
     return SnapshotCommitRequest(body["baseSnapshotUuid"], snapshot_from_json(json.dumps(body["snapshot"])))
 
 
-def _commit(catalog: Catalog, request: SnapshotCommitRequest, *, die_at: CrashPoint | None = None) -> Any:
+def _commit(
+    catalog: MetastoreCatalog, request: SnapshotCommitRequest, *, die_at: CrashPoint | None = None
+) -> Any:
     row = catalog.table_row("db.t")
     table = catalog.get_table("db.t")
     committer = catalog.snapshot_committer(row, table, principal="p")
@@ -53,7 +55,7 @@ def _commit(catalog: Catalog, request: SnapshotCommitRequest, *, die_at: CrashPo
     return None
 
 
-def _events(catalog: Catalog) -> list[tuple[str, str, int | None, str | None]]:
+def _events(catalog: MetastoreCatalog) -> list[tuple[str, str, int | None, str | None]]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(
             text(
@@ -66,7 +68,7 @@ def _events(catalog: Catalog) -> list[tuple[str, str, int | None, str | None]]:
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
-def test_snapshot_on_storage_is_recorded_recovered(service_catalog: Catalog) -> None:
+def test_snapshot_on_storage_is_recorded_recovered(service_catalog: MetastoreCatalog) -> None:
     base = seed(service_catalog)
     request = _request(base)
     _commit(service_catalog, request, die_at=CrashPoint.AFTER_SNAPSHOT)
@@ -86,7 +88,7 @@ def test_snapshot_on_storage_is_recorded_recovered(service_catalog: Catalog) -> 
     assert table.snapshot_manager.latest_snapshot_id() == 2
 
 
-def test_unpublished_rest_commit_is_aborted_not_recommitted(service_catalog: Catalog) -> None:
+def test_unpublished_rest_commit_is_aborted_not_recommitted(service_catalog: MetastoreCatalog) -> None:
     base = seed(service_catalog)
     _commit(service_catalog, _request(base), die_at=CrashPoint.AFTER_LOCK)
     # Another commit of the same client (same user, identifier and kind) lands meanwhile.
@@ -97,7 +99,7 @@ def test_unpublished_rest_commit_is_aborted_not_recommitted(service_catalog: Cat
     assert service_catalog.get_table("db.t").snapshot_manager.latest_snapshot_id() == 2
 
 
-def test_recovery_leaves_a_young_rest_commit_alone(service_catalog: Catalog) -> None:
+def test_recovery_leaves_a_young_rest_commit_alone(service_catalog: MetastoreCatalog) -> None:
     base = seed(service_catalog)
     _commit(service_catalog, _request(base), die_at=CrashPoint.AFTER_LOCK)
     report = recover_table(service_catalog, "db.t", older_than_seconds=3600)

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.spec.bucket import bucket_array
-from paimon_meta.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind
-from paimon_meta.spec.types import BIGINT
-from paimon_meta.table.overwrite import OverwriteSpec
+from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind
+from paimon_meta.model.types import BIGINT
+from paimon_meta.table.write.bucket import bucket_array
+from paimon_meta.table.write.overwrite import OverwriteSpec
 from spark_jobs.batch_write import main, write_dataframe
 from tests.spark.helpers import SCHEMA, append_table, create_table, live_files, pk_table, read_rows, sort_rows
 

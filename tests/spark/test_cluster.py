@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
-from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.model.snapshot import CommitKind
 from tests.fixtures.postgres import PgServer
 from tests.fixtures.service import FAST_LOCK
 from tests.spark.cluster import REPO_ROOT, WORKER_DIRS_ENV, SparkCluster, cluster_env
@@ -42,7 +42,7 @@ _DRIVER_TIMEOUT_S = 300
 class Run:
     """What the driver reported, where it wrote, and how long it took."""
 
-    def __init__(self, report: dict[str, Any], catalog: Catalog, s3: RecordingS3, bucket: str):
+    def __init__(self, report: dict[str, Any], catalog: MetastoreCatalog, s3: RecordingS3, bucket: str):
         self.report = report
         self.catalog = catalog
         self.s3 = s3

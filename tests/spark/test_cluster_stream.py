@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import paimon_meta
-from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.model.snapshot import CommitKind
 from spark_jobs.streaming_write import COMMIT_USER_FILE, HANG_AFTER_COMMIT_ENV, HANG_MARKER
 from tests.fixtures.s3 import MotoS3
 from tests.fixtures.service import FAST_LOCK

@@ -1,4 +1,5 @@
-"""Full compaction without Spark (``paimon_meta.table.compact``): plans, merges, upgrades, conflicts.
+"""Full compaction without Spark (``paimon_meta.table.mergetree.compact``): plans, merges, upgrades,
+conflicts.
 
 Lives beside the Spark tests because ``spark_jobs.compaction`` is its main user; nothing here needs
 Spark.
@@ -17,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from paimon_meta.errors import UnsupportedError
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import FileSource
-from paimon_meta.spec.snapshot import CommitKind
-from paimon_meta.table.compact import CompactTask, compact, plan_compaction, run_tasks_locally
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import FileSource
+from paimon_meta.model.snapshot import CommitKind
+from paimon_meta.table.mergetree.compact import CompactTask, compact, plan_compaction, run_tasks_locally
 from paimon_meta.table.table import FileStoreTable
 from tests.spark.helpers import STRING_SCHEMA, append_table, create_table, live_files, pk_table, read_rows
 
@@ -114,7 +115,7 @@ def raw_rows(table: FileStoreTable) -> list[dict[str, Any]]:
 
 
 def _bigint() -> Any:
-    from paimon_meta.spec.types import BIGINT
+    from paimon_meta.model.types import BIGINT
 
     return BIGINT(False)
 

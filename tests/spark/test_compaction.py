@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from paimon_meta.client import open_table
-from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.catalog.storage import open_table
+from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.batch_write import write_dataframe
 from spark_jobs.compaction import compact_table, main

@@ -14,14 +14,14 @@ from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThan
 
 import paimon_meta
 import spark_jobs
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import CommitOutcomeUnknownError
+from paimon_meta.model.snapshot import CommitKind
+from paimon_meta.model.types import BIGINT
 from paimon_meta.ops.audit import commit_history
 from paimon_meta.ops.tags import create_tag
-from paimon_meta.spec.bucket import bucket_array
-from paimon_meta.spec.snapshot import CommitKind
-from paimon_meta.spec.types import BIGINT
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.bucket import bucket_array
 from spark_jobs.batch_write import commit_messages
 from spark_jobs.datasource import PaimonDataSource, by_bucket
 from spark_jobs.datasource.target import ReadAt
@@ -35,14 +35,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
 
 @pytest.fixture
-def catalog(clean_db: str, tmp_path: Path) -> Iterator[Catalog]:
+def catalog(clean_db: str, tmp_path: Path) -> Iterator[MetastoreCatalog]:
     with paimon_meta.connect(clean_db, str(tmp_path / "wh"), **FAST_LOCK) as cat:
         cat.create_database("db")
         yield cat
 
 
 @pytest.fixture
-def options(catalog: Catalog, clean_db: str) -> dict[str, str]:
+def options(catalog: MetastoreCatalog, clean_db: str) -> dict[str, str]:
     """The data source options naming ``catalog``."""
     return {"metastore": clean_db, "warehouse": catalog.warehouse, **FAST_LOCK}
 
@@ -92,14 +92,14 @@ def assert_java_buckets(table: FileStoreTable, buckets: int) -> None:
         assert set(bucket_array([ids], [BIGINT(False)], buckets).tolist()) == {split.bucket}
 
 
-def append_table(catalog: Catalog, name: str = "db.t") -> FileStoreTable:
+def append_table(catalog: MetastoreCatalog, name: str = "db.t") -> FileStoreTable:
     return catalog.create_table(
         name, SCHEMA, partition_keys=["p"], options={"bucket": "3", "bucket-key": "id"}
     )
 
 
 def test_append_round_trip_with_java_buckets(
-    registered: SparkSession, catalog: Catalog, options: dict[str, str]
+    registered: SparkSession, catalog: MetastoreCatalog, options: dict[str, str]
 ) -> None:
     table = append_table(catalog)
     save(frame(registered, 0, 600), options)
@@ -129,7 +129,7 @@ def test_append_round_trip_with_java_buckets(
 
 
 def test_primary_key_round_trip_upserts_and_deletes(
-    registered: SparkSession, catalog: Catalog, options: dict[str, str]
+    registered: SparkSession, catalog: MetastoreCatalog, options: dict[str, str]
 ) -> None:
     catalog.create_table(
         "db.pk", SCHEMA, partition_keys=["p"], primary_keys=["id", "p"], options={"bucket": "2"}
@@ -162,7 +162,7 @@ def test_primary_key_round_trip_upserts_and_deletes(
 
 
 def test_append_then_overwrite_dynamic_and_static(
-    registered: SparkSession, catalog: Catalog, options: dict[str, str]
+    registered: SparkSession, catalog: MetastoreCatalog, options: dict[str, str]
 ) -> None:
     append_table(catalog)
     save(frame(registered, 0, 300), options)
@@ -182,7 +182,7 @@ def test_append_then_overwrite_dynamic_and_static(
 
 
 def test_filters_prune_partitions_and_files(
-    registered: SparkSession, catalog: Catalog, options: dict[str, str]
+    registered: SparkSession, catalog: MetastoreCatalog, options: dict[str, str]
 ) -> None:
     append_table(catalog)
     # p follows the id range, so a filter on id excludes whole files by their statistics
@@ -203,7 +203,9 @@ def test_filters_prune_partitions_and_files(
     assert scanned(table.where("v < 10")) == (9, [r for r in every if r["v"] < 10])
 
 
-def test_file_statistics_skip_files_within_a_split(catalog: Catalog, options: dict[str, str]) -> None:
+def test_file_statistics_skip_files_within_a_split(
+    catalog: MetastoreCatalog, options: dict[str, str]
+) -> None:
     """The reader's planning without a Spark job: three appends, each a file per bucket; a filter on
     ``id`` keeps one file per split (files are counted, not only splits)."""
     table = catalog.create_table("db.u", SCHEMA, options={"bucket": "2", "bucket-key": "id"})
@@ -230,7 +232,7 @@ def test_file_statistics_skip_files_within_a_split(catalog: Catalog, options: di
 
 
 def test_time_travel_projection_and_sql(
-    registered: SparkSession, catalog: Catalog, options: dict[str, str]
+    registered: SparkSession, catalog: MetastoreCatalog, options: dict[str, str]
 ) -> None:
     append_table(catalog)
     assert scanned(load(registered, options)) == (1, [])  # no split: Spark's minimum, one empty partition
@@ -282,7 +284,7 @@ def test_through_the_commit_service(
 
 
 def test_abort_keeps_a_landed_commit_and_unknown_outcomes_resolve(
-    catalog: Catalog, options: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    catalog: MetastoreCatalog, options: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The writer's driver-side steps without a Spark job. Spark calls ``abort`` after any failed
     ``commit``: files of a commit that landed stay; an unknown outcome is resolved by committing again."""
@@ -332,7 +334,7 @@ def _data_files(table: FileStoreTable) -> set[str]:
 
 
 def test_a_tag_whose_snapshot_expired_still_reads(
-    registered: SparkSession, catalog: Catalog, options: dict[str, str]
+    registered: SparkSession, catalog: MetastoreCatalog, options: dict[str, str]
 ) -> None:
     table = append_table(catalog)
     for start in (0, 10):

@@ -22,8 +22,8 @@ from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError
-from paimon_meta.spec.snapshot import CommitKind
-from paimon_meta.table.builder import StreamTableCommit
+from paimon_meta.model.snapshot import CommitKind
+from paimon_meta.table.write.builder import StreamTableCommit
 from spark_jobs.datasource import PaimonDataSource
 from spark_jobs.datasource.stream_writer import PaimonStreamWriter
 from spark_jobs.datasource.writer import PaimonWriter

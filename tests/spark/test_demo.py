@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from paimon_meta.catalog_api import connect
+from paimon_meta.catalog.metastore import connect
 from paimon_meta.cli_demo import ACCOUNTS, EVENTS, run_demo
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

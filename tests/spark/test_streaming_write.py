@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError, ValidationError
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.snapshot import CommitKind
-from paimon_meta.table.builder import BatchTableCommit, StreamTableCommit
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.snapshot import CommitKind
+from paimon_meta.table.write.builder import BatchTableCommit, StreamTableCommit
 from spark_jobs.batch_write import commit_messages
 from spark_jobs.common import TableHandle
 from spark_jobs.pipeline import write_messages

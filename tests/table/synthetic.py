@@ -8,10 +8,8 @@ from typing import Any
 
 from paimon_meta.io.base import FileIO, FileStatus
 from paimon_meta.io.local import LocalFileIO
-from paimon_meta.serde.avro import encode_manifest, encode_manifest_list
-from paimon_meta.serde.json import schema_to_json, snapshot_to_json
-from paimon_meta.spec.binary_row import serialize_row
-from paimon_meta.spec.manifest import (
+from paimon_meta.model.binary_row import serialize_row
+from paimon_meta.model.manifest import (
     EMPTY_STATS,
     DataFileMeta,
     FileKind,
@@ -19,9 +17,11 @@ from paimon_meta.spec.manifest import (
     ManifestFileMeta,
     SimpleStats,
 )
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
-from paimon_meta.spec.types import DataType
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import CommitKind, Snapshot
+from paimon_meta.model.types import DataType
+from paimon_meta.serde.avro import encode_manifest, encode_manifest_list
+from paimon_meta.serde.json import schema_to_json, snapshot_to_json
 from paimon_meta.table.paths import TablePaths
 
 

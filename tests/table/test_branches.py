@@ -19,18 +19,18 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_meta.client import open_table, storage_committer
+from paimon_meta.catalog.storage import open_table, storage_committer
 from paimon_meta.commit.coordinator import CommitCoordinator
 from paimon_meta.commit.guard import StorageGuard
 from paimon_meta.errors import TableNotFoundError, UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.option_audit import SCAN_FALLBACK_BRANCH, check_read_options, check_write_options
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, STRING, DataField
-from paimon_meta.table.builder import Committer
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import BIGINT, STRING, DataField
+from paimon_meta.table.option_policy import SCAN_FALLBACK_BRANCH, check_read_options, check_write_options
 from paimon_meta.table.paths import branch_path, join_path
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.builder import Committer
 
 Row = dict[str, Any]
 ARROW = pa.schema(

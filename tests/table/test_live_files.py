@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from paimon_meta.spec.manifest import FileKind, ManifestEntry
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
+from paimon_meta.model.manifest import FileKind, ManifestEntry
+from paimon_meta.model.snapshot import CommitKind, Snapshot
 from paimon_meta.table.live_files import LiveFiles, file_key
 from tests.commit.helpers import data_file, partition
 

@@ -9,10 +9,10 @@ from decimal import Decimal
 import pytest
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.spec.binary_row import Timestamp
-from paimon_meta.spec.manifest import EMPTY_STATS, DataFileMeta, IndexFileMeta
-from paimon_meta.spec.options import CoreOptions
-from paimon_meta.spec.types import (
+from paimon_meta.model.binary_row import Timestamp
+from paimon_meta.model.manifest import EMPTY_STATS, DataFileMeta, IndexFileMeta
+from paimon_meta.model.options import CoreOptions
+from paimon_meta.model.types import (
     BOOLEAN,
     DATE,
     DECIMAL,

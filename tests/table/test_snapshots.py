@@ -9,10 +9,10 @@ import pytest
 
 from paimon_meta.errors import CorruptMetadataError, FileNotFound
 from paimon_meta.io.local import LocalFileIO
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.snapshot import CommitKind, Snapshot
+from paimon_meta.model.types import INT, STRING, DataField
 from paimon_meta.serde.json import snapshot_to_json
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
-from paimon_meta.spec.types import INT, STRING, DataField
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from tests.table.synthetic import CountingFileIO
 

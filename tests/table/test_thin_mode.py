@@ -12,22 +12,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_meta.client import open_table
+from paimon_meta.catalog.storage import open_table
 from paimon_meta.errors import CorruptMetadataError
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.arrow import from_arrow_schema
-from paimon_meta.spec.binary_row import deserialize_row
-from paimon_meta.spec.manifest import DataFileMeta
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, STRING
-from paimon_meta.table.compact import compact
-from paimon_meta.table.deletion_vectors import DeletionFile
-from paimon_meta.table.scan import Split
+from paimon_meta.model.arrow import from_arrow_schema
+from paimon_meta.model.binary_row import deserialize_row
+from paimon_meta.model.manifest import DataFileMeta
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import BIGINT, STRING
+from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.read.deletion_vectors import DeletionFile
+from paimon_meta.table.read.scan import Split
 from paimon_meta.table.schema_change import SetOption, alter
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
-from tests.table.test_deletion_vectors import v1
-from tests.table.test_write import decode_stats, read_file
+from tests.table.read.test_deletion_vectors import v1
+from tests.table.write.test_write import decode_stats, read_file
 
 # Value columns in another order than the primary key (id, name, p), so the key -> value column mapping
 # is not the identity; p is the partition, so the trimmed key is (id, name).

@@ -14,17 +14,17 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from paimon_meta.client import open_table
+from paimon_meta.catalog.storage import open_table
 from paimon_meta.errors import SnapshotNotFoundError, TagNotFoundError, UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io
-from paimon_meta.spec.option_audit import (
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import BIGINT, STRING, DataField
+from paimon_meta.table.option_policy import (
     SCAN_FALLBACK_BRANCH,
     SCAN_SNAPSHOT_ID,
     SCAN_TAG_NAME,
     SCAN_TIMESTAMP_MILLIS,
 )
-from paimon_meta.spec.schema import TableSchema
-from paimon_meta.spec.types import BIGINT, STRING, DataField
 from paimon_meta.table.paths import branch_path
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable, ReadBuilder

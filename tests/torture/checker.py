@@ -27,10 +27,10 @@ from typing import Any
 
 from sqlalchemy import text
 
-from paimon_meta.catalog_api import Catalog, split_identifier
+from paimon_meta.catalog.metastore import MetastoreCatalog, split_identifier
+from paimon_meta.model.manifest import FileKind
+from paimon_meta.model.snapshot import CommitKind, Snapshot
 from paimon_meta.ops.recovery import recover_table
-from paimon_meta.spec.manifest import FileKind
-from paimon_meta.spec.snapshot import CommitKind, Snapshot
 from tests.torture import workload
 from tests.torture.journal import History
 
@@ -66,7 +66,7 @@ class CheckResult:
         self.violations.append(message)
 
 
-def recover(catalog: Catalog, identifier: str, *, older_than_seconds: float = 0.0) -> str:
+def recover(catalog: MetastoreCatalog, identifier: str, *, older_than_seconds: float = 0.0) -> str:
     """Run recovery (``paimon_meta.ops.recovery.recover_table``) once; returns what it did. The default
     grace of 0 s is for the end of a run, when no writer is left: every pending commit is then resolved
     (published, finished from its stored messages, or aborted)."""
@@ -75,7 +75,7 @@ def recover(catalog: Catalog, identifier: str, *, older_than_seconds: float = 0.
     return f"recover_table: {len(report.reconciled)} reconciled, {dict(actions)}"
 
 
-def read_state(catalog: Catalog, identifier: str) -> tuple[TableState, list[str]]:
+def read_state(catalog: MetastoreCatalog, identifier: str) -> tuple[TableState, list[str]]:
     """Read storage and the metastore of ``identifier`` (no recovery)."""
     state = TableState()
     problems: list[str] = []
@@ -182,7 +182,7 @@ def _check_events(state: TableState, result: CheckResult) -> None:
         result.add(f"table pointer is {state.pointer}, latest snapshot on storage is {state.latest}")
 
 
-def _check_lock(catalog: Catalog, identifier: str, result: CheckResult) -> None:
+def _check_lock(catalog: MetastoreCatalog, identifier: str, result: CheckResult) -> None:
     db, name = split_identifier(identifier)
     lock_id = catalog.registry.lock_id(db, name)
     info = catalog.lock.get_lock(lock_id)
@@ -213,7 +213,7 @@ def _check_lock(catalog: Catalog, identifier: str, result: CheckResult) -> None:
             holder, last_token = token, max(last_token, token)
 
 
-def check_table(catalog: Catalog, identifier: str, *, run_recovery: bool = True) -> CheckResult:
+def check_table(catalog: MetastoreCatalog, identifier: str, *, run_recovery: bool = True) -> CheckResult:
     """Recover, then check the invariants every history must keep (module docstring)."""
     recovery = recover(catalog, identifier) if run_recovery else "none"
     state, problems = read_state(catalog, identifier)
@@ -238,7 +238,7 @@ def check_exactly_once(result: CheckResult, user: str, identifier: int, kinds: S
 
 
 def check_torture(
-    catalog: Catalog, histories: Sequence[History], *, commits: int, identifier: str = workload.TABLE
+    catalog: MetastoreCatalog, histories: Sequence[History], *, commits: int, identifier: str = workload.TABLE
 ) -> CheckResult:
     """:func:`check_table` plus the writers' journals of a torture run (module docstring)."""
     result = check_table(catalog, identifier)

@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitCoordinator, CommitResult
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError, PaimonMetaError
 from paimon_meta.io import FaultInjectingFileIO, FaultRule, get_file_io
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.table.snapshots import SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 from tests.commit.helpers import append_msg, compact_msg, data_file
@@ -66,7 +66,7 @@ class Outcome:
 class FaultBench:
     """A table of ``catalog`` behind a FaultInjectingFileIO, and what each commit should have left."""
 
-    catalog: Catalog
+    catalog: MetastoreCatalog
     warehouse: str
     options: Mapping[str, str]
     fio: FaultInjectingFileIO = field(init=False)

@@ -20,10 +20,10 @@ from typing import Any, cast
 import pytest
 
 import paimon_meta
-from paimon_meta.catalog.lock import LockLease
-from paimon_meta.catalog_api import Catalog
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitCoordinator, CommitResult
 from paimon_meta.io import S3FileIO
+from paimon_meta.metastore.lock import LockLease
 from tests.torture import workload
 from tests.torture.checker import check_exactly_once, check_table
 from tests.torture.pg import terminate_backends
@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.s3]
 LEASE = "2"
 
 
-def _committer(catalog: Catalog, user: str) -> CommitCoordinator:
+def _committer(catalog: MetastoreCatalog, user: str) -> CommitCoordinator:
     table = catalog.get_table(workload.TABLE)
     assert table.committer_factory is not None
     return cast(CommitCoordinator, table.committer_factory(table, user))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from paimon_meta.spec.commit_message import CommitMessage
-from paimon_meta.spec.manifest import DataFileMeta
-from paimon_meta.spec.snapshot import CommitKind
+from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.manifest import DataFileMeta
+from paimon_meta.model.snapshot import CommitKind
 from tests.commit.helpers import append_msg, compact_msg, data_file
 
 TABLE = "torture.t"

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import paimon_meta
-from paimon_meta.catalog_api import Catalog
-from paimon_meta.client import storage_committer
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.catalog.storage import storage_committer
 from paimon_meta.errors import PaimonMetaError
 from paimon_meta.table.table import FileStoreTable
 from tests.torture import workload
@@ -49,7 +49,7 @@ class WriterConfig:
         return WriterConfig(**json.loads(path.read_text()))
 
 
-def _open(config: WriterConfig) -> tuple[Catalog, FileStoreTable]:
+def _open(config: WriterConfig) -> tuple[MetastoreCatalog, FileStoreTable]:
     """Connect and open the table, retrying while the metastore is unreachable (a restart)."""
     deadline = time.monotonic() + SETUP_TIMEOUT_SECONDS
     while True:

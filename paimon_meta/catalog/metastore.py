@@ -1,0 +1,455 @@
+"""``paimon_meta.connect()``: a catalog over the Postgres metastore and a warehouse (local path or s3://).
+
+Tables obtained from a :class:`MetastoreCatalog` commit through the metastore guard:
+ the Java-compatible lock with
+lease, heartbeat and fencing token, the append-only event log, and the table pointer. Tables live at
+``<warehouse>/<db>.db/<table>`` as Java's catalogs lay them out.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import psycopg
+import pyarrow as pa
+from sqlalchemy import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from paimon_meta.commit.coordinator import CommitCoordinator
+from paimon_meta.commit.metastore.guard import LockSettings, MetastoreGuard
+from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitter
+from paimon_meta.db.embedded import default_home, ensure_embedded_postgres
+from paimon_meta.db.engine import make_engine
+from paimon_meta.db.migrate import upgrade
+from paimon_meta.errors import (
+    DatabaseAlreadyExistsError,
+    DatabaseNotFoundError,
+    MetastoreUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    ValidationError,
+)
+from paimon_meta.io import get_file_io, resolve_location, scheme_of
+from paimon_meta.io.base import FileIO
+from paimon_meta.metastore.events import EventLog
+from paimon_meta.metastore.lock import MetastoreLock
+from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow, validate_identifier
+from paimon_meta.model.arrow import from_arrow_schema
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.serde.json import schema_to_json
+from paimon_meta.table import schema_change
+from paimon_meta.table.placement import (
+    EXTERNAL_ROOTS_ALLOWED,
+    check_placement_options,
+    parse_allowed_roots,
+)
+from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
+from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.builder import Committer
+
+ENV_URL = "PAIMON_META_URL"
+ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
+
+# MetastoreCatalog options (the rest of ``options`` configure the FileIO, e.g. ``s3.endpoint``).
+LOCK_LEASE = "lock.lease-seconds"
+LOCK_ACQUIRE_TIMEOUT = "lock.acquire-timeout-seconds"
+CATALOG_KEY = "catalog-key"
+_CATALOG_OPTIONS = {LOCK_LEASE, LOCK_ACQUIRE_TIMEOUT, CATALOG_KEY, EXTERNAL_ROOTS_ALLOWED}
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _metastore_call(fn: Callable[P, R]) -> Callable[P, R]:
+    """Connection failures of the metastore surface as ``MetastoreUnavailableError``, not driver errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (OperationalError, InterfaceError) as e:
+            raise MetastoreUnavailableError(
+                f"metastore unreachable during {fn.__name__}: {e.orig or e}"
+            ) from e
+
+    return wrapper
+
+
+def split_identifier(identifier: str) -> tuple[str, str]:
+    """``"db.table"`` -> ``("db", "table")``, both validated."""
+    parts = identifier.split(".")
+    if len(parts) != 2:
+        raise ValidationError(
+            f"table identifier must be '<database>.<table>', got {identifier!r}", identifier=identifier
+        )
+    return validate_identifier("database", parts[0]), validate_identifier("table", parts[1])
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectInfo:
+    metastore_url: str
+    warehouse: str
+    embedded: bool
+
+
+class MetastoreCatalog:
+    """Databases and tables registered in the metastore. Close it (or use ``with``) when done."""
+
+    def __init__(
+        self, engine: Engine, warehouse: str, options: Mapping[str, str], *, info: ConnectInfo
+    ) -> None:
+        self.engine = engine
+        self.info = info
+        self.warehouse = warehouse.rstrip("/")
+        self.options = dict(options)
+        self.file_io_options = {k: v for k, v in options.items() if k not in _CATALOG_OPTIONS}
+        self.file_io: FileIO = get_file_io(self.warehouse, self.file_io_options)
+        self._file_ios: dict[str, FileIO] = {}
+        self._file_ios_lock = threading.Lock()
+        self.registry = Registry(engine, catalog_key=options.get(CATALOG_KEY, "jdbc"))
+        self.events = EventLog(engine)
+        self.lock = MetastoreLock(engine)
+        self.lock_settings = LockSettings(
+            lease_seconds=int(options.get(LOCK_LEASE, "30")),
+            acquire_timeout_seconds=float(options.get(LOCK_ACQUIRE_TIMEOUT, "60")),
+        )
+        #: Roots under which a table created or altered here may place files outside the warehouse
+        #: (``data-file.external-paths`` etc.); empty: none may (paimon_meta.table.placement).
+        self.allowed_external_roots = parse_allowed_roots(options.get(EXTERNAL_ROOTS_ALLOWED))
+
+    # ---- databases ---------------------------------------------------------------------------------
+
+    @_metastore_call
+    def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+        validate_identifier("database", name)
+        if self.registry.database_exists(name):
+            if ignore_if_exists:
+                return
+            raise DatabaseAlreadyExistsError(f"database {name!r} already exists", database=name)
+        self.registry.create_database(name, location=self.file_io.join(self.warehouse, f"{name}.db"))
+
+    @_metastore_call
+    def list_databases(self) -> list[str]:
+        return self.registry.list_databases()
+
+    # ---- tables ------------------------------------------------------------------------------------
+
+    def table_file_io(self, location: str) -> FileIO:
+        """The FileIO of a table's own location: the warehouse's when the table lives in the same store,
+        else one chosen by the location's scheme (with the catalog's storage options), kept for reuse.
+        A table registered elsewhere (another warehouse, a Java catalog) is then opened where it is."""
+        scheme = scheme_of(location)
+        if scheme == scheme_of(self.warehouse) and (scheme == "file" or location.startswith(self.warehouse)):
+            return self.file_io
+        # one FileIO per store: the local disk, or an S3 bucket
+        key = scheme if scheme == "file" else f"{scheme}://{location.split('/', 3)[2]}"
+        with self._file_ios_lock:
+            file_io = self._file_ios.get(key)
+            if file_io is None:
+                file_io = self._file_ios[key] = get_file_io(location, self.file_io_options)
+        return file_io
+
+    def location_of(self, row: TableRow) -> str:
+        """Where a registered table lives (rows Java inserted have no location: the warehouse layout)."""
+        return row.location or self.table_location(row.database, row.name)
+
+    def table_location(self, database: str, table: str) -> str:
+        return self.file_io.join(self.warehouse, f"{database}.db", table)
+
+    @_metastore_call
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+        ignore_if_exists: bool = False,
+    ) -> FileStoreTable:
+        """Create ``schema-0`` on storage and register the table. A table directory that already holds a
+        schema (left by a crashed create, or written by Java) is adopted if the schema matches."""
+        fields, highest = from_arrow_schema(schema)
+        table_schema = TableSchema(
+            id=0,
+            fields=fields,
+            highest_field_id=highest,
+            partition_keys=tuple(partition_keys),
+            primary_keys=tuple(primary_keys),
+            options=dict(options or {}),
+            comment=comment,
+            time_millis=int(time.time() * 1000),
+        )
+        db, _ = split_identifier(identifier)
+        if not self.registry.database_exists(db):
+            self.create_database(db)
+        return self.create_table_from_schema(identifier, table_schema, ignore_if_exists=ignore_if_exists)
+
+    @_metastore_call
+    def create_table_from_schema(
+        self, identifier: str, table_schema: TableSchema, *, ignore_if_exists: bool = False
+    ) -> FileStoreTable:
+        """Create a table from a complete ``schema-0`` (the REST catalog's create). The database must
+        exist. Options the readers and writers do not implement are refused before anything is written."""
+        db, name = split_identifier(identifier)
+        if not self.registry.database_exists(db):
+            raise DatabaseNotFoundError(f"database {db!r} does not exist", database=db)
+        try:
+            self.registry.get_table_row(db, name)
+        except TableNotFoundError:
+            pass
+        else:
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
+        location = self.table_location(db, name)
+        FileStoreTable.check_schema(table_schema)
+        # options that place files keep them in the table, or under a root the catalog allows
+        check_placement_options(
+            table_schema.options,
+            table_path=location,
+            allowed_roots=self.allowed_external_roots,
+            warehouse=self.warehouse,
+        )
+        holder = self.registry.table_row_at(location)
+        if holder is not None:
+            # A table renamed away from this name keeps its files here: adopting them would give two
+            # registered tables one set of files.
+            raise TableAlreadyExistsError(
+                f"{location} holds the files of table {holder.identifier}; choose another name",
+                identifier=identifier,
+                path=location,
+            )
+        manager = SchemaManager(self.table_file_io(location), location)
+        if not manager.commit_new_schema(table_schema):
+            existing = manager.schema(0)
+            if schema_to_json(_comparable(existing)) != schema_to_json(_comparable(table_schema)):
+                raise TableAlreadyExistsError(
+                    f"{location} already holds a different table; drop it or choose another name",
+                    identifier=identifier,
+                    path=location,
+                )
+        self.registry.create_table_row(db, name, location, uuid.uuid4(), 0)
+        return self.get_table(identifier)
+
+    @_metastore_call
+    def get_table(self, identifier: str) -> FileStoreTable:
+        """The table, wired to commit through the metastore guard."""
+        db, name = split_identifier(identifier)
+        row = self.registry.get_table_row(db, name)
+        location = self.location_of(row)
+        table = FileStoreTable.load(self.table_file_io(location), location)
+        table.committer_factory = self._committer_factory(row)
+        return table
+
+    @_metastore_call
+    def list_tables(self, database: str) -> list[str]:
+        return sorted(
+            r.name for r in self.registry.list_table_rows(validate_identifier("database", database))
+        )
+
+    @_metastore_call
+    def drop_table(self, identifier: str, *, purge: bool = True) -> None:
+        """Unregister the table and (``purge``, Java's behaviour) delete its files."""
+        db, name = split_identifier(identifier)
+        row = self.registry.drop_table_row(db, name)
+        if purge:
+            location = self.location_of(row)
+            file_io = self.table_file_io(location)
+            for status in file_io.list_recursive(location):
+                file_io.delete(status.path)
+
+    @_metastore_call
+    def alter_table(
+        self,
+        identifier: str,
+        *,
+        add_columns: Sequence[schema_change.ColumnArg] = (),
+        rename: Mapping[str, str] | None = None,
+    ) -> FileStoreTable:
+        """Add columns and/or rename columns: each change writes ``schema/schema-<N+1>``."""
+        table = self.get_table(identifier)
+        if add_columns:
+            schema_change.add_columns(table, add_columns)
+        for old, new in (rename or {}).items():
+            schema_change.rename_column(table, old, new)
+        return self.get_table(identifier)
+
+    @_metastore_call
+    def get_database(self, name: str) -> DatabaseRow:
+        return self.registry.get_database(validate_identifier("database", name))
+
+    @_metastore_call
+    def drop_database(self, name: str) -> None:
+        """Unregister an empty database (its tables must be dropped first)."""
+        self.registry.drop_database(validate_identifier("database", name))
+
+    @_metastore_call
+    def alter_database(
+        self, name: str, *, updates: Mapping[str, str], removals: Sequence[str]
+    ) -> DatabaseRow:
+        return self.registry.alter_database(
+            validate_identifier("database", name), updates=updates, removals=removals
+        )
+
+    @_metastore_call
+    def table_row(self, identifier: str) -> TableRow:
+        db, name = split_identifier(identifier)
+        try:
+            with self.lock.connection() as conn:
+                return self.registry.get_table_row_on(conn, db, name)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            raise MetastoreUnavailableError(f"metastore unreachable during table_row: {e}") from e
+
+    @_metastore_call
+    def rename_table(self, identifier: str, new_identifier: str) -> None:
+        """Rename the table in the catalog; its files stay at its location (a row Java inserted, which has
+        none, is given the one its old name computes to). Held under the old name's lock so no commit
+        of ours is between reading the row and publishing while the name changes (a commit that started
+        before still cannot publish twice: the pointer compare-and-set is by table id, and snapshot
+        files are created only if absent)."""
+        db, name = split_identifier(identifier)
+        new_db, new_name = split_identifier(new_identifier)
+        with self._table_lock(db, name, "rename"):
+            self.registry.rename_table_row(
+                db, name, new_db, new_name, location_if_unset=self.table_location(db, name)
+            )
+
+    @_metastore_call
+    def alter_table_changes(
+        self, identifier: str, changes: Sequence[schema_change.SchemaChange]
+    ) -> TableSchema:
+        """Apply ``changes`` as one new ``schema-<N+1>`` under the table's lock (so no commit of ours
+        publishes on a schema that is being replaced) and record the schema id."""
+        db, name = split_identifier(identifier)
+        # options set here that place files keep them in the table, or under a root the catalog allows
+        # (the options already there are the table's own: a Java table keeps its external paths)
+        check_placement_options(
+            {c.key: c.value for c in changes if isinstance(c, schema_change.SetOption)},
+            allowed_roots=self.allowed_external_roots,
+            warehouse=self.warehouse,
+        )
+        with self._table_lock(db, name, "alter"):
+            row = self.registry.get_table_row(db, name)
+            table = self.get_table(identifier)
+            schema = schema_change.alter(table, changes)
+            self.registry.set_schema_id(row.table_id, schema.id)
+        return schema
+
+    def message_committer(
+        self,
+        identifier: str,
+        commit_user: str,
+        *,
+        principal: str | None = None,
+        row: TableRow | None = None,
+        table: FileStoreTable | None = None,
+    ) -> CommitCoordinator:
+        """A coordinator committing CommitMessages for ``commit_user`` (the control plane's commit), its
+        events naming ``principal``. ``row``/``table``: the table's registry row and a table object the
+        caller already holds (a service shares one per table and schema, so its manifest caches stay
+        warm); read here otherwise."""
+        row = row or self.table_row(identifier)
+        table = table or self.get_table(identifier)
+        return CommitCoordinator(
+            table, self._guard(row, table.snapshot_manager, principal), commit_user=commit_user
+        )
+
+    def snapshot_committer(
+        self, row: TableRow, table: FileStoreTable, *, principal: str | None = None
+    ) -> SnapshotCommitter:
+        """A committer of client-built snapshots (the REST ``commit``) for one request; ``table``: the
+        table object of ``row`` (its schema and roots check what the snapshot names)."""
+        return SnapshotCommitter(self._guard(row, table.snapshot_manager, principal), table)
+
+    def _guard(
+        self, row: TableRow, snapshots: SnapshotManager, principal: str | None = None
+    ) -> MetastoreGuard:
+        return MetastoreGuard(
+            engine=self.engine,
+            lock=self.lock,
+            events=self.events,
+            registry=self.registry,
+            table_row=row,
+            snapshots=snapshots,
+            lock_id=self.registry.lock_id(row.database, row.name),
+            settings=self.lock_settings,
+            principal=principal,
+        )
+
+    # ---- plumbing ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def _table_lock(self, database: str, table: str, purpose: str) -> Iterator[None]:
+        owner = f"{purpose}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        lease = self.lock.acquire(
+            self.registry.lock_id(database, table),
+            owner=owner,
+            lease_seconds=self.lock_settings.lease_seconds,
+            timeout_seconds=self.lock_settings.acquire_timeout_seconds,
+        )
+        with lease:
+            yield
+
+    def _committer_factory(self, row: TableRow) -> Any:
+        def factory(table: FileStoreTable, commit_user: str) -> Committer:
+            return CommitCoordinator(table, self._guard(row, table.snapshot_manager), commit_user=commit_user)
+
+        return factory
+
+    def close(self) -> None:
+        self.lock.close()
+        self.file_io.close()
+        for other in self._file_ios.values():
+            other.close()
+        self.engine.dispose()
+
+    def __enter__(self) -> MetastoreCatalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _comparable(schema: TableSchema) -> TableSchema:
+    return replace(schema, time_millis=0)
+
+
+def connect(
+    metastore_url: str | None = None,
+    warehouse: str | None = None,
+    **options: str,
+) -> MetastoreCatalog:
+    """Connect to the metastore (``metastore_url``, else ``$PAIMON_META_URL``, else an embedded Postgres
+    under ``$PAIMON_META_HOME``) and a warehouse (``warehouse``, else ``$PAIMON_META_WAREHOUSE``, else
+    ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect.
+
+    A commit service (``http(s)://``) is reached with :func:`paimon_meta.connect_service` instead: its
+    catalog has the same table API but no database, so it is another type."""
+    if metastore_url is not None and metastore_url.startswith(("http://", "https://")):
+        raise ValidationError(
+            f"{metastore_url} is a commit service: use paimon_meta.connect_service(url, token=...)",
+            url=metastore_url,
+        )
+    url = metastore_url or os.environ.get(ENV_URL)
+    embedded = url is None
+    if url is None:
+        url = ensure_embedded_postgres().url
+    wh = resolve_location(
+        warehouse or os.environ.get(ENV_WAREHOUSE) or str(Path(default_home()) / "warehouse")
+    )
+    engine = make_engine(url)
+    upgrade(engine)
+    return MetastoreCatalog(engine, wh, options, info=ConnectInfo(str(url), wh, embedded))

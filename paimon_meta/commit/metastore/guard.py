@@ -1,0 +1,997 @@
+"""The metastore guard: the Postgres lock (lease, heartbeat, fencing), the event log and the table pointer.
+
+Per commit (one ``commit()`` kind), on one plain psycopg connection of the lock's session pool, several
+statements per round trip:
+
+1. ``prepared`` (the serialized messages), in the first lock attempt's transaction (after the delta
+   manifests are written: they are garbage until a snapshot names them);
+2. acquire the table's lock row (Java-compatible key ``<catalog-key>.<db>.<table>``), then, in the
+   acquiring transaction's last round trip, read the table pointer and the dedupe lookup of this commit
+   in one query;
+3. reconcile, only when storage is ahead of the pointer (``snapshot-(pointer+1)`` exists): every such
+   snapshot is recorded (``recovered`` when it carries a pending commit of ours, ``external``
+   otherwise) and the dedupe lookup is redone, so dedupe by the event log sees everything storage has;
+4. the coordinator dedupes, checks, stages; ``before_publish`` opens the publishing transaction and
+   validates the lease in it (``FOR KEY SHARE`` on the lock row: no takeover until it ends);
+5. the coordinator creates ``snapshot-N`` on storage and the hints; ``published`` then commits, in
+   that one transaction: the audit events held back during the session (``conflict_checked``), the
+   pointer compare-and-set N-1 -> N with ``snapshot_published`` (inserted only if the CAS matched), and
+   the release (owner- and token-checked delete, its event, NOTIFY to waiters);
+6. a session that did not publish (dedupe, conflict, lost race, error) releases the lock at its end,
+   with its held-back events, in one transaction.
+
+Group commit (:class:`LockHold`, used by ``paimon_meta.commit.metastore.group``):
+consecutive sessions of several
+commits share one lease and one connection. The first acquires as in 2.; each later one opens with one
+round trip: its ``prepared`` event (committed), then the pointer and its dedupe lookup, and its
+publishing transaction opened with the lease validated in it (4., done first: the row lock then held
+keeps it valid). When the group's next commit is known as one publishes, that opening rides on the
+publish (5.): the next commit's ``prepared`` event commits in the same transaction as this one's record,
+and its pointer, fencing and resolution are read right after, in the same round trip (one round trip
+and one transaction per commit). ``published`` and a session end (6.) keep the lock. The hold releases
+it when the group ends, and drops it (a fresh acquire next) after any failure that may have left the
+connection or the lease in doubt. Every commit still has its own events, pointer compare-and-set and
+fencing check, so the invariants hold per commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+import sqlalchemy.exc
+from sqlalchemy import Engine
+
+from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
+from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
+from paimon_meta.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    LockLostError,
+    LockNotHeldError,
+    LockTimeoutError,
+    SnapshotPointerConflictError,
+    TableNotFoundError,
+    TableRowChangedError,
+)
+from paimon_meta.metastore.events import (
+    FIND_PUBLISHED_SQL,
+    Aborted,
+    CommitEvent,
+    CommitRef,
+    ConflictChecked,
+    EventLog,
+    External,
+    Failed,
+    PendingCommit,
+    Prepared,
+    Recovered,
+    Retried,
+    SnapshotPublished,
+    commit_event_insert,
+    commit_event_insert_sql,
+    commit_event_params,
+    rest_snapshot_uuid,
+)
+from paimon_meta.metastore.lock import (
+    LockLease,
+    MetastoreLock,
+    RawConnection,
+    ServerStatement,
+    Statement,
+    rollback_quietly,
+    run_batch,
+)
+from paimon_meta.metastore.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
+from paimon_meta.metastore.statistics import PartitionDelta, apply_statements
+from paimon_meta.metastore.timelines import removed_identities, snapshot_identity
+from paimon_meta.model.snapshot import CommitKind, Snapshot
+from paimon_meta.table.snapshots import SnapshotManager
+
+log = logging.getLogger(__name__)
+
+# The latest terminal event of one commit (recovery writes ``recovered``/``aborted`` on the original id).
+RESOLVED_SQL = (
+    "SELECT event_type, snapshot_id FROM paimon_commit_events WHERE commit_id = %(commit_id)s "
+    "AND event_type IN ('aborted', 'recovered', 'failed') ORDER BY event_id DESC LIMIT 1"
+)
+_RESOLVED = ServerStatement("paimon_commit_resolved", RESOLVED_SQL, (("commit_id", "uuid"),))
+
+# Pointer and dedupe lookup of one commit in one query, read right after the lock is ours.
+_POINTER_AND_PUBLISHED = ServerStatement(
+    "paimon_commit_pointer",
+    "SELECT t.latest_snapshot_id AS pointer, t.timeline, (" + FIND_PUBLISHED_SQL + ") AS published, "
+    "t.catalog_key, t.database_name, t.table_name, t.location "
+    "FROM paimon_tables t WHERE t.table_id = %(table_id)s",
+    (("table_id", "int8"), ("commit_user", "text"), ("commit_identifier", "int8"), ("commit_kind", "text")),
+)
+# The record: pointer compare-and-set N-1 -> N and, only if it matched, the snapshot_published event (a
+# pointer moved by someone else records nothing; the unique index forbids a second published event
+# for a snapshot id). Returns the event id, or no row.
+_PUBLISHED_INSERT, _PUBLISHED_TYPES = commit_event_insert_sql(key="p_", source="cas")
+_RECORD = ServerStatement(
+    "paimon_commit_record",
+    f"WITH cas AS ({ADVANCE_POINTER_SQL}) {_PUBLISHED_INSERT} RETURNING event_id",
+    (("table_id", "int8"), ("expected_prev", "int8"), ("new_snapshot_id", "int8"), *_PUBLISHED_TYPES),
+)
+
+
+# Connection-level failures of the metastore (server down or restarting, session terminated, timeouts).
+_METASTORE_FAILURES = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.InterfaceError,
+)
+
+
+@contextmanager
+def _metastore_step(step: str, lock_id: str) -> Iterator[None]:
+    """A metastore failure before the snapshot is created is a definite failure of the attempt: the
+    holder can no longer prove it holds the lock, so it must not publish. Raised as LockLostError,
+    which the coordinator retries (with backoff, on a fresh connection) like a lost lease."""
+    try:
+        yield
+    except _METASTORE_FAILURES as e:
+        raise LockLostError(
+            f"metastore failed while {step}: {e}", lock_id=lock_id, reason=f"metastore failure: {step}"
+        ) from e
+
+
+@dataclass(frozen=True, slots=True)
+class LockSettings:
+    lease_seconds: int = 30
+    acquire_timeout_seconds: float = 60.0
+
+
+def reconcile(
+    registry: Registry,
+    events: EventLog,
+    table_row: TableRow,
+    snapshots: SnapshotManager,
+    *,
+    exclude: uuid.UUID | None = None,
+) -> list[tuple[int, str]]:
+    """Record every snapshot on storage newer than the table pointer. Call it holding the table lock.
+
+    A snapshot is recorded ``recovered`` on the pending commit of its (user, identifier, kind) -- the
+    oldest such one if several (a commit and its re-sends) -- and ``external`` if none. ``exclude``:
+    the commit of the session reconciling, which cannot have published anything yet (it is just
+    starting under the lock): a re-send of a commit that died after its snapshot must not be credited
+    with that snapshot, or the original stays pending and is resolved onto it a second time.
+
+    Returns ``(snapshot_id, event_type)`` per snapshot recorded. Idempotent: the pointer only moves
+    forward, by compare-and-set, in the transaction that records each snapshot.
+    """
+    engine = registry.engine
+    current = registry.get_table_row_by_id(table_row.table_id)
+    pointer = current.latest_snapshot_id or 0
+    latest = snapshots.latest_snapshot_id()
+    if latest is None or latest <= pointer:
+        return []
+    if current.timeline > 0:
+        latest = _finish_rollback(engine, current, snapshots, pointer, latest)
+        if latest is None or latest <= pointer:
+            return []
+    # A REST commit is matched by its snapshot's uuid (a REST client reuses one (user, identifier, kind)
+    # for many commits, and a retry is a new commit); every other commit by its (user, identifier, kind).
+    pending: dict[tuple[str, int, CommitKind], PendingCommit] = {}
+    rest: dict[str, PendingCommit] = {}
+    for p in events.pending_commits(table_row.table_id):  # oldest first
+        if p.prepared.ref.commit_id == exclude:
+            continue
+        uuid_of_rest = rest_snapshot_uuid(p.prepared.payload)
+        if uuid_of_rest is not None:
+            rest[uuid_of_rest] = p
+        elif p.prepared.payload.get("source") != "rest":
+            ref = p.prepared.ref
+            pending.setdefault((ref.commit_user, ref.commit_identifier, ref.commit_kind), p)
+    recorded: list[tuple[int, str]] = []
+    for sid in range(pointer + 1, latest + 1):
+        if not snapshots.snapshot_exists(sid):
+            # Expired while the metastore was not looking: nothing to record, but the pointer must pass it.
+            with engine.begin() as conn:
+                Registry.advance_pointer(conn, table_row.table_id, sid - 1 if sid > 1 else None, sid)
+            continue
+        snap = snapshots.snapshot(sid)
+        match = rest.get(snap.uuid or "") or pending.get(snap.dedupe_key)
+        with engine.begin() as conn:
+            Registry.advance_pointer(conn, table_row.table_id, sid - 1 if sid > 1 else None, sid)
+            if match is not None:
+                events.append(
+                    conn,
+                    Recovered(
+                        ref=match.prepared.ref,
+                        attempt=match.attempts or 1,
+                        resolution="published",
+                        reason="snapshot found on storage without its published event",
+                        snapshot_id=sid,
+                        payload=_snapshot_payload(snap),
+                        timeline=current.timeline,
+                    ),
+                )
+                recorded.append((sid, "recovered"))
+            else:
+                ref = CommitRef.new(
+                    table_id=table_row.table_id,
+                    table_identifier=table_row.identifier,
+                    commit_user=snap.commit_user,
+                    commit_identifier=snap.commit_identifier,
+                    commit_kind=snap.commit_kind,
+                )
+                external = External(
+                    ref=ref, snapshot_id=sid, payload=_snapshot_payload(snap), timeline=current.timeline
+                )
+                events.append(conn, external)
+                recorded.append((sid, "external"))
+    if recorded:
+        log.info("reconciled %s: %s", table_row.identifier, recorded)
+    return recorded
+
+
+def _finish_rollback(
+    engine: Engine, row: TableRow, snapshots: SnapshotManager, pointer: int, latest: int
+) -> int | None:
+    """Delete, newest first, the snapshots beyond the pointer that the rollback which started the
+    table's timeline removed but did not get to delete (it died); returns the latest id left. Held
+    under the table lock, like the rollback itself."""
+    removed = removed_identities(engine, row.table_id, row.timeline)
+    if not removed:
+        return latest
+    for sid in range(latest, pointer, -1):
+        if not snapshots.snapshot_exists(sid):
+            continue
+        if snapshot_identity(snapshots.snapshot(sid)) not in removed:
+            break  # a snapshot of the new timeline: leftovers are only ever above it
+        snapshots.file_io.delete(snapshots.snapshot_path(sid))
+        log.warning("%s: deleted snapshot %s left by an interrupted rollback", row.identifier, sid)
+    return snapshots.latest_snapshot_id()
+
+
+def _snapshot_payload(snap: Snapshot) -> dict[str, Any]:
+    return {
+        "snapshot_uuid": snap.uuid,
+        "base_manifest_list": snap.base_manifest_list,
+        "delta_manifest_list": snap.delta_manifest_list,
+        "record_delta": snap.delta_record_count,
+        "total_records": snap.total_record_count,
+        "time_millis": snap.time_millis,
+    }
+
+
+@dataclass(slots=True)
+class MetastoreSession(GuardSession):
+    guard: MetastoreGuard
+    ref: CommitRef
+    lease: LockLease
+    conn: RawConnection
+    pointer: int | None = None
+    timeline: int = 0  # read with the pointer; a rollback (which takes this lock) is what changes it
+    # Snapshot holding this session's own (user, identifier, kind), from the last lookup.
+    published_as: int | None = None
+    held_back: list[Statement] = field(default_factory=list)
+    # The partition deltas of the snapshot to publish (None: unknown; the totals become incomplete).
+    statistics: list[PartitionDelta] | None = None
+    fenced: bool = False
+    # Group commit: the lock outlives this session (the hold releases it), unless the hold's ``more``
+    # (asked when publishing) says no commit follows: then the publishing transaction releases it.
+    hold: LockHold | None = None
+    _keep_decided: bool | None = None
+
+    def _keeps(self) -> bool:
+        """Whether this session's publish keeps the lock for another commit (decided once)."""
+        if self._keep_decided is None:
+            hold = self.hold
+            self._keep_decided = hold is not None and (hold.more is None or hold.more())
+        return self._keep_decided
+
+    def defer_hints(self) -> bool:
+        # Only when another commit of the group follows under this lock: it writes LATEST past ours.
+        return self.hold is not None and self.hold.more is not None and self._keeps()
+
+    def set_statistics(self, deltas: Sequence[PartitionDelta]) -> None:
+        self.statistics = list(deltas)
+
+    def load_pointer(self, rows: list[dict[str, Any]] | None = None) -> None:
+        """Pointer and dedupe lookup in one query (read under the lock); ``rows`` if it already ran."""
+        if rows is None:
+            rows = run_batch(self.conn, [self.guard.pointer_query(self.ref)])[0]
+        if not rows:
+            raise TableNotFoundError(
+                f"table {self.ref.table_identifier} is no longer registered", table_id=self.ref.table_id
+            )
+        row, known = rows[0], self.guard.table_row
+        # The lock taken is the one of the row's name: under it the name cannot change (a rename holds
+        # the old name's lock), so checking it here makes a row read before the lock (a service caches
+        # rows) as good as one read under it.
+        current = (row["catalog_key"], row["database_name"], row["table_name"], row["location"])
+        if current != (known.catalog_key, known.database, known.name, known.location):
+            raise TableRowChangedError(
+                f"table {known.identifier} (id {known.table_id}) is now {row['database_name']}."
+                f"{row['table_name']} at {row['location']}: read its row again",
+                table_id=known.table_id,
+            )
+        self.pointer, self.published_as = row["pointer"], row["published"]
+        self.timeline = row["timeline"]
+
+    def latest_snapshot_id(self) -> int | None:
+        snapshots = self.guard.snapshots
+        # Everyone who commits through the metastore advances the pointer under this lock, so storage
+        # can only be ahead of it by snapshots another engine (or a crashed writer) created: one
+        # existence check finds out. Only then reconcile (the log must equal storage before anything
+        # is decided) and redo the lookup.
+        if not snapshots.snapshot_exists((self.pointer or 0) + 1):
+            return self.pointer
+        reconcile(
+            self.guard.registry,
+            self.guard.events,
+            self.guard.table_row,
+            snapshots,
+            exclude=self.ref.commit_id,
+        )
+        self.load_pointer()
+        return self.pointer
+
+    def find_committed(
+        self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
+    ) -> int | None:
+        ref = self.ref
+        if (user, identifier, kind) == (ref.commit_user, ref.commit_identifier, ref.commit_kind):
+            return self.published_as
+        row = self.conn.execute(
+            FIND_PUBLISHED_SQL,
+            {
+                "table_id": ref.table_id,
+                "commit_user": user,
+                "commit_identifier": identifier,
+                "commit_kind": kind.value,
+            },
+        ).fetchone()
+        return None if row is None else int(row["snapshot_id"])
+
+    def before_publish(self) -> None:
+        # Opens the publishing transaction: the lease is validated in it and the lock row stays
+        # key-share locked until ``published`` commits, so nobody takes over while we publish. Where
+        # the store's create-if-absent is a real compare-and-set, a publisher that then stalls longer
+        # than its lease has its session ended by the server (idle_in_transaction_session_timeout), so
+        # a frozen holder delays a takeover by at most one lease: that is safe because snapshot-N can
+        # still be created only once (I2), and the next holder reconciles whatever it finds. Where it
+        # is not, the row lock is all that protects the publish, so it is kept as long as the session.
+        if self.fenced:
+            # Opened with the session (group commit: see LockHold.session), the lease validated and the
+            # resolution checked then; the row lock held since keeps both true.
+            self.lease.check()
+            return
+        (resolved,) = self.lease.open_fenced_transaction(
+            self.conn,
+            idle_timeout_seconds=self.fence_idle_timeout(),
+            also=[_RESOLVED.bind({"commit_id": self.ref.commit_id})],  # same round trip
+        )
+        self.fenced = True
+        self._refuse_if_resolved(resolved[0] if resolved else None)
+
+    def fence_idle_timeout(self) -> float | None:
+        return _fence_idle_timeout(self.guard, self.lease)
+
+    def _refuse_if_resolved(self, row: dict[str, Any] | None) -> None:
+        """I5: a commit that recovery already resolved must never publish. Recovery resolves a commit
+        whose writer looked dead (prepared long ago, no live lock); a writer that was only frozen wakes up
+        here. Checked inside the fenced transaction, so recovery (which takes the same lock) cannot
+        resolve it between this check and our publish. ``row``: the commit's latest terminal event."""
+        if row is None:
+            return
+        if row["snapshot_id"] is not None:
+            # Recovery finished it into a snapshot: this attempt is void; the next one's dedupe finds it.
+            raise LockLostError(
+                f"commit {self.ref.commit_id} was finished by recovery as snapshot {row['snapshot_id']}",
+                commit_id=str(self.ref.commit_id),
+            )
+        raise CommitFailedError(
+            f"commit {self.ref.commit_id} was {row['event_type']} by recovery while this writer was stalled; "
+            "it will not be published",
+            commit_id=str(self.ref.commit_id),
+            resolution=row["event_type"],
+        )
+
+    def record(self, event_type: str, *, attempt: int, **details: Any) -> None:
+        event = self.guard.build_event(str(self.ref.commit_id), event_type, attempt=attempt, **details)
+        if event is not None:
+            # Held back to the session's last transaction (publish or release): one commit less each.
+            self.held_back.append(commit_event_insert(event, key=f"h{len(self.held_back)}_"))
+
+    def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
+        if not self.fenced:
+            raise LockNotHeldError("published() without before_publish()")
+        record, *stats = self.record_statements(snapshot, attempt=attempt, details=details)
+        release: list[Statement] = []
+        ahead: _Ahead | None = None
+        if not self._keeps():
+            self.lease.stop_heartbeat()  # a renewal racing the release would log a spurious loss
+            release = [self.lease.release_statement()]
+        elif self.hold is not None:
+            ahead = self.hold.ahead(self.lease)  # the group's next commit, opened in this round trip
+        at_record = len(self.held_back)
+        statements = [
+            *self.held_back,
+            record,
+            *stats,
+            *release,
+            *(ahead.prepared if ahead else ()),
+            ("COMMIT", {}),
+            *(ahead.opening if ahead else ()),
+        ]
+        results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
+        self.fenced = False
+        self.held_back.clear()
+        if release:
+            self.lease.confirm_release(bool(results[at_record + 1 + len(stats)]))
+        if ahead is not None and self.hold is not None:
+            self.hold.opened(ahead, results[len(results) - len(ahead.opening) :])
+        self.recorded(snapshot, results[at_record])
+
+    def record_statements(
+        self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]
+    ) -> list[Statement]:
+        """The pointer's compare-and-set with the ``snapshot_published`` event, then the partition
+        statistics (applied only if it moved the pointer to this snapshot)."""
+        prev = snapshot.id - 1 if snapshot.id > 1 else None
+        _, cas_params = Registry.advance_pointer_sql(self.ref.table_id, prev, snapshot.id)
+        event = SnapshotPublished(
+            ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details, timeline=self.timeline
+        )
+        record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
+        stats = (
+            []
+            if self.statistics is None
+            else apply_statements(self.ref.table_id, snapshot.id, self.statistics)
+        )
+        return [record, *stats]
+
+    def recorded(self, snapshot: Snapshot, cas_rows: list[dict[str, Any]]) -> None:
+        """After the transaction of :meth:`record_statements` committed: ``cas_rows`` is what its
+        compare-and-set returned (none: the pointer was not where this snapshot expected it)."""
+        if not cas_rows:
+            prev = snapshot.id - 1 if snapshot.id > 1 else None
+            actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
+            raise SnapshotPointerConflictError(
+                f"table {self.ref.table_identifier}: pointer is "
+                f"{None if actual is None else actual['latest_snapshot_id']}, expected {prev}",
+                table_id=self.ref.table_id,
+                expected=prev,
+                actual=None if actual is None else actual["latest_snapshot_id"],
+                new=snapshot.id,
+            )
+        self.pointer = snapshot.id
+
+    def close(self) -> None:
+        """End the session: roll back an unpublished publishing transaction, then release the lock
+        with the held-back events (one transaction), unless ``published`` already did."""
+        if self.fenced:
+            rollback_quietly(self.conn)
+            self.fenced = False
+        if self.lease.released:
+            return
+        if self.hold is not None:
+            if self.held_back:
+                run_batch(self.conn, [("BEGIN", {}), *self.held_back, ("COMMIT", {})])
+                self.held_back.clear()
+            return
+        self.lease.stop_heartbeat()
+        try:
+            results = run_batch(
+                self.conn, [("BEGIN", {}), *self.held_back, self.lease.release_statement(), ("COMMIT", {})]
+            )
+        except psycopg.Error:
+            log.warning("releasing %s on the session connection failed; retrying", self.lease.lock_id)
+            try:
+                self.lease.release()  # a fresh connection; the held-back audit events are lost
+            except Exception:
+                # Never mask the session's own outcome: the row expires after the lease anyway.
+                log.exception("releasing %s failed; it expires after its lease", self.lease.lock_id)
+        else:
+            self.lease.confirm_release(bool(results[-2]))
+        self.held_back.clear()
+
+
+@dataclass(slots=True)
+class MetastoreGuard(CommitGuard):
+    """Guards commits of one table with the metastore. One per coordinator (one commit user)."""
+
+    engine: Engine
+    lock: MetastoreLock
+    events: EventLog
+    registry: Registry
+    table_row: TableRow
+    snapshots: SnapshotManager
+    lock_id: str
+    settings: LockSettings = field(default_factory=LockSettings)
+    owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+    # The service principal the commits are made for (recorded on every commit and lock event).
+    principal: str | None = None
+    _refs: dict[str, CommitRef] = field(default_factory=dict)
+    _started: dict[str, float] = field(default_factory=dict)
+    # Prepared events not sent yet: they travel with the first lock attempt of the commit.
+    _unsent: dict[str, CommitEvent] = field(default_factory=dict)
+    # Group commit: while set, sessions take (or reuse) the hold's lease instead of their own.
+    hold: LockHold | None = None
+
+    def pointer_query(self, ref: CommitRef) -> Statement:
+        """The pointer and the dedupe lookup of ``ref``'s (user, identifier, kind), as one query."""
+        return _POINTER_AND_PUBLISHED.bind(
+            {
+                "table_id": ref.table_id,
+                "commit_user": ref.commit_user,
+                "commit_identifier": ref.commit_identifier,
+                "commit_kind": ref.commit_kind.value,
+            },
+        )
+
+    def _write(self, *events: CommitEvent) -> None:
+        """Best effort: audit events outside a session (``retried``, ``failed``) must not turn the
+        commit's own outcome into a metastore error; a lost ``failed`` leaves the commit pending for
+        recovery, which resolves it from storage."""
+        statements = [commit_event_insert(e, key=f"e{i}_") for i, e in enumerate(events)]
+        try:
+            with self.lock.connection() as conn:
+                run_batch(conn, [("BEGIN", {}), *statements, ("COMMIT", {})])
+        except _METASTORE_FAILURES:
+            log.warning("could not record %s", [e.event_type.value for e in events], exc_info=True)
+
+    def prepared(self, record: CommitRecord) -> None:
+        ref = CommitRef(
+            uuid.UUID(record.commit_id),
+            self.table_row.table_id,
+            self.table_row.identifier,
+            record.commit_user,
+            record.commit_identifier,
+            record.kind,
+            self.principal,
+        )
+        self._refs[record.commit_id] = ref
+        self._started[record.commit_id] = time.monotonic()
+        self._unsent[record.commit_id] = Prepared.of(
+            ref=ref,
+            messages=record.messages,
+            messages_version=record.messages_version,
+            payload=dict(record.counts)
+            if record.overwrite is None
+            else {**record.counts, "overwrite": record.overwrite},
+        )
+
+    def prepared_snapshot(self, ref: CommitRef, event: CommitEvent) -> None:
+        """Like :meth:`prepared` for a commit whose ``prepared`` event is built by the caller (a REST
+        commit's :class:`PreparedSnapshot`); ``ref`` must carry this guard's table and principal."""
+        self._refs[str(ref.commit_id)] = ref
+        self._started[str(ref.commit_id)] = time.monotonic()
+        self._unsent[str(ref.commit_id)] = event
+
+    def _prepared_statements(self, commit_id: str) -> list[Statement]:
+        # The prepared event commits in the first lock attempt's transaction (with the lock row, or
+        # alone when the lock is busy): durable before anything of this commit can be published. It
+        # stays unsent until that transaction committed (acquired, or timed out waiting), so a commit
+        # that fails before (metastore down) writes it with its ``failed`` event, or the retry sends it.
+        event = self._unsent.get(commit_id)
+        # The connection is pooled: always (re)set whose lock events it writes.
+        principal = (PRINCIPAL_SETTING_SQL, {"principal": self.principal or ""})
+        return [principal] if event is None else [principal, commit_event_insert(event, key="prep_")]
+
+    def acquire_for(
+        self, conn: RawConnection, commit_id: str, *, owner: str
+    ) -> tuple[LockLease, list[dict[str, Any]]]:
+        """Acquire the table lock on ``conn`` for ``commit_id``: its prepared event (if not sent yet)
+        travels with the first attempt, its pointer and dedupe lookup with the acquiring one. Returns
+        the lease and the pointer rows. The prepared event is forgotten only once it committed (the
+        first attempt committed, or the acquire timed out after it): after any other failure the
+        retry sends it again."""
+        try:
+            lease, after = self.lock.acquire_on(
+                conn,
+                self.lock_id,
+                owner=owner,
+                lease_seconds=self.settings.lease_seconds,
+                timeout_seconds=self.settings.acquire_timeout_seconds,
+                first=self._prepared_statements(commit_id),
+                after=[self.pointer_query(self._refs[commit_id])],
+            )
+        except LockTimeoutError:
+            self._unsent.pop(commit_id, None)  # committed by the first attempt
+            raise
+        self._unsent.pop(commit_id, None)
+        return lease, after[0]
+
+    @contextmanager
+    def session(self, commit_id: str, attempt: int) -> Iterator[MetastoreSession]:
+        if self.hold is not None:
+            with self.hold.session(self, commit_id) as held:
+                yield held
+            return
+        ref = self._refs[commit_id]
+        # One connection for the whole hold. Any metastore failure until the snapshot is created
+        # fails the attempt definitely (LockLostError); later ones never reach here (the coordinator
+        # treats a failure to record a durable snapshot as success).
+        with _metastore_step("holding the lock", self.lock_id), self.lock.connection() as conn:
+            waited = time.monotonic()
+            lease, rows = self.acquire_for(conn, commit_id, owner=self.owner)
+            session = MetastoreSession(self, ref, lease, conn)
+            try:
+                log.debug("lock %s acquired in %.1f ms", self.lock_id, (time.monotonic() - waited) * 1000)
+                session.load_pointer(rows)
+                yield session
+            finally:
+                session.close()
+
+    def build_event(
+        self, commit_id: str, event_type: str, *, attempt: int, **details: Any
+    ) -> CommitEvent | None:
+        """The log event for a coordinator report (``conflict_checked``, ``retried``, ``deduplicated``);
+        None for a commit this guard does not know."""
+        ref = self._refs.get(commit_id)
+        if ref is None:
+            return None
+        duration = details.pop("duration_ms", None)
+        if event_type == "conflict_checked":
+            conflict = details.pop("outcome", "ok") == "conflict"
+            reason = details.pop("reason", None)
+            return ConflictChecked(
+                ref=ref,
+                attempt=attempt,
+                duration_ms=duration,
+                conflict=conflict,
+                base_snapshot_id=details.pop("base_snapshot_id", None),
+                reason=reason,
+                payload=details,
+            )
+        if event_type == "retried":
+            return Retried(
+                ref=ref,
+                attempt=attempt,
+                reason=str(details.pop("reason", "")),
+                wait_ms=float(details.pop("wait_ms", 0.0)),
+                payload=details,
+            )
+        if event_type == "deduplicated":
+            return Aborted(
+                ref=ref,
+                attempt=attempt,
+                reason=f"deduplicated: already committed as snapshot {details.get('snapshot_id')}",
+                payload=details,
+            )
+        raise ValueError(f"unknown event type {event_type!r}")
+
+    def event(self, commit_id: str, event_type: str, *, attempt: int, **details: Any) -> None:
+        event = self.build_event(commit_id, event_type, attempt=attempt, **details)
+        if event is not None:
+            self._write(event)
+
+    def finished(self, commit_id: str, *, outcome: str, **details: Any) -> None:
+        ref = self._refs.pop(commit_id, None)
+        started = self._started.pop(commit_id, None)
+        # Never sent: the commit failed before asking for the lock (e.g. writing its manifests).
+        unsent = self._unsent.pop(commit_id, None)
+        if ref is None or outcome != "failed":
+            # published: its event is written; deduplicated: ``aborted`` is written; unknown: stays pending
+            # on purpose, for recovery to resolve by reading storage.
+            return
+        duration = None if started is None else (time.monotonic() - started) * 1000
+        failed = Failed(
+            ref=ref,
+            duration_ms=duration,
+            reason=str(details.get("reason", "")),
+            error_type=details.get("error"),
+        )
+        self._write(*([unsent] if unsent is not None else []), failed)
+
+
+@dataclass(slots=True)
+class _Ahead:
+    """The opening round trip of a group's next session, sent with the publish of the one before:
+    ``prepared`` (committed with that publish) and ``opening`` (after it); ``rows``: the opening's
+    results once that round trip ran."""
+
+    guard: MetastoreGuard
+    commit_id: str
+    prepared: list[Statement]
+    opening: list[Statement]
+    fence_count: int
+    rows: list[list[dict[str, Any]]] | None = None
+
+
+def _fence_idle_timeout(guard: MetastoreGuard, lease: LockLease) -> float | None:
+    atomic = guard.snapshots.file_io.capabilities.atomic_create
+    return float(lease.lease_seconds) if atomic else None
+
+
+class LockHold:
+    """One table lock held across the consecutive commits of a group (group commit).
+
+    Used by one thread. Set it as ``guard.hold`` of each commit's :class:`MetastoreGuard` (all guards of
+    the same table and lock id) while that commit runs; :meth:`release` once the group is over. The
+    lease is taken by the first session and kept (heartbeat running) until :meth:`release`, or dropped
+    (released on a fresh connection, or left to expire) after a session failed in a way that may leave
+    the connection or the lease in doubt: the next session then acquires again, like a new holder.
+    """
+
+    def __init__(
+        self,
+        lock: MetastoreLock,
+        lock_id: str,
+        *,
+        owner: str,
+        settings: LockSettings,
+        more: Callable[[], bool] | None = None,
+        follow: Callable[[], tuple[MetastoreGuard, str] | None] | None = None,
+    ) -> None:
+        self.lock = lock
+        # Asked when a commit publishes: False when no commit of the group follows, so that commit's
+        # publishing transaction releases the lock (one round trip less than releasing afterwards).
+        self.more = more
+        # Asked when ``more`` said yes: the guard and commit id of the commit that runs next under this
+        # hold (its ``prepared`` record handed to the guard), if known: its session's opening round trip
+        # then rides on this publish (see :meth:`ahead`).
+        self.follow = follow
+        self._ahead: _Ahead | None = None
+        self.lock_id = lock_id
+        self.owner = owner
+        self.settings = settings
+        self.lease: LockLease | None = None
+        self._conn: RawConnection | None = None
+        self._conn_cm: Any = None
+        self.acquisitions = 0
+        self.sessions = 0
+
+    @property
+    def held(self) -> bool:
+        return self.lease is not None and not self.lease.released and not self.lease.lost
+
+    def _connection(self) -> RawConnection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._close_connection()
+            self._conn_cm = self.lock.connection()
+            self._conn = self._conn_cm.__enter__()
+        assert self._conn is not None
+        return self._conn
+
+    def _close_connection(self) -> None:
+        cm, self._conn_cm, self._conn = self._conn_cm, None, None
+        if cm is not None:
+            try:
+                cm.__exit__(None, None, None)
+            except Exception:  # giving a broken connection back must not mask anything
+                log.debug("returning the group's connection failed", exc_info=True)
+
+    def _opening(self, guard: MetastoreGuard, commit_id: str, lease: LockLease) -> _Ahead:
+        """A held session's opening: the prepared event (to commit: durable before anything of the
+        commit can publish), then the pointer with the commit's dedupe lookup, and the publishing
+        transaction opened with the lease validated in it (step 4's fencing, done before staging
+        instead of after: the row lock then held until the record commits keeps it valid, as it does
+        between the two otherwise) and the commit's resolution (I5) read in it."""
+        ref = guard._refs[commit_id]
+        fence = lease.fenced_statements(idle_timeout_seconds=_fence_idle_timeout(guard, lease))
+        opening = [guard.pointer_query(ref), *fence, _RESOLVED.bind({"commit_id": ref.commit_id})]
+        return _Ahead(guard, commit_id, guard._prepared_statements(commit_id), opening, len(fence))
+
+    def ahead(self, lease: LockLease) -> _Ahead | None:
+        """Asked by a publishing session that keeps the lock: the next commit's opening, to send in its
+        round trip (its prepared event before the COMMIT, the rest after), or None."""
+        nxt = None if self.follow is None else self.follow()
+        if nxt is None or lease is not self.lease:
+            return None
+        guard, commit_id = nxt
+        if guard.lock_id != self.lock_id or commit_id not in guard._refs:
+            return None
+        return self._opening(guard, commit_id, lease)
+
+    def opened(self, ahead: _Ahead, rows: list[list[dict[str, Any]]]) -> None:
+        """The round trip carrying ``ahead`` committed: its prepared event is durable, and the
+        connection is in the next session's publishing transaction."""
+        ahead.guard._unsent.pop(ahead.commit_id, None)
+        ahead.rows = rows
+        self._ahead = ahead
+
+    def _take_ahead(self, guard: MetastoreGuard | None, commit_id: str) -> _Ahead | None:
+        """The opening already sent for this session, if it is the one it was sent for; any other
+        (the next session is not the one announced) has its transaction rolled back."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        if ahead.guard is guard and ahead.commit_id == commit_id and self.held and self._conn is not None:
+            return ahead
+        if self._conn is not None:
+            rollback_quietly(self._conn)
+        return None
+
+    @contextmanager
+    def session(self, guard: MetastoreGuard, commit_id: str) -> Iterator[MetastoreSession]:
+        if guard.lock_id != self.lock_id:
+            raise ValueError(f"hold of {self.lock_id!r} used for {guard.lock_id!r}")
+        ref = guard._refs[commit_id]
+        with _metastore_step("holding the lock", self.lock_id):
+            ahead = self._take_ahead(guard, commit_id)
+            conn = self._connection()
+            if not self.held:
+                self._drop()
+                conn = self._connection()
+                lease, rows = guard.acquire_for(conn, commit_id, owner=self.owner)
+                self.lease = lease
+                self.acquisitions += 1
+                session = MetastoreSession(guard, ref, lease, conn, hold=self)
+                resolved = None
+            else:
+                # The lock is ours already: the opening round trip (see _opening), unless it was sent
+                # with the previous commit's publish.
+                held = self.lease
+                assert held is not None
+                session = MetastoreSession(guard, ref, held, conn, hold=self)
+                try:
+                    held.check()
+                    if ahead is not None and ahead.rows is not None:
+                        opened = ahead.rows
+                    else:
+                        ahead = self._opening(guard, commit_id, held)
+                        results = run_batch(
+                            conn, [("BEGIN", {}), *ahead.prepared, ("COMMIT", {}), *ahead.opening]
+                        )
+                        guard._unsent.pop(commit_id, None)
+                        opened = results[2 + len(ahead.prepared) :]
+                    rows = opened[0]
+                    held.check_fenced(conn, opened[1 : 1 + ahead.fence_count])
+                except BaseException:
+                    self._drop()  # lease lost, or the connection in doubt: the retry acquires afresh
+                    raise
+                session.fenced = True
+                resolved = opened[-1][0] if opened[-1] else None
+            self.sessions += 1
+            try:
+                session.load_pointer(rows)
+                session._refuse_if_resolved(resolved)
+                yield session
+            except BaseException as e:
+                # A conflict ends the session as planned; anything else may have lost the lease or left
+                # the connection in doubt, and a fresh acquire is cheap next to a doubt.
+                self._end(session, keep=isinstance(e, CommitConflictError))
+                raise
+            self._end(session, keep=True)
+
+    def open_batch(self, entries: Sequence[tuple[MetastoreGuard, str]]) -> list[MetastoreSession | Exception]:
+        """Batch commit (see ``commit.group``): open a session for each ``(guard, commit_id)`` under the
+        lock this hold has, in one round trip: every commit's ``prepared`` event (committed first:
+        durable before anything of theirs can publish), each one's pointer and dedupe lookup, the
+        publishing transaction opened with the lease validated in it (one fencing for all: the row
+        stays key-share locked until :meth:`record_batch` commits), and each one's resolution (I5),
+        read in it. An entry whose row changed, whose table is gone or that recovery resolved gets
+        its exception instead of a session (nothing of it is staged).
+
+        Raises (the lock dropped: lease lost, the connection in doubt) when nothing could be opened."""
+        held = self.lease
+        if not self.held or held is None:
+            raise LockNotHeldError(f"batch of {self.lock_id!r} without the lock held")
+        self._take_ahead(None, "")  # an opening sent for a single commit is not this batch's
+        conn = self._connection()
+        try:
+            held.check()
+            guard0 = entries[0][0]
+            refs = [guard._refs[commit_id] for guard, commit_id in entries]
+            prepared = [
+                stmt for guard, commit_id in entries for stmt in guard._prepared_statements(commit_id)
+            ]
+            lookups = [guard.pointer_query(ref) for (guard, _), ref in zip(entries, refs, strict=True)]
+            fence = held.fenced_statements(idle_timeout_seconds=_fence_idle_timeout(guard0, held))
+            resolutions = [_RESOLVED.bind({"commit_id": ref.commit_id}) for ref in refs]
+            results = run_batch(
+                conn, [("BEGIN", {}), *prepared, ("COMMIT", {}), *lookups, *fence, *resolutions]
+            )
+            for guard, commit_id in entries:
+                guard._unsent.pop(commit_id, None)
+            at = 2 + len(prepared)
+            rows = results[at : at + len(lookups)]
+            held.check_fenced(conn, results[at + len(lookups) : at + len(lookups) + len(fence)])
+            resolved = results[at + len(lookups) + len(fence) :]
+        except BaseException:
+            self._drop()
+            raise
+        sessions: list[MetastoreSession | Exception] = []
+        for (guard, _), ref, pointer_rows, resolution in zip(entries, refs, rows, resolved, strict=True):
+            session = MetastoreSession(guard, ref, held, conn, hold=self, fenced=True, _keep_decided=True)
+            try:
+                session.load_pointer(pointer_rows)
+                session._refuse_if_resolved(resolution[0] if resolution else None)
+            except Exception as e:
+                session.fenced = False  # the transaction is the batch's: not this session's to end
+                sessions.append(e)
+                continue
+            sessions.append(session)
+        self.sessions += len(entries)
+        return sessions
+
+    def record_batch(
+        self,
+        published: Sequence[tuple[MetastoreSession, Snapshot, int, dict[str, Any]]],
+        others: Sequence[MetastoreSession],
+    ) -> None:
+        """Commit the batch's publishing transaction: every session's held-back events and, for each
+        ``(session, snapshot, attempt, details)`` in order, its pointer compare-and-set, event and
+        statistics. ``others``: the sessions that publish nothing (deduplicated, conflicting).
+        Raises ``SnapshotPointerConflictError`` for the first snapshot whose compare-and-set failed
+        (the batch's snapshots are durable whatever the log says: recovery records them)."""
+        statements: list[Statement] = []
+        for session in others:
+            statements += session.held_back
+        at: list[int] = []
+        for session, snapshot, attempt, details in published:
+            statements += session.held_back
+            at.append(len(statements))
+            statements += session.record_statements(snapshot, attempt=attempt, details=details)
+        statements.append(("COMMIT", {}))
+        try:
+            results = run_batch(self._connection(), statements)
+        finally:
+            for session in (*others, *(entry[0] for entry in published)):
+                session.fenced = False
+                session.held_back.clear()
+        for (session, snapshot, _, _), index in zip(published, at, strict=True):
+            session.recorded(snapshot, results[index])
+
+    def lease_check(self) -> None:
+        """Raise ``LockLostError`` unless the lease is still ours (fencing, before publishing)."""
+        if self.lease is None:
+            raise LockNotHeldError(f"{self.lock_id!r} is not held")
+        self.lease.check()
+
+    def abandon(self) -> None:
+        """Give the lock up after a failure in doubt (an open transaction is rolled back first); the
+        next session acquires it again."""
+        self._drop()
+
+    def _end(self, session: MetastoreSession, *, keep: bool) -> None:
+        try:
+            session.close()
+        except Exception:
+            log.warning("ending a group session of %s failed", self.lock_id, exc_info=True)
+            keep = False
+        if not keep:
+            self._drop()
+
+    def _drop(self) -> None:
+        self._ahead = None
+        if self._conn is not None:
+            # A publishing transaction left open (an opening sent ahead) holds the lock row: end it
+            # before the release below, on another connection, waits for that row.
+            rollback_quietly(self._conn)
+        lease, self.lease = self.lease, None
+        if lease is not None and not lease.released:
+            try:
+                lease.release()  # a fresh connection of the pool
+            except Exception:
+                log.warning("releasing %s failed; it expires after its lease", self.lock_id, exc_info=True)
+        self._close_connection()
+
+    def release(self) -> None:
+        """End the group: release the lock (with its ``released`` event and NOTIFY) on the group's
+        connection, and give the connection back."""
+        lease = self.lease
+        if lease is None or lease.released:
+            self._close_connection()
+            self.lease = None
+            return
+        lease.stop_heartbeat()
+        try:
+            conn = self._connection()
+            if self._ahead is not None:  # opened for a commit that did not come (a bound ended the hold)
+                self._ahead = None
+                rollback_quietly(conn)
+            results = run_batch(conn, [lease.release_statement()])
+            lease.confirm_release(bool(results[0]))
+        except Exception:
+            log.warning("releasing %s on the group's connection failed; retrying", self.lock_id)
+            self._drop()
+            return
+        self.lease = None
+        self._close_connection()

@@ -1,0 +1,633 @@
+"""The catalog registry: database and table rows in the metastore (not the tables' storage).
+
+Rows live in Java Paimon's ``paimon_tables`` / ``paimon_database_properties`` (extended with our
+columns), so a Java ``JdbcCatalog`` on the same database and catalog key sees our databases and tables,
+and we see Java's (with NULL location/uuid/pointer). ``advance_pointer`` is the compare-and-set of a
+table's latest snapshot id, run in the transaction that records the ``snapshot_published`` event.
+
+Every method takes an optional ``conn``: pass one to run inside the caller's transaction, else the
+method uses its own. Errors raised inside a caller's transaction are raised after a savepoint rollback,
+so the caller's transaction stays usable.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, union, update
+from sqlalchemy.exc import IntegrityError
+
+from paimon_meta.db.models import PaimonDatabase, PaimonDatabaseProperty, PaimonTable
+from paimon_meta.errors import (
+    DatabaseAlreadyExistsError,
+    DatabaseNotFoundError,
+    SnapshotPointerConflictError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    ValidationError,
+)
+from paimon_meta.metastore.lock import (
+    DEFAULT_CATALOG_KEY,
+    RawConnection,
+    ServerStatement,
+    lock_id_for,
+    run_batch,
+)
+
+#: Database and table names (and catalog keys) we accept.
+IDENTIFIER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,127}")
+
+# Java's JdbcCatalog property keys (DATABASE_EXISTS_PROPERTY, Catalog.DB_LOCATION_PROP).
+_JAVA_EXISTS_KEY = "exists"
+_JAVA_LOCATION_KEY = "location"
+_JAVA_MAX_PROPERTY_VALUE = 1000
+
+#: The pointer compare-and-set of :meth:`Registry.advance_pointer` in psycopg's paramstyle.
+ADVANCE_POINTER_SQL = (
+    "UPDATE paimon_tables SET latest_snapshot_id = %(new_snapshot_id)s, updated_at = now() "
+    "WHERE table_id = %(table_id)s "
+    "AND latest_snapshot_id IS NOT DISTINCT FROM %(expected_prev)s::bigint "
+    "RETURNING table_id"
+)
+#: A table's pointer in psycopg's paramstyle (no row: no such table).
+POINTER_SQL = "SELECT latest_snapshot_id FROM paimon_tables WHERE table_id = %(table_id)s"
+
+
+def validate_identifier(kind: str, name: str) -> str:
+    """Return ``name`` if it is a valid ``kind`` identifier (``database``, ``table``, ...).
+
+    Raises:
+        ValidationError: naming the identifier and the rule.
+    """
+    # fullmatch: with match() and a '$' anchor, "t\n" would pass (a name with a newline).
+    if not isinstance(name, str) or not IDENTIFIER_PATTERN.fullmatch(name):
+        raise ValidationError(
+            f"invalid {kind} name {name!r}: must match {IDENTIFIER_PATTERN.pattern}",
+            kind=kind,
+            identifier=name,
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseRow:
+    """A database. ``database_id`` is None for a database only Java's property rows know about."""
+
+    database_id: int | None
+    catalog_key: str
+    name: str
+    location: str | None
+    properties: dict[str, str] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TableRow:
+    """A registered table. ``location``/``table_uuid`` are None for rows Java inserted."""
+
+    table_id: int
+    catalog_key: str
+    database: str
+    name: str
+    location: str | None
+    table_uuid: uuid.UUID | None
+    schema_id: int | None
+    latest_snapshot_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    timeline: int = 0
+
+    @property
+    def identifier(self) -> str:
+        """``<database>.<table>``."""
+        return f"{self.database}.{self.name}"
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> TableRow:
+        """Build from a row selecting all ``paimon_tables`` columns."""
+        return cls.from_mapping(row._mapping)
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[Any, Any]) -> TableRow:
+        """Build from a mapping of the ``paimon_tables`` columns (:data:`TABLE_ROW_COLUMNS` at least)."""
+        return cls(
+            table_id=m["table_id"],
+            catalog_key=m["catalog_key"],
+            database=m["database_name"],
+            name=m["table_name"],
+            location=m["location"],
+            table_uuid=m["table_uuid"],
+            schema_id=m["schema_id"],
+            latest_snapshot_id=m["latest_snapshot_id"],
+            created_at=m["created_at"],
+            updated_at=m["updated_at"],
+            timeline=m.get("timeline", 0),
+        )
+
+
+TABLE_ROW_COLUMNS = (
+    "table_id, catalog_key, database_name, table_name, location, table_uuid, schema_id, "
+    "latest_snapshot_id, created_at, updated_at, timeline"
+)
+# One round trip on a plain session (no transaction, planned once per connection): the hot lookup of
+# every service request that names a table.
+_TABLE_ROW = ServerStatement(
+    "paimon_table_row",
+    "SELECT " + TABLE_ROW_COLUMNS + " FROM paimon_tables WHERE catalog_key = %(catalog_key)s "  # noqa: S608 - constants
+    "AND database_name = %(database)s AND table_name = %(name)s",
+    (("catalog_key", "text"), ("database", "text"), ("name", "text")),
+)
+
+
+def _constraint(exc: IntegrityError) -> str | None:
+    diag = getattr(exc.orig, "diag", None)
+    return getattr(diag, "constraint_name", None)
+
+
+class Registry:
+    """Databases and tables of one catalog key (Java's ``catalog-key``, default ``jdbc``)."""
+
+    def __init__(self, engine: Engine, *, catalog_key: str = DEFAULT_CATALOG_KEY) -> None:
+        self._engine = engine
+        self.catalog_key = validate_identifier("catalog key", catalog_key)
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @contextmanager
+    def _tx(self, conn: Connection | None) -> Iterator[Connection]:
+        if conn is None:
+            with self._engine.begin() as own:
+                yield own
+        else:
+            yield conn
+
+    def lock_id(self, database: str, table: str) -> str:
+        """The lock id of a table (Java's ``<catalog-key>.<database>.<table>``)."""
+        return lock_id_for(database, table, catalog_key=self.catalog_key)
+
+    # -- databases -----------------------------------------------------------------------------
+
+    def create_database(
+        self,
+        name: str,
+        *,
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        conn: Connection | None = None,
+    ) -> DatabaseRow:
+        """Register a database; also writes Java's ``exists``/``location`` property rows.
+
+        Raises:
+            ValidationError: bad name or property.
+            DatabaseAlreadyExistsError: known to us or to Java.
+        """
+        validate_identifier("database", name)
+        props = dict(properties or {})
+        java_props = {**props, _JAVA_EXISTS_KEY: "true"}
+        if location is not None:
+            java_props[_JAVA_LOCATION_KEY] = location
+        for key, value in java_props.items():
+            if not key or len(key) > 255 or len(value) > _JAVA_MAX_PROPERTY_VALUE:
+                raise ValidationError(f"database property {key!r} too long or empty", key=key)
+        with self._tx(conn) as c:
+            if self.database_exists(name, conn=c):
+                raise DatabaseAlreadyExistsError(f"database {name!r} already exists", database=name)
+            try:
+                with c.begin_nested():
+                    row = c.execute(
+                        insert(PaimonDatabase)
+                        .values(
+                            catalog_key=self.catalog_key,
+                            database_name=name,
+                            location=location,
+                            properties=props,
+                        )
+                        .returning(PaimonDatabase.database_id, PaimonDatabase.created_at)
+                    ).one()
+                    c.execute(
+                        insert(PaimonDatabaseProperty),
+                        [
+                            {
+                                "catalog_key": self.catalog_key,
+                                "database_name": name,
+                                "property_key": k,
+                                "property_value": v,
+                            }
+                            for k, v in java_props.items()
+                        ],
+                    )
+            except IntegrityError as exc:
+                raise DatabaseAlreadyExistsError(f"database {name!r} already exists", database=name) from exc
+        return DatabaseRow(row.database_id, self.catalog_key, name, location, props, row.created_at)
+
+    def database_exists(self, name: str, *, conn: Connection | None = None) -> bool:
+        """True if we or Java (property or table rows) know the database."""
+        return name in self._database_names(conn, only=name)
+
+    def list_databases(self, *, conn: Connection | None = None) -> list[str]:
+        """Database names of this catalog key, ours and Java's, sorted."""
+        return sorted(self._database_names(conn, only=None))
+
+    def _database_names(self, conn: Connection | None, only: str | None) -> set[str]:
+        key = self.catalog_key
+        ours = select(PaimonDatabase.database_name.label("name")).where(PaimonDatabase.catalog_key == key)
+        props = select(PaimonDatabaseProperty.database_name.label("name")).where(
+            PaimonDatabaseProperty.catalog_key == key
+        )
+        tables = select(PaimonTable.database_name.label("name")).where(PaimonTable.catalog_key == key)
+        if only is not None:
+            ours = ours.where(PaimonDatabase.database_name == only)
+            props = props.where(PaimonDatabaseProperty.database_name == only)
+            tables = tables.where(PaimonTable.database_name == only)
+        with self._tx(conn) as c:
+            return set(c.execute(union(ours, props, tables)).scalars())
+
+    def get_database(self, name: str, *, conn: Connection | None = None) -> DatabaseRow:
+        """The database row (synthesised from Java's property rows if only Java knows it).
+
+        Raises:
+            DatabaseNotFoundError: unknown database.
+        """
+        with self._tx(conn) as c:
+            row = c.execute(
+                select(PaimonDatabase).where(
+                    PaimonDatabase.catalog_key == self.catalog_key, PaimonDatabase.database_name == name
+                )
+            ).first()
+            if row is not None:
+                db = row._mapping  # a Core select of the model: its columns, not an ORM object
+                return DatabaseRow(
+                    db["database_id"],
+                    db["catalog_key"],
+                    name,
+                    db["location"],
+                    dict(db["properties"]),
+                    db["created_at"],
+                )
+            props = {
+                r.property_key: r.property_value or ""
+                for r in c.execute(
+                    select(PaimonDatabaseProperty.property_key, PaimonDatabaseProperty.property_value).where(
+                        PaimonDatabaseProperty.catalog_key == self.catalog_key,
+                        PaimonDatabaseProperty.database_name == name,
+                    )
+                )
+            }
+        if not props and not self.database_exists(name, conn=conn):
+            raise DatabaseNotFoundError(f"database {name!r} does not exist", database=name)
+        location = props.pop(_JAVA_LOCATION_KEY, None)
+        props.pop(_JAVA_EXISTS_KEY, None)
+        return DatabaseRow(None, self.catalog_key, name, location, props)
+
+    def drop_database(self, name: str, *, conn: Connection | None = None) -> None:
+        """Unregister an empty database (ours and Java's property rows).
+
+        Raises:
+            DatabaseNotFoundError: unknown database.
+            ValidationError: it still has tables.
+        """
+        with self._tx(conn) as c:
+            if not self.database_exists(name, conn=c):
+                raise DatabaseNotFoundError(f"database {name!r} does not exist", database=name)
+            if self.list_table_rows(name, conn=c):
+                raise ValidationError(f"database {name!r} is not empty: drop its tables first", database=name)
+            key = self.catalog_key
+            c.execute(
+                delete(PaimonDatabase).where(
+                    PaimonDatabase.catalog_key == key, PaimonDatabase.database_name == name
+                )
+            )
+            c.execute(
+                delete(PaimonDatabaseProperty).where(
+                    PaimonDatabaseProperty.catalog_key == key, PaimonDatabaseProperty.database_name == name
+                )
+            )
+
+    def alter_database(
+        self,
+        name: str,
+        *,
+        updates: Mapping[str, str],
+        removals: Sequence[str],
+        conn: Connection | None = None,
+    ) -> DatabaseRow:
+        """Set and remove database properties (``location`` and Java's ``exists`` are not properties).
+
+        Raises:
+            DatabaseNotFoundError: unknown database (or one only Java knows: its rows are Java's).
+            ValidationError: a reserved or over-long key or value.
+        """
+        for key, value in updates.items():
+            if key in (_JAVA_EXISTS_KEY, _JAVA_LOCATION_KEY) or not key or len(key) > 255:
+                raise ValidationError(f"database property {key!r} cannot be set", key=key)
+            if len(value) > _JAVA_MAX_PROPERTY_VALUE:
+                raise ValidationError(f"database property {key!r}: value too long", key=key)
+        for key in removals:
+            if key in (_JAVA_EXISTS_KEY, _JAVA_LOCATION_KEY):
+                raise ValidationError(f"database property {key!r} cannot be removed", key=key)
+        with self._tx(conn) as c:
+            current = self.get_database(name, conn=c)
+            if current.database_id is None:
+                raise DatabaseNotFoundError(f"database {name!r} is Java's: alter it from Java", database=name)
+            props = {k: v for k, v in current.properties.items() if k not in set(removals)} | dict(updates)
+            key = self.catalog_key
+            c.execute(
+                update(PaimonDatabase)
+                .where(PaimonDatabase.database_id == current.database_id)
+                .values(properties=props)
+            )
+            c.execute(
+                delete(PaimonDatabaseProperty).where(
+                    PaimonDatabaseProperty.catalog_key == key,
+                    PaimonDatabaseProperty.database_name == name,
+                    PaimonDatabaseProperty.property_key.in_([*removals, *updates]),
+                )
+            )
+            if updates:
+                c.execute(
+                    insert(PaimonDatabaseProperty),
+                    [
+                        {"catalog_key": key, "database_name": name, "property_key": k, "property_value": v}
+                        for k, v in updates.items()
+                    ],
+                )
+        return DatabaseRow(current.database_id, key, name, current.location, props, current.created_at)
+
+    # -- tables --------------------------------------------------------------------------------
+
+    def create_table_row(
+        self,
+        database: str,
+        name: str,
+        location: str,
+        table_uuid: uuid.UUID,
+        schema_id: int,
+        *,
+        conn: Connection | None = None,
+    ) -> TableRow:
+        """Register a table whose storage exists at ``location`` (pointer starts at NULL).
+
+        Raises:
+            ValidationError: bad names, empty location, negative schema id.
+            DatabaseNotFoundError: the database is unknown.
+            TableAlreadyExistsError: the name, or the table uuid, is already registered.
+        """
+        validate_identifier("database", database)
+        validate_identifier("table", name)
+        if not location:
+            raise ValidationError("table location must not be empty", table=f"{database}.{name}")
+        if schema_id < 0:
+            raise ValidationError(f"schema id must be >= 0, got {schema_id}", schema_id=schema_id)
+        with self._tx(conn) as c:
+            if not self.database_exists(database, conn=c):
+                raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
+            try:
+                with c.begin_nested():
+                    row = c.execute(
+                        insert(PaimonTable)
+                        .values(
+                            catalog_key=self.catalog_key,
+                            database_name=database,
+                            table_name=name,
+                            location=location,
+                            table_uuid=table_uuid,
+                            schema_id=schema_id,
+                        )
+                        .returning(*PaimonTable.__table__.c)
+                    ).one()
+            except IntegrityError as exc:
+                if _constraint(exc) == "uq_paimon_tables_table_uuid":
+                    raise TableAlreadyExistsError(
+                        f"a table with uuid {table_uuid} is already registered",
+                        table=f"{database}.{name}",
+                        table_uuid=str(table_uuid),
+                    ) from exc
+                raise TableAlreadyExistsError(
+                    f"table {database}.{name} already exists", table=f"{database}.{name}"
+                ) from exc
+        return TableRow.from_row(row)
+
+    def get_table_row(self, database: str, name: str, *, conn: Connection | None = None) -> TableRow:
+        """The table's row.
+
+        Raises:
+            TableNotFoundError: not registered.
+        """
+        query = select(*PaimonTable.__table__.c).where(
+            PaimonTable.catalog_key == self.catalog_key,
+            PaimonTable.database_name == database,
+            PaimonTable.table_name == name,
+        )
+        with self._tx(conn) as c:
+            row = c.execute(query).first()
+        if row is None:
+            raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
+        return TableRow.from_row(row)
+
+    def get_table_row_on(self, conn: RawConnection, database: str, name: str) -> TableRow:
+        """:meth:`get_table_row` on a plain session connection of the lock's pool, in one round trip.
+
+        Raises:
+            TableNotFoundError: not registered.
+        """
+        params = {"catalog_key": self.catalog_key, "database": database, "name": name}
+        rows = run_batch(conn, [_TABLE_ROW.bind(params)])[0]
+        if not rows:
+            raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
+        return TableRow.from_mapping(rows[0])
+
+    def get_table_row_by_id(self, table_id: int, *, conn: Connection | None = None) -> TableRow:
+        """The row with surrogate id ``table_id`` (any catalog key).
+
+        Raises:
+            TableNotFoundError: no such id.
+        """
+        with self._tx(conn) as c:
+            row = c.execute(select(*PaimonTable.__table__.c).where(PaimonTable.table_id == table_id)).first()
+        if row is None:
+            raise TableNotFoundError(f"no table with id {table_id}", table_id=table_id)
+        return TableRow.from_row(row)
+
+    def table_row_at(self, location: str, *, conn: Connection | None = None) -> TableRow | None:
+        """The registered table whose files are at ``location`` (a renamed table keeps its location), if
+        any. Rows Java inserted have no location and are not found here."""
+        query = select(*PaimonTable.__table__.c).where(
+            PaimonTable.catalog_key == self.catalog_key, PaimonTable.location == location
+        )
+        with self._tx(conn) as c:
+            row = c.execute(query).first()
+        return None if row is None else TableRow.from_row(row)
+
+    def list_table_rows(self, database: str, *, conn: Connection | None = None) -> list[TableRow]:
+        """Rows of one database, by name.
+
+        Raises:
+            DatabaseNotFoundError: unknown database.
+        """
+        query = (
+            select(*PaimonTable.__table__.c)
+            .where(PaimonTable.catalog_key == self.catalog_key, PaimonTable.database_name == database)
+            .order_by(PaimonTable.table_name)
+        )
+        with self._tx(conn) as c:
+            if not self.database_exists(database, conn=c):
+                raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
+            return [TableRow.from_row(r) for r in c.execute(query)]
+
+    def drop_table_row(self, database: str, name: str, *, conn: Connection | None = None) -> TableRow:
+        """Remove the table's row (storage untouched; its events stay in the log under its table_id).
+
+        Raises:
+            TableNotFoundError: not registered.
+        """
+        query = (
+            delete(PaimonTable)
+            .where(
+                PaimonTable.catalog_key == self.catalog_key,
+                PaimonTable.database_name == database,
+                PaimonTable.table_name == name,
+            )
+            .returning(*PaimonTable.__table__.c)
+        )
+        with self._tx(conn) as c:
+            row = c.execute(query).first()
+        if row is None:
+            raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
+        return TableRow.from_row(row)
+
+    def rename_table_row(
+        self,
+        database: str,
+        name: str,
+        new_database: str,
+        new_name: str,
+        *,
+        location_if_unset: str | None = None,
+        conn: Connection | None = None,
+    ) -> TableRow:
+        """Rename a table's row; its location (and so its files) stay where they are, and its
+        ``table_id``, pointer and events go with it. A row with no location (Java inserted it: its
+        location is computed from its name) gets ``location_if_unset``, the one computed from the old
+        name, in the same update: without it the renamed row would point at the new name's (empty)
+        directory, and the table would silently read as another one.
+
+        Raises:
+            TableNotFoundError: the source is not registered (or the target database does not exist).
+            TableAlreadyExistsError: the target name is taken.
+        """
+        validate_identifier("database", new_database)
+        validate_identifier("table", new_name)
+        with self._tx(conn) as c:
+            if not self.database_exists(new_database, conn=c):
+                raise DatabaseNotFoundError(
+                    f"database {new_database!r} does not exist", database=new_database
+                )
+            try:
+                with c.begin_nested():
+                    row = c.execute(
+                        update(PaimonTable)
+                        .where(
+                            PaimonTable.catalog_key == self.catalog_key,
+                            PaimonTable.database_name == database,
+                            PaimonTable.table_name == name,
+                        )
+                        .values(
+                            database_name=new_database,
+                            table_name=new_name,
+                            location=func.coalesce(PaimonTable.location, location_if_unset),
+                            updated_at=func.now(),
+                        )
+                        .returning(*PaimonTable.__table__.c)
+                    ).first()
+            except IntegrityError as exc:
+                raise TableAlreadyExistsError(
+                    f"table {new_database}.{new_name} already exists", table=f"{new_database}.{new_name}"
+                ) from exc
+        if row is None:
+            raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
+        return TableRow.from_row(row)
+
+    def set_schema_id(self, table_id: int, schema_id: int, *, conn: Connection | None = None) -> None:
+        """Record the table's current schema id (after an ALTER wrote ``schema-<schema_id>``)."""
+        with self._tx(conn) as c:
+            c.execute(
+                update(PaimonTable)
+                .where(PaimonTable.table_id == table_id)
+                .values(schema_id=func.greatest(func.coalesce(PaimonTable.schema_id, 0), schema_id))
+            )
+
+    @staticmethod
+    def check_pointer_move(table_id: int, expected_prev: int | None, new_snapshot_id: int) -> None:
+        """Raise ``ValidationError`` unless ``expected_prev -> new_snapshot_id`` moves forward."""
+        if new_snapshot_id < 1 or (expected_prev is not None and new_snapshot_id <= expected_prev):
+            raise ValidationError(
+                f"snapshot pointer must move forward: {expected_prev} -> {new_snapshot_id}",
+                table_id=table_id,
+                expected=expected_prev,
+                new=new_snapshot_id,
+            )
+
+    @staticmethod
+    def advance_pointer_sql(
+        table_id: int, expected_prev: int | None, new_snapshot_id: int
+    ) -> tuple[str, dict[str, Any]]:
+        """:meth:`advance_pointer` as one UPDATE in psycopg's paramstyle, for plain psycopg connections:
+        it returns the ``table_id`` iff the pointer was ``expected_prev`` and moved (use it as a CTE and
+        make the rest of the statement depend on its row).
+
+        Raises:
+            ValidationError: ``new_snapshot_id`` does not move the pointer forward.
+        """
+        Registry.check_pointer_move(table_id, expected_prev, new_snapshot_id)
+        return ADVANCE_POINTER_SQL, {
+            "table_id": table_id,
+            "expected_prev": expected_prev,
+            "new_snapshot_id": new_snapshot_id,
+        }
+
+    @staticmethod
+    def advance_pointer(
+        conn: Connection, table_id: int, expected_prev: int | None, new_snapshot_id: int
+    ) -> None:
+        """Compare-and-set the table's ``latest_snapshot_id`` from ``expected_prev`` to ``new_snapshot_id``.
+
+        Run it in the transaction that appends the ``snapshot_published`` event, so both land or
+        neither does.
+
+        Raises:
+            ValidationError: ``new_snapshot_id`` does not move the pointer forward.
+            TableNotFoundError: no table with ``table_id``.
+            SnapshotPointerConflictError: the pointer was not ``expected_prev`` (fields: table_id,
+                expected, actual); nothing was changed.
+        """
+        Registry.check_pointer_move(table_id, expected_prev, new_snapshot_id)
+        result = conn.execute(
+            update(PaimonTable)
+            .where(
+                PaimonTable.table_id == table_id,
+                PaimonTable.latest_snapshot_id.is_not_distinct_from(expected_prev),
+            )
+            .values(latest_snapshot_id=new_snapshot_id, updated_at=func.now())
+        )
+        if result.rowcount == 1:
+            return
+        actual = conn.execute(
+            select(PaimonTable.latest_snapshot_id).where(PaimonTable.table_id == table_id)
+        ).first()
+        if actual is None:
+            raise TableNotFoundError(f"no table with id {table_id}", table_id=table_id)
+        raise SnapshotPointerConflictError(
+            f"table {table_id}: latest snapshot is {actual[0]}, expected {expected_prev}",
+            table_id=table_id,
+            expected=expected_prev,
+            actual=actual[0],
+            new=new_snapshot_id,
+        )

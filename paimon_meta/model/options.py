@@ -1,0 +1,223 @@
+"""Paimon option keys and defaults (``org.apache.paimon.CoreOptions``): the contract, kept verbatim here.
+
+Only options paimon_meta reads are listed; unknown options are kept in schemas untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from paimon_meta.errors import ValidationError
+
+BUCKET = "bucket"
+BUCKET_KEY = "bucket-key"
+FILE_FORMAT = "file.format"
+FILE_COMPRESSION = "file.compression"
+MANIFEST_FORMAT = "manifest.format"
+MANIFEST_COMPRESSION = "manifest.compression"
+MANIFEST_TARGET_FILE_SIZE = "manifest.target-file-size"
+MANIFEST_FULL_COMPACTION_THRESHOLD = "manifest.full-compaction-threshold-size"
+MANIFEST_MERGE_MIN_COUNT = "manifest.merge-min-count"
+TARGET_FILE_SIZE = "target-file-size"
+MERGE_ENGINE = "merge-engine"
+# merge engines other than deduplicate (paimon_meta.table.mergetree.merge_engine)
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = "partial-update.remove-record-on-delete"
+PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP = "partial-update.remove-record-on-sequence-group"
+AGGREGATION_REMOVE_RECORD_ON_DELETE = "aggregation.remove-record-on-delete"
+FIELDS_PREFIX = "fields."  # fields.<name>.<suffix>: per-field options
+FIELDS_DEFAULT_AGG_FUNC = "fields.default-aggregate-function"
+FIELD_AGG_FUNCTION = "aggregate-function"
+FIELD_IGNORE_RETRACT = "ignore-retract"
+FIELD_LIST_AGG_DELIMITER = "list-agg-delimiter"
+FIELD_SEQUENCE_GROUP = "sequence-group"
+FIELD_DISTINCT = "distinct"
+PARTITION_DEFAULT_NAME = "partition.default-name"
+DATA_FILE_PREFIX = "data-file.prefix"
+CHANGELOG_FILE_PREFIX = "changelog-file.prefix"
+METADATA_STATS_MODE = "metadata.stats-mode"
+COMMIT_MAX_RETRIES = "commit.max-retries"
+COMMIT_TIMEOUT = "commit.timeout"
+COMMIT_MIN_RETRY_WAIT = "commit.min-retry-wait"
+COMMIT_MAX_RETRY_WAIT = "commit.max-retry-wait"
+SNAPSHOT_NUM_RETAINED_MIN = "snapshot.num-retained.min"
+SNAPSHOT_NUM_RETAINED_MAX = "snapshot.num-retained.max"
+SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
+SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
+DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
+SEQUENCE_FIELD = "sequence.field"
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+DATA_FILE_THIN_MODE = "data-file.thin-mode"
+
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+DEFAULT_DATA_FILE_PREFIX = "data-"
+DEFAULT_CHANGELOG_FILE_PREFIX = "changelog-"
+
+_UNITS = {
+    "b": 1,
+    "kb": 1024,
+    "k": 1024,
+    "mb": 1024**2,
+    "m": 1024**2,
+    "gb": 1024**3,
+    "g": 1024**3,
+    "tb": 1024**4,
+}
+_DURATION_MS = {
+    "ms": 1,
+    "s": 1000,
+    "sec": 1000,
+    "min": 60_000,
+    "m": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
+
+
+def parse_memory_size(text: str, *, key: str = "") -> int:
+    """Parse Paimon's MemorySize strings (``8 mb``, ``128MB``, ``1024``) into bytes."""
+    t = text.strip().lower().replace(" ", "")
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(num) :] or "b"
+    if not num.isdigit() or unit not in _UNITS:
+        raise ValidationError(f"option {key or 'size'}={text!r} is not a memory size", option=key)
+    return int(num) * _UNITS[unit]
+
+
+def parse_duration_ms(text: str, *, key: str = "") -> int:
+    """Parse Paimon's Duration strings (``10 ms``, ``1 h``, ``30 s``) into milliseconds."""
+    t = text.strip().lower().replace(" ", "")
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(num) :] or "ms"
+    if not num.isdigit() or unit not in _DURATION_MS:
+        raise ValidationError(f"option {key or 'duration'}={text!r} is not a duration", option=key)
+    return int(num) * _DURATION_MS[unit]
+
+
+@dataclass(frozen=True, slots=True)
+class CoreOptions:
+    """Typed view over a table's option map, with Paimon's defaults."""
+
+    raw: Mapping[str, str]
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    def _int(self, key: str, default: int) -> int:
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        try:
+            return int(v)
+        except ValueError as e:
+            raise ValidationError(f"option {key}={v!r} is not an integer", option=key) from e
+
+    def _size(self, key: str, default: str) -> int:
+        return parse_memory_size(self.raw.get(key, default), key=key)
+
+    def _duration(self, key: str, default: str) -> int:
+        return parse_duration_ms(self.raw.get(key, default), key=key)
+
+    @property
+    def bucket(self) -> int:
+        return self._int(BUCKET, -1)
+
+    @property
+    def bucket_key(self) -> list[str]:
+        v = self.raw.get(BUCKET_KEY)
+        return [k.strip() for k in v.split(",") if k.strip()] if v else []
+
+    @property
+    def file_format(self) -> str:
+        return self.raw.get(FILE_FORMAT, "parquet").lower()
+
+    @property
+    def file_compression(self) -> str:
+        return self.raw.get(FILE_COMPRESSION, "zstd").lower()
+
+    @property
+    def manifest_format(self) -> str:
+        return self.raw.get(MANIFEST_FORMAT, "avro").lower()
+
+    @property
+    def manifest_compression(self) -> str:
+        return self.raw.get(MANIFEST_COMPRESSION, "zstd").lower()
+
+    @property
+    def manifest_target_file_size(self) -> int:
+        return self._size(MANIFEST_TARGET_FILE_SIZE, "8 mb")
+
+    @property
+    def manifest_full_compaction_threshold(self) -> int:
+        return self._size(MANIFEST_FULL_COMPACTION_THRESHOLD, "16 mb")
+
+    @property
+    def manifest_merge_min_count(self) -> int:
+        return self._int(MANIFEST_MERGE_MIN_COUNT, 30)
+
+    @property
+    def target_file_size(self) -> int:
+        # Java: 128 mb for primary-key tables and 256 mb for append tables; callers pick via has_pk.
+        v = self.raw.get(TARGET_FILE_SIZE)
+        return parse_memory_size(v, key=TARGET_FILE_SIZE) if v else 0
+
+    @property
+    def merge_engine(self) -> str:
+        return self.raw.get(MERGE_ENGINE, "deduplicate")
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.raw.get(PARTITION_DEFAULT_NAME, DEFAULT_PARTITION_NAME)
+
+    @property
+    def data_file_prefix(self) -> str:
+        return self.raw.get(DATA_FILE_PREFIX, DEFAULT_DATA_FILE_PREFIX)
+
+    @property
+    def commit_max_retries(self) -> int:
+        return self._int(COMMIT_MAX_RETRIES, 10)
+
+    @property
+    def commit_timeout_ms(self) -> int | None:
+        v = self.raw.get(COMMIT_TIMEOUT)
+        return parse_duration_ms(v, key=COMMIT_TIMEOUT) if v else None
+
+    @property
+    def commit_min_retry_wait_ms(self) -> int:
+        return self._duration(COMMIT_MIN_RETRY_WAIT, "10 ms")
+
+    @property
+    def commit_max_retry_wait_ms(self) -> int:
+        return self._duration(COMMIT_MAX_RETRY_WAIT, "10 s")
+
+    @property
+    def snapshot_num_retained_min(self) -> int:
+        return self._int(SNAPSHOT_NUM_RETAINED_MIN, 10)
+
+    @property
+    def snapshot_num_retained_max(self) -> int | None:
+        v = self.raw.get(SNAPSHOT_NUM_RETAINED_MAX)
+        return int(v) if v else None
+
+    @property
+    def snapshot_time_retained_ms(self) -> int:
+        return self._duration(SNAPSHOT_TIME_RETAINED, "1 h")
+
+    @property
+    def snapshot_expire_limit(self) -> int:
+        return self._int(SNAPSHOT_EXPIRE_LIMIT, 50)
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self.raw.get(DELETION_VECTORS_ENABLED, "false").lower() == "true"
+
+    @property
+    def data_file_thin_mode(self) -> bool:
+        """Primary-key data files are written without the ``_KEY_*`` copies of the key columns."""
+        return self.raw.get(DATA_FILE_THIN_MODE, "false").strip().lower() == "true"
+
+    @property
+    def dynamic_partition_overwrite(self) -> bool:
+        """Java's default: an OVERWRITE of a partitioned table replaces only the partitions its new
+        files are in (``FileStoreCommitImpl.overwrite``)."""
+        return self.raw.get(DYNAMIC_PARTITION_OVERWRITE, "true").lower() == "true"
