@@ -77,7 +77,9 @@ class MetastoreUnavailableError(PaimonMetaError):
 
 
 class NotFoundError(PaimonMetaError):
-    """A catalog object (database, table, snapshot, tag, principal) does not exist."""
+    """What a call names does not exist: a catalog object (database, table, snapshot, tag, principal) or
+    what an operations tool names (a lock, a commit's events). The subclasses name the resource type;
+    the service answers 404 with it, the CLI exits with its not-found code."""
 
     resource: str = "object"
 

@@ -49,10 +49,6 @@ _AGE_UNITS = {
 }
 
 
-class NotFoundError(PaimonMetaError):
-    """The thing an operation names (a lock, a commit, a snapshot) does not exist."""
-
-
 class RefusedError(PaimonMetaError):
     """The operation was refused to protect a live writer (e.g. releasing a heartbeating lock)."""
 

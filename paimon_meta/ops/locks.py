@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy import text
 
-from paimon_meta.errors import ValidationError
+from paimon_meta.errors import NotFoundError, ValidationError
 from paimon_meta.metastore.lock import LockInfo, MetastoreLock
-from paimon_meta.ops.common import NotFoundError, RefusedError, operator_identity
+from paimon_meta.ops.common import RefusedError, operator_identity
 
 _HEARTBEAT_AGE = text(
     "SELECT lock_id, EXTRACT(EPOCH FROM clock_timestamp() - heartbeat_at)::float8 AS heartbeat_age "

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
-from paimon_meta.errors import CommitConflictError, LockLostError
+from paimon_meta.errors import CommitConflictError, LockLostError, NotFoundError
 from paimon_meta.ops import metrics
-from paimon_meta.ops.common import NotFoundError, RefusedError
+from paimon_meta.ops.common import RefusedError
 from paimon_meta.ops.locks import list_locks, release_lock
 from tests.commit.helpers import append_msg, compact_msg, data_file
 
