@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, un
 from sqlalchemy.exc import IntegrityError
 
 from paimon_meta.db.models import PaimonDatabase, PaimonDatabaseProperty, PaimonTable
+from paimon_meta.db.pool import RawConnection, ServerStatement, run_batch
 from paimon_meta.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
@@ -32,13 +33,7 @@ from paimon_meta.errors import (
     TableNotFoundError,
     ValidationError,
 )
-from paimon_meta.metastore.lock import (
-    DEFAULT_CATALOG_KEY,
-    RawConnection,
-    ServerStatement,
-    lock_id_for,
-    run_batch,
-)
+from paimon_meta.metastore.lock import DEFAULT_CATALOG_KEY, lock_id_for
 
 #: Database and table names (and catalog keys) we accept.
 IDENTIFIER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,127}")

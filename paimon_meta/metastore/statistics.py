@@ -22,8 +22,8 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, text
 
+from paimon_meta.db.pool import Statement
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.lock import Statement
 
 
 @dataclass(frozen=True, slots=True)

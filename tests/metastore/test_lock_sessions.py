@@ -1,9 +1,8 @@
-"""The lock's plain connections: replacing connections the server closed, the caller's statements in the
-lock's round trips, one heartbeat thread for every lease."""
+"""The lock's plain connections: the caller's statements in the lock's round trips, one heartbeat thread
+for every lease (the session pool itself: tests/db/test_pool.py)."""
 
 from __future__ import annotations
 
-import select
 import threading
 import time
 import uuid
@@ -13,9 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.errors import LockTimeoutError
-from paimon_meta.metastore.lock import LockLease, MetastoreLock, ServerStatement, SessionPool, run_batch
+from paimon_meta.metastore.lock import LockLease, MetastoreLock
 
 pytestmark = pytest.mark.postgres
 
@@ -28,21 +26,6 @@ def lock(clean_engine: Engine) -> Iterator[MetastoreLock]:
 
 def _lid() -> str:
     return f"jdbc.sessions.{uuid.uuid4().hex}"
-
-
-def test_a_connection_the_server_closed_is_replaced_without_an_error(clean_engine: Engine) -> None:
-    pool = SessionPool(libpq_conninfo(clean_engine.url))
-    try:
-        with pool.connection() as conn:
-            first_pid = conn.info.backend_pid
-            fd = conn.fileno()
-        with clean_engine.begin() as admin:  # a server restart, as far as this connection can tell
-            admin.execute(text("SELECT pg_terminate_backend(:p)"), {"p": first_pid})
-        assert select.select([fd], [], [], 10)[0]  # the server's goodbye has arrived
-        with pool.connection() as conn:
-            assert conn.execute("SELECT pg_backend_pid() AS pid").fetchone() != {"pid": first_pid}
-    finally:
-        pool.close()
 
 
 def _scratch(engine: Engine) -> str:
@@ -125,18 +108,3 @@ def test_one_heartbeat_thread_renews_every_lease(lock: MetastoreLock, clean_engi
     assert _heartbeat_threads() <= before + 1
     for lease in leases:
         assert lease.release()
-
-
-def test_server_statements_survive_rollbacks_and_repeated_queries(clean_engine: Engine) -> None:
-    pool = SessionPool(libpq_conninfo(clean_engine.url))
-    statement = ServerStatement("paimon_test_echo", "SELECT %(x)s::int AS x", (("x", "int4"),))
-    try:
-        with pool.connection() as conn:
-            assert run_batch(conn, [statement.bind({"x": 1})]) == [[{"x": 1}]]
-            for _ in range(10):  # what a driver might prepare on its own after a few runs
-                conn.execute("SELECT pg_backend_pid()")
-            conn.execute("BEGIN")
-            conn.execute("ROLLBACK")
-            assert run_batch(conn, [statement.bind({"x": 2})]) == [[{"x": 2}]]
-    finally:
-        pool.close()

@@ -52,6 +52,7 @@ from sqlalchemy import Engine
 
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
+from paimon_meta.db.pool import RawConnection, ServerStatement, Statement, rollback_quietly, run_batch
 from paimon_meta.errors import (
     CommitConflictError,
     CommitFailedError,
@@ -81,15 +82,7 @@ from paimon_meta.metastore.events import (
     commit_event_params,
     rest_snapshot_uuid,
 )
-from paimon_meta.metastore.lock import (
-    LockLease,
-    MetastoreLock,
-    RawConnection,
-    ServerStatement,
-    Statement,
-    rollback_quietly,
-    run_batch,
-)
+from paimon_meta.metastore.lock import LockLease, MetastoreLock
 from paimon_meta.metastore.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
 from paimon_meta.metastore.statistics import PartitionDelta, apply_statements
 from paimon_meta.metastore.timelines import removed_identities, snapshot_identity
