@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.statistics import PartitionDelta
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.manifest import (
     DataFileMeta,
@@ -19,6 +18,7 @@ from paimon_meta.model.manifest import (
     IndexManifestEntry,
     ManifestEntry,
 )
+from paimon_meta.model.partition_statistics import PartitionDelta
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from paimon_meta.errors import ValidationError
 from paimon_meta.io.base import FileIO
-from paimon_meta.metastore.statistics import PartitionDelta
+from paimon_meta.model.partition_statistics import PartitionDelta
 from paimon_meta.model.snapshot import CommitKind, Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
 

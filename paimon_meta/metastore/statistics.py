@@ -14,8 +14,7 @@ tell (:attr:`TableStatistics.complete`).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,24 +22,7 @@ from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, text
 
 from paimon_meta.db.pool import Statement
-from paimon_meta.errors import ValidationError
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionDelta:
-    """The change one commit makes to one partition (signed counts; Paimon's ``PartitionStatistics``)."""
-
-    spec: Mapping[str, str]
-    record_count: int
-    file_size_in_bytes: int
-    file_count: int
-    last_file_creation_time: int
-    total_buckets: int | None = None
-
-    @property
-    def key(self) -> str:
-        """Canonical JSON of the spec: the row key (order of the spec's entries does not matter)."""
-        return partition_key(self.spec)
+from paimon_meta.model.partition_statistics import PartitionDelta
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +47,6 @@ class TableStatistics:
     file_count: int
     last_file_creation_time: int
     complete: bool
-
-
-def partition_key(spec: Mapping[str, str]) -> str:
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in spec.items()):
-        raise ValidationError(f"a partition spec maps names to strings, got {dict(spec)!r}", spec=dict(spec))
-    return json.dumps(dict(sorted(spec.items())), separators=(",", ":"), ensure_ascii=False)
 
 
 # Deltas are applied only if this transaction's pointer compare-and-set moved the pointer to the

@@ -11,7 +11,7 @@ from typing import Any
 
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.metastore.registry import TableRow
-from paimon_meta.metastore.statistics import PartitionDelta
+from paimon_meta.model.partition_statistics import PartitionDelta
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.model.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType, parse_type

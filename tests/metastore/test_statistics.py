@@ -104,7 +104,8 @@ def test_a_snapshot_published_elsewhere_marks_them_incomplete(catalog: Metastore
 
 
 def test_deltas_apply_only_when_the_pointer_moved_to_their_snapshot(catalog: MetastoreCatalog) -> None:
-    from paimon_meta.metastore.statistics import PartitionDelta, apply_statements
+    from paimon_meta.metastore.statistics import apply_statements
+    from paimon_meta.model.partition_statistics import PartitionDelta
 
     table = catalog.create_table(
         "db.t", SCHEMA, partition_keys=["p"], options={"bucket": "1", "bucket-key": "k"}

@@ -84,8 +84,9 @@ from paimon_meta.metastore.events import (
 )
 from paimon_meta.metastore.lock import LockLease, MetastoreLock
 from paimon_meta.metastore.registry import ADVANCE_POINTER_SQL, POINTER_SQL, Registry, TableRow
-from paimon_meta.metastore.statistics import PartitionDelta, apply_statements
+from paimon_meta.metastore.statistics import apply_statements
 from paimon_meta.metastore.timelines import removed_identities, snapshot_identity
+from paimon_meta.model.partition_statistics import PartitionDelta
 from paimon_meta.model.snapshot import CommitKind, Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
 

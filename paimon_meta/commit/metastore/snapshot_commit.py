@@ -62,8 +62,8 @@ from paimon_meta.errors import (
     ValidationError,
 )
 from paimon_meta.metastore.events import CommitRef, PreparedSnapshot
-from paimon_meta.metastore.statistics import PartitionDelta
 from paimon_meta.model.manifest import ManifestEntry
+from paimon_meta.model.partition_statistics import PartitionDelta
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.serde.json import snapshot_to_json
 from paimon_meta.table.containment import TableRoots, name_problem
