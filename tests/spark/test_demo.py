@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from paimon_meta.catalog.metastore import connect
-from paimon_meta.cli_demo import ACCOUNTS, EVENTS, run_demo
+from paimon_meta.cli.demo import ACCOUNTS, EVENTS, run_demo
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from paimon_meta.db.models import Privilege
 
 if TYPE_CHECKING:
-    from paimon_meta.cli import Output, _Context
+    from paimon_meta.cli.main import Output, _Context
 
 Command = Callable[..., Any]  # cli.build_parser's ``command(name, handler, help, *, remote=False)``
 
@@ -131,7 +131,7 @@ def _principals(ctx: _Context) -> Any:
 
 
 def _output(data: Any, text: str) -> Output:
-    from paimon_meta.cli import Output
+    from paimon_meta.cli.main import Output
 
     return Output(data, text)
 

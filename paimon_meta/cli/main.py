@@ -22,16 +22,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from paimon_meta import errors
+from paimon_meta.cli import render
 from paimon_meta.errors import (
     CommitConflictError,
     DatabaseNotFoundError,
     LockTimeoutError,
+    NotFoundError,
     PaimonMetaError,
     TableNotFoundError,
     ValidationError,
 )
-from paimon_meta.ops import render
-from paimon_meta.ops.common import NotFoundError, RefusedError, parse_age
+from paimon_meta.ops.common import RefusedError, parse_age
 
 if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
@@ -228,7 +229,7 @@ def _db_current(ctx: _Context, args: argparse.Namespace) -> Output:
 def _tables(ctx: _Context, args: argparse.Namespace) -> Output:
     remote = ctx.remote()
     if remote is not None:
-        from paimon_meta import cli_remote
+        from paimon_meta.cli import remote as cli_remote
 
         rows = cli_remote.table_rows(remote, args.database)
         return Output(rows, render.table(rows))
@@ -256,7 +257,7 @@ def _snapshots(ctx: _Context, args: argparse.Namespace) -> Output:
 
         rows = snapshot_rows(ctx.catalog(), args.table)
     else:
-        from paimon_meta import cli_remote
+        from paimon_meta.cli import remote as cli_remote
 
         rows = cli_remote.snapshot_rows(remote, args.table)
     cols: list[render.Column] = [
@@ -302,7 +303,7 @@ def _commits(ctx: _Context, args: argparse.Namespace) -> Output:
         row, _ = resolve_table(cat, args.table)
         rows = commit_history(cat.engine, row.table_id, limit=args.limit)
     else:
-        from paimon_meta import cli_remote
+        from paimon_meta.cli import remote as cli_remote
 
         rows = cli_remote.commit_history(remote, args.table, args.limit)
     cols: list[render.Column] = [
@@ -376,7 +377,7 @@ def _event_rows(ctx: _Context, args: argparse.Namespace, kind: str) -> list[dict
         ctx.require_database("events (without --table)")
     remote = ctx.remote()
     if remote is not None:
-        from paimon_meta import cli_remote
+        from paimon_meta.cli import remote as cli_remote
 
         if kind == "maintenance":
             return cli_remote.maintenance_history(remote, args.table, args.limit)
@@ -535,7 +536,7 @@ def _metrics(ctx: _Context, args: argparse.Namespace) -> Output:
 
 def _demo(ctx: _Context, args: argparse.Namespace) -> Output:
     try:
-        from paimon_meta.cli_demo import run_demo
+        from paimon_meta.cli.demo import run_demo
     except ImportError as e:
         raise PaimonMetaError(
             f"the demo is not available ({e}); install the spark extra: paimon-meta[spark]"
@@ -732,7 +733,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--serve", type=_port, metavar="PORT", help="serve GET /metrics instead of printing once")
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
 
-    from paimon_meta import cli_service
+    from paimon_meta.cli import serve as cli_service
 
     cli_service.add_commands(sub, command, common)
 
