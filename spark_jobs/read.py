@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.read.scan import PartitionFilterArg, Split
-from paimon_meta.table.table import FileStoreTable, ReadBuilder
+from paimon_meta.table.table import FileStoreTable
 from spark_jobs.common import TableHandle, cast_batch, spark_arrow_schema, spark_schema
 
 if TYPE_CHECKING:

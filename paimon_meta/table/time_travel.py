@@ -21,9 +21,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from paimon_meta.errors import SnapshotNotFoundError, ValidationError
+from paimon_meta.io.base import FileIO
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.table.option_policy import (
     SCAN_MODE,
@@ -32,12 +34,32 @@ from paimon_meta.table.option_policy import (
     SCAN_TIMESTAMP_MILLIS,
     check_read_options,
 )
+from paimon_meta.table.snapshots import SnapshotManager
 from paimon_meta.table.tags import TagManager
 
-if TYPE_CHECKING:
-    from paimon_meta.table.table import FileStoreTable
-
 TIME_TRAVEL_OPTIONS = (SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS)
+
+
+class TravelTable(Protocol):
+    """What time travel needs of a table (``FileStoreTable`` provides it): its branch's snapshots and
+    tags, and the options of its latest schema."""
+
+    @property
+    def file_io(self) -> FileIO: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def branch_root(self) -> str: ...
+
+    @property
+    def schema(self) -> TableSchema: ...
+
+    @property
+    def snapshot_manager(self) -> SnapshotManager: ...
+
+    def snapshot(self, snapshot_id: int) -> Snapshot: ...
 
 
 class TravelKind(enum.Enum):
@@ -56,18 +78,18 @@ class TimeTravel:
     target: str
 
 
-def tag_manager(table: FileStoreTable) -> TagManager:
+def tag_manager(table: TravelTable) -> TagManager:
     """The tags of the table's branch (Java's ``TagManager`` rooted at the branch path)."""
     return TagManager(table.file_io, table.branch_root)
 
 
-def tag_snapshot(table: FileStoreTable, name: str) -> Snapshot:
+def tag_snapshot(table: TravelTable, name: str) -> Snapshot:
     """The snapshot tag ``name`` keeps, read from the tag file (whether or not the snapshot file still
     exists). ``TagNotFoundError`` if there is no such tag, ``ValidationError`` for a bad name."""
     return tag_manager(table).get(name).snapshot
 
 
-def is_stored(table: FileStoreTable, snapshot: Snapshot) -> bool:
+def is_stored(table: TravelTable, snapshot: Snapshot) -> bool:
     """Whether the table's snapshot file of ``snapshot.id`` exists and holds this very commit (not one
     re-created under the same id after a rollback)."""
     manager = table.snapshot_manager
@@ -85,7 +107,7 @@ def _identity(snapshot: Snapshot) -> tuple[object, ...]:
     )
 
 
-def snapshot_at_or_before(table: FileStoreTable, millis: int) -> Snapshot | None:
+def snapshot_at_or_before(table: TravelTable, millis: int) -> Snapshot | None:
     """The latest snapshot on storage committed at or before ``millis`` (Java's
     ``SnapshotManager.earlierOrEqualTimeMills``), None if every snapshot is newer."""
     manager = table.snapshot_manager
@@ -97,7 +119,7 @@ def snapshot_at_or_before(table: FileStoreTable, millis: int) -> Snapshot | None
 
 
 def resolve(
-    table: FileStoreTable, *, snapshot_id: int | None = None, tag: str | None = None
+    table: TravelTable, *, snapshot_id: int | None = None, tag: str | None = None
 ) -> TimeTravel | None:
     """The time travel of a read of ``table``: the explicit ``snapshot_id`` or ``tag`` if given, else
     the one the table's options select; None to read the latest snapshot.
@@ -115,7 +137,7 @@ def resolve(
     return _from_options(table, table.schema.options)
 
 
-def _from_options(table: FileStoreTable, options: Mapping[str, str]) -> TimeTravel | None:
+def _from_options(table: TravelTable, options: Mapping[str, str]) -> TimeTravel | None:
     present = [key for key in TIME_TRAVEL_OPTIONS if key in options]
     if not present:
         return None

@@ -18,7 +18,8 @@ from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.table import time_travel
 from paimon_meta.table.option_policy import SCAN_TAG_NAME
-from paimon_meta.table.table import FileStoreTable, ReadBuilder
+from paimon_meta.table.read.builder import ReadBuilder
+from paimon_meta.table.table import FileStoreTable
 from spark_jobs.cli_args import TOKEN_ENV, OpenedTable
 from spark_jobs.common import connect_catalog, parse_options
 

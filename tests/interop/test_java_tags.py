@@ -30,8 +30,9 @@ from paimon_meta.model.types import BIGINT, STRING, DataField
 from paimon_meta.ops.expire import expire_snapshots
 from paimon_meta.ops.tags import create_tag
 from paimon_meta.table.option_policy import SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS
+from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.snapshots import SchemaManager
-from paimon_meta.table.table import FileStoreTable, ReadBuilder
+from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.time_travel import tag_manager, tag_snapshot
 from tests.interop.canonical import assert_same_rows, canonical_arrow, canonical_java
 from tests.interop.java_env import VERSIONS, JavaHarness

@@ -26,8 +26,9 @@ from paimon_meta.table.option_policy import (
     SCAN_TIMESTAMP_MILLIS,
 )
 from paimon_meta.table.paths import branch_path
+from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.snapshots import SchemaManager
-from paimon_meta.table.table import FileStoreTable, ReadBuilder
+from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.tags import TagManager
 from paimon_meta.table.time_travel import TravelKind, is_stored, tag_snapshot
 

@@ -1,15 +1,17 @@
 """pypaimon-shaped write entry points: ``table.new_batch_write_builder()`` / ``new_stream_write_builder()``.
 
 The table layer does not know how commits are guarded; the object that opened the table (a catalog, or
-``paimon_meta.open_table``) injects a :data:`CommitterFactory`, and ``new_commit()`` calls it. There is
-one commit path behind every factory: ``paimon_meta.commit.coordinator.CommitCoordinator``.
+``paimon_meta.open_table``) injects a :data:`~paimon_meta.table.table.CommitterFactory`, and
+``new_commit()`` calls it. There is one commit path behind every factory:
+``paimon_meta.commit.coordinator.CommitCoordinator``. The builders take a :class:`CommittableTable`
+(``FileStoreTable`` is one): this module does not import the table's, which imports it.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from paimon_meta.errors import ValidationError
 from paimon_meta.model.binary_row import deserialize_row
@@ -17,11 +19,10 @@ from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.option_policy import check_main_branch
+from paimon_meta.table.paths import TablePaths
+from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.write.overwrite import OverwriteSpec
-from paimon_meta.table.write.table_write import TableWrite
-
-if TYPE_CHECKING:
-    from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.write.table_write import TableWrite, WritableTable
 
 
 class CommitOutcome(Protocol):
@@ -48,22 +49,35 @@ class Committer(Protocol):
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]: ...
 
 
-CommitterFactory = Callable[["FileStoreTable", str], Committer]
+class CommittableTable(WritableTable, Protocol):
+    """What the write builders need of a table (``FileStoreTable`` provides it): what a write needs,
+    and where its files are, to abort them. Its ``committer_factory``, set by whoever opened it for
+    writing, is looked up when a commit is made."""
+
+    @property
+    def branch_root(self) -> str: ...
+
+    @property
+    def schema_manager(self) -> SchemaManager: ...
+
+    @property
+    def paths(self) -> TablePaths: ...
 
 
-def _factory(table: FileStoreTable) -> CommitterFactory:
+def _committer(table: CommittableTable, commit_user: str) -> Committer:
     # before any committer exists: a committer of the table (remote ones too) would publish to main
     check_main_branch(table.schema.options)
-    factory: CommitterFactory | None = getattr(table, "committer_factory", None)
+    # the factory takes the table that holds it (paimon_meta.table.table.CommitterFactory)
+    factory: Callable[[Any, str], Committer] | None = getattr(table, "committer_factory", None)
     if factory is None:
         raise ValidationError(
             f"table {table.path} was opened read-only; open it with paimon_meta.open_table(...) or a "
             "catalog from paimon_meta.connect(...) to commit"
         )
-    return factory
+    return factory(table, commit_user)
 
 
-def _abort_files(table: FileStoreTable, messages: Sequence[CommitMessage]) -> None:
+def _abort_files(table: CommittableTable, messages: Sequence[CommitMessage]) -> None:
     """Delete the data files of messages that will never be committed (definitely failed). A file a
     message names outside the table (a message is whatever its sender made it) is refused and logged,
     never deleted (table.file_guard)."""
@@ -92,7 +106,7 @@ class BatchTableCommit:
 
     def __init__(
         self,
-        table: FileStoreTable,
+        table: CommittableTable,
         committer: Committer,
         overwrite: Mapping[str, Any] | OverwriteSpec | None,
     ) -> None:
@@ -125,7 +139,7 @@ class BatchTableCommit:
 class StreamTableCommit:
     """Commits one identifier (checkpoint / batch id) at a time, exactly once per (user, identifier)."""
 
-    def __init__(self, table: FileStoreTable, committer: Committer) -> None:
+    def __init__(self, table: CommittableTable, committer: Committer) -> None:
         self.table = table
         self._committer = committer
 
@@ -153,7 +167,7 @@ class StreamTableCommit:
 class BatchWriteBuilder:
     """``new_write()`` and ``new_commit()`` sharing one fresh commit user, like pypaimon's builder."""
 
-    def __init__(self, table: FileStoreTable) -> None:
+    def __init__(self, table: CommittableTable) -> None:
         self.table = table
         self.commit_user = str(uuid.uuid4())
         self.static_partition: Mapping[str, Any] | OverwriteSpec | None = None
@@ -177,16 +191,14 @@ class BatchWriteBuilder:
         return TableWrite(self.table, commit_user=self.commit_user)
 
     def new_commit(self) -> BatchTableCommit:
-        return BatchTableCommit(
-            self.table, _factory(self.table)(self.table, self.commit_user), self.static_partition
-        )
+        return BatchTableCommit(self.table, _committer(self.table, self.commit_user), self.static_partition)
 
 
 class StreamWriteBuilder:
     """For jobs that commit repeatedly (Spark micro-batches): a stable commit user makes re-runs of an
     identifier idempotent."""
 
-    def __init__(self, table: FileStoreTable) -> None:
+    def __init__(self, table: CommittableTable) -> None:
         self.table = table
         self.commit_user = str(uuid.uuid4())
 
@@ -200,4 +212,4 @@ class StreamWriteBuilder:
         return TableWrite(self.table, commit_user=self.commit_user)
 
     def new_commit(self) -> StreamTableCommit:
-        return StreamTableCommit(self.table, _factory(self.table)(self.table, self.commit_user))
+        return StreamTableCommit(self.table, _committer(self.table, self.commit_user))
