@@ -104,7 +104,10 @@ class ConnectInfo:
 
 
 class MetastoreCatalog:
-    """Databases and tables registered in the metastore. Close it (or use ``with``) when done."""
+    """Databases and tables registered in the metastore. Close it (or use ``with``) when done.
+
+    A :class:`~paimon_meta.catalog.base.Catalog`, with the operations that need the metastore itself
+    besides (databases' properties, renames, schema changes, the control plane's committers)."""
 
     def __init__(
         self, engine: Engine, warehouse: str, options: Mapping[str, str], *, info: ConnectInfo
@@ -437,7 +440,8 @@ def connect(
     ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect.
 
     A commit service (``http(s)://``) is reached with :func:`paimon_meta.connect_service` instead: its
-    catalog has the same table API but no database, so it is another type."""
+    catalog is another type with no database behind it; both are a
+    :class:`~paimon_meta.catalog.base.Catalog`."""
     if metastore_url is not None and metastore_url.startswith(("http://", "https://")):
         raise ValidationError(
             f"{metastore_url} is a commit service: use paimon_meta.connect_service(url, token=...)",

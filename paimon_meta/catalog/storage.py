@@ -1,8 +1,10 @@
-"""Public entry points: open a table by path (storage-guarded commits), or connect to a metastore.
+"""``paimon_meta.open_table(path)``: one table by path, its commits guarded by storage alone.
 
 ``open_table`` is for single-machine use on stores with atomic create-if-absent (local disk, S3 with
-``If-None-Match``): commits are optimistic and exactly-once is decided by reading snapshots.
-``connect`` (``paimon_meta.catalog.metastore``) adds the Postgres lock, the event log and the table registry.
+``If-None-Match``): commits are optimistic and exactly-once is decided by reading snapshots. It is not
+a :class:`~paimon_meta.catalog.base.Catalog`: there is no registry of databases and tables, so it opens
+the one table a path names. ``connect`` (``paimon_meta.catalog.metastore``) adds the Postgres lock, the
+event log and the table registry.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ def storage_committer(table: FileStoreTable, commit_user: str) -> Committer:
 def open_table(path_or_uri: str, options: Mapping[str, str] | None = None) -> FileStoreTable:
     """Open the Paimon table at ``path_or_uri`` for reading and storage-guarded writing.
 
-    ``options`` configure the FileIO (``s3.endpoint``, ``s3.access-key``, ...).
+    ``options`` configure the FileIO (``s3.endpoint``, ``s3.access-key``, ...). The table is the same
+    ``FileStoreTable`` a :class:`~paimon_meta.catalog.base.Catalog`'s ``get_table`` returns, its
+    commits guarded by storage instead of by a catalog. ``TableNotFoundError`` if there is no table
+    at the path.
     """
     table = FileStoreTable.open(path_or_uri, options)
     table.committer_factory = storage_committer
