@@ -1,4 +1,4 @@
-"""The end-to-end demo behind ``paimon-meta demo`` and ``make run``.
+"""``paimon-meta demo``: the end-to-end demo (also ``make run``).
 
 On a fresh machine: an embedded Postgres under ``$PAIMON_META_HOME`` as the metastore, a local
 warehouse beside it, an append table and a primary-key table, ``writers`` concurrent Spark write jobs
@@ -13,6 +13,7 @@ The demo owns the database ``demo``: its two tables are dropped and recreated on
 
 from __future__ import annotations
 
+import argparse
 import os
 import threading
 import time
@@ -23,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from paimon_meta.cli.args import Commands, positive
+from paimon_meta.cli.context import ENV_URL, ENV_WAREHOUSE, EXIT_FAILURE, EXIT_OK, Context, Output
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from paimon_meta.catalog.metastore import MetastoreCatalog
     from paimon_meta.table.table import FileStoreTable
 
-ENV_URL = "PAIMON_META_URL"
-ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
 DATABASE = "demo"
 EVENTS = f"{DATABASE}.events"
 ACCOUNTS = f"{DATABASE}.accounts"
@@ -54,6 +56,24 @@ ACCOUNTS_SCHEMA = pa.schema(
         ("version", pa.int32()),
     ]
 )
+
+
+def register(commands: Commands) -> None:
+    p = commands.add("demo", _demo, "the end-to-end Spark demo (needs the spark extra)")
+    p.add_argument("--rows-per-writer", type=positive, default=1_000_000)
+    p.add_argument("--writers", type=positive, default=4)
+
+
+def _demo(ctx: Context, args: argparse.Namespace) -> Output:
+    code = run_demo(
+        metastore_url=args.metastore or os.environ.get(ENV_URL) or None,
+        warehouse=args.warehouse or os.environ.get(ENV_WAREHOUSE) or None,
+        rows_per_writer=args.rows_per_writer,
+        writers=args.writers,
+        progress=print,
+        options=ctx.options(),
+    )
+    return Output({"exit_code": code}, "", EXIT_OK if code == 0 else EXIT_FAILURE)
 
 
 @dataclass(frozen=True, slots=True)

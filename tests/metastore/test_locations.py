@@ -12,7 +12,7 @@ from sqlalchemy import text
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.cli import main
-from paimon_meta.cli.main import EXIT_FAILURE, EXIT_USAGE
+from paimon_meta.cli.context import EXIT_FAILURE, EXIT_USAGE
 from paimon_meta.errors import StorageOptionsMissingError, TableAlreadyExistsError
 from paimon_meta.ops.recovery import recover_table
 

@@ -1,0 +1,108 @@
+"""Argument parsing the command groups share: the global options, value types and ``Commands``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from paimon_meta.cli.context import ENV_TOKEN, ENV_URL, ENV_WAREHOUSE, EPILOG, Context, Output
+
+Handler = Callable[[Context, argparse.Namespace], Output]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {value}")
+    return value
+
+
+# argparse names a type's function when a value does not convert ("invalid _positive value: 'x'"): the
+# functions keep the names they had when the CLI was one module, so those messages stay as they were.
+positive = _positive
+port = _port
+
+
+def add_globals(parser: argparse.ArgumentParser, default: Any) -> None:
+    """``--metastore``, ``--warehouse``, ``-o``, ``--token``, ``--json``, ``--debug``."""
+    parser.add_argument(
+        "--metastore",
+        metavar="URL",
+        default=default,
+        help=f"metastore URL, or a commit service's http(s):// URL (default ${ENV_URL}, else embedded)",
+    )
+    parser.add_argument(
+        "--warehouse", metavar="URI", default=default, help=f"warehouse root (default ${ENV_WAREHOUSE})"
+    )
+    parser.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=default,
+        metavar="KEY=VALUE",
+        help="catalog/storage option (repeatable)",
+    )
+    parser.add_argument(
+        "--token",
+        metavar="TOKEN",
+        default=default,
+        help=f"bearer token when --metastore is a commit service URL (default ${ENV_TOKEN})",
+    )
+    flag_default = False if default is None else default
+    parser.add_argument("--json", action="store_true", default=flag_default, help="print results as JSON")
+    parser.add_argument(
+        "--debug", action="store_true", default=flag_default, help="debug logging and stack traces on errors"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Commands:
+    """Where a command group adds its subcommands: the subparsers of ``paimon-meta`` (or of one of its
+    commands that takes an ACTION), and the global options every subcommand accepts after its name too
+    (``paimon-meta locks list --json``)."""
+
+    sub: argparse._SubParsersAction[argparse.ArgumentParser]
+    common: argparse.ArgumentParser
+
+    @classmethod
+    def of(cls, parser: argparse.ArgumentParser) -> Commands:
+        """The commands of the top-level ``parser``."""
+        common = argparse.ArgumentParser(add_help=False)
+        add_globals(common, argparse.SUPPRESS)
+        return cls(parser.add_subparsers(dest="command", metavar="COMMAND", required=True), common)
+
+    def add(
+        self, name: str, handler: Handler, help_text: str, *, remote: bool = False
+    ) -> argparse.ArgumentParser:
+        """A command; ``remote``: it also reads through a commit service (``--metastore http://``)."""
+        p = self.sub.add_parser(
+            name,
+            parents=[self.common],
+            help=help_text,
+            description=help_text,
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.set_defaults(handler=handler, remote=remote)
+        return p
+
+    def group(self, name: str, help_text: str) -> Commands:
+        """A command taking an ACTION (``paimon-meta NAME ACTION``); add the actions with ``action``."""
+        parser = self.sub.add_parser(name, help=help_text)
+        actions = parser.add_subparsers(dest=f"{name}_command", metavar="ACTION", required=True)
+        return Commands(actions, self.common)
+
+    def action(self, name: str, handler: Handler, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """An ACTION of a ``group`` (database only); ``kwargs`` go to ``add_parser``."""
+        p = self.sub.add_parser(name, parents=[self.common], help=help_text, **kwargs)
+        p.set_defaults(handler=handler)
+        return p

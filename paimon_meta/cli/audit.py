@@ -1,0 +1,143 @@
+"""``paimon-meta commits|events``: a table's commits, and the raw commit, lock and maintenance events.
+
+Both also read through a commit service (``--metastore http(s)://``, rows from ``cli.remote``);
+``events`` there only of one table (``--table``), since the service's grants are per table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from paimon_meta.cli import render
+from paimon_meta.cli.args import Commands, positive
+from paimon_meta.cli.context import Context, Output
+from paimon_meta.errors import NotFoundError
+
+_COMMIT_COLUMNS: list[render.Column] = [
+    ("first_event_at", "started"),
+    ("commit_kind", "kind"),
+    "outcome",
+    ("snapshot_id", "snapshot"),
+    "attempts",
+    "retries",
+    "conflicts",
+    ("elapsed_ms", "ms"),
+    ("commit_user", "user"),
+    ("final_reason", "reason"),
+    ("commit_id", "commit"),
+]
+_COMMIT_EVENT_COLUMNS: list[render.Column] = [
+    ("event_id", "id"),
+    ("created_at", "at"),
+    ("table_identifier", "table"),
+    ("event_type", "event"),
+    "attempt",
+    ("commit_kind", "kind"),
+    ("snapshot_id", "snapshot"),
+    "duration_ms",
+    ("commit_id", "commit"),
+    "payload",
+]
+_LOCK_EVENT_COLUMNS: list[render.Column] = [
+    ("created_at", "at"),
+    "lock_id",
+    ("event_type", "event"),
+    "owner",
+    ("fencing_token", "token"),
+    "wait_ms",
+    "operator",
+    "reason",
+    "previous_owner",
+]
+_MAINTENANCE_COLUMNS: list[render.Column] = [
+    ("started_at", "started"),
+    "table_identifier",
+    "operation",
+    "outcome",
+    "dry_run",
+    ("elapsed_ms", "ms"),
+    "operator",
+    "result",
+]
+
+
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "commits", _commits, "a table's commits from the event log (outcome, attempts, time)", remote=True
+    )
+    p.add_argument("table", metavar="TABLE", help="db.table")
+    p.add_argument("--limit", type=positive, default=50, help="latest N commits (default 50)")
+
+    p = commands.add(
+        "events",
+        _events,
+        "raw commit events (lock events with --locks, maintenance runs with --maintenance)",
+        remote=True,
+    )
+    p.add_argument("--table", metavar="TABLE", help="only this db.table")
+    p.add_argument("--commit", metavar="ID", help="only this commit id")
+    kinds = p.add_mutually_exclusive_group()
+    kinds.add_argument("--locks", action="store_true", help="lock events instead (of --table's lock)")
+    kinds.add_argument(
+        "--maintenance", action="store_true", help="expire / orphan-cleanup runs instead, one row a run"
+    )
+    p.add_argument("--limit", type=positive, default=100, help="latest N events (default 100)")
+
+
+def _commits(ctx: Context, args: argparse.Namespace) -> Output:
+    remote = ctx.remote()
+    if remote is None:
+        from paimon_meta.ops.audit import commit_history
+        from paimon_meta.ops.common import resolve_table
+
+        cat = ctx.catalog()
+        row, _ = resolve_table(cat, args.table)
+        rows = commit_history(cat.engine, row.table_id, limit=args.limit)
+    else:
+        from paimon_meta.cli import remote as cli_remote
+
+        rows = cli_remote.commit_history(remote, args.table, args.limit)
+    return Output(rows, render.table(rows, _COMMIT_COLUMNS))
+
+
+def _events(ctx: Context, args: argparse.Namespace) -> Output:
+    if args.maintenance:
+        rows = _event_rows(ctx, args, "maintenance")
+        return Output(rows, render.table(rows, _MAINTENANCE_COLUMNS))
+    if args.locks:
+        rows = _event_rows(ctx, args, "locks")
+        return Output(rows, render.table(rows, _LOCK_EVENT_COLUMNS))
+    rows = _event_rows(ctx, args, "commits")
+    if args.commit and not rows:
+        raise NotFoundError(f"no events for commit {args.commit}")
+    return Output(rows, render.table(rows, _COMMIT_EVENT_COLUMNS))
+
+
+def _event_rows(ctx: Context, args: argparse.Namespace, kind: str) -> list[dict[str, Any]]:
+    """The rows of ``events`` (``kind``: commits, locks, maintenance), from the database or the service
+    (there only of one table: its grants are per table)."""
+    from paimon_meta.ops import audit
+
+    if not args.table:
+        ctx.require_database("events (without --table)")
+    remote = ctx.remote()
+    if remote is not None:
+        from paimon_meta.cli import remote as cli_remote
+
+        if kind == "maintenance":
+            return cli_remote.maintenance_history(remote, args.table, args.limit)
+        if kind == "locks":
+            return cli_remote.lock_events(remote, args.table, args.limit)
+        return cli_remote.commit_events(remote, args.table, args.commit, args.limit)
+    cat = ctx.catalog()
+    if kind == "maintenance":
+        return audit.maintenance_history(cat.engine, table=args.table, limit=args.limit)
+    if kind == "locks":
+        lock_id = None
+        if args.table:
+            from paimon_meta.catalog.metastore import split_identifier
+
+            lock_id = cat.registry.lock_id(*split_identifier(args.table))
+        return audit.lock_events(cat.engine, lock_id=lock_id, limit=args.limit)
+    return audit.commit_events(cat.engine, table=args.table, commit_id=args.commit, limit=args.limit)

@@ -1,0 +1,204 @@
+"""What every ``paimon-meta`` command shares: exit codes, the environment, ``Context`` and ``Output``.
+
+``Context`` holds one invocation's connections: the metastore catalog (``--metastore`` a database URL,
+or an embedded Postgres) or the commit service's catalog (``--metastore http(s)://...`` with a token).
+A command returns an ``Output``; the entry module (``cli.main``) prints it and exits with its code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from paimon_meta import errors
+from paimon_meta.errors import ValidationError
+from paimon_meta.ops.common import RefusedError
+
+if TYPE_CHECKING:
+    from paimon_meta.catalog.metastore import MetastoreCatalog
+    from paimon_meta.catalog.rest import RestCatalog
+    from paimon_meta.table.table import FileStoreTable
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_REFUSED = 4
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_FAILURE: "operational failure (storage or metastore error, unresolved commit, failed demo check)",
+    EXIT_USAGE: "usage error (bad arguments or invalid input)",
+    EXIT_NOT_FOUND: "not found (table, database, lock, commit or snapshot)",
+    EXIT_REFUSED: (
+        "conflict or refused (commit conflict, live lock not forced, table lock busy past timeout, "
+        "token refused by the service)"
+    ),
+}
+
+ENV_URL = "PAIMON_META_URL"
+ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
+ENV_OPTIONS = "PAIMON_META_OPTIONS"
+ENV_TOKEN = "PAIMON_META_TOKEN"  # as spark_jobs' --service/--token
+
+#: The commands that work with ``--metastore http(s)://...`` (read-only; ``tags`` only lists there).
+REMOTE_COMMANDS = ("tables", "snapshots", "read", "commits", "events --table", "tags (listing)")
+#: Where to look instead, for read-only commands a service does not answer.
+_SERVICE_HINTS = {
+    "db current": "the service's GET /readyz says whether it is ready (its log says why not)",
+    "metrics": "scrape the service's GET /metrics with an admin token",
+    "locks list": "a table's lock history: `paimon-meta events --table DB.T --locks`",
+}
+
+EPILOG = (
+    "exit codes:\n" + "".join(f"  {code}  {text}\n" for code, text in EXIT_CODES.items()) + "\nenvironment:\n"
+    f"  {ENV_URL}        metastore URL (postgresql+psycopg://user@host:5432/db); unset: an embedded\n"
+    "                         Postgres under $PAIMON_META_HOME (default ~/.paimon-meta); a commit\n"
+    "                         service's http(s)://host:port serves the read-only commands:\n"
+    f"                         {', '.join(REMOTE_COMMANDS)}\n"
+    f"  {ENV_TOKEN}      bearer token for a commit service URL; --token wins\n"
+    f"  {ENV_WAREHOUSE}  warehouse root (/path or s3://bucket/prefix)\n"
+    f"  {ENV_OPTIONS}    catalog/storage options, 'k=v,k=v' (s3.endpoint, s3.access-key, s3.secret-key,\n"
+    "                         s3.region, s3.path-style-access, lock.lease-seconds, ...); --option wins\n"
+    "\ndurations: 90s, 15min, 2h, 1d, 250ms (a bare number is seconds)"
+)
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code ``paimon-meta`` ends with when a command raised ``error``."""
+    if isinstance(error, errors.NotFoundError):  # tables, databases, snapshots, tags, locks, commits
+        return EXIT_NOT_FOUND
+    if isinstance(
+        error,
+        errors.CommitConflictError
+        | RefusedError
+        | errors.LockTimeoutError
+        | errors.AlreadyExistsError
+        | errors.AccessDeniedError,
+    ):
+        return EXIT_REFUSED
+    if isinstance(error, ValidationError):
+        return EXIT_USAGE
+    return EXIT_FAILURE
+
+
+@dataclass(slots=True)
+class Output:
+    """What a command produced: ``data`` for --json, ``text`` for people, and the exit code."""
+
+    data: Any
+    text: str
+    code: int = EXIT_OK
+    extra: list[str] = field(default_factory=list)
+
+
+class DatabaseUrlRequiredError(errors.UnsupportedError):
+    """The command needs the metastore database, and ``--metastore`` is a commit service's URL."""
+
+    def __init__(self, command: str, url: str) -> None:
+        hint = _SERVICE_HINTS.get(command)
+        super().__init__(
+            f"`paimon-meta {command}` needs a database URL (--metastore postgresql+psycopg://...), "
+            f"not the commit service {url}; over a service only {', '.join(REMOTE_COMMANDS)} work"
+            + (f" ({hint})" if hint else ""),
+            command=command,
+            url=url,
+        )
+
+
+def is_service_url(url: str | None) -> bool:
+    return url is not None and url.startswith(("http://", "https://"))
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """``locks release``, ``db upgrade``, ``tables``: the command as typed, for messages."""
+    action = getattr(args, f"{args.command}_command", None)  # db, locks, principals: their ACTION
+    return f"{args.command} {action}" if action else str(args.command)
+
+
+class Context:
+    """Connections shared by one invocation, created on first use and closed at the end."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self._catalog: MetastoreCatalog | None = None
+        self._remote: RestCatalog | None = None
+
+    def progress(self, line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def options(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for item in _split_options(os.environ.get(ENV_OPTIONS, "")) + list(self.args.option or []):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ValidationError(f"option {item!r} is not KEY=VALUE")
+            out[key.strip()] = value.strip()
+        return out
+
+    def service_url(self) -> str | None:
+        """The commit service ``--metastore`` names, or None when it is a database (or unset)."""
+        url: str | None = self.args.metastore or os.environ.get(ENV_URL)
+        return url if is_service_url(url) else None
+
+    def require_database(self, command: str | None = None) -> None:
+        """Refuse (before anything is done) when ``--metastore`` is a service, not a database."""
+        url = self.service_url()
+        if url is not None:
+            raise DatabaseUrlRequiredError(command or command_name(self.args), url)
+
+    def metastore_url(self) -> str:
+        self.require_database()
+        url: str | None = self.args.metastore or os.environ.get(ENV_URL)
+        if url:
+            return url
+        from paimon_meta.db.embedded import ensure_embedded_postgres
+
+        self.progress("no --metastore / PAIMON_META_URL: using the embedded Postgres under PAIMON_META_HOME")
+        return str(ensure_embedded_postgres().url)
+
+    def catalog(self) -> MetastoreCatalog:
+        self.require_database()
+        if self._catalog is None:
+            import paimon_meta
+
+            self._catalog = paimon_meta.connect(
+                self.metastore_url(), self.args.warehouse or os.environ.get(ENV_WAREHOUSE), **self.options()
+            )
+        return self._catalog
+
+    def remote(self) -> RestCatalog | None:
+        """The commit service's catalog when ``--metastore`` is one (token: ``--token`` or
+        ``$PAIMON_META_TOKEN``), else None: the database path."""
+        url = self.service_url()
+        if url is None:
+            return None
+        if self._remote is None:
+            token = self.args.token or os.environ.get(ENV_TOKEN)
+            if not token:
+                raise ValidationError(
+                    f"--metastore {url} is a commit service: give its bearer token with --token or "
+                    f"${ENV_TOKEN}",
+                    url=url,
+                )
+            from paimon_meta.catalog.rest import connect_service
+
+            self._remote = connect_service(url, token, **self.options())
+        return self._remote
+
+    def table(self, identifier: str) -> FileStoreTable:
+        """A table to read, opened by the database catalog or the commit service."""
+        remote = self.remote()
+        return self.catalog().get_table(identifier) if remote is None else remote.get_table(identifier)
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
+        if self._remote is not None:
+            self._remote.close()
+
+
+def _split_options(text: str) -> list[str]:
+    return [p.strip() for p in text.replace("\n", ",").split(",") if p.strip()]

@@ -1,0 +1,58 @@
+"""``paimon-meta locks list|release``: the metastore's lock rows (ours and Java's), and releasing one."""
+
+from __future__ import annotations
+
+import argparse
+
+from paimon_meta.cli import render
+from paimon_meta.cli.args import Commands
+from paimon_meta.cli.context import EPILOG, Context, Output
+
+_LOCK_COLUMNS: list[render.Column] = [
+    ("lock_id", "key"),
+    "kind",
+    "owner",
+    ("fencing_token", "token"),
+    ("age_seconds", "age s"),
+    ("lease_left_seconds", "lease left s"),
+    ("heartbeat_age_seconds", "heartbeat s ago"),
+    "stale",
+]
+
+
+def register(commands: Commands) -> None:
+    locks = commands.group("locks", "list or release metastore locks (ours and Java's)")
+    p = locks.action("list", _locks_list, "every lock row: owner, token, age, lease left, heartbeat, stale")
+    p.add_argument("--stale", action="store_true", help="only expired rows")
+    p = locks.action(
+        "release",
+        _locks_release,
+        "delete a lock row (refuses a live lock unless --force); recorded with operator and reason",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("key", metavar="KEY", help="lock id, e.g. jdbc.db.table")
+    p.add_argument("--reason", required=True, help="why (stored in the lock event log)")
+    p.add_argument("--force", action="store_true", help="release even a live, heartbeating lock")
+
+
+def _locks_list(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.locks import list_locks
+
+    rows = list_locks(ctx.catalog().lock, stale_only=args.stale)
+    data = [render.jsonable(r) for r in rows]
+    return Output(data, render.table(data, _LOCK_COLUMNS))
+
+
+def _locks_release(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.locks import release_lock
+
+    result = release_lock(ctx.catalog().lock, args.key, reason=args.reason, force=args.force)
+    held = result.lock
+    how = "forced" if result.forced else "stale"
+    text = (
+        f"released {held.lock_id} ({how}; was held by {held.owner or 'a Java writer'}, "
+        f"token {render.cell(held.fencing_token)}, age {held.age_seconds:.1f}s) "
+        f"by {result.operator}: {result.reason}"
+    )
+    return Output(result.to_dict(), text)
