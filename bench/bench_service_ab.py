@@ -5,14 +5,17 @@ base revision (a temporary ``git worktree``) against this checkout's, on one met
   ``service, 1 replica`` mode of ``bench_service.py``), base and this checkout alternating for
   ``--rounds`` rounds (the order flipped each round); each round checked for exactly-once;
 * uncontended: ``--sequential`` commits per side, one after the other, in process (this checkout) and
-  through each server, alternating in blocks of 10 so load drifts hit every side alike.
+  through each server, alternating in blocks of 10 so load drifts hit every side alike; also in process in
+  a child process per revision (``in-process, base`` and ``in-process, this checkout``: the library's own
+  commit path of each revision, driven block by block over a pipe, through the public API only).
 
 Also reported per grouped round: metastore transactions per commit (``xact_commit`` of the scratch
 database in ``pg_stat_database``, read once the round's server stopped, so its sessions have reported
 theirs; read-only statements outside a transaction count as one each, and the round's exactly-once
 check adds a few), a count that does not depend on the machine's load.
 
-The clients and the in-process side always run this checkout's code: only the server differs.
+The clients and the parent's in-process side run this checkout's code; the servers and the two in-process
+children run their revision's.
 
 Usage::
 
@@ -23,6 +26,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -45,6 +49,7 @@ from bench_commit import SCHEMA, TABLE_OPTIONS, load, scratch_database  # noqa: 
 from bench_service import Target, run_clients  # noqa: E402
 
 import paimon_meta  # noqa: E402
+from paimon_meta.catalog.metastore import MetastoreCatalog  # noqa: E402
 from paimon_meta.catalog.rest import connect_service  # noqa: E402
 from paimon_meta.db.models import Privilege  # noqa: E402
 from paimon_meta.metastore.principals import Principals  # noqa: E402
@@ -128,7 +133,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 server(url, warehouse, tmp, REPO) as head_server,
             ):
                 times = sequential(
-                    catalog, {base_label: base_server.uri, head_label: head_server.uri}, token, args
+                    catalog,
+                    {base_label: base_server.uri, head_label: head_server.uri},
+                    {f"in-process, {base_label}": base, f"in-process, {head_label}": REPO},
+                    url=url,
+                    token=token,
+                    args=args,
                 )
     print(f"after: {load()}")
     local = statistics.median(times["in-process"][10:])
@@ -138,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     print("|---|---|---|---|---|")
     print(f"| (in-process) | | | {local:.2f} ms | 1.00x |")
+    for label in (f"in-process, {base_label}", f"in-process, {head_label}"):
+        median = statistics.median(times[label][10:])
+        print(f"| ({label}, child process) | | | {median:.2f} ms | {median / local:.2f}x |")
     for label, rounds in rates.items():
         median = statistics.median(times[label][10:])
         each = ", ".join(f"{x:.1f}" for x in rounds)
@@ -148,7 +161,52 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     return {"rates": rates, "transactions": xacts, "sequential": times}
 
 
-def transactions(catalog: paimon_meta.Catalog) -> int:
+CHILD = """
+import json, sys, time
+sys.path.insert(0, {source!r})
+import paimon_meta
+from tests.commit.helpers import append_msg, data_file
+assert paimon_meta.__file__.startswith({source!r}), paimon_meta.__file__
+catalog = paimon_meta.connect({url!r}, {warehouse!r})
+committer = catalog.message_committer({name!r}, "seq")
+for line in sys.stdin:
+    start, stop = map(int, line.split())
+    out = []
+    for i in range(start, stop):
+        msg = append_msg(i % 2, i % 2, data_file(rows=1))
+        t0 = time.perf_counter()
+        committer.commit([msg], i)
+        out.append((time.perf_counter() - t0) * 1000)
+    print(json.dumps(out), flush=True)
+"""
+
+
+class ChildCommitter:
+    """The library's in-process commit path of the revision at ``source``, in a child process: each
+    ``block(start, stop)`` commits ``stop - start`` appends there and returns their latencies (ms)."""
+
+    def __init__(self, source: Path, url: str, warehouse: str, name: str) -> None:
+        code = CHILD.format(source=str(source), url=url, warehouse=warehouse, name=name)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=source
+        )
+
+    def block(self, start: int, stop: int) -> list[float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{start} {stop}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the in-process child exited with {self.proc.wait()}")
+        return [float(x) for x in json.loads(line)]
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def transactions(catalog: MetastoreCatalog) -> int:
     """Transactions committed in the catalog's database so far, as the statistics report them (after a
     second: sessions that just ended report theirs as they exit)."""
     time.sleep(1)
@@ -162,12 +220,23 @@ def transactions(catalog: paimon_meta.Catalog) -> int:
 
 
 def sequential(
-    catalog: paimon_meta.Catalog, uris: dict[str, str], token: str, args: argparse.Namespace
+    catalog: MetastoreCatalog,
+    uris: dict[str, str],
+    children: dict[str, Path],
+    *,
+    url: str,
+    token: str,
+    args: argparse.Namespace,
 ) -> dict[str, list[float]]:
     catalog.create_table("db.seq_local", SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
     sides: dict[str, Any] = {"in-process": catalog.message_committer("db.seq_local", "seq")}
     remotes = []
+    spawned: dict[str, ChildCommitter] = {}
     try:
+        for i, (label, source) in enumerate(children.items()):
+            name = f"db.seq_child{i}"
+            catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
+            spawned[label] = ChildCommitter(source, url, catalog.warehouse, name)
         for i, (label, uri) in enumerate(uris.items()):
             name = f"db.seq_http{i}"
             catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
@@ -176,8 +245,10 @@ def sequential(
             table = remote.get_table(name)
             assert table.committer_factory is not None
             sides[label] = table.committer_factory(table, "seq")
-        times: dict[str, list[float]] = {k: [] for k in sides}
+        times: dict[str, list[float]] = {k: [] for k in [*sides, *spawned]}
         for block in range(0, args.sequential, 10):
+            for label, child in spawned.items():
+                times[label].extend(child.block(block, min(block + 10, args.sequential)))
             for side, committer in sides.items():
                 for i in range(block, min(block + 10, args.sequential)):
                     msg = append_msg(i % 2, i % 2, data_file(rows=1))
@@ -188,6 +259,8 @@ def sequential(
     finally:
         for remote in remotes:
             remote.close()
+        for child in spawned.values():
+            child.close()
 
 
 if __name__ == "__main__":

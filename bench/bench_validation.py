@@ -49,6 +49,7 @@ from bench_commit import PYPAIMON_PYTHON, SCHEMA, TABLE_OPTIONS, load, scratch_d
 from bench_service_ab import server, worktree  # noqa: E402
 
 import paimon_meta  # noqa: E402
+from paimon_meta.catalog.metastore import MetastoreCatalog  # noqa: E402
 from paimon_meta.catalog.rest import connect_service  # noqa: E402
 from paimon_meta.commit.validate import MessageValidator  # noqa: E402
 from paimon_meta.db.models import Privilege  # noqa: E402
@@ -130,7 +131,7 @@ def rest_commits(
 
 
 def one_size(
-    catalog: paimon_meta.Catalog,
+    catalog: MetastoreCatalog,
     uris: dict[str, str],
     token: str,
     size: int,

@@ -2,9 +2,8 @@
 
 ``paimon_meta.connect(...)`` returns a metastore-backed catalog; ``paimon_meta.open_table(path)`` opens one
 table with storage-guarded commits; ``paimon_meta.connect_service(url, token=...)`` returns the commit
-service's catalog. ``paimon_meta.Catalog`` is the protocol both catalogs satisfy (for annotations). All
-are imported on first use, so ``import paimon_meta`` stays cheap for processes (Spark executors) that
-only write data files.
+service's catalog (both catalogs satisfy ``paimon_meta.catalog.base.Catalog``). All three are imported on
+first use, so ``import paimon_meta`` stays cheap for processes (Spark executors) that only write data files.
 """
 
 from __future__ import annotations
@@ -12,20 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Catalog", "connect", "connect_service", "open_table"]
+__all__ = ["connect", "connect_service", "open_table"]
 
 if TYPE_CHECKING:
-    from paimon_meta.catalog.base import Catalog
     from paimon_meta.catalog.metastore import connect
     from paimon_meta.catalog.rest import connect_service
     from paimon_meta.catalog.storage import open_table
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Catalog":
-        from paimon_meta.catalog.base import Catalog
-
-        return Catalog
     if name == "connect":
         from paimon_meta.catalog.metastore import connect
 

@@ -1,5 +1,6 @@
 """``bench/bench_service_ab.py`` runs end to end at a tiny size: a base revision's server (here HEAD, from a
-temporary worktree) against this checkout's, grouped and uncontended. No timing is asserted: only that
+temporary worktree) against this checkout's, grouped and uncontended, and each revision's in-process
+commit path in a child process. No timing is asserted: only that
 both servers served every commit (``run_clients`` checks exactly-once after each round) and that the
 report has its rows, and that the worktree is gone afterwards."""
 
@@ -47,6 +48,8 @@ def test_base_against_this_checkout(pg_server: PgServer) -> None:
     )
     assert "before: load average" in out and "after: load average" in out
     assert "| (in-process) |" in out
+    assert "| (in-process, base (HEAD), child process) |" in out
+    assert "| (in-process, this checkout, child process) |" in out
     assert "| base (HEAD) |" in out and "| this checkout |" in out
     assert "metastore transactions per commit" in out
     assert _worktrees() == before

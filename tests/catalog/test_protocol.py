@@ -7,7 +7,6 @@ import inspect
 
 import pytest
 
-import paimon_meta
 from paimon_meta.catalog.base import Catalog
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.catalog.rest import RestCatalog
@@ -69,7 +68,3 @@ def test_implementation_has_the_protocol_signature(implementation: type, name: s
 
 def test_implementations_are_catalogs_at_run_time() -> None:
     assert all(issubclass(implementation, Catalog) for implementation in IMPLEMENTATIONS)
-
-
-def test_the_package_exports_the_protocol() -> None:
-    assert paimon_meta.Catalog is Catalog
