@@ -23,9 +23,11 @@ venv: $(STAMP)
 run: venv
 	$(PY) -m paimon_meta.cli demo
 
+## ruff, and the layering: import-linter's contracts in pyproject.toml (imports point down the layers).
 lint: venv
 	$(VENV)/bin/ruff check paimon_meta spark_jobs tests bench migrations
 	$(VENV)/bin/ruff format --check paimon_meta spark_jobs tests bench migrations
+	$(VENV)/bin/lint-imports
 
 typecheck: venv
 	$(VENV)/bin/mypy
