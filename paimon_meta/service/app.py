@@ -36,7 +36,8 @@ from paimon_meta.catalog.metastore import connect
 from paimon_meta.db import migrate
 from paimon_meta.db.models import Privilege
 from paimon_meta.ops import metrics as event_log_metrics
-from paimon_meta.service import errors, models, routes_audit, routes_catalog, routes_commits, routes_table
+from paimon_meta.rest import models, paths
+from paimon_meta.service import errors, routes_audit, routes_catalog, routes_commits, routes_table
 from paimon_meta.service.auth import Require, log_text, token_of
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.state import ServiceSettings, ServiceState
@@ -46,7 +47,7 @@ log = logging.getLogger("paimon_meta.service")
 
 API_VERSION = "0.1.0"
 #: Paths answered without a token (they say only whether the process is up / ready).
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ})
 #: A client's ``X-Request-Id`` is kept only if it is this (else a generated id is used).
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -347,7 +348,7 @@ def _refuse_body(headers: Headers, method: str, limit: int) -> Response | None:
 
 def _body_as_json(scope: Scope) -> None:
     """Parse every body under /v1/ as JSON: pypaimon sends no Content-Type, others may send text/plain."""
-    if not scope["path"].startswith("/v1/"):
+    if not scope["path"].startswith(f"{paths.V1}/"):
         return
     headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
     headers.append((b"content-type", b"application/json"))
@@ -355,12 +356,12 @@ def _body_as_json(scope: Scope) -> None:
 
 
 def _install_ops(app: FastAPI) -> None:
-    @app.get("/healthz", response_model=models.HealthResponse, tags=["operations"])
+    @app.get(paths.HEALTHZ, response_model=models.HealthResponse, tags=["operations"])
     def healthz() -> models.HealthResponse:
         """The process is up (no dependency checked). No token needed."""
         return models.HealthResponse(status="ok")
 
-    @app.get("/readyz", response_model=models.HealthResponse, tags=["operations"])
+    @app.get(paths.READYZ, response_model=models.HealthResponse, tags=["operations"])
     def readyz(request: Request) -> Response:
         """Postgres answers and its schema is at the migrations' head; 503 otherwise. No token needed,
         so it says only ready or not (the reason is logged)."""
@@ -378,7 +379,7 @@ def _install_ops(app: FastAPI) -> None:
         return Response(body.model_dump_json(by_alias=True), media_type="application/json")
 
     @app.get(
-        "/metrics",
+        paths.METRICS,
         tags=["operations"],
         response_class=PlainTextResponse,
         dependencies=[Depends(Require(Privilege.ADMIN, "catalog"))],
@@ -399,11 +400,11 @@ def _install_ops(app: FastAPI) -> None:
     # browser page cannot add the token to the fetch of /openapi.json).
     authenticated = [Depends(Require(None))]
 
-    @app.get("/openapi.json", include_in_schema=False, dependencies=authenticated)
+    @app.get(paths.OPENAPI, include_in_schema=False, dependencies=authenticated)
     def openapi_document(request: Request) -> JSONResponse:
         return JSONResponse(request.app.openapi())
 
-    @app.get("/docs", include_in_schema=False, dependencies=authenticated)
+    @app.get(paths.DOCS, include_in_schema=False, dependencies=authenticated)
     def swagger_ui(request: Request) -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url="",
@@ -411,7 +412,7 @@ def _install_ops(app: FastAPI) -> None:
             swagger_ui_parameters={"spec": request.app.openapi()},
         )
 
-    @app.get("/redoc", include_in_schema=False, dependencies=authenticated)
+    @app.get(paths.REDOC, include_in_schema=False, dependencies=authenticated)
     def redoc(request: Request) -> HTMLResponse:
         spec = json.dumps(request.app.openapi()).replace("<", "\\u003c")
         return HTMLResponse(

@@ -1,5 +1,5 @@
-"""Conversions between the protocol's bodies (service.models) and paimon_meta's objects, and listing
-helpers (paging by name, SQL LIKE patterns matched without a regex). No IO here."""
+"""Conversions between the protocol's bodies (``paimon_meta.rest.models``) and paimon_meta's objects, and
+listing helpers (paging by name, SQL LIKE patterns matched without a regex). No IO here."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from paimon_meta.model.partition_statistics import PartitionDelta
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.model.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType, parse_type
+from paimon_meta.rest import models
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
-from paimon_meta.service import models
 from paimon_meta.table import schema_change
 
 #: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").

@@ -10,9 +10,6 @@ from paimon_meta.errors import NotFoundError
 from paimon_meta.metastore.registry import validate_identifier
 from paimon_meta.service.state import ServiceState
 
-#: The path prefix of catalog routes: ``/v1/<catalog name>`` (the ``prefix`` from ``/v1/config``).
-CATALOG = "/v1/{prefix}"
-
 
 def state_of(request: Request) -> ServiceState:
     state: ServiceState = request.app.state.service

@@ -30,6 +30,7 @@ from paimon_meta.errors import (
     UnsupportedError,
     ValidationError,
 )
+from paimon_meta.rest import models
 
 log = logging.getLogger("paimon_meta.service")
 
@@ -64,7 +65,10 @@ class PayloadTooLargeError(ServiceError):
 def error_body(
     status: int, message: str, resource_type: str | None = None, resource_name: str | None = None
 ) -> dict[str, Any]:
-    return {"message": message, "resourceType": resource_type, "resourceName": resource_name, "code": status}
+    body = models.ErrorResponse(
+        message=message, resource_type=resource_type, resource_name=resource_name, code=status
+    )
+    return body.model_dump(by_alias=True)
 
 
 def error_response(
@@ -120,7 +124,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
-        return error_response(400, describe_validation(e.errors()))
+        return error_response(400, models.describe_errors(e.errors()))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, e: StarletteHTTPException) -> JSONResponse:
@@ -132,18 +136,6 @@ def install(app: FastAPI) -> None:
         rid = request_id(request)
         log.error("request %s failed unexpectedly", rid, exc_info=e)
         return error_response(500, f"internal error (request id {rid})")
-
-
-def describe_validation(errors: Any) -> str:
-    """'body.snapshot.id: Input should be a valid integer' for the first few problems."""
-    parts = []
-    for err in list(errors)[:5]:
-        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
-        msg = err.get("msg", "invalid")
-        if err.get("type") == "json_invalid":
-            msg = f"malformed JSON: {err.get('ctx', {}).get('error', msg)}"
-        parts.append(f"{loc or 'body'}: {msg}")
-    return "; ".join(parts) or "invalid request"
 
 
 def request_id(request: Request) -> str:

@@ -13,16 +13,16 @@ from fastapi import APIRouter, Depends, Query, Request
 from paimon_meta.catalog.metastore import split_identifier
 from paimon_meta.db.models import Privilege
 from paimon_meta.ops import audit
-from paimon_meta.service import convert, models
+from paimon_meta.rest import models, paths
+from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import CATALOG, catalog_of, table_identifier
+from paimon_meta.service.deps import catalog_of, table_identifier
 
 router = APIRouter()
 
-TABLE = f"{CATALOG}/databases/{{database}}/tables/{{table}}"
 READ = Depends(Require(Privilege.READ, "table"))
-MaxResults = Annotated[int | None, Query(alias="maxResults")]
-PageToken = Annotated[str | None, Query(alias="pageToken")]
+MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
+PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
 
 def _next(returned: int, limit: int, offset: int) -> str | None:
@@ -31,7 +31,7 @@ def _next(returned: int, limit: int, offset: int) -> str | None:
 
 
 @router.get(
-    f"{TABLE}/registry",
+    paths.REGISTRY,
     response_model=models.TableRegistryResponse,
     tags=["audit"],
     dependencies=[READ],
@@ -51,7 +51,7 @@ def get_registry(request: Request, database: str, table: str) -> models.TableReg
 
 
 @router.get(
-    f"{TABLE}/events",
+    paths.EVENTS,
     response_model=models.ListCommitEventsResponse,
     tags=["audit"],
     dependencies=[READ],
@@ -62,7 +62,7 @@ def list_commit_events(
     table: str,
     max_results: MaxResults = None,
     page_token: PageToken = None,
-    commit_id: Annotated[str | None, Query(alias="commitId")] = None,
+    commit_id: Annotated[str | None, Query(alias=paths.COMMIT_ID)] = None,
 ) -> models.ListCommitEventsResponse:
     """Commit events of tables of this name (``paimon_commit_events``), optionally of one commit."""
     limit, offset = convert.offset_page(max_results, page_token)
@@ -80,7 +80,7 @@ def list_commit_events(
 
 
 @router.get(
-    f"{TABLE}/lock-events",
+    paths.LOCK_EVENTS,
     response_model=models.ListLockEventsResponse,
     tags=["audit"],
     dependencies=[READ],
@@ -100,7 +100,7 @@ def list_lock_events(
 
 
 @router.get(
-    f"{TABLE}/maintenance-runs",
+    paths.MAINTENANCE_RUNS,
     response_model=models.ListMaintenanceRunsResponse,
     tags=["audit"],
     dependencies=[READ],
@@ -120,7 +120,7 @@ def list_maintenance_runs(
 
 
 @router.get(
-    f"{TABLE}/snapshot-recordings",
+    paths.SNAPSHOT_RECORDINGS,
     response_model=models.ListSnapshotRecordingsResponse,
     tags=["audit"],
     dependencies=[READ],

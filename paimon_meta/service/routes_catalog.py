@@ -12,9 +12,10 @@ from paimon_meta.db.models import Privilege
 from paimon_meta.errors import NotFoundError, ValidationError
 from paimon_meta.metastore.principals import Access
 from paimon_meta.metastore.registry import validate_identifier
-from paimon_meta.service import convert, models
+from paimon_meta.rest import models, paths
+from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 
 router = APIRouter()
@@ -25,11 +26,11 @@ ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
 READ_TABLE = Depends(Require(Privilege.READ, "table"))
 ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
 AUTHENTICATED = Depends(Require(None))
-MaxResults = Annotated[int | None, Query(alias="maxResults")]
-PageToken = Annotated[str | None, Query(alias="pageToken")]
+MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
+PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
 
-@router.get("/v1/config", response_model=models.ConfigResponse, tags=["config"])
+@router.get(paths.CONFIG, response_model=models.ConfigResponse, tags=["config"])
 def get_config(
     request: Request, access: Annotated[Access, AUTHENTICATED], warehouse: str | None = None
 ) -> models.ConfigResponse:
@@ -49,13 +50,15 @@ def _decoded(value: str) -> str:
 # ---- databases -----------------------------------------------------------------------------------------
 
 
-@router.get(f"{CATALOG}/databases", response_model=models.ListDatabasesResponse, tags=["databases"])
+@router.get(paths.DATABASES, response_model=models.ListDatabasesResponse, tags=["databases"])
 def list_databases(
     request: Request,
     access: Annotated[Access, AUTHENTICATED],
     max_results: MaxResults = None,
     page_token: PageToken = None,
-    pattern: Annotated[str | None, Query(alias="databaseNamePattern", max_length=convert.MAX_PATTERN)] = None,
+    pattern: Annotated[
+        str | None, Query(alias=paths.DATABASE_NAME_PATTERN, max_length=convert.MAX_PATTERN)
+    ] = None,
 ) -> models.ListDatabasesResponse:
     """Databases the caller's grants reach."""
     names = [n for n in catalog_of(request).list_databases() if access.sees_database(n)]
@@ -63,7 +66,7 @@ def list_databases(
     return models.ListDatabasesResponse(databases=items, next_page_token=token)
 
 
-@router.post(f"{CATALOG}/databases", tags=["databases"], dependencies=[ADMIN_CATALOG])
+@router.post(paths.DATABASES, tags=["databases"], dependencies=[ADMIN_CATALOG])
 def create_database(request: Request, body: models.CreateDatabaseRequest) -> Response:
     catalog = catalog_of(request)
     name = validate_identifier("database", body.name)
@@ -74,7 +77,7 @@ def create_database(request: Request, body: models.CreateDatabaseRequest) -> Res
 
 
 @router.get(
-    f"{CATALOG}/databases/{{database}}",
+    paths.DATABASE,
     response_model=models.GetDatabaseResponse,
     tags=["databases"],
     dependencies=[READ_DATABASE],
@@ -92,13 +95,13 @@ def get_database(request: Request, database: str) -> models.GetDatabaseResponse:
     )
 
 
-@router.post(f"{CATALOG}/databases/{{database}}", tags=["databases"], dependencies=[ADMIN_DATABASE])
+@router.post(paths.DATABASE, tags=["databases"], dependencies=[ADMIN_DATABASE])
 def alter_database(request: Request, database: str, body: models.AlterDatabaseRequest) -> Response:
     catalog_of(request).alter_database(database, updates=body.updates, removals=body.removals)
     return Response(status_code=200)
 
 
-@router.delete(f"{CATALOG}/databases/{{database}}", tags=["databases"], dependencies=[ADMIN_DATABASE])
+@router.delete(paths.DATABASE, tags=["databases"], dependencies=[ADMIN_DATABASE])
 def drop_database(request: Request, database: str) -> Response:
     catalog_of(request).drop_database(database)
     return Response(status_code=200)
@@ -107,16 +110,16 @@ def drop_database(request: Request, database: str) -> Response:
 # ---- tables --------------------------------------------------------------------------------------------
 
 
-@router.get(
-    f"{CATALOG}/databases/{{database}}/tables", response_model=models.ListTablesResponse, tags=["tables"]
-)
+@router.get(paths.TABLES, response_model=models.ListTablesResponse, tags=["tables"])
 def list_tables(
     request: Request,
     database: str,
     access: Annotated[Access, AUTHENTICATED],
     max_results: MaxResults = None,
     page_token: PageToken = None,
-    pattern: Annotated[str | None, Query(alias="tableNamePattern", max_length=convert.MAX_PATTERN)] = None,
+    pattern: Annotated[
+        str | None, Query(alias=paths.TABLE_NAME_PATTERN, max_length=convert.MAX_PATTERN)
+    ] = None,
 ) -> models.ListTablesResponse:
     """Tables of ``database`` the caller may read."""
     if not access.sees_database(database):
@@ -132,7 +135,7 @@ def list_tables(
     return models.ListTablesResponse(tables=items, next_page_token=token)
 
 
-@router.post(f"{CATALOG}/databases/{{database}}/tables", tags=["tables"], dependencies=[ADMIN_DATABASE])
+@router.post(paths.TABLES, tags=["tables"], dependencies=[ADMIN_DATABASE])
 def create_table(request: Request, database: str, body: models.CreateTableRequest) -> Response:
     if body.identifier.database != database:
         raise_field("identifier.database", f"{body.identifier.database!r} is not the path's {database!r}")
@@ -142,7 +145,7 @@ def create_table(request: Request, database: str, body: models.CreateTableReques
 
 
 @router.get(
-    f"{CATALOG}/databases/{{database}}/tables/{{table}}",
+    paths.TABLE,
     response_model=models.GetTableResponse,
     tags=["tables"],
     dependencies=[READ_TABLE],
@@ -155,9 +158,7 @@ def get_table(request: Request, database: str, table: str) -> models.GetTableRes
     return convert.table_response(row, loaded.schema, loaded.path)
 
 
-@router.post(
-    f"{CATALOG}/databases/{{database}}/tables/{{table}}", tags=["tables"], dependencies=[ADMIN_TABLE]
-)
+@router.post(paths.TABLE, tags=["tables"], dependencies=[ADMIN_TABLE])
 def alter_table(request: Request, database: str, table: str, body: models.AlterTableRequest) -> Response:
     catalog_of(request).alter_table_changes(
         table_identifier(database, table), convert.schema_changes(body.changes)
@@ -165,15 +166,13 @@ def alter_table(request: Request, database: str, table: str, body: models.AlterT
     return Response(status_code=200)
 
 
-@router.delete(
-    f"{CATALOG}/databases/{{database}}/tables/{{table}}", tags=["tables"], dependencies=[ADMIN_TABLE]
-)
+@router.delete(paths.TABLE, tags=["tables"], dependencies=[ADMIN_TABLE])
 def drop_table(request: Request, database: str, table: str) -> Response:
     catalog_of(request).drop_table(table_identifier(database, table))
     return Response(status_code=200)
 
 
-@router.post(f"{CATALOG}/tables/rename", tags=["tables"])
+@router.post(paths.RENAME_TABLE, tags=["tables"])
 def rename_table(
     request: Request, body: models.RenameTableRequest, access: Annotated[Access, AUTHENTICATED]
 ) -> Response:

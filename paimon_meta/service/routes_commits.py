@@ -21,15 +21,15 @@ from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import deserialize_commit_messages
-from paimon_meta.service import convert, models
+from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
 router = APIRouter()
 
-TABLE = f"{CATALOG}/databases/{{database}}/tables/{{table}}"
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
 
@@ -56,7 +56,7 @@ def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:
 
 
 @router.post(
-    f"{TABLE}/commit-messages",
+    paths.COMMIT_MESSAGES,
     response_model=models.CommitMessagesResponse,
     tags=["control plane"],
 )
@@ -133,13 +133,13 @@ def _commit(
 #: Routes served before FastAPI's (plain Starlette routes, not in the OpenAPI document: each is the
 #: twin of a documented route with the same path, method, grant, model and answers).
 FAST_ROUTES = [
-    Route(f"{TABLE}/commit-messages", commit_messages_fast, methods=["POST"], include_in_schema=False),
+    Route(paths.COMMIT_MESSAGES, commit_messages_fast, methods=["POST"], include_in_schema=False),
 ]
 _REQUIRE_WRITE = Require(Privilege.WRITE, "table")
 
 
 @router.post(
-    f"{TABLE}/filter-committed",
+    paths.FILTER_COMMITTED,
     response_model=models.FilterCommittedResponse,
     tags=["control plane"],
 )
@@ -158,7 +158,7 @@ def filter_committed(
 
 
 @router.get(
-    f"{TABLE}/commits",
+    paths.COMMITS,
     response_model=models.ListCommitsResponse,
     tags=["control plane"],
     dependencies=[READ],
@@ -167,8 +167,8 @@ def list_commits(
     request: Request,
     database: str,
     table: str,
-    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
-    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    max_results: Annotated[int | None, Query(alias=paths.MAX_RESULTS)] = None,
+    page_token: Annotated[str | None, Query(alias=paths.PAGE_TOKEN)] = None,
 ) -> models.ListCommitsResponse:
     """The table's commits from the event log, newest first (outcome, snapshot, attempts, principal)."""
     catalog = catalog_of(request)

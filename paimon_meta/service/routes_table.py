@@ -15,20 +15,22 @@ from paimon_meta.metastore.statistics import TableStatistics, list_partitions, t
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops import rollback as rollback_ops
 from paimon_meta.ops import tags as tag_ops
-from paimon_meta.service import convert, models
+from paimon_meta.rest import models, paths
+from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import CATALOG, catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.table.tags import TagManager
 
 router = APIRouter()
 
-TABLE = f"{CATALOG}/databases/{{database}}/tables/{{table}}"
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
+MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
+PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
 
 @router.get(
-    f"{TABLE}/snapshot",
+    paths.SNAPSHOT,
     response_model=models.GetTableSnapshotResponse,
     tags=["snapshots"],
     dependencies=[READ],
@@ -71,7 +73,7 @@ def _scanned_statistics(request: Request, identifier: str, latest: Snapshot) -> 
 
 
 @router.post(
-    f"{TABLE}/commit", response_model=models.CommitTableResponse, tags=["snapshots"], dependencies=[WRITE]
+    paths.COMMIT, response_model=models.CommitTableResponse, tags=["snapshots"], dependencies=[WRITE]
 )
 def commit_table(
     request: Request,
@@ -112,7 +114,7 @@ def commit_table(
 
 
 @router.get(
-    f"{TABLE}/partitions",
+    paths.PARTITIONS,
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
     dependencies=[READ],
@@ -121,10 +123,10 @@ def list_table_partitions(
     request: Request,
     database: str,
     table: str,
-    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
-    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    max_results: MaxResults = None,
+    page_token: PageToken = None,
     pattern: Annotated[
-        str | None, Query(alias="partitionNamePattern", max_length=convert.MAX_PATTERN)
+        str | None, Query(alias=paths.PARTITION_NAME_PATTERN, max_length=convert.MAX_PATTERN)
     ] = None,
 ) -> models.ListPartitionsResponse:
     """Partitions with their totals, from the statistics the commit path keeps (no manifest scan).
@@ -163,7 +165,7 @@ def _partition_name(spec: dict[str, str]) -> str:
 # ---- tags ----------------------------------------------------------------------------------------------
 
 
-@router.post(f"{TABLE}/tags", tags=["tags"], dependencies=[WRITE])
+@router.post(paths.TAGS, tags=["tags"], dependencies=[WRITE])
 def create_tag(
     request: Request,
     database: str,
@@ -183,14 +185,14 @@ def create_tag(
     return Response(status_code=200)
 
 
-@router.get(f"{TABLE}/tags", response_model=models.ListTagsResponse, tags=["tags"], dependencies=[READ])
+@router.get(paths.TAGS, response_model=models.ListTagsResponse, tags=["tags"], dependencies=[READ])
 def list_tags(
     request: Request,
     database: str,
     table: str,
-    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
-    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
-    prefix_filter: Annotated[str | None, Query(alias="tagNamePrefix")] = None,
+    max_results: MaxResults = None,
+    page_token: PageToken = None,
+    prefix_filter: Annotated[str | None, Query(alias=paths.TAG_NAME_PREFIX)] = None,
 ) -> models.ListTagsResponse:
     names = _tags(request, database, table).names()
     if prefix_filter:
@@ -199,7 +201,7 @@ def list_tags(
     return models.ListTagsResponse(tags=items, next_page_token=token)
 
 
-@router.get(f"{TABLE}/tags/{{tag}}", response_model=models.GetTagResponse, tags=["tags"], dependencies=[READ])
+@router.get(paths.TAG, response_model=models.GetTagResponse, tags=["tags"], dependencies=[READ])
 def get_tag(request: Request, database: str, table: str, tag: str) -> models.GetTagResponse:
     found = _tags(request, database, table).get(tag)
     return models.GetTagResponse(
@@ -207,7 +209,7 @@ def get_tag(request: Request, database: str, table: str, tag: str) -> models.Get
     )
 
 
-@router.delete(f"{TABLE}/tags/{{tag}}", tags=["tags"], dependencies=[WRITE])
+@router.delete(paths.TAG, tags=["tags"], dependencies=[WRITE])
 def delete_tag(
     request: Request, database: str, table: str, tag: str, access: Annotated[Access, WRITE]
 ) -> Response:
@@ -230,7 +232,7 @@ def _tags(request: Request, database: str, table: str) -> TagManager:
 ADMIN = Depends(Require(Privilege.ADMIN, "table"))
 
 
-@router.post(f"{TABLE}/rollback", tags=["snapshots"])
+@router.post(paths.ROLLBACK, tags=["snapshots"])
 def rollback_table(
     request: Request,
     database: str,

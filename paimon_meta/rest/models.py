@@ -1,17 +1,23 @@
 """Request and response bodies of the REST catalog protocol (apache/paimon ``rest-catalog-open-api.yaml``
-as pypaimon 2.1.0 sends and parses it) and of our extensions. Pydantic lives here and only here; routes
-convert to spec/catalog objects at the edge.
+as pypaimon 2.1.0 sends and parses it) and of our extensions, defined once for both ends: the service
+parses requests and writes responses with these models, the client (``paimon_meta.catalog.rest``) builds
+its requests and reads the answers with the same ones, so each end validates what it sends and gets.
+Pydantic lives here (and in the service that serves them); both ends convert to paimon_meta's own objects
+at the edge.
 
 Field names are the protocol's camelCase (``alias``); every list response carries ``nextPageToken``
 (null on the last page: pypaimon stops only then). Snapshot and schema JSON are passed as objects and
-parsed by ``paimon_meta.serde`` (one parser for files and requests).
+parsed by ``paimon_meta.serde`` (one parser for files and requests). A request goes on the wire as
+:func:`dump` writes it: the fields the sender set, null ones included, and no others.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
@@ -46,6 +52,38 @@ JsonObject = Annotated[dict[str, Any], AfterValidator(_bigints_only)]
 
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+def dump(body: BaseModel) -> bytes:
+    """The request's JSON as the client sends it: camelCase, only the fields it set (a null it set
+    explicitly included), ``json.dumps``' spacing and ASCII escapes."""
+    return json.dumps(body.model_dump(mode="json", by_alias=True, exclude_unset=True)).encode("utf-8")
+
+
+def load(model: type[Body], raw: bytes) -> Body:
+    """An answer's body parsed and validated (``pydantic.ValidationError`` when it is not ``model``)."""
+    return model.model_validate_json(raw)
+
+
+def plain(body: BaseModel) -> dict[str, Any]:
+    """``body`` as the JSON object the service wrote it as (camelCase, every field, times as ISO 8601)."""
+    return body.model_dump(mode="json", by_alias=True)
+
+
+def describe_errors(errors: Iterable[Mapping[str, Any]]) -> str:
+    """'snapshot.id: Input should be a valid integer' for the first few problems of a validation
+    (FastAPI's ``body`` location left out)."""
+    parts = []
+    for err in list(errors)[:5]:
+        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "json_invalid":
+            msg = f"malformed JSON: {err.get('ctx', {}).get('error', msg)}"
+        parts.append(f"{loc or 'body'}: {msg}")
+    return "; ".join(parts) or "invalid request"
 
 
 class ErrorResponse(_Model):
