@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import base64
 import http.client
-import json
 import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
+import pydantic
+from pydantic import BaseModel
 
 from paimon_meta import errors
 from paimon_meta.errors import PaimonMetaError
@@ -35,9 +36,25 @@ from paimon_meta.metastore.registry import validate_identifier
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.overwrite import OverwriteSpec
+
+Body = TypeVar("Body", bound=BaseModel)
+Answer = TypeVar("Answer", bound=BaseModel)
+Row = TypeVar("Row", bound=BaseModel)
+#: A listing's answer (every one carries ``nextPageToken``).
+Page = TypeVar(
+    "Page",
+    models.ListDatabasesResponse,
+    models.ListTablesResponse,
+    models.ListCommitsResponse,
+    models.ListCommitEventsResponse,
+    models.ListLockEventsResponse,
+    models.ListMaintenanceRunsResponse,
+    models.ListSnapshotRecordingsResponse,
+)
 
 #: Rows asked for per request of a paged listing (the service's maximum).
 _PAGE = 1000
@@ -163,52 +180,59 @@ class _KeepAlive:
         self._local = threading.local()
 
 
-class RestCatalog:
-    """Databases and tables of a ``paimon-meta serve`` catalog. Close it (or use ``with``) when done."""
+class RestClient:
+    """The HTTP side of one served catalog, shared by a :class:`RestCatalog` and its committers: the bearer
+    token, persistent connections, the catalog's prefix (``GET /v1/config``), requests built from
+    ``paimon_meta.rest`` (paths and bodies, as the service defines them) and answers read with the same
+    models; an error answer comes back as paimon_meta's error (see the module docstring)."""
 
     def __init__(
-        self,
-        uri: str,
-        token: str,
-        *,
-        catalog_name: str | None = None,
-        options: Mapping[str, str] | None = None,
-        timeout_seconds: float = 120.0,
+        self, uri: str, token: str, *, catalog_name: str | None = None, timeout_seconds: float = 120.0
     ) -> None:
         self.uri = uri.rstrip("/")
         self.token = token
-        self.options = dict(options or {})
-        self.timeout = timeout_seconds
-        self._http = _KeepAlive(self.uri, timeout_seconds)
-        query = {"warehouse": catalog_name} if catalog_name else None
-        config = self._call("GET", "/v1/config", query=query)
-        self.prefix = str(config["defaults"]["prefix"])
+        self.http = _KeepAlive(self.uri, timeout_seconds)
+        query = {paths.WAREHOUSE: catalog_name} if catalog_name else None
+        config = self.get(paths.CONFIG, models.ConfigResponse, query=query)
+        prefix = config.defaults.get("prefix")
+        if prefix is None:
+            raise errors.MetastoreUnavailableError(
+                f"service {self.uri} named no catalog prefix in its config"
+            )
+        self.prefix = prefix
 
-    # ---- HTTP -------------------------------------------------------------------------------------
+    def path(self, template: str, **segments: str) -> str:
+        """``template`` (one of ``paimon_meta.rest.paths``) under this catalog's prefix."""
+        return paths.expand(template, prefix=self.prefix, **segments)
 
-    def _path(self, *segments: str) -> str:
-        quoted = "/".join(urllib.parse.quote(s, safe="") for s in segments)
-        return f"/v1/{urllib.parse.quote(self.prefix, safe='')}/{quoted}"
+    def get(self, path: str, answer: type[Answer], *, query: Mapping[str, Any] | None = None) -> Answer:
+        return self._read(answer, self.send("GET", path, query=query), commit=False)
 
-    def _call(
+    def post(self, path: str, body: BaseModel, answer: type[Answer], *, commit: bool = False) -> Answer:
+        """POST ``body``; ``commit``: a commit's request (an unanswered one is ``CommitOutcomeUnknownError``,
+        a 409 ``CommitConflictError``)."""
+        return self._read(answer, self.send("POST", path, body, commit=commit), commit=commit)
+
+    def send(
         self,
         method: str,
         path: str,
-        body: Any = None,
+        body: BaseModel | None = None,
         *,
         query: Mapping[str, Any] | None = None,
         commit: bool = False,
-    ) -> Any:
+    ) -> bytes:
+        """The answer's body (2xx); an error answer raised as paimon_meta's error."""
         target = path + ("?" + urllib.parse.urlencode(query) if query else "")
-        data = None if body is None else json.dumps(body).encode("utf-8")
+        data = None if body is None else models.dump(body)
         headers = {"Authorization": f"Bearer {self.token}"}
         if data is not None:
             headers["Content-Type"] = "application/json"
         # Re-sending is safe for reads and for what the server deduplicates (a commit by its identifier,
         # filter-committed); a create is not re-sent (its second answer would be "already exists").
-        resend_safe = method == "GET" or commit or path.endswith("/filter-committed")
+        resend_safe = method == "GET" or commit or isinstance(body, models.FilterCommittedRequest)
         try:
-            status, raw = self._http.request(method, target, data, headers, resend_safe=resend_safe)
+            status, raw = self.http.request(method, target, data, headers, resend_safe=resend_safe)
         except (OSError, http.client.HTTPException) as e:
             if commit:
                 raise errors.CommitOutcomeUnknownError(
@@ -217,18 +241,29 @@ class RestCatalog:
             raise errors.MetastoreUnavailableError(f"service {self.uri} unreachable: {e}") from e
         if status >= 400:
             raise self._error(status, raw, commit=commit)
-        return json.loads(raw) if raw else None
+        return raw
+
+    def _read(self, answer: type[Answer], raw: bytes, *, commit: bool) -> Answer:
+        try:
+            return models.load(answer, raw)
+        except pydantic.ValidationError as e:
+            problems = models.describe_errors(e.errors())
+            where = f"service {self.uri} answered what is not a {answer.__name__}: {problems}"
+            if commit:
+                raise errors.CommitOutcomeUnknownError(
+                    f"{where}; re-send the same identifier to resolve it"
+                ) from e
+            raise errors.MetastoreUnavailableError(where) from e
 
     def _error(self, code: int, raw: bytes, *, commit: bool) -> PaimonMetaError:
         try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        if not isinstance(body, dict):
-            body = {}
-        status = int(body.get("code") or code)
-        message = str(body.get("message") or http.client.responses.get(code, f"HTTP {code}"))
-        rtype, rname = body.get("resourceType"), body.get("resourceName")
+            body: models.ErrorResponse | None = models.load(models.ErrorResponse, raw)
+        except pydantic.ValidationError:
+            body = None  # not the protocol's error body (a proxy's page, uvicorn's own answer)
+        status = body.code if body is not None and body.code else code
+        message = body.message if body is not None and body.message else None
+        message = message or http.client.responses.get(code, f"HTTP {code}")
+        rtype, rname = (body.resource_type, body.resource_name) if body is not None else (None, None)
         where = f"{message} (HTTP {status} from {self.uri})"
         if status == 404:
             return _NOT_FOUND.get(str(rtype), errors.NotFoundError)(where, resource_name=rname)
@@ -246,32 +281,66 @@ class RestCatalog:
             return errors.CommitOutcomeUnknownError(f"{where}; re-send the same identifier to resolve it")
         return errors.MetastoreUnavailableError(where)
 
+    def close(self) -> None:
+        self.http.close()
+
+
+def _request(model: type[Body], **fields: Any) -> Body:
+    """A request body, checked as the service checks it: what it would refuse with a 400 is refused
+    here, before anything is sent."""
+    try:
+        return model.model_validate(fields)
+    except pydantic.ValidationError as e:
+        raise errors.ValidationError(models.describe_errors(e.errors())) from e
+
+
+class RestCatalog:
+    """Databases and tables of a ``paimon-meta serve`` catalog. Close it (or use ``with``) when done."""
+
+    def __init__(
+        self,
+        uri: str,
+        token: str,
+        *,
+        catalog_name: str | None = None,
+        options: Mapping[str, str] | None = None,
+        timeout_seconds: float = 120.0,
+    ) -> None:
+        self.client = RestClient(uri, token, catalog_name=catalog_name, timeout_seconds=timeout_seconds)
+        self.uri = self.client.uri
+        self.token = token
+        self.prefix = self.client.prefix
+        self.options = dict(options or {})
+        self.timeout = timeout_seconds
+
     # ---- catalog ----------------------------------------------------------------------------------
 
     def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+        body = _request(models.CreateDatabaseRequest, name=validate_identifier("database", name))
         try:
-            self._call("POST", self._path("databases"), {"name": validate_identifier("database", name)})
+            self.client.send("POST", self.client.path(paths.DATABASES), body)
         except errors.AlreadyExistsError:
             if not ignore_if_exists:
                 raise
 
     def list_databases(self) -> list[str]:
-        return self._names(self._path("databases"), "databases")
+        pages = self._pages(self.client.path(paths.DATABASES), models.ListDatabasesResponse)
+        return [name for page in pages for name in page.databases]
 
     def list_tables(self, database: str) -> list[str]:
-        return self._names(
-            self._path("databases", validate_identifier("database", database), "tables"), "tables"
-        )
+        path = self.client.path(paths.TABLES, database=validate_identifier("database", database))
+        return [name for page in self._pages(path, models.ListTablesResponse) for name in page.tables]
 
-    def _names(self, path: str, key: str) -> list[str]:
-        names: list[str] = []
+    def _pages(self, path: str, model: type[Page]) -> Iterator[Page]:
+        """The pages of a listing by name, each asked with the previous page's ``nextPageToken``, until
+        one has none."""
         token: str | None = None
         while True:
-            page = self._call("GET", path, query={"pageToken": token} if token else None)
-            names.extend(page[key])
-            token = page.get("nextPageToken")
+            page = self.client.get(path, model, query={paths.PAGE_TOKEN: token} if token else None)
+            yield page
+            token = page.next_page_token
             if not token:
-                return names
+                return
 
     def create_table(
         self,
@@ -286,22 +355,27 @@ class RestCatalog:
     ) -> FileStoreTable:
         db, name = _split(identifier)
         fields, _ = from_arrow_schema(schema)
-        body = {
-            "identifier": {"database": db, "object": name},
-            "schema": {
-                "fields": [f.to_json() for f in fields],
-                "partitionKeys": list(partition_keys),
-                "primaryKeys": list(primary_keys),
-                "options": dict(options or {}),
-                "comment": comment,
-            },
-        }
+        body = _request(
+            models.CreateTableRequest,
+            identifier=models.Identifier(database=db, object=name),
+            schema_=_request(
+                models.SchemaBody,
+                fields=[f.to_json() for f in fields],
+                partition_keys=list(partition_keys),
+                primary_keys=list(primary_keys),
+                options=dict(options or {}),
+                comment=comment,
+            ),
+        )
+        path = self.client.path(paths.TABLES, database=db)
         try:
             try:
-                self._call("POST", self._path("databases", db, "tables"), body)
+                self.client.send("POST", path, body)
             except errors.DatabaseNotFoundError:
-                self.create_database(db)  # as Catalog.create_table does (needs the catalog admin grant)
-                self._call("POST", self._path("databases", db, "tables"), body)
+                self.create_database(
+                    db
+                )  # as MetastoreCatalog.create_table does (needs the catalog admin grant)
+                self.client.send("POST", path, body)
         except errors.AlreadyExistsError:
             if not ignore_if_exists:
                 raise
@@ -310,92 +384,134 @@ class RestCatalog:
     def get_table(self, identifier: str) -> FileStoreTable:
         """The table, read from storage where the service says it lives, committing through the service."""
         db, name = _split(identifier)
-        meta = self._call("GET", self._path("databases", db, "tables", name))
-        path = str(meta["path"])
-        table = FileStoreTable.load(get_file_io(path, self.options), path)
+        meta = self.client.get(
+            self.client.path(paths.TABLE, database=db, table=name), models.GetTableResponse
+        )
+        table = FileStoreTable.load(get_file_io(meta.path, self.options), meta.path)
+        client = self.client
 
         def factory(_: FileStoreTable, commit_user: str) -> RemoteCommitter:
-            return RemoteCommitter(self, db, name, commit_user)
+            return RemoteCommitter(client, db, name, commit_user)
 
         table.committer_factory = factory
         return table
 
     def drop_table(self, identifier: str) -> None:
         db, name = _split(identifier)
-        self._call("DELETE", self._path("databases", db, "tables", name))
+        self.client.send("DELETE", self.client.path(paths.TABLE, database=db, table=name))
 
     def commits(self, identifier: str, *, limit: int = 100) -> list[dict[str, Any]]:
         """The table's commit history from the service's event log, newest first."""
-        return self._log(identifier, "commits", "commits", id_key="commitId", limit=limit)
+        rows = self._log(
+            identifier,
+            paths.COMMITS,
+            models.ListCommitsResponse,
+            lambda page: page.commits,
+            key=lambda row: row.commit_id,
+            limit=limit,
+        )
+        return [models.plain(row) for row in rows]
 
     # ---- the audit trail (read grant; JSON objects as the service sends them, camelCase) -----------
 
     def table_registry(self, identifier: str) -> dict[str, Any]:
         """The table's registry row: ``latestSnapshotId`` (the pointer), ``schemaId``, ``location``, ..."""
         db, name = _split(identifier)
-        row: dict[str, Any] = self._call("GET", self._path("databases", db, "tables", name, "registry"))
-        return row
+        path = self.client.path(paths.REGISTRY, database=db, table=name)
+        return models.plain(self.client.get(path, models.TableRegistryResponse))
 
     def commit_events(
         self, identifier: str, *, commit_id: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
         """The latest ``limit`` commit events of tables of this name (of one commit), newest first."""
-        query = None if commit_id is None else {"commitId": commit_id}
-        return self._log(identifier, "events", "events", id_key="eventId", limit=limit, query=query)
+        rows = self._log(
+            identifier,
+            paths.EVENTS,
+            models.ListCommitEventsResponse,
+            lambda page: page.events,
+            key=lambda row: row.event_id,
+            limit=limit,
+            query=None if commit_id is None else {paths.COMMIT_ID: commit_id},
+        )
+        return [models.plain(row) for row in rows]
 
     def lock_events(self, identifier: str, *, limit: int = 100) -> list[dict[str, Any]]:
         """The latest ``limit`` events of the table's lock, newest first."""
-        return self._log(identifier, "lock-events", "events", id_key="eventId", limit=limit)
+        rows = self._log(
+            identifier,
+            paths.LOCK_EVENTS,
+            models.ListLockEventsResponse,
+            lambda page: page.events,
+            key=lambda row: row.event_id,
+            limit=limit,
+        )
+        return [models.plain(row) for row in rows]
 
     def maintenance_runs(self, identifier: str, *, limit: int = 50) -> list[dict[str, Any]]:
         """The latest ``limit`` expiration and orphan-cleanup runs of tables of this name, newest first."""
-        return self._log(identifier, "maintenance-runs", "runs", id_key="runId", limit=limit)
+        rows = self._log(
+            identifier,
+            paths.MAINTENANCE_RUNS,
+            models.ListMaintenanceRunsResponse,
+            lambda page: page.runs,
+            key=lambda row: row.run_id,
+            limit=limit,
+        )
+        return [models.plain(row) for row in rows]
 
     def snapshot_recordings(self, identifier: str) -> list[tuple[int, str, str]]:
         """(snapshot id, event type, commit id) of every event that recorded a snapshot of the table,
         oldest first (``paimon_meta.ops.audit.recording_events``)."""
-        records = self._log(identifier, "snapshot-recordings", "recordings", id_key=None, limit=None)
-        return [(int(r["snapshotId"]), str(r["eventType"]), str(r["commitId"])) for r in records]
+        rows = self._log(
+            identifier,
+            paths.SNAPSHOT_RECORDINGS,
+            models.ListSnapshotRecordingsResponse,
+            lambda page: page.recordings,
+            key=None,
+            limit=None,
+        )
+        return [(row.snapshot_id, row.event_type, str(row.commit_id)) for row in rows]
 
     def _log(
         self,
         identifier: str,
-        resource: str,
-        key: str,
+        template: str,
+        model: type[Page],
+        rows_of: Callable[[Page], Sequence[Row]],
         *,
-        id_key: str | None,
+        key: Callable[[Row], object] | None,
         limit: int | None,
-        query: Mapping[str, Any] | None = None,
-    ) -> list[dict[str, Any]]:
+        query: Mapping[str, str] | None = None,
+    ) -> list[Row]:
         """Up to ``limit`` (None: all) rows of a listing of the table paged by position. A newest-first
         log grows at the front while it is paged, so a row may come again on the next page: rows are
-        kept once by ``id_key``."""
+        kept once by ``key``."""
         db, name = _split(identifier)
-        path = self._path("databases", db, "tables", name, resource)
-        rows: list[dict[str, Any]] = []
-        seen: set[Any] = set()
+        path = self.client.path(template, database=db, table=name)
+        rows: list[Row] = []
+        seen: set[object] = set()
         token: str | None = None
         while limit is None or len(rows) < limit:
-            params = {
+            params: dict[str, Any] = {
                 **(query or {}),
-                "maxResults": _PAGE if limit is None else min(_PAGE, limit - len(rows)),
+                paths.MAX_RESULTS: _PAGE if limit is None else min(_PAGE, limit - len(rows)),
             }
             if token:
-                params["pageToken"] = token
-            page = self._call("GET", path, query=params)
-            for row in page[key]:
-                if id_key is not None:
-                    if row[id_key] in seen:
+                params[paths.PAGE_TOKEN] = token
+            page = self.client.get(path, model, query=params)
+            for row in rows_of(page):
+                if key is not None:
+                    if key(row) in seen:
                         continue
-                    seen.add(row[id_key])
+                    seen.add(key(row))
                 rows.append(row)
-            token = page.get("nextPageToken")
+            token = page.next_page_token
             if not token:
                 break
         return rows if limit is None else rows[:limit]
 
     def close(self) -> None:
-        self._http.close()
+        self.client.close()
 
     def __enter__(self) -> RestCatalog:
         return self
@@ -405,10 +521,11 @@ class RestCatalog:
 
 
 class RemoteCommitter:
-    """Commits one commit user's messages through the control plane."""
+    """Commits one commit user's messages to one table through the control plane
+    (``POST .../commit-messages``, ``POST .../filter-committed``)."""
 
-    def __init__(self, catalog: RestCatalog, database: str, table: str, commit_user: str) -> None:
-        self.catalog = catalog
+    def __init__(self, client: RestClient, database: str, table: str, commit_user: str) -> None:
+        self.client = client
         self.database = database
         self.table = table
         self.commit_user = commit_user
@@ -422,31 +539,33 @@ class RemoteCommitter:
         properties: Mapping[str, str] | None = None,
         watermark: int | None = None,
     ) -> RemoteCommitResult:
-        body: dict[str, Any] = {
-            "commitUser": self.commit_user,
-            "commitIdentifier": identifier,
-            "messagesVersion": CURRENT_VERSION,
+        # Only the fields given are sent (models.dump leaves the unset ones out).
+        fields: dict[str, Any] = {
+            "commit_user": self.commit_user,
+            "commit_identifier": identifier,
+            "messages_version": CURRENT_VERSION,
             "messages": base64.b64encode(serialize_commit_messages(list(messages), CURRENT_VERSION)).decode(),
         }
         if isinstance(overwrite, OverwriteSpec):
-            body["overwrite"] = dict(overwrite.partition)
-            body["overwriteMode"] = "dynamic" if overwrite.dynamic else "static"
+            fields["overwrite"] = dict(overwrite.partition)
+            fields["overwrite_mode"] = "dynamic" if overwrite.dynamic else "static"
         elif overwrite is not None:
-            body["overwrite"] = {str(k): str(v) for k, v in overwrite.items()}
+            fields["overwrite"] = {str(k): str(v) for k, v in overwrite.items()}
         if properties is not None:
-            body["properties"] = dict(properties)
+            fields["properties"] = dict(properties)
         if watermark is not None:
-            body["watermark"] = watermark
-        path = self.catalog._path("databases", self.database, "tables", self.table, "commit-messages")
-        answer = self.catalog._call("POST", path, body, commit=True)
-        return RemoteCommitResult(tuple(answer["snapshotIds"]), bool(answer["deduplicated"]))
+            fields["watermark"] = watermark
+        body = _request(models.CommitMessagesRequest, **fields)
+        path = self.client.path(paths.COMMIT_MESSAGES, database=self.database, table=self.table)
+        answer = self.client.post(path, body, models.CommitMessagesResponse, commit=True)
+        return RemoteCommitResult(tuple(answer.snapshot_ids), answer.deduplicated)
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
-        path = self.catalog._path("databases", self.database, "tables", self.table, "filter-committed")
-        answer = self.catalog._call(
-            "POST", path, {"commitUser": self.commit_user, "identifiers": list(identifiers)}
+        body = _request(
+            models.FilterCommittedRequest, commit_user=self.commit_user, identifiers=list(identifiers)
         )
-        return [int(i) for i in answer["identifiers"]]
+        path = self.client.path(paths.FILTER_COMMITTED, database=self.database, table=self.table)
+        return list(self.client.post(path, body, models.FilterCommittedResponse).identifiers)
 
 
 def connect_service(uri: str, token: str, *, catalog_name: str | None = None, **options: str) -> RestCatalog:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from paimon_meta import errors
-from paimon_meta.catalog.rest import RestCatalog, _KeepAlive
+from paimon_meta.catalog.rest import RemoteCommitter, RestCatalog, _KeepAlive
 
 
 class _Server(ThreadingHTTPServer):
@@ -119,13 +119,13 @@ def test_an_idle_connection_is_not_reused(server: _Server, monkeypatch: pytest.M
 
 def test_catalog_errors_when_the_server_is_gone(server: _Server) -> None:
     catalog = RestCatalog(server.base, "token")
-    committer_path = catalog._path("databases", "db", "tables", "t", "commit-messages")
-    assert catalog._call("POST", committer_path, {"a": 1}, commit=True)["snapshotIds"] == [1]
+    committer = RemoteCommitter(catalog.client, "db", "t", "u")
+    assert committer.commit([], 1).snapshot_ids == (1,)
     server.shutdown()
     server.server_close()
-    catalog._http.close()
+    catalog.client.http.close()
     with pytest.raises(errors.CommitOutcomeUnknownError):
-        catalog._call("POST", committer_path, {"a": 1}, commit=True)
+        committer.commit([], 1)
     with pytest.raises(errors.MetastoreUnavailableError):
-        catalog._call("GET", catalog._path("databases"))
+        catalog.list_databases()
     catalog.close()
