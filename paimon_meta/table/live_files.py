@@ -27,14 +27,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from paimon_meta.model.manifest import FileKind, ManifestEntry
 from paimon_meta.model.snapshot import Snapshot
-
-if TYPE_CHECKING:  # they import this module
-    from paimon_meta.table.read.scan import ManifestReader
-    from paimon_meta.table.snapshots import SnapshotManager
+from paimon_meta.table.manifests import ManifestReader
 
 FileKey = tuple[bytes, int, str] | str
 # A snapshot is named by its id and its delta manifest list (a fresh name per attempt): two attempts
@@ -193,8 +190,18 @@ class LiveFiles:
         self._nodes = {k: n for k, n in self._nodes.items() if k[0] > target.id}
 
 
+class SnapshotSource(Protocol):
+    """What :func:`readded` asks of a table's snapshots (``SnapshotManager``, which holds the
+    :class:`LiveFiles` and so is imported after this module, provides it)."""
+
+    @property
+    def live_files(self) -> LiveFiles: ...
+
+    def find(self, snapshot_id: int) -> Snapshot | None: ...
+
+
 def readded(
-    snapshots: SnapshotManager,
+    snapshots: SnapshotSource,
     reader: ManifestReader,
     base: Snapshot | None,
     entries: Sequence[ManifestEntry],

@@ -35,15 +35,15 @@ from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.model.types import DataField
 from paimon_meta.table.cache import LruCache
-from paimon_meta.table.option_policy import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH
-from paimon_meta.table.paths import BRANCH_DIR, BRANCH_PREFIX, TablePaths, branch_path, join_path
-from paimon_meta.table.read.builder import ReadBuilder
-from paimon_meta.table.read.scan import (
+from paimon_meta.table.manifests import (
     DEFAULT_MANIFEST_CACHE_ENTRIES,
     DEFAULT_SCAN_PARALLELISM,
     SCAN_MANIFEST_PARALLELISM,
     ManifestReader,
 )
+from paimon_meta.table.option_policy import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH
+from paimon_meta.table.paths import BRANCH_DIR, BRANCH_PREFIX, TablePaths, branch_path, join_path
+from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.write.arrow_input import check_writable
 from paimon_meta.table.write.builder import BatchWriteBuilder, Committer, StreamWriteBuilder

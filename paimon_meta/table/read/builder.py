@@ -30,8 +30,9 @@ from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.model.types import DataField
 from paimon_meta.table.file_guard import path_guard
+from paimon_meta.table.manifests import ManifestReader
 from paimon_meta.table.option_policy import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH, check_read_options
-from paimon_meta.table.read.scan import FileStoreScan, ManifestReader, PartitionFilterArg, Plan, Split
+from paimon_meta.table.read.scan import FileStoreScan, PartitionFilterArg, Plan, Split
 from paimon_meta.table.read.split_read import SplitReader, resolve_projection
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.tags import validate_tag_name

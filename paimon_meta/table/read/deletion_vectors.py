@@ -21,6 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from paimon_meta.errors import CorruptMetadataError
+from paimon_meta.model.manifest import FileKind, IndexManifestEntry
+from paimon_meta.model.snapshot import Snapshot
+from paimon_meta.table.manifests import ManifestReader
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 _V1_MAGIC = 1581511376
@@ -136,3 +139,26 @@ def read_deletion_vector(index_file: bytes, deletion_file: DeletionFile) -> np.n
     return decode_deletion_vector(
         index_file[start : start + length + 8], length=length, path=deletion_file.path
     )
+
+
+def deletion_files(reader: ManifestReader, snapshot: Snapshot) -> dict[str, DeletionFile]:
+    """Data file name -> its deletion vector, from the snapshot's index manifest (which lists
+    the table's complete index state; DELETE entries, if any, cancel earlier ADDs). Java's
+    ``SnapshotReaderImpl`` reading ``IndexFileHandler.scan(snapshot, DELETION_VECTORS_INDEX)``."""
+    if snapshot.index_manifest is None:
+        return {}
+    live: dict[tuple[bytes, int, str], IndexManifestEntry] = {}
+    for entry in reader.index_manifest(snapshot.index_manifest):
+        if entry.index_file.index_type != DELETION_VECTORS_INDEX:
+            continue
+        key = (entry.partition, entry.bucket, entry.index_file.file_name)
+        if entry.kind is FileKind.ADD:
+            live[key] = entry
+        else:
+            live.pop(key, None)
+    out: dict[str, DeletionFile] = {}
+    for entry in live.values():
+        index_path = reader.paths.index_file_path(entry.index_file)
+        for dv in entry.index_file.dv_ranges or ():
+            out[dv.data_file_name] = DeletionFile(index_path, dv.offset, dv.length, dv.cardinality)
+    return out

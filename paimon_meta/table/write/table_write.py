@@ -42,10 +42,11 @@ from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, Da
 from paimon_meta.model.manifest import DataFileMeta
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.table.file_guard import writer_guard
+from paimon_meta.table.manifests import ManifestReader
 from paimon_meta.table.mergetree.first_row import FirstRowLevels
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, FIRST_ROW, MergeEngine, merge_key_value_rows
 from paimon_meta.table.paths import TablePaths
-from paimon_meta.table.read.scan import FileStoreScan, ManifestReader
+from paimon_meta.table.read.scan import FileStoreScan
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.write.arrow_input import (
     ROW_KIND_COLUMN,

@@ -21,8 +21,8 @@ from paimon_meta.model.manifest import DataFileMeta, FileKind, FileSource, Manif
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.avro import decode_manifest
 from paimon_meta.serde.json import schema_from_json
+from paimon_meta.table.manifests import sniff_format
 from paimon_meta.table.paths import DataFilePathFactory
-from paimon_meta.table.read.scan import sniff_format
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.data_file import FileLayout, RollingDataFileWriter
