@@ -54,17 +54,13 @@ from paimon_meta.model.manifest import DataFileMeta, FileSource
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import DataType
 from paimon_meta.table.file_guard import path_guard
+from paimon_meta.table.file_layout import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, FileLayout
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, MergeEngine, merge_key_value_rows
 from paimon_meta.table.read.scan import FileStoreScan, PartitionFilterArg, Plan, Split
 from paimon_meta.table.read.split_read import read_file_for_rewrite
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.arrow_input import UNAWARE_BUCKET, check_writable, num_levels, target_file_size
-from paimon_meta.table.write.data_file import (
-    SEQUENCE_NUMBER_FIELD,
-    VALUE_KIND_FIELD,
-    FileLayout,
-    RollingDataFileWriter,
-)
+from paimon_meta.table.write.data_file import RollingDataFileWriter
 
 log = logging.getLogger(__name__)
 

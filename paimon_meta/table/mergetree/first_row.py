@@ -33,15 +33,11 @@ from paimon_meta.model.commit_message import CompactIncrement
 from paimon_meta.model.manifest import DataFileMeta, FileSource
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.table.file_guard import PathGuard
+from paimon_meta.table.file_layout import SEQUENCE_NUMBER_FIELD, FileLayout
 from paimon_meta.table.mergetree.merge_engine import MergeEngine, merge_key_value_rows
 from paimon_meta.table.read.split_read import read_file_for_rewrite
 from paimon_meta.table.snapshots import SchemaManager
-from paimon_meta.table.write.data_file import (
-    SEQUENCE_NUMBER_FIELD,
-    FileLayout,
-    RollingDataFileWriter,
-    row_values,
-)
+from paimon_meta.table.write.data_file import RollingDataFileWriter, row_values
 
 Key = tuple[Any, ...]
 

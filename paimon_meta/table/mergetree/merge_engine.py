@@ -64,6 +64,7 @@ from paimon_meta.model.options import (
 )
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import DataField
+from paimon_meta.table.file_layout import FileLayout
 from paimon_meta.table.mergetree import aggregate as agg
 from paimon_meta.table.mergetree.aggregate import FieldFunction, Groups
 from paimon_meta.table.mergetree.sequence_group import (
@@ -74,7 +75,6 @@ from paimon_meta.table.mergetree.sequence_group import (
     read_fields,
     sequence_groups,
 )
-from paimon_meta.table.write.data_file import FileLayout
 
 DEDUPLICATE = "deduplicate"
 PARTIAL_UPDATE = "partial-update"

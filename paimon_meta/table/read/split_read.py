@@ -37,12 +37,12 @@ from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import BIGINT, TINYINT, DataField, DataType, TypeRoot
 from paimon_meta.serde.orc_timestamps import LTZ_LEGACY_OPTION, correct_timestamps, writer_timezone
 from paimon_meta.table.file_guard import PathGuard
+from paimon_meta.table.file_layout import FileLayout
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, MergeEngine, key_group_starts
 from paimon_meta.table.read.deletion_vectors import DeletionFile, read_deletion_vector
 from paimon_meta.table.read.evolution import evolve_columns
 from paimon_meta.table.read.scan import Split
 from paimon_meta.table.snapshots import SchemaManager
-from paimon_meta.table.write.data_file import FileLayout
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"

@@ -15,9 +15,9 @@ from paimon_meta.model.arrow import to_arrow_type
 from paimon_meta.model.options import parse_memory_size
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import DataField
+from paimon_meta.table.file_layout import FileLayout
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, IGNORE_DELETE_KEYS, MergeEngine
 from paimon_meta.table.option_policy import check_main_branch, check_write_options
-from paimon_meta.table.write.data_file import FileLayout
 
 ROW_KIND_COLUMN = "_row_kind"
 WRITE_BUFFER_SIZE = "write-buffer-size"

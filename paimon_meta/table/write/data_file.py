@@ -5,14 +5,11 @@ tables) behind ``RollingFileWriter``: a writer streams chunks into the current f
 file once the file reaches ``target-file-size``, and describes every finished file with its size,
 row count, sequence-number range, key range (primary-key tables), stats and creation time.
 
-File layout (``KeyValue.schema``, ``SpecialFields``): an append table's files hold the table's
-columns; a primary-key table's files hold ``_KEY_<k>`` for each trimmed primary-key column (field id
-``Integer.MAX_VALUE / 2 + id``), ``_SEQUENCE_NUMBER`` BIGINT NOT NULL, ``_VALUE_KIND`` TINYINT NOT
-NULL, then every table column again (keys included). With ``data-file.thin-mode`` (Java >= 1.0,
-``KeyValueThinDataFileWriterImpl``) the ``_KEY_`` copies are left out; the key stats in the metadata are
-then the value stats of the key columns, which get ``truncate(128)`` like ``_KEY_`` columns do. Parquet
-columns carry field ids, decimals of precision <= 18 are INT32/INT64 and TIME is INT32 millis adjusted
-to UTC, as Java writes them.
+The columns a file holds are its :class:`~paimon_meta.table.file_layout.FileLayout` (``KeyValue.schema``,
+``SpecialFields``). With ``data-file.thin-mode`` (Java >= 1.0, ``KeyValueThinDataFileWriterImpl``) the
+``_KEY_`` copies are left out; the key stats in the metadata are then the value stats of the key columns,
+which get ``truncate(128)`` like ``_KEY_`` columns do. Parquet columns carry field ids, decimals of
+precision <= 18 are INT32/INT64 and TIME is INT32 millis adjusted to UTC, as Java writes them.
 
 Bytes are produced in memory and written through ``FileIO.write`` in one piece: a file is never
 visible half-written, and the same code serves local disks and S3.
@@ -23,8 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -32,13 +28,12 @@ import pyarrow.compute as pc
 import pyarrow.orc as pa_orc
 import pyarrow.parquet as pq
 
-from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.errors import ValidationError
 from paimon_meta.io.base import FileIO
-from paimon_meta.model.arrow import to_arrow_field
 from paimon_meta.model.binary_row import EMPTY_ROW_BYTES, Timestamp, serialize_row
 from paimon_meta.model.manifest import EMPTY_STATS, DataFileMeta, FileSource
-from paimon_meta.model.schema import TableSchema
-from paimon_meta.model.types import BIGINT, TINYINT, ArrayType, DataField, DataType, RowType, TypeRoot
+from paimon_meta.model.types import ArrayType, DataField, DataType, RowType, TypeRoot
+from paimon_meta.table.file_layout import ORC_CODECS, PARQUET_CODECS, FileLayout
 from paimon_meta.table.paths import DataFilePathFactory
 from paimon_meta.table.write.stats import (
     ColStats,
@@ -49,32 +44,6 @@ from paimon_meta.table.write.stats import (
     value_stats,
 )
 
-KEY_FIELD_PREFIX = "_KEY_"
-KEY_FIELD_ID_START = 2_147_483_647 // 2  # SpecialFields.KEY_FIELD_ID_START = Integer.MAX_VALUE / 2
-SEQUENCE_NUMBER_FIELD = DataField(2_147_483_646, "_SEQUENCE_NUMBER", BIGINT(False))
-VALUE_KIND_FIELD = DataField(2_147_483_645, "_VALUE_KIND", TINYINT(False))
-SUPPORTED_FORMATS = ("parquet", "orc")
-FILE_COMPRESSION_ZSTD_LEVEL = "file.compression.zstd-level"
-
-# Java's file.compression values -> pyarrow codec names, per format.
-_PARQUET_CODECS = {
-    "zstd": "zstd",
-    "snappy": "snappy",
-    "gzip": "gzip",
-    "lz4": "lz4",
-    "brotli": "brotli",
-    "none": "none",
-    "uncompressed": "none",
-}
-_ORC_CODECS = {
-    "zstd": "zstd",
-    "snappy": "snappy",
-    "lz4": "lz4",
-    "zlib": "zlib",
-    "gzip": "zlib",
-    "none": "uncompressed",
-    "uncompressed": "uncompressed",
-}
 # Upper bound on the Arrow bytes written as one Parquet row group / ORC write call.
 MAX_CHUNK_BYTES = 64 * 1024 * 1024
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -119,105 +88,6 @@ def arrow_to_internal(value: pa.Scalar, data_type: DataType) -> Any:
 def row_values(table: pa.Table, row: int, fields: Sequence[DataField]) -> list[Any]:
     """The BinaryRow values of ``fields`` (columns of ``table`` in order) in row ``row``."""
     return [arrow_to_internal(table.column(i)[row], f.type) for i, f in enumerate(fields)]
-
-
-# ---- the layout of a table's data files --------------------------------------------------------
-
-
-def key_field(source: DataField) -> DataField:
-    """The ``_KEY_<name>`` column of a primary-key column (``SpecialFields``)."""
-    return DataField(KEY_FIELD_ID_START + source.id, KEY_FIELD_PREFIX + source.name, source.type)
-
-
-@dataclass(frozen=True, slots=True)
-class FileLayout:
-    """What one table schema's data files hold and how they are encoded.
-
-    ``fields`` are the columns of the rows handed to a writer, in order; primary-key tables have
-    ``key_arity`` leading ``_KEY_`` columns followed by ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. The
-    files hold the same columns (``file_fields``), minus the ``_KEY_`` ones when ``thin``.
-    """
-
-    schema_id: int
-    fields: tuple[DataField, ...]
-    key_arity: int
-    file_format: str
-    compression: str
-    zstd_level: int
-    options: Mapping[str, str]
-    thin: bool = False
-
-    @staticmethod
-    def for_schema(schema: TableSchema) -> FileLayout:
-        """The layout Java uses for ``schema`` (``file.format``, ``file.compression``)."""
-        opts = schema.core_options
-        fmt = opts.file_format
-        if fmt not in SUPPORTED_FORMATS:
-            raise UnsupportedError(
-                f"file.format={fmt!r} is not supported for writing (only parquet and orc)",
-                option="file.format",
-            )
-        codecs = _PARQUET_CODECS if fmt == "parquet" else _ORC_CODECS
-        if opts.file_compression not in codecs:
-            raise UnsupportedError(
-                f"file.compression={opts.file_compression!r} is not supported for {fmt} files",
-                option="file.compression",
-            )
-        level_text = schema.options.get(FILE_COMPRESSION_ZSTD_LEVEL, "1")
-        try:
-            zstd_level = int(level_text)
-        except ValueError as e:
-            raise ValidationError(
-                f"option {FILE_COMPRESSION_ZSTD_LEVEL}={level_text!r} is not an integer",
-                option=FILE_COMPRESSION_ZSTD_LEVEL,
-            ) from e
-        if schema.primary_keys:
-            keys = tuple(key_field(schema.field(k)) for k in schema.trimmed_primary_keys)
-            fields = (*keys, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, *schema.fields)
-            key_arity = len(keys)
-        else:
-            fields, key_arity = schema.fields, 0
-        # Java's supportsThinMode holds for every valid schema: each key column is a value column.
-        thin = key_arity > 0 and opts.data_file_thin_mode
-        return FileLayout(
-            schema.id, fields, key_arity, fmt, opts.file_compression, zstd_level, dict(schema.options), thin
-        )
-
-    @property
-    def is_key_value(self) -> bool:
-        return self.key_arity > 0
-
-    @property
-    def key_fields(self) -> tuple[DataField, ...]:
-        return self.fields[: self.key_arity]
-
-    @property
-    def value_fields(self) -> tuple[DataField, ...]:
-        return self.fields[self.key_arity + 2 :] if self.is_key_value else self.fields
-
-    @property
-    def value_offset(self) -> int:
-        """Index of the first value column in the rows."""
-        return self.key_arity + 2 if self.is_key_value else 0
-
-    @property
-    def file_fields(self) -> tuple[DataField, ...]:
-        """The columns stored in a data file: ``fields`` without the ``_KEY_`` ones in thin mode."""
-        return self.fields[self.key_arity :] if self.thin else self.fields
-
-    @property
-    def key_value_positions(self) -> tuple[int, ...]:
-        """For each key column, the index of its value column in ``value_fields``."""
-        by_id = {f.id: i for i, f in enumerate(self.value_fields)}
-        return tuple(by_id[f.id - KEY_FIELD_ID_START] for f in self.key_fields)
-
-    def arrow_schema(self) -> pa.Schema:
-        """The Arrow schema of the rows handed to a writer (``fields``), with Parquet field ids."""
-        return pa.schema([to_arrow_field(f, field_ids=True) for f in self.fields])
-
-    def file_arrow_schema(self) -> pa.Schema:
-        """The Arrow schema of a data file (``file_fields``), with Parquet field ids."""
-        return pa.schema([to_arrow_field(f, field_ids=True) for f in self.file_fields])
 
 
 # ---- one format writer over an in-memory sink ------------------------------------------------------
@@ -277,7 +147,7 @@ class _FormatWriter:
         self._orc: pa_orc.ORCWriter | None = None
         self._parquet_schema: pa.Schema | None = None  # set when it differs from the rows' schema
         if self.format == "parquet":
-            codec = _PARQUET_CODECS[layout.compression]
+            codec = PARQUET_CODECS[layout.compression]
             parquet_schema, int96 = parquet_layout(schema)
             if parquet_schema != schema:
                 self._parquet_schema = parquet_schema
@@ -294,7 +164,7 @@ class _FormatWriter:
                 use_deprecated_int96_timestamps=int96,
             )
         else:
-            self._orc = pa_orc.ORCWriter(self.sink, compression=_ORC_CODECS[layout.compression])
+            self._orc = pa_orc.ORCWriter(self.sink, compression=ORC_CODECS[layout.compression])
 
     def write(self, chunk: pa.Table) -> None:
         self.arrow_bytes += chunk.nbytes

@@ -42,6 +42,7 @@ from paimon_meta.model.commit_message import CommitMessage, CompactIncrement, Da
 from paimon_meta.model.manifest import DataFileMeta
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.table.file_guard import writer_guard
+from paimon_meta.table.file_layout import SEQUENCE_NUMBER_FIELD, FileLayout
 from paimon_meta.table.manifests import ManifestReader
 from paimon_meta.table.mergetree.first_row import FirstRowLevels
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, FIRST_ROW, MergeEngine, merge_key_value_rows
@@ -62,8 +63,6 @@ from paimon_meta.table.write.arrow_input import (
 from paimon_meta.table.write.bucket import bucket_array
 from paimon_meta.table.write.data_file import (
     MAX_CHUNK_BYTES,
-    SEQUENCE_NUMBER_FIELD,
-    FileLayout,
     RollingDataFileWriter,
     SizeEstimate,
     arrow_to_internal,

@@ -21,11 +21,12 @@ from paimon_meta.model.manifest import DataFileMeta, FileKind, FileSource, Manif
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.avro import decode_manifest
 from paimon_meta.serde.json import schema_from_json
+from paimon_meta.table.file_layout import FileLayout
 from paimon_meta.table.manifests import sniff_format
 from paimon_meta.table.paths import DataFilePathFactory
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
-from paimon_meta.table.write.data_file import FileLayout, RollingDataFileWriter
+from paimon_meta.table.write.data_file import RollingDataFileWriter
 from paimon_meta.table.write.table_write import TableWrite
 from tests.fixtures.golden import GOLDEN_TABLES, golden_table_path
 from tests.table.write.test_write import read_file
