@@ -14,13 +14,13 @@ import anyio.to_thread
 import pydantic
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy import text
 from starlette.routing import Route
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.ops import audit
 from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert
@@ -32,16 +32,6 @@ router = APIRouter()
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
-
-_HISTORY = text(
-    "SELECT h.commit_id::text AS commit_id, h.commit_user, h.commit_identifier, h.commit_kind, h.outcome,"
-    " h.snapshot_id, h.attempts, h.retries, h.conflicts, h.elapsed_ms::float8 AS elapsed_ms, h.final_reason,"
-    " (SELECT p.principal FROM paimon_commit_events p WHERE p.commit_id = h.commit_id"
-    "  AND p.event_type = 'prepared' LIMIT 1) AS principal, h.conflict_check_ms, h.first_event_at,"
-    " h.last_event_at"
-    " FROM paimon_commit_history h WHERE h.table_id = :table_id"
-    " ORDER BY h.first_event_at DESC, h.commit_id OFFSET :offset LIMIT :limit"
-)
 
 
 def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:
@@ -174,10 +164,14 @@ def list_commits(
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
     limit, offset = convert.offset_page(max_results, page_token)
-    with catalog.engine.connect() as conn:
-        rows = conn.execute(_HISTORY, {"table_id": row.table_id, "offset": offset, "limit": limit + 1}).all()
+    rows = audit.commit_history(
+        catalog.engine, row.table_id, limit=limit + 1, offset=offset, with_principal=True
+    )
     records = [
-        models.CommitRecord(**r._mapping, started_at=convert.millis(r.first_event_at)) for r in rows[:limit]
+        models.CommitRecord(
+            **{**r, "commit_id": str(r["commit_id"])}, started_at=convert.millis(r["first_event_at"])
+        )
+        for r in rows[:limit]
     ]
     return models.ListCommitsResponse(
         commits=records, next_page_token=str(offset + limit) if len(rows) > limit else None
