@@ -38,7 +38,7 @@ from paimon_meta.catalog.storage import open_table
 from paimon_meta.io import get_file_io
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import BIGINT, BOOLEAN, DOUBLE, STRING, DataField
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
 

@@ -1,8 +1,8 @@
 """Dedicated compaction job: plan on the driver, rewrite buckets on executors, commit once.
 
 The compaction logic (what to merge, how rows merge, the COMPACT commit and its conflict retry) is
-:mod:`paimon_meta.table.mergetree.compact`, which is Spark-free; this module only distributes its tasks. Each
-:class:`~paimon_meta.table.mergetree.compact.CompactTask` (one partition/bucket) is pickled into a row of its
+:mod:`paimon_meta.table.compact`, which is Spark-free; this module only distributes its tasks. Each
+:class:`~paimon_meta.table.compact.CompactTask` (one partition/bucket) is pickled into a row of its
 own Spark partition, ``mapInArrow`` runs it on an executor against the table opened by path, and the
 resulting CommitMessages come back as ``(message, version)`` rows like the batch writer's.
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from paimon_meta.model.commit_message import CommitMessage
-from paimon_meta.table.mergetree.compact import (
+from paimon_meta.table.compact import (
     DEFAULT_MAX_ATTEMPTS,
     CompactResult,
     CompactTask,

@@ -176,7 +176,7 @@ def test_read_refuses_a_file_of_another_table_or_outside_the_warehouse(
 
 
 def test_compaction_refuses_to_read_another_tables_file(catalog: MetastoreCatalog, tmp_path: Path) -> None:
-    from paimon_meta.table.mergetree.compact import compact
+    from paimon_meta.table.compact import compact
 
     p = _poison(catalog, tmp_path, then_delete=False, third=True)  # 3 small files: a rewrite is planned
     with pytest.raises(OUTSIDE) as err:
@@ -190,7 +190,7 @@ def test_first_row_writer_refuses_to_read_another_tables_file(
 ) -> None:
     """A first-row writer reads the bucket's files above level 0 to keep each key's first row: a
     manifest naming another table's file there must not make it read (and dedupe against) that file."""
-    from paimon_meta.table.mergetree.compact import compact
+    from paimon_meta.table.compact import compact
 
     create(catalog, T2, bucket="1")
     write(catalog, VICTIM_KEYS, identifier=T2)

@@ -4,7 +4,7 @@ Each builder writes a table, changes it with one of our operations and checks th
 what the case is about (so a case cannot silently test nothing), then returns the table's path and the
 rows it holds by construction:
 
-* **compacted**: our full compaction (``paimon_meta.table.mergetree.compact.compact``) committed by us as a
+* **compacted**: our full compaction (``paimon_meta.table.compact.compact``) committed by us as a
   COMPACT snapshot: a primary-key table (merged across levels, retractions dropped), a fixed-bucket
   and a bucket-unaware append table (small files rewritten);
 * **overwrite**: dynamic partition overwrite (only the partitions the new rows are in) and static
@@ -46,7 +46,7 @@ from paimon_meta.model.types import (
     DataField,
 )
 from paimon_meta.ops.expire import expire_snapshots
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from paimon_meta.table.schema_change import AddColumn, RenameColumn, alter
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.overwrite import OverwriteSpec

@@ -46,7 +46,7 @@ from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, DataField
 from paimon_meta.serde.commit_message import deserialize_commit_messages, serialize_commit_messages
-from paimon_meta.table.mergetree.compact import plan_compaction, run_tasks_locally
+from paimon_meta.table.compact import plan_compaction, run_tasks_locally
 from paimon_meta.table.snapshots import SchemaManager
 from tests.fixtures.service import make_principal
 from tests.interop.canonical import (

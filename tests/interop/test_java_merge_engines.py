@@ -34,7 +34,7 @@ import paimon_meta
 from paimon_meta.io import get_file_io
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.schema import TableSchema
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from paimon_meta.table.snapshots import SchemaManager
 from tests.interop.canonical import assert_same_rows, canonical_arrow, canonical_java
 from tests.interop.java_env import VERSIONS, JavaHarness

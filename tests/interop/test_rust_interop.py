@@ -40,7 +40,7 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.model.types import BIGINT
 from paimon_meta.ops.references import live_entries, read_metadata
 from paimon_meta.serde.commit_message import CURRENT_VERSION, deserialize_commit_messages
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.bucket import bucket_of
 from tests.fixtures.interop import run_pypaimon

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import paimon_meta
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from tests.interop.java_env import JavaHarness
 from tests.interop.rust_reader import RustRead, assert_rust_reads_as_we_do, rust_read_tables
 from tests.interop.test_java_merge_engines import CASES, create_table, java_value, our_commit

@@ -12,7 +12,7 @@ import pytest
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.metastore.statistics import list_partitions, table_statistics
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from paimon_meta.table.table import FileStoreTable
 
 pytestmark = pytest.mark.postgres

@@ -1,4 +1,4 @@
-"""Full compaction without Spark (``paimon_meta.table.mergetree.compact``): plans, merges, upgrades,
+"""Full compaction without Spark (``paimon_meta.table.compact``): plans, merges, upgrades,
 conflicts.
 
 Lives beside the Spark tests because ``spark_jobs.compaction`` is its main user; nothing here needs
@@ -22,7 +22,7 @@ from paimon_meta.model.binary_row import deserialize_row
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.manifest import FileSource
 from paimon_meta.model.snapshot import CommitKind
-from paimon_meta.table.mergetree.compact import CompactTask, compact, plan_compaction, run_tasks_locally
+from paimon_meta.table.compact import CompactTask, compact, plan_compaction, run_tasks_locally
 from paimon_meta.table.table import FileStoreTable
 from tests.spark.helpers import STRING_SCHEMA, append_table, create_table, live_files, pk_table, read_rows
 

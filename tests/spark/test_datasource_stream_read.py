@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 import spark_jobs
 from paimon_meta.errors import UnsupportedError
 from paimon_meta.model.snapshot import CommitKind
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from spark_jobs.datasource import PaimonDataSource
 from spark_jobs.datasource.stream_reader import PaimonStreamReader, SnapshotsExpiredError
 from spark_jobs.datasource.target import SourceOptions

@@ -20,7 +20,7 @@ from paimon_meta.model.binary_row import deserialize_row
 from paimon_meta.model.manifest import DataFileMeta
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import BIGINT, STRING
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from paimon_meta.table.read.deletion_vectors import DeletionFile
 from paimon_meta.table.read.scan import Split
 from paimon_meta.table.schema_change import SetOption, alter

@@ -12,7 +12,7 @@ table's latest schema, split by partition (one BinaryRow per distinct partition 
   live sequence number), buffered, then sorted by key and folded by the table's merge engine (the last
   row of each key wins for ``deduplicate``; :mod:`paimon_meta.table.mergetree.merge_engine`), and written as
   level-0 files of one sorted run. First-row writers then move those rows above level 0 by lookup
-  compaction, in the same CommitMessage (:mod:`paimon_meta.table.mergetree.first_row`).
+  compaction, in the same CommitMessage (:mod:`paimon_meta.table.write.first_row`).
 
 ``prepare_commit`` finishes every open file and returns one :class:`CommitMessage` per (partition,
 bucket) that got files; nothing is committed. ``abort`` deletes the files not yet handed out. What the
@@ -44,7 +44,6 @@ from paimon_meta.model.schema import TableSchema
 from paimon_meta.table.file_guard import writer_guard
 from paimon_meta.table.file_layout import SEQUENCE_NUMBER_FIELD, FileLayout
 from paimon_meta.table.manifests import ManifestReader
-from paimon_meta.table.mergetree.first_row import FirstRowLevels
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, FIRST_ROW, MergeEngine, merge_key_value_rows
 from paimon_meta.table.paths import TablePaths
 from paimon_meta.table.read.scan import FileStoreScan
@@ -67,6 +66,7 @@ from paimon_meta.table.write.data_file import (
     SizeEstimate,
     arrow_to_internal,
 )
+from paimon_meta.table.write.first_row import FirstRowLevels
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -276,7 +276,7 @@ class _KeyValueWriter(_BucketWriter):
 
 class _FirstRowWriter(_KeyValueWriter):
     """A first-row ``MergeTreeWriter``: each ``prepare_commit`` writes level-0 files and then moves their
-    rows up by lookup compaction (:mod:`paimon_meta.table.mergetree.first_row`), as Java's writer does; batch
+    rows up by lookup compaction (:mod:`paimon_meta.table.write.first_row`), as Java's writer does; batch
     reads skip level 0. The runs of a commit are kept in memory until then."""
 
     def __init__(

@@ -18,7 +18,7 @@ from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.schema import TableSchema
-from paimon_meta.table.mergetree.compact import compact
+from paimon_meta.table.compact import compact
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
 from tests.table.mergetree.merge_reference import merge_group
