@@ -10,10 +10,29 @@ optimistic concurrency, the steps and their invariants are the same (docs/DESIGN
 * I3 cleanup only on definite failure: files of an attempt are deleted only when the attempt is known not
   to have published; an unknown outcome deletes nothing.
 * I4 contiguity: snapshot N+1 is staged from snapshot N read under the guard, so ids have no gaps.
+
+The attempt API. A ``commit()`` call is planned without any lock (:meth:`CommitCoordinator.prepare`: a
+:class:`PreparedCommit` holding one :class:`Pending` per snapshot, its delta manifests written), then
+each snapshot is attempted under the guard and its outcome decided. The single path
+(:meth:`CommitCoordinator.commit_prepared`) and a batch of queued commits
+(``paimon_meta.commit.metastore.batch``) drive the same public steps, in this order:
+
+1. :meth:`~CommitCoordinator.announce`: the ``prepared`` record goes to the guard, before the lock;
+2. :meth:`~CommitCoordinator.base`: the latest snapshot, read under the guard (I4);
+   :meth:`~CommitCoordinator.observe_timeline` for a further session of the same hold;
+3. :meth:`~CommitCoordinator.stage`: the dedupe lookup (I1, :class:`Deduplicated`), the conflict check,
+   then a :class:`Staged` snapshot on that base (I4), named by nothing yet;
+4. publish: ``snapshot-N`` created only if absent (I2, :mod:`paimon_meta.commit.publish`), then
+   :meth:`~CommitCoordinator.created`;
+5. decide: the guard records the outcome; after a definite failure
+   :meth:`~CommitCoordinator.drop_attempt` (that attempt's files, before a retry, logged by
+   :meth:`~CommitCoordinator.record_retry`) or :meth:`~CommitCoordinator.delete_written` (all of a
+   commit's files), never after an unknown outcome (I3).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -22,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paimon_meta.commit import crashpoints
-from paimon_meta.commit.changes import ChangeSet, collect_changes, partition_deltas
+from paimon_meta.commit.changes import ChangeSet, CollectedChanges, collect_changes, partition_deltas
 from paimon_meta.commit.conflicts import KeyDecoder, check_conflicts, merge_for_commit
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
@@ -70,16 +89,14 @@ class CommitResult:
     attempts: int
 
 
-@dataclass(slots=True)
-class _Staged:
-    snapshot: Snapshot
-    body: bytes
-    files: list[str] = field(default_factory=list)
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """One snapshot of a ``commit()`` call (one kind) as :meth:`CommitCoordinator.prepare` planned it.
 
-
-@dataclass(slots=True)
-class _Pending:
-    """One snapshot to commit (one kind of one ``commit()`` call) and what its attempts have written."""
+    ``writer`` records every file written for it (``writer.written``): the delta manifests and lists
+    written before the lock, then each attempt's. I3: they are deleted only once the commit or the
+    attempt definitely failed (:meth:`CommitCoordinator.delete_written`,
+    :meth:`CommitCoordinator.drop_attempt`), never after an unknown outcome."""
 
     commit_id: str
     kind: CommitKind
@@ -89,13 +106,43 @@ class _Pending:
     properties: Mapping[str, str] | None
     watermark: int | None
     writer: ManifestWriter
+    # The delta manifests, written before the lock; None for an OVERWRITE, whose delta depends on what
+    # it replaces in the latest snapshot (written under the guard, each attempt).
     delta: list[ManifestFileMeta] | None = None
     changelog: list[ManifestFileMeta] = field(default_factory=list)
     # The delta and changelog manifest lists (name, size), written before the lock with the delta.
     delta_list: tuple[str, int] | None = None
     changelog_list: tuple[str, int] | None = None
-    # Its ``prepared`` record was handed to the guard (see CommitCoordinator.announce).
-    announced: bool = False
+
+    def published_details(self, snapshot: Snapshot) -> dict[str, Any]:
+        """The payload of the ``snapshot_published`` event of ``snapshot``, this commit's snapshot."""
+        return {
+            "kind": self.kind.value,
+            "base_manifest_list": snapshot.base_manifest_list,
+            "delta_manifest_list": snapshot.delta_manifest_list,
+            "record_delta": snapshot.delta_record_count,
+            "total_records": snapshot.total_record_count,
+            "snapshot_uuid": snapshot.uuid,
+            **self.changes.counts(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """A snapshot staged under the guard on the latest one (I4): its manifest lists are written (not yet
+    durable) and its JSON serialized, but nothing names it. Publishing it is creating ``snapshot-N``
+    with ``body``, only if absent (I2)."""
+
+    snapshot: Snapshot
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Deduplicated:
+    """I1: the commit's (user, identifier, kind) is already published as ``snapshot_id`` (an earlier
+    ``commit()`` call); this attempt staged nothing and must publish nothing."""
+
+    snapshot_id: int
 
 
 @dataclass(slots=True)
@@ -107,8 +154,10 @@ class PreparedCommit:
     identifier: int
     body: bytes
     spec: OverwriteSpec | None
-    pendings: list[_Pending]
+    pendings: list[Pending]
     used: bool = False
+    # Commit ids of the pendings whose ``prepared`` record was handed to the guard (see announce).
+    announced: set[str] = field(default_factory=set)
 
     @property
     def kinds(self) -> tuple[CommitKind, ...]:
@@ -128,7 +177,7 @@ class PreparedCommit:
         if not self.used:
             self.used = True
             for pending in self.pendings:
-                self.coordinator._delete(pending.writer.written)
+                self.coordinator.delete_written(pending)
 
 
 class CommitCoordinator:
@@ -221,6 +270,35 @@ class CommitCoordinator:
         self._validate(messages)
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
         spec = None if overwrite is None else self._overwrite_spec(overwrite, changes.append)
+        plan = self._plan(changes, spec)
+        keep = self.guard.keeps_messages
+        body = serialize_commit_messages(list(messages), CURRENT_VERSION) if keep else b""
+        writers = [self._new_writer() for _ in plan]
+        pendings: list[Pending] = []
+        try:
+            for (kind, change_set), writer in zip(plan, writers, strict=True):
+                pending = Pending(
+                    str(uuid.uuid4()),
+                    kind,
+                    change_set,
+                    identifier,
+                    spec if kind is CommitKind.OVERWRITE else None,
+                    properties,
+                    watermark,
+                    writer,
+                )
+                pendings.append(self._write_ahead(pending))
+        except BaseException:
+            # Nothing names these files yet (I3: definitely unreferenced).
+            for writer in writers:
+                self._delete(writer.written)
+            raise
+        crashpoints.reached(CrashPoint.AFTER_MANIFESTS)
+        return PreparedCommit(self, identifier, body, spec, pendings)
+
+    @staticmethod
+    def _plan(changes: CollectedChanges, spec: OverwriteSpec | None) -> list[tuple[CommitKind, ChangeSet]]:
+        """The snapshots of one ``commit()`` call, in Java's order: APPEND (or OVERWRITE), then COMPACT."""
         plan: list[tuple[CommitKind, ChangeSet]] = []
         if spec is not None:
             # Java: in dynamic mode an overwrite with no new files deletes nothing (no snapshot).
@@ -230,38 +308,23 @@ class CommitCoordinator:
             plan.append((CommitKind.APPEND, changes.append))
         if not changes.compact.is_empty():
             plan.append((CommitKind.COMPACT, changes.compact))
-        keep = self.guard.keeps_messages
-        body = serialize_commit_messages(list(messages), CURRENT_VERSION) if keep else b""
-        pendings = [
-            _Pending(
-                str(uuid.uuid4()),
-                kind,
-                change_set,
-                identifier,
-                spec if kind is CommitKind.OVERWRITE else None,
-                properties,
-                watermark,
-                self._new_writer(),
-            )
-            for kind, change_set in plan
-        ]
-        try:
-            for pending in pendings:
-                # The delta of APPEND and COMPACT does not depend on the latest snapshot: written here,
-                # before any lock, to keep the critical section short. OVERWRITE's is staged under it.
-                if pending.kind is not CommitKind.OVERWRITE:
-                    pending.delta = pending.writer.write_manifests(pending.changes.table_files)
-                    # Its list too: a list of this commit's manifests only.
-                    pending.delta_list = pending.writer.write_manifest_list(pending.delta)
-                pending.changelog = pending.writer.write_manifests(pending.changes.changelog_files)
-                if pending.changelog:
-                    pending.changelog_list = pending.writer.write_manifest_list(pending.changelog)
-        except BaseException:
-            for pending in pendings:
-                self._delete(pending.writer.written)
-            raise
-        crashpoints.reached(CrashPoint.AFTER_MANIFESTS)
-        return PreparedCommit(self, identifier, body, spec, pendings)
+        return plan
+
+    @staticmethod
+    def _write_ahead(pending: Pending) -> Pending:
+        """``pending`` with what it can write before any lock: the delta of APPEND and COMPACT (it does
+        not depend on the latest snapshot; OVERWRITE's is staged under the guard) and the changelog,
+        each with its list (a list of this commit's manifests only). Keeps the critical section short."""
+        writer = pending.writer
+        delta, delta_list = None, None
+        if pending.kind is not CommitKind.OVERWRITE:
+            delta = writer.write_manifests(pending.changes.table_files)
+            delta_list = writer.write_manifest_list(delta)
+        changelog = writer.write_manifests(pending.changes.changelog_files)
+        changelog_list = writer.write_manifest_list(changelog) if changelog else None
+        return dataclasses.replace(
+            pending, delta=delta, delta_list=delta_list, changelog=changelog, changelog_list=changelog_list
+        )
 
     def commit_prepared(self, prepared: PreparedCommit) -> CommitResult:
         """Commit what :meth:`prepare` planned (once): each snapshot under the guard, in order."""
@@ -289,7 +352,7 @@ class CommitCoordinator:
             except Exception as e:
                 self.guard.finished(commit_id, outcome="failed", error=type(e).__name__, reason=str(e))
                 for later in prepared.pendings[index + 1 :]:
-                    self._delete(later.writer.written)  # never to be referenced
+                    self.delete_written(later)  # never to be referenced
                 if ids:
                     # An earlier snapshot of this call is durable: "nothing landed" (what the other
                     # errors say) would be false. Re-committing the same identifier finishes the call
@@ -310,7 +373,12 @@ class CommitCoordinator:
     def announce(self, prepared: PreparedCommit) -> str | None:
         """Hand the ``prepared`` record of ``prepared``'s first snapshot to the guard now, ahead of
         :meth:`commit_prepared` (which then does not again); returns its commit id (None: nothing to
-        commit). Group commit sends it with the publish of the commit before (one round trip less)."""
+        commit). Group commit sends it with the publish of the commit before (one round trip less), a
+        batch with its opening round trip.
+
+        Keeps step 3's invariant: the record (with the serialized messages) reaches the guard before
+        anything of the commit can be published, so recovery can finish or abort it after a crash. The
+        guard makes it durable no later than the lock is taken for it."""
         if prepared.coordinator is not self:
             raise ValueError("a prepared commit is announced by the coordinator that prepared it")
         if prepared.used or not prepared.pendings:
@@ -319,10 +387,10 @@ class CommitCoordinator:
         self._announce(prepared, pending)
         return pending.commit_id
 
-    def _announce(self, prepared: PreparedCommit, pending: _Pending) -> None:
-        if pending.announced:
+    def _announce(self, prepared: PreparedCommit, pending: Pending) -> None:
+        if pending.commit_id in prepared.announced:
             return
-        pending.announced = True
+        prepared.announced.add(pending.commit_id)
         spec, kind = prepared.spec, pending.kind
         self.guard.prepared(
             CommitRecord(
@@ -362,61 +430,62 @@ class CommitCoordinator:
             cache_list=lambda name, metas: reader.list_cache.put(paths.manifest_path(name), metas),
         )
 
-    def _commit_kind(self, pending: _Pending) -> tuple[int, bool, int]:
-        writer, commit_id = pending.writer, pending.commit_id
+    def _commit_kind(self, pending: Pending) -> tuple[int, bool, int]:
+        """Attempt ``pending`` under the guard until it is published or deduplicated (then decide, as
+        below), retrying only definite failures of an attempt."""
+        commit_id = pending.commit_id
         started = time.monotonic()
         # An unknown outcome raises out of this loop (see _publish), so every retry below follows a
         # definite failure: earlier attempts' files can never be referenced by a published snapshot.
         attempt = 0
         while True:
             attempt += 1
-            mark = len(writer.written)
+            mark = len(pending.writer.written)
             try:
                 with self.guard.session(commit_id, attempt) as session:
                     sid, dedup = self._attempt(session, attempt, pending)
                 if dedup:
                     # Nothing of ours can be referenced: the match is an earlier commit() call.
-                    self._delete(writer.written)
+                    self.delete_written(pending)
                 return sid, dedup, attempt
             except (CommitConflictError, TableRowChangedError, TableNotFoundError) as e:
                 # Definite: nothing was published. Java does not retry a real conflict either (and a
                 # changed or dropped row, found under the lock before staging, needs the caller to read
                 # it again).
-                self._delete(writer.written)
+                self.delete_written(pending)
                 raise e
             except (SnapshotRaceLost, LockLostError) as e:
                 # Definite failure of this attempt only: drop what it staged and retry on the new state.
-                staged = writer.written[mark:]
-                self._delete(staged)
-                writer.forget(staged)
+                self.drop_attempt(pending, mark)
                 if not self.retry.may_retry(attempt, started):
-                    self._delete(writer.written)
+                    self.delete_written(pending)
                     raise CommitFailedError(
                         f"commit {commit_id} gave up after {attempt} attempts: {e}",
                         commit_id=commit_id,
                         attempts=attempt,
                     ) from e
                 wait = self.retry.wait_ms(attempt)
-                self._record_retry(commit_id, attempt, str(e), wait)
+                self.record_retry(commit_id, attempt, str(e), wait)
                 time.sleep(wait / 1000)
 
-    def _attempt(self, session: GuardSession, attempt: int, p: _Pending) -> tuple[int, bool]:
-        latest = self._base(session)
-        staged = self._stage_attempt(session, attempt, p, latest)
-        if isinstance(staged, int):
-            return staged, True
+    def _attempt(self, session: GuardSession, attempt: int, p: Pending) -> tuple[int, bool]:
+        """One attempt under the guard: base, stage, fence, publish, record. (snapshot id, deduplicated)."""
+        latest = self.base(session)
+        staged = self.stage(session, attempt, p, latest)
+        if isinstance(staged, Deduplicated):
+            return staged.snapshot_id, True
         # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
         session.before_publish()
         crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
         self._publish(staged, p.writer)
-        self._created(staged.snapshot)
+        self.created(staged.snapshot)
         # Still under the guard, so hints only move forward (they are only hints: readers verify them).
         # In a group the last commit of the hold writes them (a reader meanwhile lists the directory).
         snap = staged.snapshot
         if snap.id == 1 or not session.defer_hints():
             advance_hints(self.snapshots, snap.id)
         try:
-            session.published(snap, attempt=attempt, details=self._details(p, snap))
+            session.published(snap, attempt=attempt, details=p.published_details(snap))
         except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
             log.exception(
                 "snapshot %s is published but recording it failed; recovery will record it", snap.id
@@ -424,40 +493,105 @@ class CommitCoordinator:
         crashpoints.reached(CrashPoint.AFTER_EVENT)
         return snap.id, False
 
-    def _base(self, session: GuardSession) -> Snapshot | None:
-        """The latest snapshot, read under the guard: what the next snapshot is built on (I4)."""
+    # ---- the attempt API: the steps every commit path drives (module docstring) ----------------------
+
+    def base(self, session: GuardSession) -> Snapshot | None:
+        """The latest snapshot, read under the guard of ``session``: what the next snapshot is built on.
+
+        Keeps I4 (contiguity): snapshot N+1 is staged only on snapshot N read under the guard, never on
+        a cached or earlier read (a metastore guard first records what storage has beyond its log)."""
         latest_id = session.latest_snapshot_id()
-        self._observe_timeline(session)
+        self.observe_timeline(session)
         latest = self._snapshot(latest_id)
         crashpoints.reached(CrashPoint.AFTER_LOCK)
         return latest
 
-    def _observe_timeline(self, session: GuardSession) -> None:
-        # I4 across rollbacks: a rollback (another timeline) reuses snapshot ids, so nothing cached
-        # under an earlier timeline may be the base.
+    def observe_timeline(self, session: GuardSession) -> None:
+        """Adopt the table's timeline as ``session`` read it (after its ``latest_snapshot_id``).
+
+        Keeps I4 across rollbacks: a rollback starts another timeline and reuses snapshot ids, so
+        nothing cached under an earlier timeline may be a base. A batch calls it for each session after
+        the first, whose :meth:`base` it builds on."""
         if session.timeline != self._timeline:
             self._last_published = None
             self.snapshots.observe_timeline(session.timeline)
             self._timeline = session.timeline
 
-    def _stage_attempt(
-        self, session: GuardSession, attempt: int, p: _Pending, latest: Snapshot | None
-    ) -> _Staged | int:
-        """Under the guard, on ``latest``: the dedupe lookup (I1; an int: the snapshot that already holds
-        this commit), the conflict check (raises ``CommitConflictError``), then the snapshot staged
-        (its lists written non-durable; nothing is published)."""
-        existing = session.find_committed(self.commit_user, p.identifier, p.kind, latest)
+    def stage(
+        self, session: GuardSession, attempt: int, pending: Pending, latest: Snapshot | None
+    ) -> Staged | Deduplicated:
+        """Under the guard, on ``latest`` (:meth:`base`, or the snapshot a batch staged just before):
+        the dedupe lookup, the conflict check, then the snapshot staged. Nothing is published.
+
+        Keeps I1 (a commit already published is :class:`Deduplicated`, never staged again), no lost
+        update (``CommitConflictError`` when the changes do not apply to ``latest``; the
+        ``conflict_checked`` event records either outcome) and I4 (the snapshot is ``latest`` + 1).
+        The files it writes are this attempt's (see :meth:`drop_attempt`)."""
+        existing = session.find_committed(self.commit_user, pending.identifier, pending.kind, latest)
         if existing is not None:
-            session.record("deduplicated", attempt=attempt, kind=p.kind.value, snapshot_id=existing)
-            return existing
-        t0 = time.monotonic()
-        table_files = p.changes.table_files
-        if p.overwrite is not None:
-            table_files = self._overwrite_entries(latest, p.overwrite, p.changes.table_files)
-            p.delta = p.writer.write_manifests(table_files)
+            session.record("deduplicated", attempt=attempt, kind=pending.kind.value, snapshot_id=existing)
+            return Deduplicated(existing)
+        started = time.monotonic()
+        table_files: Sequence[ManifestEntry] = pending.changes.table_files
+        delta = pending.delta
+        if pending.overwrite is not None:
+            table_files = self._overwrite_entries(latest, pending.overwrite, pending.changes.table_files)
+            delta = pending.writer.write_manifests(table_files)
+        self._checked(session, attempt, pending, latest, table_files, started=started)
+        assert delta is not None
+        staged = self._stage(latest, pending, table_files, delta)
+        self.snapshots.live_files.staged(latest, staged.snapshot, table_files)
+        session.set_statistics(partition_deltas(table_files, self.table.partition_spec))
+        return staged
+
+    def created(self, snapshot: Snapshot) -> None:
+        """``snapshot`` is on storage (durable, created only if absent): build on it from now on.
+
+        Call it under the guard right after ``snapshot-N`` was created, before anything else is
+        published: the next commit of this coordinator (or of another sharing the table) then stages
+        on it without reading it back, which keeps I4 without a read."""
+        self._last_published = snapshot
+        self.snapshots.remember(snapshot)  # other coordinators sharing this table build on it without a read
+        self.snapshots.live_files.published(snapshot)
+        crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
+
+    def drop_attempt(self, pending: Pending, mark: int) -> None:
+        """Delete the files ``pending``'s writer wrote after ``mark`` (``len(writer.written)`` when the
+        attempt began) and forget them; what was written before (the prepared delta) stays.
+
+        I3: call it only once the attempt definitely failed (nothing it staged is named by a snapshot),
+        never after an unknown outcome. The commit may then be attempted again."""
+        staged = pending.writer.written[mark:]
+        self._delete(staged)
+        pending.writer.forget(staged)
+
+    def delete_written(self, pending: Pending) -> None:
+        """Delete every file written for ``pending`` (before the lock and by every attempt).
+
+        I3: call it only when no snapshot can ever name them: the commit definitely failed, was
+        deduplicated (an earlier call published it) or will never be attempted."""
+        self._delete(pending.writer.written)
+
+    def record_retry(self, commit_id: str, attempt: int, reason: str, wait_ms: float) -> None:
+        """Log (``retried``, no lock needed) that attempt ``attempt`` definitely failed for ``reason``
+        and the commit is attempted again after ``wait_ms``."""
+        self.guard.event(commit_id, "retried", attempt=attempt, reason=reason, wait_ms=round(wait_ms, 3))
+
+    def _checked(
+        self,
+        session: GuardSession,
+        attempt: int,
+        pending: Pending,
+        latest: Snapshot | None,
+        table_files: Sequence[ManifestEntry],
+        *,
+        started: float,
+    ) -> None:
+        """The conflict check of ``table_files`` on ``latest`` and its ``conflict_checked`` event (its
+        duration counted from ``started``)."""
         outcome: dict[str, Any] = {"outcome": "ok"}
         try:
-            self._check(latest, p.kind, p.changes, table_files)
+            self._check(latest, pending.kind, pending.changes, table_files)
         except CommitConflictError as e:
             outcome = {"outcome": "conflict", "reason": e.fields.get("reason"), "message": str(e)}
             raise
@@ -465,34 +599,11 @@ class CommitCoordinator:
             session.record(
                 "conflict_checked",
                 attempt=attempt,
-                kind=p.kind.value,
+                kind=pending.kind.value,
                 base_snapshot_id=None if latest is None else latest.id,
-                duration_ms=round((time.monotonic() - t0) * 1000, 3),
+                duration_ms=round((time.monotonic() - started) * 1000, 3),
                 **outcome,
             )
-        staged = self._stage(latest, p, table_files)
-        self.snapshots.live_files.staged(latest, staged.snapshot, table_files)
-        session.set_statistics(partition_deltas(table_files, self.table.partition_spec))
-        return staged
-
-    def _created(self, snap: Snapshot) -> None:
-        """``snap`` is on storage (durable): build on it without reading it back."""
-        self._last_published = snap
-        self.snapshots.remember(snap)  # other coordinators sharing this table build on it without a read
-        self.snapshots.live_files.published(snap)
-        crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
-
-    @staticmethod
-    def _details(p: _Pending, snap: Snapshot) -> dict[str, Any]:
-        return {
-            "kind": p.kind.value,
-            "base_manifest_list": snap.base_manifest_list,
-            "delta_manifest_list": snap.delta_manifest_list,
-            "record_delta": snap.delta_record_count,
-            "total_records": snap.total_record_count,
-            "snapshot_uuid": snap.uuid,
-            **p.changes.counts(),
-        }
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:
@@ -585,8 +696,15 @@ class CommitCoordinator:
                     )
         return [*deletes, *adds]
 
-    def _stage(self, latest: Snapshot | None, p: _Pending, table_files: Sequence[ManifestEntry]) -> _Staged:
-        assert p.delta is not None
+    def _stage(
+        self,
+        latest: Snapshot | None,
+        p: Pending,
+        table_files: Sequence[ManifestEntry],
+        delta: list[ManifestFileMeta],
+    ) -> Staged:
+        """Snapshot ``latest`` + 1 with ``table_files`` (whose manifests are ``delta``): the merged base
+        list, the delta, changelog and index lists written (non-durable), the JSON serialized."""
         writer, watermark = p.writer, p.watermark
         previous: list[ManifestFileMeta] = []
         prev_total = 0
@@ -604,7 +722,7 @@ class CommitCoordinator:
         )
         base_name, base_size = writer.write_manifest_list(base_after)
         # An OVERWRITE's delta depends on the latest snapshot: its list is written here, each attempt.
-        delta_name, delta_size = p.delta_list or writer.write_manifest_list(p.delta)
+        delta_name, delta_size = p.delta_list or writer.write_manifest_list(delta)
         changelog_name: str | None = None
         changelog_size: int | None = None
         if p.changelog:
@@ -646,9 +764,9 @@ class CommitCoordinator:
             next_row_id=latest.next_row_id if latest else None,
             uuid=str(uuid.uuid4()),
         )
-        return _Staged(snapshot, snapshot_to_json(snapshot).encode())
+        return Staged(snapshot, snapshot_to_json(snapshot).encode())
 
-    def _publish(self, staged: _Staged, writer: ManifestWriter) -> None:
+    def _publish(self, staged: Staged, writer: ManifestWriter) -> None:
         """I2: create snapshot-N only if absent (:func:`create_snapshot_file`).
 
         A snapshot must never be durable while a manifest it references is not. Every manifest and
@@ -696,9 +814,6 @@ class CommitCoordinator:
     def _validate(self, messages: Sequence[CommitMessage]) -> None:
         # Step 1: nothing a message names may leave the table or break its numbers (commit/validate.py).
         self._validator.validate(messages)
-
-    def _record_retry(self, commit_id: str, attempt: int, reason: str, wait_ms: float) -> None:
-        self.guard.event(commit_id, "retried", attempt=attempt, reason=reason, wait_ms=round(wait_ms, 3))
 
     def _delete(self, names: Sequence[str]) -> None:
         for name in names:

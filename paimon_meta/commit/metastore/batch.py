@@ -31,11 +31,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from paimon_meta.commit import crashpoints
-from paimon_meta.commit.coordinator import CommitCoordinator, CommitResult, PreparedCommit, _Pending, _Staged
+from paimon_meta.commit.coordinator import (
+    CommitCoordinator,
+    CommitResult,
+    Deduplicated,
+    Pending,
+    PreparedCommit,
+    Staged,
+)
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.metastore.guard import LockHold, MetastoreGuard, MetastoreSession
 from paimon_meta.commit.publish import advance_hints
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError
+from paimon_meta.io.base import CreatedAll
 from paimon_meta.model.snapshot import CommitKind
 
 log = logging.getLogger(__name__)
@@ -61,12 +69,12 @@ class _Entry:
     prepared: PreparedCommit
     session: MetastoreSession | None = None
     mark: int = 0  # how many files its writer had written before this attempt
-    staged: _Staged | None = None
+    staged: Staged | None = None
     deduplicated: int | None = None
     conflict: CommitConflictError | None = None
 
     @property
-    def pending(self) -> _Pending:
+    def pending(self) -> Pending:
         return self.prepared.pendings[0]
 
     @property
@@ -90,10 +98,7 @@ class _Entry:
 
     def drop_attempt(self) -> None:
         """Delete what this attempt staged (never named: definite) and forget it; the prepared delta stays."""
-        writer = self.pending.writer
-        staged = writer.written[self.mark :]
-        self.coordinator._delete(staged)
-        writer.forget(staged)
+        self.coordinator.drop_attempt(self.pending, self.mark)
         self.staged = None
 
 
@@ -111,104 +116,161 @@ def commit_batch(hold: LockHold, prepared: Sequence[PreparedCommit]) -> BatchOut
     """Commit ``prepared`` (each :func:`batchable`, distinct :func:`dedupe_key`, one table, the lock
     held by ``hold``) as one batch (module docstring). Raises, deciding nothing, when the batch could
     not be opened (the hold dropped the lock)."""
-    entries = [_Entry(p) for p in prepared]
-    for e in entries:
-        e.coordinator._announce(e.prepared, e.pending)
-    opened = hold.open_batch([(e.guard, e.commit_id) for e in entries])
-    outcome = BatchOutcome({}, [])
-    live: list[_Entry] = []
-    for i, (e, session) in enumerate(zip(entries, opened, strict=True)):
-        if isinstance(session, Exception):
-            outcome.rest.append(i)  # its own session finds the same and fails or retries as it should
-        else:
-            e.session = session
-            live.append(e)
+    batch = _Batch(hold, prepared)
+    live = batch.open()
     if not live:
         hold.record_batch([], [])
-        return outcome
-    index = {id(e): i for i, e in enumerate(entries)}
-
-    def back_to_single(group: Sequence[_Entry]) -> BatchOutcome:
-        for e in group:
-            e.drop_attempt()
-            outcome.rest.append(index[id(e)])
-        outcome.rest.sort()
-        return outcome
-
-    staged: list[tuple[_Entry, _Staged]] = []
+        return batch.outcome
     try:
-        _stage_all(live)
-        staged = [(e, e.staged) for e in live if e.staged is not None]
-        hold.lease_check()  # fencing, as before_publish: a lapsed lease publishes nothing
-        crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
-        if staged:
-            snapshots = staged[0][0].coordinator.snapshots
-            done = snapshots.file_io.create_all_if_absent(
-                [(snapshots.snapshot_path(st.snapshot.id), st.body) for _, st in staged],
-                sync_first=[path for e, _ in staged for path in e.pending.writer.unsynced],
-            )
+        staged, done = batch.stage_and_link(live)
     except BaseException:
         # Nothing was named (create_all_if_absent raises only then): the publishing transaction is
         # rolled back with the lock, and every commit goes one at a time.
         hold.abandon()
-        return back_to_single(live)
-    created: list[tuple[_Entry, _Staged]] = []
-    doubtful: list[tuple[_Entry, _Staged]] = []
-    stop: Exception | None = None
-    if staged:
+        batch.back_to_single(live)
+        return batch.outcome
+    created, doubtful, stop = batch.settle_links(staged, done)
+    decided = [e for e in live if e.deduplicated is not None or e.conflict is not None]
+    batch.record(created, decided)
+    crashpoints.reached(CrashPoint.AFTER_EVENT)
+    batch.decide(created, doubtful, decided, stop)
+    batch.outcome.rest.sort()
+    return batch.outcome
+
+
+class _Batch:
+    """The steps of :func:`commit_batch`: open (plan), stage and link (attempt), settle the links,
+    record and decide, each commit keeping its own outcome in ``outcome``."""
+
+    def __init__(self, hold: LockHold, prepared: Sequence[PreparedCommit]) -> None:
+        self.hold = hold
+        self.entries = [_Entry(p) for p in prepared]
+        self.outcome = BatchOutcome({}, [])
+        self._index = {id(e): i for i, e in enumerate(self.entries)}
+
+    def open(self) -> list[_Entry]:
+        """Announce every commit and open a session for each under the hold, in one round trip (step 1
+        of the module docstring: every ``prepared`` record committed before anything can publish).
+        A commit whose session could not be opened goes one at a time (its own session finds the same
+        and fails or retries as it should). Returns the opened ones."""
+        for e in self.entries:
+            e.coordinator.announce(e.prepared)
+        opened = self.hold.open_batch([(e.guard, e.commit_id) for e in self.entries])
+        live: list[_Entry] = []
+        for i, (e, session) in enumerate(zip(self.entries, opened, strict=True)):
+            if isinstance(session, Exception):
+                self.outcome.rest.append(i)
+            else:
+                e.session = session
+                live.append(e)
+        return live
+
+    def stage_and_link(self, live: Sequence[_Entry]) -> tuple[list[tuple[_Entry, Staged]], CreatedAll | None]:
+        """Stage each commit on the one before it (step 2), check the lease (fencing: a lapsed lease
+        publishes nothing), then make every file durable and link the snapshots in order, each only if
+        absent (step 3, I2). Raises only when nothing was named."""
+        _stage_all(live)
+        staged = [(e, e.staged) for e in live if e.staged is not None]
+        self.hold.lease_check()  # fencing, as before_publish: a lapsed lease publishes nothing
+        crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
+        if not staged:
+            return staged, None
+        snapshots = staged[0][0].coordinator.snapshots
+        done = snapshots.file_io.create_all_if_absent(
+            [(snapshots.snapshot_path(st.snapshot.id), st.body) for _, st in staged],
+            sync_first=[path for e, _ in staged for path in e.pending.writer.unsynced],
+        )
+        return staged, done
+
+    def settle_links(
+        self, staged: list[tuple[_Entry, Staged]], done: CreatedAll | None
+    ) -> tuple[list[tuple[_Entry, Staged]], list[tuple[_Entry, Staged]], Exception | None]:
+        """Split the staged commits by what their link did: created (durable: built on from now on),
+        doubtful (unknown outcome: I3, never cleaned up) and undone (never named: their attempt is
+        dropped and they go one at a time). Returns (created, doubtful, the error that stopped the
+        links)."""
+        if done is None:
+            return [], [], None
         stop = done.error
         created = staged[: done.created]
         doubtful = staged[done.created : done.created + done.doubtful]
         for e, _ in staged[: done.created + done.doubtful]:
             e.pending.writer.unsynced.clear()  # the round synced them before any name appeared
         for e, st in created:
-            e.coordinator._created(st.snapshot)
+            e.coordinator.created(st.snapshot)
         if created:
-            advance_hints(snapshots, created[-1][1].snapshot.id)  # under the lock: hints only move forward
+            # Under the lock: hints only move forward.
+            advance_hints(created[0][0].coordinator.snapshots, created[-1][1].snapshot.id)
         undone = [e for e, _ in staged[done.created + done.doubtful :]]
         if stop is not None:
-            log.warning("batch of %s stopped after %s snapshots: %s", hold.lock_id, len(created), stop)
+            log.warning("batch of %s stopped after %s snapshots: %s", self.hold.lock_id, len(created), stop)
         for e in undone:
-            e.coordinator._record_retry(e.commit_id, 1, f"the batch stopped before it: {stop}", 0.0)
-        back_to_single(undone)  # (sorted again at the end)
-    decided = [e for e in live if e.deduplicated is not None or e.conflict is not None]
-    try:
-        hold.record_batch(
-            [(e.opened, st.snapshot, 1, e.coordinator._details(e.pending, st.snapshot)) for e, st in created],
-            [e.opened for e in decided],
-        )
-    except Exception:  # the snapshots are durable: the commits succeeded whatever the log says
-        log.exception("batch of %s is published but recording it failed; recovery records it", hold.lock_id)
-        hold.abandon()
-    crashpoints.reached(CrashPoint.AFTER_EVENT)
-    for e, st in created:
-        sid = st.snapshot.id
-        e.coordinator.guard.finished(e.commit_id, outcome="published", snapshot_id=sid)
-        e.prepared.used = True
-        outcome.results[index[id(e)]] = CommitResult((e.commit_id,), (sid,), False, 1)
-    for e, st in doubtful:
-        e.coordinator.guard.finished(e.commit_id, outcome="unknown")
-        e.prepared.used = True
-        outcome.results[index[id(e)]] = CommitOutcomeUnknownError(
-            f"publishing snapshot {st.snapshot.id} failed with an unknown outcome: {stop}; "
-            "commit the same identifier again to resolve it",
-            snapshot_id=st.snapshot.id,
-        )
-    for e in decided:
-        # Nothing of these can be referenced: delete everything they wrote, as a lone commit does.
-        e.coordinator._delete(e.pending.writer.written)
-        e.prepared.used = True
-        if e.deduplicated is not None:
-            e.coordinator.guard.finished(e.commit_id, outcome="deduplicated", snapshot_id=e.deduplicated)
-            outcome.results[index[id(e)]] = CommitResult((e.commit_id,), (e.deduplicated,), True, 1)
-        else:
-            assert e.conflict is not None
-            e.coordinator.guard.finished(
-                e.commit_id, outcome="failed", error=type(e.conflict).__name__, reason=str(e.conflict)
+            e.coordinator.record_retry(e.commit_id, 1, f"the batch stopped before it: {stop}", 0.0)
+        self.back_to_single(undone)
+        return created, doubtful, stop
+
+    def record(self, created: Sequence[tuple[_Entry, Staged]], decided: Sequence[_Entry]) -> None:
+        """Step 4: one transaction records every created snapshot (pointer compare-and-sets in order,
+        events, statistics) and the events of the commits that publish nothing."""
+        try:
+            self.hold.record_batch(
+                [(e.opened, st.snapshot, 1, e.pending.published_details(st.snapshot)) for e, st in created],
+                [e.opened for e in decided],
             )
-            outcome.results[index[id(e)]] = e.conflict
-    outcome.rest.sort()
-    return outcome
+        except Exception:  # the snapshots are durable: the commits succeeded whatever the log says
+            log.exception(
+                "batch of %s is published but recording it failed; recovery records it", self.hold.lock_id
+            )
+            self.hold.abandon()
+
+    def decide(
+        self,
+        created: Sequence[tuple[_Entry, Staged]],
+        doubtful: Sequence[tuple[_Entry, Staged]],
+        decided: Sequence[_Entry],
+        stop: Exception | None,
+    ) -> None:
+        """Each commit's outcome, as a lone commit would have it: published, unknown (nothing cleaned
+        up: I3), deduplicated or conflicting (everything it wrote deleted: nothing can name it)."""
+        for e, st in created:
+            sid = st.snapshot.id
+            e.coordinator.guard.finished(e.commit_id, outcome="published", snapshot_id=sid)
+            e.prepared.used = True
+            self._result(e, CommitResult((e.commit_id,), (sid,), False, 1))
+        for e, st in doubtful:
+            e.coordinator.guard.finished(e.commit_id, outcome="unknown")
+            e.prepared.used = True
+            self._result(
+                e,
+                CommitOutcomeUnknownError(
+                    f"publishing snapshot {st.snapshot.id} failed with an unknown outcome: {stop}; "
+                    "commit the same identifier again to resolve it",
+                    snapshot_id=st.snapshot.id,
+                ),
+            )
+        for e in decided:
+            e.coordinator.delete_written(e.pending)
+            e.prepared.used = True
+            if e.deduplicated is not None:
+                e.coordinator.guard.finished(e.commit_id, outcome="deduplicated", snapshot_id=e.deduplicated)
+                self._result(e, CommitResult((e.commit_id,), (e.deduplicated,), True, 1))
+            else:
+                assert e.conflict is not None
+                e.coordinator.guard.finished(
+                    e.commit_id, outcome="failed", error=type(e.conflict).__name__, reason=str(e.conflict)
+                )
+                self._result(e, e.conflict)
+
+    def back_to_single(self, group: Sequence[_Entry]) -> None:
+        """Drop the attempt of each of ``group`` (never named: I3 allows it) and leave them undecided,
+        to be committed one at a time."""
+        for e in group:
+            e.drop_attempt()
+            self.outcome.rest.append(self._index[id(e)])
+        self.outcome.rest.sort()
+
+    def _result(self, e: _Entry, result: CommitResult | BaseException) -> None:
+        self.outcome.results[self._index[id(e)]] = result
 
 
 def _stage_all(live: Sequence[_Entry]) -> None:
@@ -217,22 +279,22 @@ def _stage_all(live: Sequence[_Entry]) -> None:
     first = live[0]
     assert first.session is not None
     pointer = first.session.pointer
-    head = first.coordinator._base(first.session)
+    head = first.coordinator.base(first.session)
     if first.session.pointer != pointer:
         # Storage was ahead of the pointer and the first session recorded what it found: the other
         # sessions' dedupe lookups predate that. Rare (a crash, another engine): commit one at a time.
         raise _Reopen("the log caught up with storage while opening the batch")
     for e in live:
         assert e.session is not None
-        e.coordinator._observe_timeline(e.session)
+        e.coordinator.observe_timeline(e.session)
         e.mark = len(e.pending.writer.written)
         try:
-            out = e.coordinator._stage_attempt(e.session, 1, e.pending, head)
+            out = e.coordinator.stage(e.session, 1, e.pending, head)
         except CommitConflictError as exc:
             e.conflict = exc
             continue
-        if isinstance(out, int):
-            e.deduplicated = out
+        if isinstance(out, Deduplicated):
+            e.deduplicated = out.snapshot_id
         else:
             e.staged = out
             head = out.snapshot
