@@ -175,19 +175,7 @@ def reconcile(
         latest = _finish_rollback(engine, current, snapshots, pointer, latest)
         if latest is None or latest <= pointer:
             return []
-    # A REST commit is matched by its snapshot's uuid (a REST client reuses one (user, identifier, kind)
-    # for many commits, and a retry is a new commit); every other commit by its (user, identifier, kind).
-    pending: dict[tuple[str, int, CommitKind], PendingCommit] = {}
-    rest: dict[str, PendingCommit] = {}
-    for p in events.pending_commits(table_row.table_id):  # oldest first
-        if p.prepared.ref.commit_id == exclude:
-            continue
-        uuid_of_rest = rest_snapshot_uuid(p.prepared.payload)
-        if uuid_of_rest is not None:
-            rest[uuid_of_rest] = p
-        elif p.prepared.payload.get("source") != "rest":
-            ref = p.prepared.ref
-            pending.setdefault((ref.commit_user, ref.commit_identifier, ref.commit_kind), p)
+    pending, rest = _pending_by_key(events, table_row, exclude)
     recorded: list[tuple[int, str]] = []
     for sid in range(pointer + 1, latest + 1):
         if not snapshots.snapshot_exists(sid):
@@ -229,6 +217,26 @@ def reconcile(
     if recorded:
         log.info("reconciled %s: %s", table_row.identifier, recorded)
     return recorded
+
+
+def _pending_by_key(
+    events: EventLog, table_row: TableRow, exclude: uuid.UUID | None
+) -> tuple[dict[tuple[str, int, CommitKind], PendingCommit], dict[str, PendingCommit]]:
+    """The table's pending commits (but ``exclude``) as reconcile matches them to snapshots: a REST
+    commit by its snapshot's uuid (a REST client reuses one (user, identifier, kind) for many commits,
+    and a retry is a new commit), every other commit by its (user, identifier, kind), the oldest first."""
+    pending: dict[tuple[str, int, CommitKind], PendingCommit] = {}
+    rest: dict[str, PendingCommit] = {}
+    for p in events.pending_commits(table_row.table_id):  # oldest first
+        if p.prepared.ref.commit_id == exclude:
+            continue
+        uuid_of_rest = rest_snapshot_uuid(p.prepared.payload)
+        if uuid_of_rest is not None:
+            rest[uuid_of_rest] = p
+        elif p.prepared.payload.get("source") != "rest":
+            ref = p.prepared.ref
+            pending.setdefault((ref.commit_user, ref.commit_identifier, ref.commit_kind), p)
+    return pending, rest
 
 
 def _finish_rollback(
@@ -278,14 +286,17 @@ class MetastoreSession(GuardSession):
     # Group commit: the lock outlives this session (the hold releases it), unless the hold's ``more``
     # (asked when publishing) says no commit follows: then the publishing transaction releases it.
     hold: LockHold | None = None
-    _keep_decided: bool | None = None
+    # Whether this session's publish keeps the lock for another commit: decided once, when it
+    # publishes (None until then), by the hold's ``more``; a batch's sessions keep it (the batch
+    # records them all in one transaction and the hold releases the lock).
+    keeps_lock: bool | None = None
 
     def _keeps(self) -> bool:
         """Whether this session's publish keeps the lock for another commit (decided once)."""
-        if self._keep_decided is None:
+        if self.keeps_lock is None:
             hold = self.hold
-            self._keep_decided = hold is not None and (hold.more is None or hold.more())
-        return self._keep_decided
+            self.keeps_lock = hold is not None and (hold.more is None or hold.more())
+        return self.keeps_lock
 
     def defer_hints(self) -> bool:
         # Only when another commit of the group follows under this lock: it writes LATEST past ours.
@@ -370,12 +381,12 @@ class MetastoreSession(GuardSession):
             also=[_RESOLVED.bind({"commit_id": self.ref.commit_id})],  # same round trip
         )
         self.fenced = True
-        self._refuse_if_resolved(resolved[0] if resolved else None)
+        self.refuse_if_resolved(resolved[0] if resolved else None)
 
     def fence_idle_timeout(self) -> float | None:
         return _fence_idle_timeout(self.guard, self.lease)
 
-    def _refuse_if_resolved(self, row: dict[str, Any] | None) -> None:
+    def refuse_if_resolved(self, row: dict[str, Any] | None) -> None:
         """I5: a commit that recovery already resolved must never publish. Recovery resolves a commit
         whose writer looked dead (prepared long ago, no live lock); a writer that was only frozen wakes up
         here. Checked inside the fenced transaction, so recovery (which takes the same lock) cannot
@@ -567,15 +578,35 @@ class MetastoreGuard(CommitGuard):
         self._started[str(ref.commit_id)] = time.monotonic()
         self._unsent[str(ref.commit_id)] = event
 
-    def _prepared_statements(self, commit_id: str) -> list[Statement]:
+    def ref(self, commit_id: str) -> CommitRef:
+        """The commit ``commit_id`` as announced to this guard (:meth:`prepared`); KeyError if it is
+        unknown or finished."""
+        return self._refs[commit_id]
+
+    def knows(self, commit_id: str) -> bool:
+        """Whether ``commit_id`` was announced to this guard and has not finished."""
+        return commit_id in self._refs
+
+    def prepared_statements(self, commit_id: str) -> list[Statement]:
+        """The statements that write ``commit_id``'s ``prepared`` event if it was not sent yet (and set
+        the connection's principal), to run in a transaction before its lock is used to publish; once
+        that transaction committed, call :meth:`prepared_sent`.
+
+        Keeps step 3's invariant: the ``prepared`` event is durable before anything of the commit can be
+        published (recovery can finish or abort it from there)."""
         # The prepared event commits in the first lock attempt's transaction (with the lock row, or
-        # alone when the lock is busy): durable before anything of this commit can be published. It
-        # stays unsent until that transaction committed (acquired, or timed out waiting), so a commit
-        # that fails before (metastore down) writes it with its ``failed`` event, or the retry sends it.
+        # alone when the lock is busy), or in a held lock's opening round trip. It stays unsent until
+        # that transaction committed (acquired, or timed out waiting), so a commit that fails before
+        # (metastore down) writes it with its ``failed`` event, or the retry sends it.
         event = self._unsent.get(commit_id)
         # The connection is pooled: always (re)set whose lock events it writes.
         principal = (PRINCIPAL_SETTING_SQL, {"principal": self.principal or ""})
         return [principal] if event is None else [principal, commit_event_insert(event, key="prep_")]
+
+    def prepared_sent(self, commit_id: str) -> None:
+        """The transaction carrying :meth:`prepared_statements` of ``commit_id`` committed: its
+        ``prepared`` event is durable and is never sent again."""
+        self._unsent.pop(commit_id, None)
 
     def acquire_for(
         self, conn: RawConnection, commit_id: str, *, owner: str
@@ -592,13 +623,13 @@ class MetastoreGuard(CommitGuard):
                 owner=owner,
                 lease_seconds=self.settings.lease_seconds,
                 timeout_seconds=self.settings.acquire_timeout_seconds,
-                first=self._prepared_statements(commit_id),
+                first=self.prepared_statements(commit_id),
                 after=[self.pointer_query(self._refs[commit_id])],
             )
         except LockTimeoutError:
-            self._unsent.pop(commit_id, None)  # committed by the first attempt
+            self.prepared_sent(commit_id)  # committed by the first attempt
             raise
-        self._unsent.pop(commit_id, None)
+        self.prepared_sent(commit_id)
         return lease, after[0]
 
     @contextmanager
@@ -767,10 +798,10 @@ class LockHold:
         transaction opened with the lease validated in it (step 4's fencing, done before staging
         instead of after: the row lock then held until the record commits keeps it valid, as it does
         between the two otherwise) and the commit's resolution (I5) read in it."""
-        ref = guard._refs[commit_id]
+        ref = guard.ref(commit_id)
         fence = lease.fenced_statements(idle_timeout_seconds=_fence_idle_timeout(guard, lease))
         opening = [guard.pointer_query(ref), *fence, _RESOLVED.bind({"commit_id": ref.commit_id})]
-        return _Ahead(guard, commit_id, guard._prepared_statements(commit_id), opening, len(fence))
+        return _Ahead(guard, commit_id, guard.prepared_statements(commit_id), opening, len(fence))
 
     def ahead(self, lease: LockLease) -> _Ahead | None:
         """Asked by a publishing session that keeps the lock: the next commit's opening, to send in its
@@ -779,14 +810,14 @@ class LockHold:
         if nxt is None or lease is not self.lease:
             return None
         guard, commit_id = nxt
-        if guard.lock_id != self.lock_id or commit_id not in guard._refs:
+        if guard.lock_id != self.lock_id or not guard.knows(commit_id):
             return None
         return self._opening(guard, commit_id, lease)
 
     def opened(self, ahead: _Ahead, rows: list[list[dict[str, Any]]]) -> None:
         """The round trip carrying ``ahead`` committed: its prepared event is durable, and the
         connection is in the next session's publishing transaction."""
-        ahead.guard._unsent.pop(ahead.commit_id, None)
+        ahead.guard.prepared_sent(ahead.commit_id)
         ahead.rows = rows
         self._ahead = ahead
 
@@ -806,7 +837,7 @@ class LockHold:
     def session(self, guard: MetastoreGuard, commit_id: str) -> Iterator[MetastoreSession]:
         if guard.lock_id != self.lock_id:
             raise ValueError(f"hold of {self.lock_id!r} used for {guard.lock_id!r}")
-        ref = guard._refs[commit_id]
+        ref = guard.ref(commit_id)
         with _metastore_step("holding the lock", self.lock_id):
             ahead = self._take_ahead(guard, commit_id)
             conn = self._connection()
@@ -833,7 +864,7 @@ class LockHold:
                         results = run_batch(
                             conn, [("BEGIN", {}), *ahead.prepared, ("COMMIT", {}), *ahead.opening]
                         )
-                        guard._unsent.pop(commit_id, None)
+                        guard.prepared_sent(commit_id)
                         opened = results[2 + len(ahead.prepared) :]
                     rows = opened[0]
                     held.check_fenced(conn, opened[1 : 1 + ahead.fence_count])
@@ -845,7 +876,7 @@ class LockHold:
             self.sessions += 1
             try:
                 session.load_pointer(rows)
-                session._refuse_if_resolved(resolved)
+                session.refuse_if_resolved(resolved)
                 yield session
             except BaseException as e:
                 # A conflict ends the session as planned; anything else may have lost the lease or left
@@ -872,10 +903,8 @@ class LockHold:
         try:
             held.check()
             guard0 = entries[0][0]
-            refs = [guard._refs[commit_id] for guard, commit_id in entries]
-            prepared = [
-                stmt for guard, commit_id in entries for stmt in guard._prepared_statements(commit_id)
-            ]
+            refs = [guard.ref(commit_id) for guard, commit_id in entries]
+            prepared = [stmt for guard, commit_id in entries for stmt in guard.prepared_statements(commit_id)]
             lookups = [guard.pointer_query(ref) for (guard, _), ref in zip(entries, refs, strict=True)]
             fence = held.fenced_statements(idle_timeout_seconds=_fence_idle_timeout(guard0, held))
             resolutions = [_RESOLVED.bind({"commit_id": ref.commit_id}) for ref in refs]
@@ -883,7 +912,7 @@ class LockHold:
                 conn, [("BEGIN", {}), *prepared, ("COMMIT", {}), *lookups, *fence, *resolutions]
             )
             for guard, commit_id in entries:
-                guard._unsent.pop(commit_id, None)
+                guard.prepared_sent(commit_id)
             at = 2 + len(prepared)
             rows = results[at : at + len(lookups)]
             held.check_fenced(conn, results[at + len(lookups) : at + len(lookups) + len(fence)])
@@ -893,10 +922,10 @@ class LockHold:
             raise
         sessions: list[MetastoreSession | Exception] = []
         for (guard, _), ref, pointer_rows, resolution in zip(entries, refs, rows, resolved, strict=True):
-            session = MetastoreSession(guard, ref, held, conn, hold=self, fenced=True, _keep_decided=True)
+            session = MetastoreSession(guard, ref, held, conn, hold=self, fenced=True, keeps_lock=True)
             try:
                 session.load_pointer(pointer_rows)
-                session._refuse_if_resolved(resolution[0] if resolution else None)
+                session.refuse_if_resolved(resolution[0] if resolution else None)
             except Exception as e:
                 session.fenced = False  # the transaction is the batch's: not this session's to end
                 sessions.append(e)
