@@ -2,7 +2,8 @@
 behind a lock hold made
 durable together (one round of fsyncs, links in order, one transaction), each still its own snapshot,
 events and outcome; and what a batch does when a commit conflicts, repeats an identifier, finds its
-snapshot name taken, or cannot be recorded."""
+snapshot name taken, finds storage ahead of the pointer or cannot read its base when it opens, or cannot
+be recorded."""
 
 from __future__ import annotations
 
@@ -12,19 +13,22 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pytest
 from sqlalchemy import text
 
+import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.commit.coordinator import CommitCoordinator
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport
 from paimon_meta.commit.metastore.guard import LockHold
 from paimon_meta.errors import CommitConflictError, CommitFailedError, FileIOError, LockLostError
-from paimon_meta.io import CreatedAll, LocalFileIO
+from paimon_meta.io import CreatedAll, FaultInjectingFileIO, LocalFileIO
 from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
 from tests.commit.helpers import append_msg, compact_msg, data_file
 from tests.commit.metastore.test_group_commit import _events, _queued_behind_a_held_first
-from tests.integration.history import check_exactly_once, check_no_orphan_manifests, read_history
+from tests.integration.history import History, check_exactly_once, check_no_orphan_manifests, read_history
 
 pytestmark = pytest.mark.postgres
 
@@ -37,6 +41,36 @@ def _appends(
         catalog.message_committer("db.t", user).prepare([append_msg(0, 0, f)], i) for i, f in enumerate(files)
     ]
     return prepared, {(user, i): f.file_name for i, f in enumerate(files)}
+
+
+def _written(catalog: MetastoreCatalog, keys: Sequence[int], user: str = "u") -> list[Any]:
+    """One prepared commit per key (identifier = its index): a real data file holding the row ``k``,
+    so the table can be read back."""
+    prepared = []
+    for i, k in enumerate(keys):
+        w = catalog.get_table("db.t").new_batch_write_builder().new_write()
+        w.write_arrow(
+            pa.table({"k": pa.array([k], pa.int32()), "p": pa.array([0], pa.int32()), "v": [f"{k}"]})
+        )
+        prepared.append(catalog.message_committer("db.t", user).prepare(w.prepare_commit(), i))
+    return prepared
+
+
+def _check_readable(catalog: MetastoreCatalog, h: History, rows: Sequence[int]) -> None:
+    """Every manifest list and manifest a snapshot names is on storage (I3: nothing named was deleted),
+    and the table, opened afresh (no cache of what the writers wrote), reads back exactly ``rows``."""
+    table = paimon_meta.open_table(catalog.get_table("db.t").path)
+    on_storage = {
+        s.path.rsplit("/", 1)[-1] for s in table.file_io.list(table.file_io.join(table.path, "manifest"))
+    }
+    for sid, snap in h.snapshots.items():
+        for listed in (snap.base_manifest_list, snap.delta_manifest_list):
+            assert listed in on_storage, f"snapshot {sid} ({snap.commit_user}) names missing {listed}"
+    assert not h.referenced - on_storage
+    rb = table.new_read_builder()
+    assert sorted(rb.new_read().to_arrow(rb.new_scan().plan().splits()).column("k").to_pylist()) == sorted(
+        rows
+    )
 
 
 def _batches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, set[str]]]:
@@ -340,3 +374,83 @@ def test_a_lease_found_lapsed_before_the_batch_links_publishes_nothing_of_it(
     assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,), (4,)]
     assert sum(r.acquisitions for r in reports) == 2
     check_exactly_once(read_history(catalog, "db.t"), acked)
+
+
+def test_a_batch_that_finds_storage_ahead_when_it_opens_keeps_the_prepared_manifests(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another engine publishes a snapshot straight to storage after the commits queued and before their
+    batch opens: the batch finds storage ahead of the pointer (it cannot stage on sessions opened before
+    that was recorded) and its commits go one at a time on top of the outsider's snapshot. Going back
+    drops only the batch attempt's files (I3), never the delta manifests and lists each commit wrote
+    before the lock, which the snapshots it then publishes name: every acknowledged commit once, every
+    list and manifest there, every row readable."""
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    prepared = _written(catalog, range(4))
+    calls = _batches(monkeypatch)
+    path = catalog.get_table("db.t").path
+    original = LockHold.open_batch
+    outsider: list[int] = []
+
+    def published_directly_meanwhile(self: LockHold, entries: Sequence[tuple[Any, str]]) -> Any:
+        if not outsider:
+            foreign = paimon_meta.open_table(path)  # storage-guarded: knows nothing of our lock
+            w = foreign.new_batch_write_builder().new_write()
+            w.write_arrow(
+                pa.table({"k": pa.array([99], pa.int32()), "p": pa.array([1], pa.int32()), "v": ["x"]})
+            )
+            assert foreign.committer_factory is not None
+            outsider.extend(
+                foreign.committer_factory(foreign, "outsider").commit(w.prepare_commit(), 1).snapshot_ids
+            )
+        return original(self, entries)
+
+    monkeypatch.setattr(LockHold, "open_batch", published_directly_meanwhile)
+    results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
+    assert groups.join(30)
+    assert outsider == [2]
+    assert calls == []  # the batch was given up before it linked anything
+    assert [r.snapshot_ids for r in results] == [(1,), (3,), (4,), (5,)]
+    h = read_history(catalog, "db.t")
+    assert [(e["commit_user"], e["snapshot_id"]) for e in h.events_of("external")] == [("outsider", 2)]
+    ours = sorted((s.commit_user, s.commit_identifier) for s in h.snapshots.values() if s.commit_user == "u")
+    assert ours == [("u", i) for i in range(4)]  # each acknowledged commit exactly once
+    assert h.pointer == 5
+    _check_readable(catalog, h, [0, 1, 2, 3, 99])
+    check_no_orphan_manifests(h)  # what the batch attempt staged is gone, nothing else
+
+
+def test_a_batch_whose_base_read_fails_commits_one_at_a_time_with_its_prepared_manifests(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transient storage error while the batch reads its base under the lock (the existence check of
+    the snapshot after the pointer): nothing was named, the hold gives the lock up and the commits go
+    one at a time, each publishing the delta manifests it prepared before the lock (I3: the fallback
+    deleted only the batch attempt's files); all land once and read back."""
+    fio = FaultInjectingFileIO(catalog.file_io)
+    catalog.file_io = fio  # every table the catalog opens from now on goes through it
+    groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings)
+    prepared = _written(catalog, range(4))
+    acked = {("u", i): p.pendings[0].changes.table_files[0].file.file_name for i, p in enumerate(prepared)}
+    calls = _batches(monkeypatch)
+    original = CommitCoordinator.base
+    raised: list[BaseException] = []
+
+    def base(self: CommitCoordinator, session: Any) -> Any:
+        try:
+            return original(self, session)
+        except BaseException as e:
+            raised.append(e)
+            raise
+
+    monkeypatch.setattr(CommitCoordinator, "base", base)
+    # The first commit publishes snapshot 1 alone; the batch's base() is the first to look for 2.
+    rule = fio.fail_nth("exists", 1, path_contains="snapshot/snapshot-2")
+    results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
+    assert groups.join(30)
+    assert rule.fired == 1 and calls == []  # the batch failed before it linked anything ...
+    assert [type(e) for e in raised] == [FileIOError]  # ... in its base()
+    assert [r.snapshot_ids for r in results] == [(1,), (2,), (3,), (4,)]
+    h = read_history(catalog, "db.t")
+    check_exactly_once(h, acked)
+    _check_readable(catalog, h, range(4))
