@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from paimon_meta.commit import crashpoints
 from paimon_meta.commit.coordinator import (
@@ -68,10 +68,20 @@ def dedupe_key(prepared: PreparedCommit) -> tuple[str, int, CommitKind]:
 class _Entry:
     prepared: PreparedCommit
     session: MetastoreSession | None = None
-    mark: int = 0  # how many files its writer had written before this attempt
+    # How many files its writer had written before this batch attempt: the attempt's own files are
+    # ``writer.written[mark:]``, what ``drop_attempt`` deletes when the commit goes back to the
+    # one-at-a-time path. I3: those are the only files a fallback may delete; the ones before ``mark``
+    # (the delta manifests and lists prepared before the lock) are what the commit's snapshot names
+    # when it goes on alone. So ``mark`` is taken here, when the entry is made and before anything of
+    # the attempt runs (the opening, ``base()``, a ``_Reopen``, another commit's staging, any of which
+    # can raise), never left at a default that would count the prepared files as the attempt's.
+    mark: int = field(init=False)
     staged: Staged | None = None
     deduplicated: int | None = None
     conflict: CommitConflictError | None = None
+
+    def __post_init__(self) -> None:
+        self.mark = len(self.pending.writer.written)
 
     @property
     def pending(self) -> Pending:
@@ -287,7 +297,6 @@ def _stage_all(live: Sequence[_Entry]) -> None:
     for e in live:
         assert e.session is not None
         e.coordinator.observe_timeline(e.session)
-        e.mark = len(e.pending.writer.written)
         try:
             out = e.coordinator.stage(e.session, 1, e.pending, head)
         except CommitConflictError as exc:
