@@ -20,7 +20,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -29,7 +29,6 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paimon_meta.catalog.metastore import connect
@@ -52,12 +51,8 @@ PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ})
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-def create_app(
-    settings: ServiceSettings, *, state: ServiceState | None = None, fast_routes: bool = True
-) -> FastAPI:
-    """The app. ``state``: an already connected state (tests); else the lifespan connects one.
-    ``fast_routes=False`` leaves out ``routes_commits.FAST_ROUTES``, so their documented twins answer
-    (tests compare the two)."""
+def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) -> FastAPI:
+    """The app. ``state``: an already connected state (tests); else the lifespan connects one."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -88,16 +83,14 @@ def create_app(
     if state is not None:
         app.state.service = state
     errors.install(app)
-    fast = routes_commits.FAST_ROUTES if fast_routes else []
-    # Matched before the API routes that follow (see routes_commits.FAST_ROUTES); the middleware hands
-    # their requests to them directly.
-    app.router.routes.extend(fast)
+    # Matched first: the control plane's commit (see routes_commits.CommitMessagesRoute).
+    app.router.routes.append(routes_commits.commit_messages_route())
     app.include_router(routes_catalog.router)
     app.include_router(routes_table.router)
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
     _install_ops(app)
-    _install_middleware(app, settings, fast)
+    _install_middleware(app, settings)
     return app
 
 
@@ -106,35 +99,23 @@ def _connect(settings: ServiceSettings) -> ServiceState:
     return ServiceState(settings, catalog)
 
 
-def _install_middleware(app: FastAPI, settings: ServiceSettings, fast_routes: Sequence[Route]) -> None:
+def _install_middleware(app: FastAPI, settings: ServiceSettings) -> None:
     app.add_middleware(
         _EveryRequest,
         max_body_bytes=settings.max_body_bytes,
         body_timeout_seconds=settings.body_timeout_seconds,
-        fast_routes=fast_routes,
     )
 
 
 class _EveryRequest:
     """Request id, the token, the body's limits, JSON bodies, the access log and the request metrics,
     as a plain ASGI middleware (Starlette's ``BaseHTTPMiddleware`` runs the app in another task and
-    streams its response through a queue: ~1 ms a request, a noticeable share of a commit's).
+    streams its response through a queue: ~1 ms a request, a noticeable share of a commit's)."""
 
-    A request for one of ``fast_routes`` (``routes_commits.FAST_ROUTES``, also installed first in the
-    router) is handed to its endpoint here, past the exception middleware, the router's matching and the
-    endpoint wrapper, with the app's own exception handlers applied to what it raises: the same answers."""
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        max_body_bytes: int,
-        body_timeout_seconds: float = 30.0,
-        fast_routes: Sequence[Route] = (),
-    ) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, body_timeout_seconds: float = 30.0) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.body_timeout_seconds = body_timeout_seconds
-        self.fast_routes = tuple(fast_routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -166,8 +147,8 @@ class _EveryRequest:
             if refused is None and service is not None and scope["path"] not in PUBLIC_PATHS:
                 try:
                     refused = await _authenticate(service, scope, headers)
-                except Exception as e:  # the metastore did not answer: the app's handlers say how
-                    refused = await _handled(Request(scope), e)
+                except Exception as e:  # the metastore did not answer: the one exception handler says how
+                    refused = await errors.handle(Request(scope), e)
             # A body (Content-Length; chunked ones were refused) is read here, within the time limit, and
             # handed to the app from memory.
             has_body = refused is None and int(headers.get("content-length") or 0) > 0
@@ -185,11 +166,7 @@ class _EveryRequest:
                 if service is not None:
                     service.metrics.in_flight.inc()
                 try:
-                    fast = self._fast_route(scope)
-                    if fast is not None:
-                        await _serve_fast(fast, scope, receive, send_with_id)
-                    else:
-                        await self.app(scope, receive, send_with_id)
+                    await self.app(scope, receive, send_with_id)
                 finally:
                     if service is not None:
                         service.metrics.in_flight.dec()
@@ -210,37 +187,6 @@ class _EveryRequest:
                 elapsed * 1000,
                 log_text(state.get("principal") or "-"),
             )
-
-    def _fast_route(self, scope: Scope) -> Route | None:
-        for route in self.fast_routes:
-            match, child = route.matches(scope)
-            if match is Match.FULL:
-                scope.update(child)
-                scope["route"] = route  # the metrics' and access log's route label
-                return route
-        return None
-
-
-async def _serve_fast(route: Route, scope: Scope, receive: Receive, send: Send) -> None:
-    """Call a fast route's endpoint; what it raises goes to the app's handler for that exception (by
-    its classes' order, as Starlette looks them up), the one of ``Exception`` last."""
-    request = Request(scope, receive)
-    try:
-        response = await route.endpoint(request)
-    except Exception as e:
-        response = await _handled(request, e)
-    await response(scope, receive, send)
-
-
-async def _handled(request: Request, e: Exception) -> Response:
-    """The app's answer to ``e`` (its handler for the nearest of ``e``'s classes, as Starlette looks
-    them up): the protocol's error body and status, for what the middleware itself raised too."""
-    handlers = request.scope["app"].exception_handlers
-    handler = next((handlers[c] for c in type(e).__mro__ if c in handlers), None)
-    if handler is None:
-        raise e
-    response: Response = await handler(request, e)
-    return response
 
 
 async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -> Response | None:

@@ -112,30 +112,29 @@ def classify(e: Exception) -> tuple[int, str, str | None, str | None]:
     return 500, "internal error", None, None
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers that turn every error into the protocol's body."""
-
-    @app.exception_handler(PaimonMetaError)
-    async def _ours(request: Request, e: PaimonMetaError) -> JSONResponse:
+async def handle(request: Request, e: Exception) -> JSONResponse:
+    """The answer to any exception a request raised: the protocol's error body and status. The one
+    exception handler: the app registers it for every exception (:func:`install`), and the middleware
+    calls it for what it raises itself."""
+    if isinstance(e, PaimonMetaError):
         status, message, rtype, rname = classify(e)
         if status >= 500:
             log.warning("request %s failed: %s", request_id(request), e, exc_info=status == 500)
         return error_response(status, message, rtype, rname)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+    if isinstance(e, RequestValidationError):
         return error_response(400, models.describe_errors(e.errors()))
+    if isinstance(e, StarletteHTTPException):
+        return error_response(e.status_code, e.detail if isinstance(e.detail, str) else "request refused")
+    rid = request_id(request)
+    log.error("request %s failed unexpectedly", rid, exc_info=e)
+    return error_response(500, f"internal error (request id {rid})")
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, e: StarletteHTTPException) -> JSONResponse:
-        message = e.detail if isinstance(e.detail, str) else "request refused"
-        return error_response(e.status_code, message)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, e: Exception) -> JSONResponse:
-        rid = request_id(request)
-        log.error("request %s failed unexpectedly", rid, exc_info=e)
-        return error_response(500, f"internal error (request id {rid})")
+def install(app: FastAPI) -> None:
+    """Register :func:`handle` for every exception (FastAPI's own for validation and HTTP errors
+    included), so every error becomes the protocol's body."""
+    for kind in (PaimonMetaError, RequestValidationError, StarletteHTTPException, Exception):
+        app.add_exception_handler(kind, handle)
 
 
 def request_id(request: Request) -> str:

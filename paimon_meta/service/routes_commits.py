@@ -8,13 +8,14 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
 import anyio.to_thread
 import pydantic
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from starlette.routing import Route
+from fastapi.routing import APIRoute
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
@@ -45,11 +46,6 @@ def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:
         raise ValidationError(f"messages: {e.message}", field="messages") from e
 
 
-@router.post(
-    paths.COMMIT_MESSAGES,
-    response_model=models.CommitMessagesResponse,
-    tags=["control plane"],
-)
 def commit_messages(
     request: Request,
     database: str,
@@ -60,29 +56,6 @@ def commit_messages(
     """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
     if they carry compaction results, exactly as an in-process commit. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
-    return _commit(request, database, table, body, access)
-
-
-async def commit_messages_fast(request: Request) -> Response:
-    """:func:`commit_messages` (the documented route) without FastAPI's request handling: the same grant
-    check (``Require``), the same model (parsed straight from the body's bytes; its errors go to the same
-    handler), the same body on a worker thread. Served first (``FAST_ROUTES``): the control plane's commit
-    is the one request whose every fraction of a millisecond counts (docs/BENCHMARKS.md, issue 12)."""
-    access = await _REQUIRE_WRITE(request)
-    raw = await request.body()
-    try:
-        body = models.CommitMessagesRequest.model_validate_json(raw or b"null")
-    except pydantic.ValidationError as e:
-        raise RequestValidationError(e.errors(include_url=False)) from None
-    params = request.path_params
-    return await anyio.to_thread.run_sync(
-        functools.partial(_commit, request, params["database"], params["table"], body, access)
-    )
-
-
-def _commit(
-    request: Request, database: str, table: str, body: models.CommitMessagesRequest, access: Access
-) -> Response:
     messages = _messages(body)
     catalog, identifier, state = catalog_of(request), table_identifier(database, table), state_of(request)
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
@@ -120,12 +93,44 @@ def _commit(
         return Response(body_json, media_type="application/json")
 
 
-#: Routes served before FastAPI's (plain Starlette routes, not in the OpenAPI document: each is the
-#: twin of a documented route with the same path, method, grant, model and answers).
-FAST_ROUTES = [
-    Route(paths.COMMIT_MESSAGES, commit_messages_fast, methods=["POST"], include_in_schema=False),
-]
-_REQUIRE_WRITE = Require(Privilege.WRITE, "table")
+class CommitMessagesRoute(APIRoute):
+    """The route of :func:`commit_messages`. FastAPI documents it from the endpoint's signature (the
+    grant, the body's model, the answer) as any route, but it is served by a handler written for that
+    signature instead of FastAPI's general one: the grant check (``Require``) awaited on the event loop,
+    the body parsed straight from its bytes by its model (what it refuses goes to the one exception
+    handler as FastAPI's own validation errors do), the endpoint on a worker thread; no dependency
+    solving, no second pass over the body. The control plane's commit is the one request whose every
+    fraction of a millisecond counts (docs/BENCHMARKS.md)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint = self.endpoint
+        # The grant the signature declares (and the document and the route test read).
+        (require,) = [d.call for d in self.dependant.dependencies if isinstance(d.call, Require)]
+
+        async def handle(request: Request) -> Response:
+            access = await require(request)
+            raw = await request.body()
+            try:
+                body = models.CommitMessagesRequest.model_validate_json(raw or b"null")
+            except pydantic.ValidationError as e:
+                raise RequestValidationError(e.errors(include_url=False)) from None
+            params = request.path_params
+            call = functools.partial(endpoint, request, params["database"], params["table"], body, access)
+            response: Response = await anyio.to_thread.run_sync(call)
+            return response
+
+        return handle
+
+
+def commit_messages_route() -> CommitMessagesRoute:
+    """The commit-messages route, which the app matches ahead of the routers' routes."""
+    return CommitMessagesRoute(
+        paths.COMMIT_MESSAGES,
+        commit_messages,
+        methods=["POST"],
+        response_model=models.CommitMessagesResponse,
+        tags=["control plane"],
+    )
 
 
 @router.post(
