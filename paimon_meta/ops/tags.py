@@ -80,3 +80,11 @@ def delete_tag(catalog: MetastoreCatalog, identifier: str, name: str, *, princip
         snapshot = TagManager(table.file_io, table.path).delete(name)
         run.record(MaintenanceEventType.FINISHED, {"tag": name, "snapshot_id": snapshot.id})
     return snapshot.id
+
+
+def tags_of(catalog: MetastoreCatalog, identifier: str) -> TagManager:
+    """The tags of table ``identifier`` on storage, where its registry row places it (the table itself
+    is not loaded). ``TableNotFoundError`` if there is no such table."""
+    row = catalog.table_row(identifier)
+    location = catalog.location_of(row)
+    return TagManager(catalog.table_file_io(location), location)

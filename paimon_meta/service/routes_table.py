@@ -19,7 +19,6 @@ from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
-from paimon_meta.table.tags import TagManager
 
 router = APIRouter()
 
@@ -194,7 +193,7 @@ def list_tags(
     page_token: PageToken = None,
     prefix_filter: Annotated[str | None, Query(alias=paths.TAG_NAME_PREFIX)] = None,
 ) -> models.ListTagsResponse:
-    names = _tags(request, database, table).names()
+    names = tag_ops.tags_of(catalog_of(request), table_identifier(database, table)).names()
     if prefix_filter:
         names = [n for n in names if n.startswith(prefix_filter)]
     items, token = convert.page(names, max_results=max_results, page_token=page_token)
@@ -203,7 +202,7 @@ def list_tags(
 
 @router.get(paths.TAG, response_model=models.GetTagResponse, tags=["tags"], dependencies=[READ])
 def get_tag(request: Request, database: str, table: str, tag: str) -> models.GetTagResponse:
-    found = _tags(request, database, table).get(tag)
+    found = tag_ops.tags_of(catalog_of(request), table_identifier(database, table)).get(tag)
     return models.GetTagResponse(
         tag_name=found.name, snapshot=convert.snapshot_json(found.snapshot), tag_create_time=found.created_ms
     )
@@ -217,13 +216,6 @@ def delete_tag(
         catalog_of(request), table_identifier(database, table), tag, principal=access.principal
     )
     return Response(status_code=200)
-
-
-def _tags(request: Request, database: str, table: str) -> TagManager:
-    catalog = catalog_of(request)
-    row = catalog.table_row(table_identifier(database, table))
-    location = catalog.location_of(row)
-    return TagManager(catalog.table_file_io(location), location)
 
 
 # ---- rollback ------------------------------------------------------------------------------------------
