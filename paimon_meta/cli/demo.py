@@ -241,26 +241,24 @@ def _file_count(table: FileStoreTable) -> int:
 
 
 def _audit(catalog: MetastoreCatalog, progress: Progress) -> None:
-    from sqlalchemy import text
+    from paimon_meta.ops.audit import commit_history
 
-    # This run's tables only: earlier runs' tables of the same names had other ids.
-    table_ids = [catalog.registry.get_table_row(*name.split(".")).table_id for name in (EVENTS, ACCOUNTS)]
-    query = text(
-        "SELECT table_identifier, commit_kind, outcome, snapshot_id, attempts, retries, conflicts, "
-        "round(elapsed_ms::numeric, 1) AS elapsed_ms FROM paimon_commit_history "
-        "WHERE table_id IN (:events, :accounts) ORDER BY first_event_at"
-    )
-    with catalog.engine.connect() as conn:
-        rows = conn.execute(query, {"events": table_ids[0], "accounts": table_ids[1]}).all()
+    # This run's tables only (by id): earlier runs' tables of the same names had other ids.
+    rows = []
+    for name in (EVENTS, ACCOUNTS):
+        table_id = catalog.registry.get_table_row(*name.split(".")).table_id
+        rows += [(name, r) for r in commit_history(catalog.engine, table_id, limit=100_000)]
+    rows.sort(key=lambda pair: (pair[1]["first_event_at"], str(pair[1]["commit_id"])))
     progress("commit audit (SELECT ... FROM paimon_commit_history):")
     header = (
         f"{'table':<16}{'kind':<10}{'outcome':<11}{'snap':>5}{'tries':>6}{'retry':>6}{'confl':>6}{'ms':>10}"
     )
     progress("    " + header)
-    for r in rows:
+    for name, r in rows:
+        elapsed = round(r["elapsed_ms"], 1) if r["elapsed_ms"] else 0
         progress(
-            f"    {r.table_identifier:<16}{r.commit_kind or '-':<10}{r.outcome:<11}{r.snapshot_id or '-':>5}"
-            f"{r.attempts or 0:>6}{r.retries:>6}{r.conflicts:>6}{r.elapsed_ms or 0:>10}"
+            f"    {name:<16}{r['commit_kind'] or '-':<10}{r['outcome']:<11}{r['snapshot_id'] or '-':>5}"
+            f"{r['attempts'] or 0:>6}{r['retries']:>6}{r['conflicts']:>6}{elapsed:>10}"
         )
 
 
