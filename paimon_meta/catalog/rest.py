@@ -372,9 +372,8 @@ class RestCatalog:
             try:
                 self.client.send("POST", path, body)
             except errors.DatabaseNotFoundError:
-                self.create_database(
-                    db
-                )  # as MetastoreCatalog.create_table does (needs the catalog admin grant)
+                # As MetastoreCatalog.create_table does (needs the catalog admin grant).
+                self.create_database(db)
                 self.client.send("POST", path, body)
         except errors.AlreadyExistsError:
             if not ignore_if_exists:
