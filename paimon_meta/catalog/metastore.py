@@ -43,8 +43,9 @@ from paimon_meta.io import get_file_io, resolve_location, scheme_of
 from paimon_meta.io.base import FileIO
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
-from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow, validate_identifier
+from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow
 from paimon_meta.model.arrow import from_arrow_schema
+from paimon_meta.model.identifier import split_identifier, validate_identifier
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.json import schema_to_json
 from paimon_meta.table import schema_change
@@ -84,16 +85,6 @@ def _metastore_call(fn: Callable[P, R]) -> Callable[P, R]:
             ) from e
 
     return wrapper
-
-
-def split_identifier(identifier: str) -> tuple[str, str]:
-    """``"db.table"`` -> ``("db", "table")``, both validated."""
-    parts = identifier.split(".")
-    if len(parts) != 2:
-        raise ValidationError(
-            f"table identifier must be '<database>.<table>', got {identifier!r}", identifier=identifier
-        )
-    return validate_identifier("database", parts[0]), validate_identifier("table", parts[1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,9 +32,9 @@ from pydantic import BaseModel
 from paimon_meta import errors
 from paimon_meta.errors import PaimonMetaError
 from paimon_meta.io import get_file_io
-from paimon_meta.metastore.registry import validate_identifier
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.identifier import split_identifier, validate_identifier
 from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
@@ -70,13 +70,6 @@ _EXISTS: dict[str, type[errors.AlreadyExistsError]] = {
     "TABLE": errors.TableAlreadyExistsError,
     "TAG": errors.TagAlreadyExistsError,
 }
-
-
-def _split(identifier: str) -> tuple[str, str]:
-    parts = identifier.split(".")
-    if len(parts) != 2:
-        raise errors.ValidationError(f"table identifier must be '<database>.<table>', got {identifier!r}")
-    return validate_identifier("database", parts[0]), validate_identifier("table", parts[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +346,7 @@ class RestCatalog:
         comment: str | None = None,
         ignore_if_exists: bool = False,
     ) -> FileStoreTable:
-        db, name = _split(identifier)
+        db, name = split_identifier(identifier)
         fields, _ = from_arrow_schema(schema)
         body = _request(
             models.CreateTableRequest,
@@ -382,7 +375,7 @@ class RestCatalog:
 
     def get_table(self, identifier: str) -> FileStoreTable:
         """The table, read from storage where the service says it lives, committing through the service."""
-        db, name = _split(identifier)
+        db, name = split_identifier(identifier)
         meta = self.client.get(
             self.client.path(paths.TABLE, database=db, table=name), models.GetTableResponse
         )
@@ -396,7 +389,7 @@ class RestCatalog:
         return table
 
     def drop_table(self, identifier: str) -> None:
-        db, name = _split(identifier)
+        db, name = split_identifier(identifier)
         self.client.send("DELETE", self.client.path(paths.TABLE, database=db, table=name))
 
     def commits(self, identifier: str, *, limit: int = 100) -> list[dict[str, Any]]:
@@ -415,7 +408,7 @@ class RestCatalog:
 
     def table_registry(self, identifier: str) -> dict[str, Any]:
         """The table's registry row: ``latestSnapshotId`` (the pointer), ``schemaId``, ``location``, ..."""
-        db, name = _split(identifier)
+        db, name = split_identifier(identifier)
         path = self.client.path(paths.REGISTRY, database=db, table=name)
         return models.plain(self.client.get(path, models.TableRegistryResponse))
 
@@ -485,7 +478,7 @@ class RestCatalog:
         """Up to ``limit`` (None: all) rows of a listing of the table paged by position. A newest-first
         log grows at the front while it is paged, so a row may come again on the next page: rows are
         kept once by ``key``."""
-        db, name = _split(identifier)
+        db, name = split_identifier(identifier)
         path = self.client.path(template, database=db, table=name)
         rows: list[Row] = []
         seen: set[object] = set()

@@ -136,7 +136,7 @@ def _event_rows(ctx: Context, args: argparse.Namespace, kind: str) -> list[dict[
     if kind == "locks":
         lock_id = None
         if args.table:
-            from paimon_meta.catalog.metastore import split_identifier
+            from paimon_meta.model.identifier import split_identifier
 
             lock_id = cat.registry.lock_id(*split_identifier(args.table))
         return audit.lock_events(cat.engine, lock_id=lock_id, limit=args.limit)

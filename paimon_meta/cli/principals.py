@@ -65,7 +65,7 @@ def _revoke_token(ctx: Context, args: argparse.Namespace) -> Output:
 
 def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
     if args.table:
-        from paimon_meta.catalog.metastore import split_identifier
+        from paimon_meta.model.identifier import split_identifier
 
         return split_identifier(args.table)
     return args.database, None

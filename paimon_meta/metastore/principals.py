@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from paimon_meta.db.models import Grant, Principal, Privilege, Token
 from paimon_meta.errors import PrincipalAlreadyExistsError, PrincipalNotFoundError, ValidationError
-from paimon_meta.metastore.registry import validate_identifier
+from paimon_meta.model.identifier import validate_identifier
 
 TOKEN_PREFIX = "pmt_"
 _RANK = {Privilege.READ: 1, Privilege.WRITE: 2, Privilege.ADMIN: 3}

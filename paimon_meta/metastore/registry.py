@@ -12,7 +12,6 @@ so the caller's transaction stays usable.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,9 +33,7 @@ from paimon_meta.errors import (
     ValidationError,
 )
 from paimon_meta.metastore.lock import DEFAULT_CATALOG_KEY, lock_id_for
-
-#: Database and table names (and catalog keys) we accept.
-IDENTIFIER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,127}")
+from paimon_meta.model.identifier import validate_identifier
 
 # Java's JdbcCatalog property keys (DATABASE_EXISTS_PROPERTY, Catalog.DB_LOCATION_PROP).
 _JAVA_EXISTS_KEY = "exists"
@@ -52,22 +49,6 @@ ADVANCE_POINTER_SQL = (
 )
 #: A table's pointer in psycopg's paramstyle (no row: no such table).
 POINTER_SQL = "SELECT latest_snapshot_id FROM paimon_tables WHERE table_id = %(table_id)s"
-
-
-def validate_identifier(kind: str, name: str) -> str:
-    """Return ``name`` if it is a valid ``kind`` identifier (``database``, ``table``, ...).
-
-    Raises:
-        ValidationError: naming the identifier and the rule.
-    """
-    # fullmatch: with match() and a '$' anchor, "t\n" would pass (a name with a newline).
-    if not isinstance(name, str) or not IDENTIFIER_PATTERN.fullmatch(name):
-        raise ValidationError(
-            f"invalid {kind} name {name!r}: must match {IDENTIFIER_PATTERN.pattern}",
-            kind=kind,
-            identifier=name,
-        )
-    return name
 
 
 @dataclass(frozen=True, slots=True)

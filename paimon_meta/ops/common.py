@@ -95,7 +95,7 @@ def db_now(engine: Engine) -> datetime:
 
 def resolve_table(catalog: MetastoreCatalog, identifier: str) -> tuple[TableRow, FileStoreTable]:
     """The registry row and the table of ``db.table`` (``TableNotFoundError`` if not registered)."""
-    from paimon_meta.catalog.metastore import split_identifier
+    from paimon_meta.model.identifier import split_identifier
 
     db, name = split_identifier(identifier)
     row = catalog.registry.get_table_row(db, name)

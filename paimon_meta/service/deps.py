@@ -7,7 +7,7 @@ from fastapi import Request
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import NotFoundError
-from paimon_meta.metastore.registry import validate_identifier
+from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.service.state import ServiceState
 
 

@@ -10,8 +10,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from paimon_meta.catalog.metastore import split_identifier
 from paimon_meta.db.models import Privilege
+from paimon_meta.model.identifier import split_identifier
 from paimon_meta.ops import audit
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert

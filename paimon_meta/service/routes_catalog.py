@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import NotFoundError, ValidationError
 from paimon_meta.metastore.principals import Access
-from paimon_meta.metastore.registry import validate_identifier
+from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paimon_meta.catalog.metastore import split_identifier
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.registry import IDENTIFIER_PATTERN, validate_identifier
+from paimon_meta.model.identifier import IDENTIFIER_PATTERN, split_identifier, validate_identifier
 from paimon_meta.model.types import INT, STRING, DataField
 from paimon_meta.table.paths import PartitionComputer, escape_path_name, unescape_path_name
 from tests.fuzz.seeds import fuzz_settings

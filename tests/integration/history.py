@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from paimon_meta.catalog.metastore import MetastoreCatalog, split_identifier
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.model.identifier import split_identifier
 from paimon_meta.model.manifest import FileKind
 from paimon_meta.model.snapshot import Snapshot
 

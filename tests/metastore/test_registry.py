@@ -16,7 +16,8 @@ from paimon_meta.errors import (
     ValidationError,
 )
 from paimon_meta.metastore.events import CommitRef, EventLog, SnapshotPublished
-from paimon_meta.metastore.registry import Registry, validate_identifier
+from paimon_meta.metastore.registry import Registry
+from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.model.snapshot import CommitKind
 
 pytestmark = pytest.mark.postgres

@@ -13,9 +13,10 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import text
 
-from paimon_meta.catalog.metastore import MetastoreCatalog, split_identifier
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitCoordinator
 from paimon_meta.model.commit_message import CommitMessage
+from paimon_meta.model.identifier import split_identifier
 from paimon_meta.ops.references import FilePaths, live_entries, read_metadata
 from paimon_meta.table.table import FileStoreTable
 
