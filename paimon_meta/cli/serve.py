@@ -65,6 +65,22 @@ def register(commands: Commands) -> None:
         default=3.0,
         help="one more refused token allowed per address every this many seconds (default 3)",
     )
+    # Admission control (README, "Failure modes"): beyond these, 503 + Retry-After at once.
+    p.add_argument(
+        "--max-in-flight", type=int, default=256, help="authenticated requests handled at once (default 256)"
+    )
+    p.add_argument(
+        "--max-table-commits",
+        type=int,
+        default=256,
+        help="commits of one table queued or running on this replica (default 256)",
+    )
+    p.add_argument(
+        "--max-commits",
+        type=int,
+        default=1024,
+        help="commits queued or running on this replica (default 1024)",
+    )
     p.add_argument(
         "--metrics-cache-seconds",
         type=float,
@@ -99,6 +115,9 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         auth_failure_burst=args.auth_failure_burst,
         auth_failure_refill_seconds=args.auth_failure_refill_seconds,
         metrics_cache_seconds=args.metrics_cache_seconds,
+        max_in_flight=args.max_in_flight,
+        max_table_commits=args.max_table_commits,
+        max_commits=args.max_commits,
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return Output({"stopped": True}, "")

@@ -15,6 +15,7 @@ principal, route, status, latency; what the client chose is JSON-quoted) and the
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -39,6 +40,7 @@ from paimon_meta.rest import models, paths
 from paimon_meta.service import errors, routes_audit, routes_catalog, routes_commits, routes_table
 from paimon_meta.service.auth import Require, log_text, token_of
 from paimon_meta.service.auth import log as auth_log
+from paimon_meta.service.retry import repeat
 from paimon_meta.service.state import ServiceSettings, ServiceState
 
 access_log = logging.getLogger("paimon_meta.service.access")
@@ -47,6 +49,8 @@ log = logging.getLogger("paimon_meta.service")
 API_VERSION = "0.1.0"
 #: Paths answered without a token (they say only whether the process is up / ready).
 PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ})
+#: Paths admission control never sheds (an operator must see an overloaded replica).
+NEVER_SHED = PUBLIC_PATHS | {paths.METRICS}
 #: A client's ``X-Request-Id`` is kept only if it is this (else a generated id is used).
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -163,13 +167,20 @@ class _EveryRequest:
                 status = 499  # the client went away while sending its body: nothing to answer
             else:
                 _body_as_json(scope)
-                if service is not None:
-                    service.metrics.in_flight.inc()
+                admitted = service is not None and scope["path"] not in NEVER_SHED
+                if admitted and service is not None and not service.admit_request():
+                    shed = errors.error_response(
+                        503,
+                        f"this replica is handling {service.settings.max_in_flight} requests; retry shortly",
+                        retry_after=errors.RETRY_AFTER_SECONDS,
+                    )
+                    await shed(scope, receive, send_with_id)
+                    return
                 try:
                     await self.app(scope, receive, send_with_id)
                 finally:
-                    if service is not None:
-                        service.metrics.in_flight.dec()
+                    if admitted and service is not None:
+                        service.request_done()
         finally:
             elapsed = time.monotonic() - started
             route = getattr(scope.get("route"), "path", "unmatched")
@@ -210,7 +221,12 @@ async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -
         return response
     known, access = service.cached_access(token)
     if not known:
-        access = await anyio.to_thread.run_sync(service.authenticate, token)
+        access = await repeat(
+            functools.partial(anyio.to_thread.run_sync, service.authenticate, token),
+            service.observe_retry,
+            read_only=True,
+            what="authentication",
+        )
     if access is None:
         service.auth_throttle.failed(address)
         return _refusal(service, scope, 401, "the bearer token is unknown, revoked or expired")
@@ -317,10 +333,10 @@ def _install_ops(app: FastAPI) -> None:
             heads = migrate.heads()
         except Exception as e:
             log.warning("not ready: metastore unreachable: %s", e)
-            return errors.error_response(503, "not ready")
+            return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
         if current not in heads:
             log.warning("not ready: metastore schema at %s, expected %s", current, heads)
-            return errors.error_response(503, "not ready")
+            return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
         body = models.HealthResponse(status="ready")
         return Response(body.model_dump_json(by_alias=True), media_type="application/json")
 

@@ -17,8 +17,9 @@ from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, table_identifier
+from paimon_meta.service.retry import RetryingRoute
 
-router = APIRouter()
+router = APIRouter(route_class=RetryingRoute)
 
 READ = Depends(Require(Privilege.READ, "table"))
 MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]

@@ -17,8 +17,9 @@ from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
+from paimon_meta.service.retry import RetryingRoute
 
-router = APIRouter()
+router = APIRouter(route_class=RetryingRoute)
 
 READ_DATABASE = Depends(Require(Privilege.READ, "database"))
 ADMIN_CATALOG = Depends(Require(Privilege.ADMIN, "catalog"))

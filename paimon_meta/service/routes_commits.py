@@ -17,6 +17,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.commit.coordinator import CommitResult
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
 from paimon_meta.metastore.principals import Access
@@ -27,9 +29,11 @@ from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.retry import RetryingRoute
+from paimon_meta.service.state import ServiceState
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
-router = APIRouter()
+router = APIRouter(route_class=RetryingRoute)
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
@@ -61,6 +65,24 @@ def commit_messages(
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
+    with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
+        result = _commit(state, catalog, identifier, body, access, messages, overwrite)
+    # Serialized here, not by FastAPI's response_model (which validates the model once more).
+    body_json = models.CommitMessagesResponse(
+        snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
+    ).model_dump_json(by_alias=True)
+    return Response(body_json, media_type="application/json")
+
+
+def _commit(
+    state: ServiceState,
+    catalog: MetastoreCatalog,
+    identifier: str,
+    body: models.CommitMessagesRequest,
+    access: Access,
+    messages: list[CommitMessage],
+    overwrite: dict[str, str] | OverwriteSpec | None,
+) -> CommitResult:
     while True:
         row, cached = state.commit_row(identifier)
         try:
@@ -78,19 +100,13 @@ def commit_messages(
                 properties=body.properties,
                 watermark=body.watermark,
             )
-            result = state.groups.commit(prepared)
+            return state.groups.commit(prepared)
         except (TableRowChangedError, TableNotFoundError):
             # A cached row gone stale (renamed, dropped, re-created): nothing was published (found under
             # the lock, before staging); read the row again and commit once more.
             state.forget_row(identifier)
             if not cached:
                 raise
-            continue
-        # Serialized here, not by FastAPI's response_model (which validates the model once more).
-        body_json = models.CommitMessagesResponse(
-            snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
-        ).model_dump_json(by_alias=True)
-        return Response(body_json, media_type="application/json")
 
 
 class CommitMessagesRoute(APIRoute):

@@ -19,8 +19,9 @@ from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.retry import RetryingRoute
 
-router = APIRouter()
+router = APIRouter(route_class=RetryingRoute)
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
@@ -99,9 +100,10 @@ def commit_table(
     started = time.monotonic()
     outcome = "failed"
     try:
-        result = committer.commit(
-            SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))
-        )
+        with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
+            result = committer.commit(
+                SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))
+            )
         outcome = "published" if result.success else "conflict"
     except Exception as e:
         outcome = "rejected" if isinstance(e, ValidationError) else "failed"

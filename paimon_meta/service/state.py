@@ -8,16 +8,19 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
+from paimon_meta.db.faults import Fault
 from paimon_meta.errors import TableNotFoundError
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
+from paimon_meta.service.errors import Answer, OverloadedError
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
@@ -59,6 +62,13 @@ class ServiceSettings:
     group_max_commits: int = 64
     group_max_hold_seconds: float = 0.5
     group_max_batch: int = 16
+    # Admission control (README, "Failure modes"): beyond ``max_in_flight`` authenticated requests being
+    # handled, ``max_table_commits`` commits of one table or ``max_commits`` commits in all (queued or
+    # running on this replica), a request is answered 503 + Retry-After at once instead of waiting in an
+    # unbounded queue. ``/healthz``, ``/readyz`` and ``/metrics`` are never shed.
+    max_in_flight: int = 256
+    max_table_commits: int = 256
+    max_commits: int = 1024
 
 
 class ServiceMetrics:
@@ -104,6 +114,31 @@ class ServiceMetrics:
             "paimon_meta_service_group_hold_seconds",
             "How long group commit held a table's lock (one hold).",
             buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.dependency_errors = Counter(
+            "paimon_meta_service_dependency_errors_total",
+            "Requests answered 502/503 because a dependency failed, by kind: the metastore fault "
+            "(unavailable, reset, serialization, deadlock, lock_timeout, canceled, metastore) or storage.",
+            ("kind",),
+            registry=self.registry,
+        )
+        self.retries = Counter(
+            "paimon_meta_service_retries_total",
+            "Requests the server ran again after a transient metastore fault, by the fault's kind.",
+            ("kind",),
+            registry=self.registry,
+        )
+        self.shed = Counter(
+            "paimon_meta_service_shed_total",
+            "Requests refused at once with 503 by admission control, by the bound that was full "
+            "(in_flight, table_commits, commits).",
+            ("bound",),
+            registry=self.registry,
+        )
+        self.commits_admitted = Gauge(
+            "paimon_meta_service_commits_admitted",
+            "Commits queued or running on this replica.",
             registry=self.registry,
         )
         self.auth_refusals = Counter(
@@ -184,6 +219,9 @@ class ServiceState:
         self._schema_managers: dict[str, SchemaManager] = {}
         self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
         self._commit_rows: dict[str, TableRow] = {}
+        self._in_flight = 0
+        self._commits = 0
+        self._table_commits: dict[str, int] = {}
         self.groups = GroupCommitter(
             catalog.lock,
             settings=GroupSettings(
@@ -194,6 +232,70 @@ class ServiceState:
             lock_settings=catalog.lock_settings,
             observer=self._observe_group,
         )
+
+    def observe_failure(self, answer: Answer) -> None:
+        """Count a request answered for a dependency's failure (called by the exception handler)."""
+        if answer.dependency is not None:
+            self.metrics.dependency_errors.labels(kind=answer.dependency).inc()
+
+    def observe_retry(self, fault: Fault) -> None:
+        self.metrics.retries.labels(kind=str(fault.kind)).inc()
+
+    def admit_request(self) -> bool:
+        """Take a slot for a request about to be handled; False (shed) when ``max_in_flight`` are."""
+        with self._lock:
+            if self._in_flight >= self.settings.max_in_flight:
+                full = True
+            else:
+                self._in_flight += 1
+                full = False
+        if full:
+            self.metrics.shed.labels(bound="in_flight").inc()
+            return False
+        self.metrics.in_flight.inc()
+        return True
+
+    def request_done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+        self.metrics.in_flight.dec()
+
+    @contextmanager
+    def admit_commit(self, identifier: str) -> Iterator[None]:
+        """Hold a place for one commit of ``identifier`` while it is queued or running on this replica.
+
+        Raises:
+            OverloadedError: the table already has ``max_table_commits`` commits here, or the replica
+                ``max_commits`` in all (503 + Retry-After: nothing was done; re-send as it is).
+        """
+        with self._lock:
+            table = self._table_commits.get(identifier, 0)
+            bound = (
+                "table_commits"
+                if table >= self.settings.max_table_commits
+                else "commits"
+                if self._commits >= self.settings.max_commits
+                else None
+            )
+            if bound is None:
+                self._table_commits[identifier] = table + 1
+                self._commits += 1
+        if bound is not None:
+            self.metrics.shed.labels(bound=bound).inc()
+            what = f"table {identifier}" if bound == "table_commits" else "this replica"
+            raise OverloadedError(f"too many commits queued for {what}; retry shortly")
+        self.metrics.commits_admitted.inc()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._commits -= 1
+                left = self._table_commits[identifier] - 1
+                if left:
+                    self._table_commits[identifier] = left
+                else:
+                    del self._table_commits[identifier]
+            self.metrics.commits_admitted.dec()
 
     def _observe_group(self, report: GroupReport) -> None:
         self.metrics.group_commits.observe(report.commits)
