@@ -11,12 +11,32 @@ Errors come back typed, from the protocol's error body: 404 by resource type (``
 landed), 400 ``ValidationError``, 401/403 ``AccessDeniedError``, 501 ``UnsupportedError``; a commit that
 fails with a 5xx or a broken connection is ``CommitOutcomeUnknownError`` (re-send the same identifier:
 it is deduplicated if it landed).
+
+**Retries** (:class:`~paimon_meta.catalog.retry.RetryPolicy`; catalog options
+``rest.retry.deadline-seconds``, default 30, 0: none, and ``rest.retry.max-backoff-seconds``): a request
+is sent again, after capped exponential backoff with full jitter and at least the server's
+``Retry-After``, until the call's deadline, only when sending it again cannot do anything twice:
+
+* reads (GETs, ``filter-committed``) on 502/503/504 and on connection errors;
+* commits on any 5xx and on connection errors, with the same body: the server deduplicates a commit by
+  its (commit user, identifier, kind), so a commit that landed comes back as success (``deduplicated``),
+  and a 500 "outcome unknown" is resolved exactly by sending it again;
+* everything else (create, drop, alter, ...) only when it provably did nothing: the connection was
+  refused before a byte was sent, or the server answered 503, which it does only before any effect
+  (metastore or lock unavailable, load shed).
+
+Past the deadline the last cause is raised, typed as above with ``status``, ``request_id``,
+``attempts`` and ``cause`` in its fields. Each retry is logged (WARNING) and counted
+(:attr:`RestClient.retries`, and ``on_retry``). Each attempt sends ``X-Request-Id: <call>.<attempt>``,
+the id the service logs the request under.
 """
 
 from __future__ import annotations
 
 import base64
 import http.client
+import logging
+import secrets
 import ssl
 import threading
 import time
@@ -30,6 +50,7 @@ import pydantic
 from pydantic import BaseModel
 
 from paimon_meta import errors
+from paimon_meta.catalog.retry import DEADLINE, RetryPolicy
 from paimon_meta.errors import PaimonMetaError
 from paimon_meta.io import get_file_io
 from paimon_meta.model.arrow import from_arrow_schema
@@ -72,10 +93,54 @@ _EXISTS: dict[str, type[errors.AlreadyExistsError]] = {
 }
 
 
+log = logging.getLogger(__name__)
+
+#: The answers a request is sent again on, by its kind (see the module docstring). 503: the service did
+#: nothing (it answers 503 only before any effect); 502/504: a proxy's answer, the request may have
+#: reached the service; 500 to a commit: its outcome is unknown, and re-sending it resolves it.
+_RETRY_STATUSES: dict[str, frozenset[int]] = {
+    "read": frozenset({502, 503, 504}),
+    "commit": frozenset({500, 502, 503, 504}),
+    "write": frozenset({503}),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class RemoteCommitResult:
     snapshot_ids: tuple[int, ...]
     deduplicated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RetryEvent:
+    """One request about to be sent again: which (``method``, ``path``), after which ``attempt`` (from
+    1), in how many seconds (``delay``), and why (``cause``; ``status`` and ``request_id`` of the
+    failed attempt when it was answered)."""
+
+    method: str
+    path: str
+    attempt: int
+    delay: float
+    cause: str
+    status: int | None
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    status: int
+    body: bytes
+    retry_after: str | None
+    request_id: str | None
+
+
+class _NotSent(ConnectionError):
+    """The connection could not be opened (refused, unreachable host, connect timeout, TLS handshake):
+    not a byte of the request reached the service, so sending it again cannot do anything twice."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(f"could not connect: {cause}")
+        self.cause = cause
 
 
 class _KeepAlive:
@@ -86,7 +151,8 @@ class _KeepAlive:
     closes idle keep-alive connections (uvicorn after 5 s), and a request sent on a connection the server
     is closing is lost with no answer. If a reused connection fails anyway before any answer arrives, the
     request is re-sent once on a new connection only when ``resend_safe`` (reads, and what the server
-    deduplicates); otherwise the error goes to the caller (for a commit: outcome unknown)."""
+    deduplicates); otherwise the error goes to the caller (for a commit: outcome unknown). A new
+    connection is opened before the request is written: failing to open it raises :class:`_NotSent`."""
 
     IDLE_SECONDS = 2.0
 
@@ -110,6 +176,11 @@ class _KeepAlive:
             conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self._ssl)
         else:
             conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            conn.connect()
+        except OSError as e:
+            conn.close()
+            raise _NotSent(e) from e
         with self._mutex:
             self._all.append(conn)
         return conn
@@ -124,6 +195,13 @@ class _KeepAlive:
     def request(
         self, method: str, target: str, body: bytes | None, headers: dict[str, str], *, resend_safe: bool
     ) -> tuple[int, bytes]:
+        """(status, body) of the answer: :meth:`exchange` without the headers."""
+        answer = self.exchange(method, target, body, headers, resend_safe=resend_safe)
+        return answer.status, answer.body
+
+    def exchange(
+        self, method: str, target: str, body: bytes | None, headers: dict[str, str], *, resend_safe: bool
+    ) -> _Answer:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is not None and time.monotonic() - self._local.used > self.IDLE_SECONDS:
             self._drop(conn)
@@ -132,14 +210,14 @@ class _KeepAlive:
         if conn is None:
             conn = self._new()
         try:
-            status, raw, close = self._exchange(conn, method, target, body, headers)
+            answer, close = self._exchange(conn, method, target, body, headers)
         except (ConnectionError, http.client.BadStatusLine):
             self._drop(conn)
             if not (reused and resend_safe):
                 raise
             conn = self._new()
             try:
-                status, raw, close = self._exchange(conn, method, target, body, headers)
+                answer, close = self._exchange(conn, method, target, body, headers)
             except BaseException:
                 self._drop(conn)
                 raise
@@ -150,7 +228,7 @@ class _KeepAlive:
             self._drop(conn)
         else:
             self._local.conn, self._local.used = conn, time.monotonic()
-        return status, raw
+        return answer
 
     def _exchange(
         self,
@@ -159,11 +237,14 @@ class _KeepAlive:
         target: str,
         body: bytes | None,
         headers: dict[str, str],
-    ) -> tuple[int, bytes, bool]:
+    ) -> tuple[_Answer, bool]:
         conn.request(method, self.base + target, body=body, headers=headers)
         response = conn.getresponse()
         raw = response.read()
-        return response.status, raw, response.will_close
+        answer = _Answer(
+            response.status, raw, response.getheader("Retry-After"), response.getheader("X-Request-Id")
+        )
+        return answer, response.will_close
 
     def close(self) -> None:
         with self._mutex:
@@ -173,17 +254,42 @@ class _KeepAlive:
         self._local = threading.local()
 
 
+@dataclass(slots=True)
+class _Failure:
+    """Why one attempt of a call failed: the error it would raise, the answer's status and request id
+    (None without an answer), its ``Retry-After``, and whether the request may have reached the
+    service (False: refused before sending)."""
+
+    error: PaimonMetaError
+    status: int | None
+    request_id: str
+    retry_after: str | None
+    reached: bool
+
+
 class RestClient:
     """The HTTP side of one served catalog, shared by a :class:`RestCatalog` and its committers: the bearer
     token, persistent connections, the catalog's prefix (``GET /v1/config``), requests built from
     ``paimon_meta.rest`` (paths and bodies, as the service defines them) and answers read with the same
-    models; an error answer comes back as paimon_meta's error (see the module docstring)."""
+    models; an error answer comes back as paimon_meta's error, after the retries the module docstring
+    describes (``retry``: when; ``on_retry``: called before each retry's wait)."""
 
     def __init__(
-        self, uri: str, token: str, *, catalog_name: str | None = None, timeout_seconds: float = 120.0
+        self,
+        uri: str,
+        token: str,
+        *,
+        catalog_name: str | None = None,
+        timeout_seconds: float = 120.0,
+        retry: RetryPolicy | None = None,
+        on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> None:
         self.uri = uri.rstrip("/")
         self.token = token
+        self.retry = retry or RetryPolicy()
+        self.on_retry = on_retry
+        self._retries = 0
+        self._count = threading.Lock()
         self.http = _KeepAlive(self.uri, timeout_seconds)
         query = {paths.WAREHOUSE: catalog_name} if catalog_name else None
         config = self.get(paths.CONFIG, models.ConfigResponse, query=query)
@@ -193,6 +299,11 @@ class RestClient:
                 f"service {self.uri} named no catalog prefix in its config"
             )
         self.prefix = prefix
+
+    @property
+    def retries(self) -> int:
+        """Requests sent again so far, over every call of this client (any thread)."""
+        return self._retries
 
     def path(self, template: str, **segments: str) -> str:
         """``template`` (one of ``paimon_meta.rest.paths``) under this catalog's prefix."""
@@ -215,26 +326,107 @@ class RestClient:
         query: Mapping[str, Any] | None = None,
         commit: bool = False,
     ) -> bytes:
-        """The answer's body (2xx); an error answer raised as paimon_meta's error."""
+        """The answer's body (2xx); an error answer raised as paimon_meta's error once retrying is not
+        safe or the deadline has passed (see the module docstring)."""
         target = path + ("?" + urllib.parse.urlencode(query) if query else "")
         data = None if body is None else models.dump(body)
-        headers = {"Authorization": f"Bearer {self.token}"}
+        if commit:
+            kind = "commit"
+        elif method == "GET" or isinstance(body, models.FilterCommittedRequest):
+            kind = "read"
+        else:
+            kind = "write"  # a create's second answer would be "already exists": sent again only if unsent
+        call = secrets.token_hex(6)
+        policy = self.retry
+        started = policy.clock()
+        # Whether an attempt of this call may have reached the service (answered, or cut off after
+        # sending): a commit's later 409 then cannot mean that nothing landed.
+        reached = False
+        attempt = 0
+        while True:
+            attempt += 1
+            outcome = self._attempt(method, target, data, kind, f"{call}.{attempt}", reached=reached)
+            if isinstance(outcome, bytes):
+                return outcome
+            reached = reached or outcome.reached
+            error = outcome.error
+            error.fields.update(
+                status=outcome.status, request_id=outcome.request_id, attempts=attempt, cause=error.message
+            )
+            elapsed = policy.clock() - started
+            remaining = policy.deadline_seconds - elapsed
+            if not self._retryable(kind, outcome):
+                raise error from error.__cause__
+            if not policy.enabled or remaining <= 0:
+                raise self._gave_up(error, attempt, elapsed) from error.__cause__
+            delay = policy.delay(attempt - 1, outcome.retry_after, remaining)
+            self._count_retry(
+                RetryEvent(method, path, attempt, delay, error.message, outcome.status, outcome.request_id),
+                remaining,
+            )
+            policy.sleep(delay)
+
+    def _gave_up(self, error: PaimonMetaError, attempts: int, elapsed: float) -> PaimonMetaError:
+        """The error of the last attempt, saying that it was the last (when it was not the first)."""
+        if attempts == 1:
+            return error
+        deadline = f"{DEADLINE}={self.retry.deadline_seconds:g}"
+        message = f"{error.message}; gave up after {attempts} attempts in {elapsed:.1f} s ({deadline})"
+        return type(error)(message, **error.fields)
+
+    def _count_retry(self, event: RetryEvent, remaining: float) -> None:
+        with self._count:
+            self._retries += 1
+        log.warning(
+            "%s %s (request id %s) failed: %s; sending it again in %.2f s (attempt %d, %.1f s left)",
+            event.method,
+            event.path,
+            event.request_id,
+            event.cause,
+            event.delay,
+            event.attempt + 1,
+            remaining,
+        )
+        if self.on_retry is not None:
+            self.on_retry(event)
+
+    def _attempt(
+        self, method: str, target: str, data: bytes | None, kind: str, request_id: str, *, reached: bool
+    ) -> bytes | _Failure:
+        """One sending of the request: the answer's body (2xx), else why it failed."""
+        headers = {"Authorization": f"Bearer {self.token}", "X-Request-Id": request_id}
         if data is not None:
             headers["Content-Type"] = "application/json"
-        # Re-sending is safe for reads and for what the server deduplicates (a commit by its identifier,
-        # filter-committed); a create is not re-sent (its second answer would be "already exists").
-        resend_safe = method == "GET" or commit or isinstance(body, models.FilterCommittedRequest)
+        commit = kind == "commit"
         try:
-            status, raw = self.http.request(method, target, data, headers, resend_safe=resend_safe)
+            answer = self.http.exchange(method, target, data, headers, resend_safe=kind != "write")
         except (OSError, http.client.HTTPException) as e:
+            error: PaimonMetaError
+            where = f"{self.uri} (request id {request_id})"
             if commit:
-                raise errors.CommitOutcomeUnknownError(
-                    f"commit to {self.uri} did not answer ({e}); re-send the same identifier to resolve it"
-                ) from e
-            raise errors.MetastoreUnavailableError(f"service {self.uri} unreachable: {e}") from e
-        if status >= 400:
-            raise self._error(status, raw, commit=commit)
-        return raw
+                error = errors.CommitOutcomeUnknownError(
+                    f"commit to {where} did not answer ({e}); re-send the same identifier to resolve it"
+                )
+            else:
+                error = errors.MetastoreUnavailableError(f"service {where} unreachable: {e}")
+            error.__cause__ = e
+            return _Failure(error, None, request_id, None, reached=not isinstance(e, _NotSent))
+        if answer.status < 400:
+            return answer.body
+        rid = answer.request_id or request_id
+        error = self._error(answer.status, answer.body, commit=commit, request_id=rid, reached=reached)
+        return _Failure(error, answer.status, rid, answer.retry_after, reached=True)
+
+    @staticmethod
+    def _retryable(kind: str, failure: _Failure) -> bool:
+        """Whether sending the failed request again is safe and may help (the module docstring)."""
+        if failure.status is not None:
+            return failure.status in _RETRY_STATUSES[kind]
+        cause = failure.error.__cause__
+        if isinstance(cause, _NotSent):
+            # Refused before sending: safe for any request; a certificate the client refuses stays refused.
+            return not isinstance(cause.cause, ssl.SSLCertVerificationError)
+        return kind != "write"
 
     def _read(self, answer: type[Answer], raw: bytes, *, commit: bool) -> Answer:
         try:
@@ -248,7 +440,12 @@ class RestClient:
                 ) from e
             raise errors.MetastoreUnavailableError(where) from e
 
-    def _error(self, code: int, raw: bytes, *, commit: bool) -> PaimonMetaError:
+    def _error(
+        self, code: int, raw: bytes, *, commit: bool, request_id: str, reached: bool = False
+    ) -> PaimonMetaError:
+        """The error an answer of status ``code`` stands for. ``reached``: an earlier attempt of this
+        commit may have reached the service, so a 409 now may be the answer to a commit that is still in
+        flight or landed under another attempt: not "nothing landed" but an unknown outcome."""
         try:
             body: models.ErrorResponse | None = models.load(models.ErrorResponse, raw)
         except pydantic.ValidationError:
@@ -257,10 +454,15 @@ class RestClient:
         message = body.message if body is not None and body.message else None
         message = message or http.client.responses.get(code, f"HTTP {code}")
         rtype, rname = (body.resource_type, body.resource_name) if body is not None else (None, None)
-        where = f"{message} (HTTP {status} from {self.uri})"
+        where = f"{message} (HTTP {status} from {self.uri}, request id {request_id})"
         if status == 404:
             return _NOT_FOUND.get(str(rtype), errors.NotFoundError)(where, resource_name=rname)
         if status == 409:
+            if commit and reached:
+                return errors.CommitOutcomeUnknownError(
+                    f"{where}, after an earlier attempt that may have reached the service; re-send the "
+                    "same identifier to resolve it"
+                )
             if commit:
                 return errors.CommitConflictError(where)
             return _EXISTS.get(str(rtype), errors.AlreadyExistsError)(where, resource_name=rname)
@@ -288,7 +490,10 @@ def _request(model: type[Body], **fields: Any) -> Body:
 
 
 class RestCatalog:
-    """Databases and tables of a ``paimon-meta serve`` catalog. Close it (or use ``with``) when done."""
+    """Databases and tables of a ``paimon-meta serve`` catalog. Close it (or use ``with``) when done.
+
+    ``options``: the storage options of the data files and the client's ``rest.retry.*`` options
+    (:mod:`paimon_meta.catalog.retry`); ``retry`` overrides the latter, ``on_retry`` sees each retry."""
 
     def __init__(
         self,
@@ -298,8 +503,17 @@ class RestCatalog:
         catalog_name: str | None = None,
         options: Mapping[str, str] | None = None,
         timeout_seconds: float = 120.0,
+        retry: RetryPolicy | None = None,
+        on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> None:
-        self.client = RestClient(uri, token, catalog_name=catalog_name, timeout_seconds=timeout_seconds)
+        self.client = RestClient(
+            uri,
+            token,
+            catalog_name=catalog_name,
+            timeout_seconds=timeout_seconds,
+            retry=retry or RetryPolicy.from_options(options or {}),
+            on_retry=on_retry,
+        )
         self.uri = self.client.uri
         self.token = token
         self.prefix = self.client.prefix
@@ -562,7 +776,8 @@ class RemoteCommitter:
 
 def connect_service(uri: str, token: str, *, catalog_name: str | None = None, **options: str) -> RestCatalog:
     """The catalog served at ``uri`` (``paimon-meta serve``), authenticated with ``token``; ``options``
-    are the storage options of the data files (``s3.endpoint``, ...)."""
+    are the storage options of the data files (``s3.endpoint``, ...) and the client's retry options
+    (``rest.retry.deadline-seconds``, ``rest.retry.max-backoff-seconds``: see :class:`RestCatalog`)."""
     if not uri.startswith(("http://", "https://")):
         raise errors.ValidationError(f"a commit service URL starts with http:// or https://, got {uri!r}")
     return RestCatalog(uri, token, catalog_name=catalog_name, options=options)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 import paimon_meta.catalog.rest
 from paimon_meta import errors
-from paimon_meta.catalog.rest import RemoteCommitter, RestCatalog
+from paimon_meta.catalog.rest import RemoteCommitter, RestCatalog, _Answer
 from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
 from paimon_meta.service.app import create_app
@@ -43,12 +43,12 @@ class _Recorder:
             "t": (404, models.plain(NOT_FOUND)),
         }
 
-    def request(
+    def exchange(
         self, method: str, target: str, body: bytes | None, headers: dict[str, str], *, resend_safe: bool
-    ) -> tuple[int, bytes]:
+    ) -> _Answer:
         self.sent.append((method, target, body))
         status, answer = self.answers.get(target.partition("?")[0].rsplit("/", 1)[-1], (200, None))
-        return status, b"" if answer is None else json.dumps(answer).encode()
+        return _Answer(status, b"" if answer is None else json.dumps(answer).encode(), None, None)
 
     def close(self) -> None:
         return None
