@@ -3,15 +3,19 @@
 A LISTEN has to stay on one session for as long as the wait lasts, which does not fit SQLAlchemy's
 pool (a pooled connection would be pinned and could be handed to someone else mid-wait). Waiters
 therefore use their own autocommit psycopg connections, kept in a small per-owner idle list so a
-contended lock does not open a connection per wait.
+contended lock does not open a connection per wait. A listener whose connection breaks (a server
+restart) re-opens it and LISTENs again by itself, so waiters are woken by NOTIFY again once the server
+is back (:class:`Listener`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -34,22 +38,85 @@ def channel_for(prefix: str, key: str) -> str:
     return channel
 
 
-class Listener:
-    """One connection LISTENing on one channel (see :meth:`ListenerPool.listening`)."""
+#: Waits between attempts to re-open a broken LISTEN connection: doubled after each failure, with jitter.
+RECONNECT_START_SECONDS = 0.05
+RECONNECT_CAP_SECONDS = 1.0
 
-    def __init__(self, connection: psycopg.Connection[tuple[object, ...]], channel: str) -> None:
+
+class Listener:
+    """One connection LISTENing on one channel (see :meth:`ListenerPool.listening`).
+
+    When its connection breaks (server restart, session terminated), :meth:`wait` re-opens it and
+    LISTENs again, with capped exponential backoff and jitter, sleeping meanwhile (the caller polls):
+    waiters get notifications again as soon as the server is back, instead of polling for the rest of
+    their wait.
+    """
+
+    def __init__(
+        self,
+        pool: ListenerPool,
+        connection: psycopg.Connection[tuple[object, ...]] | None,
+        channel: str,
+    ) -> None:
+        self._pool = pool
         self._connection = connection
         self.channel = channel
+        #: How often the connection broke, and how often it was re-opened.
+        self.broken = 0
+        self.reconnects = 0
+        self._backoff = RECONNECT_START_SECONDS
+        self._next_try = 0.0
+        self._random = random.Random()
+
+    @property
+    def connection(self) -> psycopg.Connection[tuple[object, ...]] | None:
+        """The LISTENing connection; None while it is broken and not re-opened yet."""
+        return self._connection
 
     def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for a notification; True if one arrived.
+        """Block up to ``timeout`` seconds for a notification; True if one arrived, or if a broken
+        connection was re-opened and LISTENs again (a notification sent while it was down is lost:
+        the caller must look again, as after a wake-up).
 
         Notifications sent after LISTEN but before this call are not lost: psycopg keeps them in a
         backlog that this call returns first.
         """
-        for _ in self._connection.notifies(timeout=max(0.0, timeout), stop_after=1):
+        deadline = time.monotonic() + max(0.0, timeout)
+        if self._connection is not None:
+            try:
+                for _ in self._connection.notifies(timeout=max(0.0, timeout), stop_after=1):
+                    return True
+                return False
+            except psycopg.Error as exc:
+                _log.warning("LISTEN %s: connection failed, re-opening it: %s", self.channel, exc)
+                self._connection.close()
+                self._connection = None
+                self.broken += 1
+                self._backoff = RECONNECT_START_SECONDS
+                self._next_try = time.monotonic()
+        return self._reconnect(deadline)
+
+    def _reconnect(self, deadline: float) -> bool:
+        """Try to re-open the connection until ``deadline``, at the backoff's pace; True once it LISTENs."""
+        while True:
+            now = time.monotonic()
+            if self._next_try > now:
+                if self._next_try >= deadline:
+                    time.sleep(max(0.0, deadline - now))
+                    return False
+                time.sleep(self._next_try - now)
+            try:
+                self._connection = self._pool.open_listening(self.channel)
+            except psycopg.Error as exc:
+                _log.debug("LISTEN %s: re-opening failed: %s", self.channel, exc)
+                self._next_try = time.monotonic() + self._backoff * (0.5 + 0.5 * self._random.random())
+                self._backoff = min(RECONNECT_CAP_SECONDS, self._backoff * 2)
+                if time.monotonic() >= deadline:
+                    return False
+                continue
+            self.reconnects += 1
+            _log.info("LISTEN %s: connection re-opened", self.channel)
             return True
-        return False
 
 
 class ListenerPool:
@@ -92,9 +159,9 @@ class ListenerPool:
                 return
         connection.close()
 
-    @contextmanager
-    def listening(self, channel: str) -> Iterator[Listener]:
-        """A :class:`Listener` whose LISTEN is active before the block starts.
+    def open_listening(self, channel: str) -> psycopg.Connection[tuple[object, ...]]:
+        """A connection (idle or new) that LISTENs on ``channel``; an idle one that died meanwhile
+        (server restart) is replaced by a fresh one.
 
         Raises:
             ValidationError: ``channel`` is not a plain lower-case identifier.
@@ -110,18 +177,36 @@ class ListenerPool:
             # An idle connection may have died (server restart); one fresh retry.
             connection.close()
             connection = self._take()
-            connection.execute(statement)
+            try:
+                connection.execute(statement)
+            except BaseException:
+                connection.close()
+                raise
+        return connection
+
+    @contextmanager
+    def listening(self, channel: str) -> Iterator[Listener]:
+        """A :class:`Listener` whose LISTEN is active before the block starts; it re-opens its
+        connection by itself if that breaks (see :class:`Listener`).
+
+        Raises:
+            ValidationError: ``channel`` is not a plain lower-case identifier.
+            psycopg.Error: no connection could be opened.
+        """
+        listener = Listener(self, self.open_listening(channel), channel)
         broken = False
         try:
-            yield Listener(connection, channel)
+            yield listener
         except psycopg.Error:
             broken = True
             raise
         finally:
-            if broken:
-                connection.close()
-            else:
-                self._give_back(connection)
+            connection = listener.connection
+            if connection is not None:
+                if broken or connection.broken:
+                    connection.close()
+                else:
+                    self._give_back(connection)
 
     def close(self) -> None:
         """Close idle connections; connections in use are closed when their wait ends."""

@@ -22,7 +22,11 @@ One row of ``paimon_distributed_locks`` per held lock, keyed like Java's ``JdbcC
   LISTEN on a per-lock channel and retry at once, and poll (bounded interval, or until the holder's
   expiry) for Java holders, which never notify. :meth:`LockLease.release_statement` lets a caller
   release inside its own transaction (the commit path releases in the transaction that records the
-  published snapshot).
+  published snapshot);
+* a release that fails because the metastore is unreachable is retried by the holder in the background
+  (:mod:`paimon_meta.metastore.deferred`) once it answers again, owner- and token-checked as ever, until
+  it succeeds, the row turns out gone or someone else's, or the lease ends: a live holder's row never
+  blocks the table for the rest of its lease because Postgres restarted.
 
 Every acquire, release, expiry takeover, forced release and detected loss is appended to
 ``paimon_lock_events`` in the transaction that made it happen.
@@ -63,6 +67,13 @@ from paimon_meta.db.pool import (
     run_batch,
 )
 from paimon_meta.errors import LockLostError, LockNotHeldError, LockTimeoutError, ValidationError
+from paimon_meta.metastore.deferred import (
+    CONNECTION_FAILURES,
+    DeferredReleases,
+    Observer,
+    ReleaseOutcome,
+    Settlement,
+)
 from paimon_meta.metastore.events import EventLog, LockEvent, LockEventType
 
 _log = logging.getLogger(__name__)
@@ -331,6 +342,13 @@ class LockLease:
         return self._released
 
     @property
+    def deadline(self) -> float:
+        """``time.monotonic()`` at which the lease ends as far as this process knows (the last successful
+        renewal's start plus the lease; the server's view ends no earlier)."""
+        with self._state:
+            return self._deadline
+
+    @property
     def held_ms(self) -> float:
         """Milliseconds since this process started the acquiring transaction."""
         return (time.monotonic() - self._acquired_monotonic) * 1000.0
@@ -507,11 +525,11 @@ class LockLease:
 
     # -- release -------------------------------------------------------------------------------
 
-    def release_statement(self) -> Statement:
+    def release_statement(self, extra: Mapping[str, Any] | None = None) -> Statement:
         """The release (owner+token-checked DELETE, ``released`` event, NOTIFY) as one statement, for
         a caller that releases inside its own transaction. It returns one row iff our row was deleted;
         report that to :meth:`confirm_release` once the transaction committed. Stop the heartbeat
-        first (:meth:`stop_heartbeat`)."""
+        first (:meth:`stop_heartbeat`). ``extra``: more fields of the event's payload."""
         return _RELEASE_PREPARED.bind(
             {
                 "lock_id": self.lock_id,
@@ -519,7 +537,7 @@ class LockLease:
                 "token": self.fencing_token,
                 "hostname": self.hostname,
                 "pid": self.pid,
-                "payload": Jsonb({"held_ms": round(self.held_ms, 3)}),
+                "payload": Jsonb({"held_ms": round(self.held_ms, 3), **(extra or {})}),
                 "channel": self._lock.channel(self.lock_id),
             },
         )
@@ -538,17 +556,43 @@ class LockLease:
         Returns:
             True if our row was deleted; False if it was already gone or someone else's (the lease is
             then marked lost) or this lease was released before.
+
+        Raises:
+            psycopg.OperationalError, psycopg.InterfaceError: the metastore could not be reached; the
+                release goes on in the background (:meth:`release_later`) once it answers again.
         """
         with self._state:
             if self._released:
                 return False
             self._released = True
         self.stop_heartbeat()
-        with self._lock.connection() as conn:
-            deleted = bool(run_batch(conn, [self.release_statement()])[0])
+        try:
+            with self._lock.connection() as conn:
+                deleted = bool(run_batch(conn, [self.release_statement()])[0])
+        except CONNECTION_FAILURES as exc:
+            # The metastore is unreachable (or the session died): keep trying in the background, so
+            # the row does not block the table for the rest of the lease once it answers again.
+            self._lock._deferred.add(self, error=exc)
+            raise
         if not deleted:
             self._mark_lost("lock row was gone or someone else's at release")
         return deleted
+
+    def release_later(self, *, settlement: Settlement | None = None, error: object = "") -> None:
+        """Hand the release to the lock's background retrier (:mod:`paimon_meta.metastore.deferred`)
+        after a release (or the transaction that was to release) failed with ``error``. With
+        ``settlement``, its statements commit with the release, in a transaction that validated the
+        lease first. The lease counts as released from now on (no renewals, :meth:`check` refuses)."""
+        with self._state:
+            already = self._released
+            self._released = True
+        if already:
+            # Nothing left to release here; the work cannot commit under this lease any more.
+            if settlement is not None:
+                settlement.finished(ReleaseOutcome.GONE, None)
+            return
+        self.stop_heartbeat()
+        self._lock._deferred.add(self, settlement=settlement, error=error)
 
     def _event(self, event_type: LockEventType, **fields: Any) -> LockEvent:
         return LockEvent(
@@ -576,7 +620,7 @@ class LockLease:
         try:
             self.release()
         except Exception:
-            # Do not mask the body's exception; the row expires after the lease anyway.
+            # Do not mask the body's exception; a connection failure is retried in the background.
             _log.exception("releasing lock %s after an error failed", self.lock_id)
 
 
@@ -652,6 +696,7 @@ class MetastoreLock:
         self._listeners = ListenerPool(conninfo, max_idle=max_idle_listeners)
         self._sessions = SessionPool(conninfo, max_idle=max_idle_sessions)
         self._heartbeats = _Heartbeats()
+        self._deferred = DeferredReleases(self.connection)
         self._hostname = socket.gethostname()
 
     @staticmethod
@@ -665,10 +710,31 @@ class MetastoreLock:
         with self._sessions.connection() as conn:
             yield conn
 
+    #: How long :meth:`close` lets deferred releases finish (a process stopping right after a restart).
+    CLOSE_DRAIN_SECONDS = 2.0
+
     def close(self) -> None:
-        """Close the idle LISTEN and session connections."""
+        """Give deferred releases up to :data:`CLOSE_DRAIN_SECONDS` to finish, then close the idle LISTEN
+        and session connections (rows still unreleased expire after their leases)."""
+        self._deferred.close(drain_seconds=self.CLOSE_DRAIN_SECONDS)
         self._listeners.close()
         self._sessions.close()
+
+    # -- deferred releases -------------------------------------------------------------------------
+
+    def observe_deferred(self, observer: Observer) -> None:
+        """Call ``observer`` with the :class:`~paimon_meta.metastore.deferred.DeferredRelease` of every
+        deferred release that ends (metrics; see :mod:`paimon_meta.metastore.lock_metrics`)."""
+        self._deferred.observe(observer)
+
+    @property
+    def deferred_pending(self) -> int:
+        """Releases that failed and are being retried in the background."""
+        return self._deferred.pending
+
+    def wait_deferred(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the deferred releases to end; True if none is left."""
+        return self._deferred.wait_idle(timeout)
 
     def __enter__(self) -> MetastoreLock:
         return self
@@ -787,12 +853,9 @@ class MetastoreLock:
             if listener is None:
                 time.sleep(wait)
                 continue
-            try:
-                listener.wait(wait)
-            except psycopg.Error as exc:
-                # The LISTEN connection broke: fall back to polling for the rest of this wait.
-                _log.warning("lock %s: LISTEN connection failed, polling: %s", request.lock_id, exc)
-                listener = None
+            # A broken LISTEN connection is re-opened by the listener itself (with backoff; polling
+            # meanwhile), and its return counts as a wake-up: a NOTIFY may have been missed.
+            listener.wait(wait)
 
     def _timeout_error(self, request: _Request) -> LockTimeoutError:
         holder = self.get_lock(request.lock_id)

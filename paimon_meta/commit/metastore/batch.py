@@ -18,7 +18,9 @@ COMPACT snapshot) and pays those waits once:
 Every commit keeps its own snapshot, events and outcome, exactly as one committed alone. What a crash
 leaves is what a crash leaves after a lone commit's snapshot, several times over: snapshots on storage
 beyond the pointer whose ``prepared`` events are durable, which the next holder records (reconcile) and
-a re-sent identifier finds (I1). A snapshot that fails to link (someone outside our lock has the name)
+a re-sent identifier finds (I1). A metastore connection that dies at step 4 (a Postgres restart) is not a
+crash: the holder records the batch under its lease once the metastore answers, or hands it to recovery
+at once (``guard``'s module docstring). A snapshot that fails to link (someone outside our lock has the name)
 stops the batch there: the commits before it are published, the ones after it were never named and go
 back to the one-at-a-time path (I3: only their own attempt's files are deleted); a link whose outcome is
 unknown is reported as such, never cleaned up.
@@ -228,8 +230,13 @@ class _Batch:
                 [e.opened for e in decided],
             )
         except Exception:  # the snapshots are durable: the commits succeeded whatever the log says
+            # A connection failure left the record to the lock's retrier (LockHold.record_batch: it
+            # records them under the lease once the metastore answers, or hands them to recovery at
+            # once); anything else leaves it to the next holder's reconcile.
             log.exception(
-                "batch of %s is published but recording it failed; recovery records it", self.hold.lock_id
+                "batch of %s is published but recording it failed; recorded later (see the deferred "
+                "recording's log line) or by the next holder",
+                self.hold.lock_id,
             )
             self.hold.abandon()
 

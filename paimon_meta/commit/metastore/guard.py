@@ -20,6 +20,19 @@ statements per round trip:
 6. a session that did not publish (dedupe, conflict, lost race, error) releases the lock at its end,
    with its held-back events, in one transaction.
 
+When the metastore connection dies at 5. (a Postgres restart), ``snapshot-N`` is durable and its record
+is not (or its COMMIT's answer was lost). The commit has succeeded (storage is the truth); the holder
+settles its record in place rather than leaving it, and the lock row, to the next holder after the lease:
+the lease goes to the lock's background retrier (:mod:`paimon_meta.metastore.deferred`) with a
+:class:`_DeferredRecording`, which, once the metastore answers, validates the lease in a transaction,
+reads the pointer and, if it is still N-1, commits the held-back events, the compare-and-set with
+``snapshot_published`` and the statistics together with the release (if it is N, the lost COMMIT had
+committed: only the release). The lease validated in that transaction keeps I1/I2 as at 5.: nobody else
+can record N meanwhile (reconcile runs only under the lock), and the compare-and-set records it once.
+If the lease is lost by then, the commit is handed to recovery at once: the holder takes the lock if it
+is free and reconciles (``recovered``); if someone holds it, that holder records it (every holder
+reconciles storage beyond the pointer when it starts). A log line says which.
+
 Group commit (:class:`LockHold`, used by ``paimon_meta.commit.metastore.group``):
 consecutive sessions of several
 commits share one lease and one connection. The first acquires as in 2.; each later one opens with one
@@ -63,6 +76,7 @@ from paimon_meta.errors import (
     TableNotFoundError,
     TableRowChangedError,
 )
+from paimon_meta.metastore.deferred import CONNECTION_FAILURES, ReleaseOutcome
 from paimon_meta.metastore.events import (
     FIND_PUBLISHED_SQL,
     Aborted,
@@ -290,6 +304,11 @@ class MetastoreSession(GuardSession):
     # publishes (None until then), by the hold's ``more``; a batch's sessions keep it (the batch
     # records them all in one transaction and the hold releases the lock).
     keeps_lock: bool | None = None
+    # The record of a snapshot published while the metastore connection died: settled under the lease
+    # by the lock's retrier once the session ends (see the module docstring).
+    unrecorded: _DeferredRecording | None = None
+    # The session ended by handing its lease to the retrier (the hold must acquire afresh).
+    deferred: bool = False
 
     def _keeps(self) -> bool:
         """Whether this session's publish keeps the lock for another commit (decided once)."""
@@ -433,7 +452,15 @@ class MetastoreSession(GuardSession):
             ("COMMIT", {}),
             *(ahead.opening if ahead else ()),
         ]
-        results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
+        try:
+            results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
+        except CONNECTION_FAILURES:
+            # snapshot-N is durable; its record is not (or the COMMIT's answer was lost): close() hands
+            # it to the lock's retrier, to be recorded under this lease once the metastore answers.
+            self.unrecorded = _DeferredRecording(
+                self.guard, [snapshot.id], [*self.held_back, record, *stats], [at_record]
+            )
+            raise
         self.fenced = False
         self.held_back.clear()
         if release:
@@ -441,6 +468,22 @@ class MetastoreSession(GuardSession):
         if ahead is not None and self.hold is not None:
             self.hold.opened(ahead, results[len(results) - len(ahead.opening) :])
         self.recorded(snapshot, results[at_record])
+
+    def _defer(self, unrecorded: _DeferredRecording) -> None:
+        """Hand the lease and the unrecorded publish to the lock's retrier (module docstring)."""
+        self.unrecorded = None
+        self.fenced = False
+        rollback_quietly(self.conn)  # the connection is broken: this closes it
+        self.held_back.clear()
+        self.deferred = True
+        log.warning(
+            "%s: snapshot %s is published but recording it failed with the metastore connection; "
+            "it is recorded under the lease (token %s) once the metastore answers",
+            self.ref.table_identifier,
+            unrecorded.describe(),
+            self.lease.fencing_token,
+        )
+        self.lease.release_later(settlement=unrecorded, error="recording failed")
 
     def record_statements(
         self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]
@@ -478,7 +521,11 @@ class MetastoreSession(GuardSession):
 
     def close(self) -> None:
         """End the session: roll back an unpublished publishing transaction, then release the lock
-        with the held-back events (one transaction), unless ``published`` already did."""
+        with the held-back events (one transaction), unless ``published`` already did. A publish whose
+        recording failed with the connection goes, with the lease, to the lock's retrier instead."""
+        if self.unrecorded is not None:
+            self._defer(self.unrecorded)
+            return
         if self.fenced:
             rollback_quietly(self.conn)
             self.fenced = False
@@ -499,8 +546,11 @@ class MetastoreSession(GuardSession):
             try:
                 self.lease.release()  # a fresh connection; the held-back audit events are lost
             except Exception:
-                # Never mask the session's own outcome: the row expires after the lease anyway.
-                log.exception("releasing %s failed; it expires after its lease", self.lease.lock_id)
+                # Never mask the session's own outcome. A connection failure is retried in the
+                # background until the metastore answers (at most until the lease ends).
+                log.warning(
+                    "releasing %s failed; retrying in the background", self.lease.lock_id, exc_info=True
+                )
         else:
             self.lease.confirm_release(bool(results[-2]))
         self.held_back.clear()
@@ -734,6 +784,100 @@ def _fence_idle_timeout(guard: MetastoreGuard, lease: LockLease) -> float | None
     return float(lease.lease_seconds) if atomic else None
 
 
+@dataclass(slots=True)
+class _DeferredRecording:
+    """The record of snapshots published while the metastore connection died (module docstring): a
+    :class:`~paimon_meta.metastore.deferred.Settlement` run by the lock's retrier once the metastore
+    answers, in the transaction that validated the lease and then releases it.
+
+    ``statements``: the held-back events, each snapshot's pointer compare-and-set with its
+    ``snapshot_published`` event (at the indexes ``record_at``) and statistics, in order, exactly as the
+    failed transaction had them (no COMMIT). ``snapshot_ids``: contiguous, in order."""
+
+    guard: MetastoreGuard
+    snapshot_ids: list[int]
+    statements: list[Statement]
+    record_at: list[int]
+    # What statements() found: "redo" (pointer at the first snapshot's parent), "done" (at the last:
+    # the failed COMMIT had committed) or "moved" (neither).
+    found: str = ""
+
+    def describe(self) -> str:
+        ids = self.snapshot_ids
+        return str(ids[0]) if len(ids) == 1 else f"{ids[0]}..{ids[-1]}"
+
+    def statements_in(self, conn: RawConnection) -> list[Statement]:
+        """In the retrier's transaction, the lease validated: what to commit with the release."""
+        rows = run_batch(conn, [(POINTER_SQL, {"table_id": self.guard.table_row.table_id})])[0]
+        pointer = rows[0]["latest_snapshot_id"] if rows else None
+        first, last = self.snapshot_ids[0], self.snapshot_ids[-1]
+        if pointer == (first - 1 if first > 1 else None):
+            self.found = "redo"
+            return list(self.statements)
+        self.found = "done" if pointer is not None and pointer >= last else "moved"
+        return []
+
+    def finished(self, outcome: ReleaseOutcome, results: list[list[dict[str, Any]]] | None) -> str:
+        """Once the retrier is done: log what became of the record; hand it to recovery at once if it
+        could not be made under the lease. Returns ``recorded``, ``already_recorded``, ``reconciled``,
+        ``left_to_holder`` or ``left_to_recovery`` (the metric's label)."""
+        table = self.guard.table_row.identifier
+        what = f"snapshot {self.describe()} of {table}"
+        if outcome is ReleaseOutcome.RELEASED and self.found == "redo" and results is not None:
+            if all(results[i] for i in self.record_at):
+                log.info(
+                    "%s: deferred recording finished (recorded under the lease after reconnecting)", what
+                )
+                return "recorded"
+        elif outcome is ReleaseOutcome.RELEASED and self.found == "done":
+            log.info("%s: deferred recording finished (the failed transaction had committed it)", what)
+            return "already_recorded"
+        if outcome is ReleaseOutcome.CLOSED:
+            log.warning(
+                "%s: deferred recording handed over: the lock closed first; the table's next lock holder "
+                "or `paimon-meta recover` records it",
+                what,
+            )
+            return "left_to_recovery"
+        return self._hand_over(what)
+
+    def _hand_over(self, what: str) -> str:
+        """Recovery at once: take the lock if it is free and reconcile storage into the log."""
+        guard = self.guard
+        try:
+            lease = guard.lock.try_acquire(
+                guard.lock_id, owner=guard.owner, lease_seconds=guard.settings.lease_seconds, heartbeat=False
+            )
+        except Exception as e:
+            log.warning(
+                "%s: deferred recording handed over: the lease was lost and the metastore is unreachable "
+                "(%s); the table's next lock holder or `paimon-meta recover` records it",
+                what,
+                e,
+            )
+            return "left_to_recovery"
+        if lease is None:
+            log.info(
+                "%s: deferred recording handed over to the lock's current holder (it records snapshots "
+                "beyond the pointer when it starts)",
+                what,
+            )
+            return "left_to_holder"
+        try:
+            with lease:
+                recorded = reconcile(guard.registry, guard.events, guard.table_row, guard.snapshots)
+        except Exception:
+            log.warning(
+                "%s: deferred recording handed over: reconciling failed; the table's next lock holder or "
+                "`paimon-meta recover` records it",
+                what,
+                exc_info=True,
+            )
+            return "left_to_recovery"
+        log.info("%s: deferred recording handed over to recovery, which recorded %s", what, recorded)
+        return "reconciled"
+
+
 class LockHold:
     """One table lock held across the consecutive commits of a group (group commit).
 
@@ -952,9 +1096,27 @@ class LockHold:
             statements += session.held_back
             at.append(len(statements))
             statements += session.record_statements(snapshot, attempt=attempt, details=details)
-        statements.append(("COMMIT", {}))
         try:
-            results = run_batch(self._connection(), statements)
+            results = run_batch(self._connection(), [*statements, ("COMMIT", {})])
+        except CONNECTION_FAILURES as e:
+            if published and self.lease is not None:
+                # The snapshots are durable, their records not: recorded under this lease by the
+                # lock's retrier once the metastore answers (module docstring); the hold starts afresh.
+                unrecorded = _DeferredRecording(
+                    published[0][0].guard, [entry[1].id for entry in published], statements, at
+                )
+                lease, self.lease = self.lease, None
+                self._ahead = None
+                self._close_connection()
+                log.warning(
+                    "%s: batch of snapshots %s is published but recording it failed with the metastore "
+                    "connection; it is recorded under the lease (token %s) once the metastore answers",
+                    self.lock_id,
+                    unrecorded.describe(),
+                    lease.fencing_token,
+                )
+                lease.release_later(settlement=unrecorded, error=e)
+            raise
         finally:
             for session in (*others, *(entry[0] for entry in published)):
                 session.fenced = False
@@ -979,7 +1141,7 @@ class LockHold:
         except Exception:
             log.warning("ending a group session of %s failed", self.lock_id, exc_info=True)
             keep = False
-        if not keep:
+        if not keep or session.deferred:  # deferred: the lease went to the lock's retrier
             self._drop()
 
     def _drop(self) -> None:
@@ -993,7 +1155,8 @@ class LockHold:
             try:
                 lease.release()  # a fresh connection of the pool
             except Exception:
-                log.warning("releasing %s failed; it expires after its lease", self.lock_id, exc_info=True)
+                # A connection failure is retried in the background until the metastore answers.
+                log.warning("releasing %s failed; retrying in the background", self.lock_id, exc_info=True)
         self._close_connection()
 
     def release(self) -> None:

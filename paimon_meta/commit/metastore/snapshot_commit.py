@@ -37,7 +37,9 @@ reduced to what the protocol defines (the client checked its changes against its
 A crash anywhere leaves states recovery already resolves: before step 5 nothing is on storage and the
 ``prepared`` event is pending (recovery aborts it: a REST commit is never re-committed by the server, the
 client retries it); after the snapshot is created, the next commit's reconcile (or recovery) finds it on
-storage and records it ``recovered``, and the client's retry deduplicates against it.
+storage and records it ``recovered``, and the client's retry deduplicates against it. A metastore
+connection that dies at step 6 while the server lives on is settled by the holder itself (the lease and
+the record go to the lock's retrier: ``guard``'s module docstring).
 """
 
 from __future__ import annotations
@@ -257,7 +259,9 @@ class SnapshotCommitter:
                 session.published(snap, attempt=1, details=details)
             except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
                 log.exception(
-                    "snapshot %s is published but recording it failed; recovery records it", snap.id
+                    "snapshot %s is published but recording it failed; recorded later (see the deferred "
+                    "recording's log line) or by the next holder",
+                    snap.id,
                 )
             crashpoints.reached(CrashPoint.AFTER_EVENT)
             return SnapshotCommitResult(True, commit_id, snap.id)

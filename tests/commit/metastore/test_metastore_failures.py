@@ -75,7 +75,7 @@ def test_a_session_killed_before_publishing_fails_the_attempt_and_the_retry_comm
     assert catalog.get_table("db.t").snapshot_manager.list_snapshot_ids() == [1]
 
 
-def test_a_session_killed_after_publishing_still_reports_success(
+def test_a_session_killed_after_publishing_still_reports_success_and_the_holder_records_it(
     catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     original = metastore_guard.MetastoreSession.published
@@ -90,11 +90,20 @@ def test_a_session_killed_after_publishing_still_reports_success(
     result: Any = table.committer_factory(table, "u").commit([append_msg(0, 0, data_file())], 1)
     assert result.snapshot_ids == (1,) and result.attempts == 1  # durable on storage: it succeeded
     monkeypatch.undo()
-    # the next commit (re-running the same identifier) records it as recovered and deduplicates
+    # The holder records it itself, under its lease, and only then releases the lock.
+    assert catalog.lock.wait_deferred(30)
+    assert [(e["event_type"], e["snapshot_id"]) for e in _events(catalog) if e["snapshot_id"]] == [
+        ("snapshot_published", 1)
+    ]
+    assert catalog.registry.get_table_row("db", "t").latest_snapshot_id == 1
+    lock_events = [e.event for e in catalog.events.lock_events("jdbc.db.t")]
+    assert [e.event_type.value for e in lock_events] == ["acquired", "released"]
+    assert lock_events[1].payload["after_reconnect"] is True and lock_events[1].payload["attempts"] >= 1
+    # re-running the same identifier deduplicates against it
     table = catalog.get_table("db.t")
     assert table.committer_factory is not None
     again: Any = table.committer_factory(table, "u").commit([append_msg(0, 0, data_file())], 1)
     assert again.deduplicated and again.snapshot_ids == (1,)
     assert [(e["event_type"], e["snapshot_id"]) for e in _events(catalog) if e["snapshot_id"]] == [
-        ("recovered", 1)
+        ("snapshot_published", 1)
     ]
