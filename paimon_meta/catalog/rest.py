@@ -377,11 +377,10 @@ class RestClient:
     def _count_retry(self, event: RetryEvent, remaining: float) -> None:
         with self._count:
             self._retries += 1
-        log.warning(
-            "%s %s (request id %s) failed: %s; sending it again in %.2f s (attempt %d, %.1f s left)",
+        log.warning(  # the cause names the request id
+            "%s %s failed: %s; sending it again in %.2f s (attempt %d, %.1f s left)",
             event.method,
             event.path,
-            event.request_id,
             event.cause,
             event.delay,
             event.attempt + 1,
