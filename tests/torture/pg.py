@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 import psycopg
@@ -97,6 +98,15 @@ class PrivatePostgres:
             user=_os_user(),
             log=base / "server.log",
         )
+
+    def started_at(self) -> datetime:
+        """When the running server started (``pg_postmaster_start_time()``): the end of the last
+        restart, or of :meth:`start`, on the clock the event log's timestamps use."""
+        with psycopg.connect(libpq_conninfo(self.url), autocommit=True) as conn:
+            row = conn.execute("SELECT pg_postmaster_start_time()").fetchone()
+        assert row is not None
+        started: datetime = row[0]
+        return started
 
     def close(self) -> None:
         stop_embedded_postgres(self.home, mode="immediate")
