@@ -50,6 +50,15 @@ BACKOFF_CAP_SECONDS = 1.0
 CONNECTION_FAILURES: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
+def connection_lost(exc: BaseException, conn: psycopg.Connection[Any] | None = None) -> bool:
+    """Whether ``exc`` is a failure of the connection rather than of a statement: one of
+    :data:`CONNECTION_FAILURES`, or any error after which ``conn`` is closed or broken (a session the
+    server ended, e.g. ``idle_in_transaction_session_timeout``, raised as an ``InternalError``)."""
+    if isinstance(exc, CONNECTION_FAILURES):
+        return True
+    return conn is not None and (conn.closed or conn.broken)
+
+
 class ReleaseOutcome(enum.StrEnum):
     """How a deferred release ended."""
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 from paimon_meta.db.embedded import (
     EmbeddedPostgres,
@@ -98,6 +99,14 @@ class PrivatePostgres:
             user=_os_user(),
             log=base / "server.log",
         )
+
+    def copy_database(self, name: str) -> str:
+        """A new database ``name``, a copy of the migrated ``torture`` (nothing may be connected to that
+        one meanwhile); returns its URL. For tests that each need an empty event log."""
+        statement = sql.SQL("CREATE DATABASE {} TEMPLATE torture").format(sql.Identifier(name))
+        with psycopg.connect(libpq_conninfo(self.server.url_for("postgres")), autocommit=True) as conn:
+            conn.execute(statement)
+        return self.server.url_for(name)
 
     def started_at(self) -> datetime:
         """When the running server started (``pg_postmaster_start_time()``): the end of the last

@@ -76,7 +76,7 @@ from paimon_meta.errors import (
     TableNotFoundError,
     TableRowChangedError,
 )
-from paimon_meta.metastore.deferred import CONNECTION_FAILURES, ReleaseOutcome
+from paimon_meta.metastore.deferred import ReleaseOutcome, connection_lost
 from paimon_meta.metastore.events import (
     FIND_PUBLISHED_SQL,
     Aborted,
@@ -454,12 +454,15 @@ class MetastoreSession(GuardSession):
         ]
         try:
             results = run_batch(self.conn, statements)  # on error: rolled back; the session end releases
-        except CONNECTION_FAILURES:
-            # snapshot-N is durable; its record is not (or the COMMIT's answer was lost): close() hands
-            # it to the lock's retrier, to be recorded under this lease once the metastore answers.
-            self.unrecorded = _DeferredRecording(
-                self.guard, [snapshot.id], [*self.held_back, record, *stats], [at_record]
-            )
+        except psycopg.Error as e:
+            if connection_lost(e, self.conn):
+                # snapshot-N is durable; its record is not (or the COMMIT's answer was lost): close()
+                # hands it to the lock's retrier, to be recorded under this lease once the metastore
+                # answers. (A statement's own error leaves it to the next holder's reconcile, as a
+                # retry would fail the same way while the row blocks the table.)
+                self.unrecorded = _DeferredRecording(
+                    self.guard, [snapshot.id], [*self.held_back, record, *stats], [at_record]
+                )
             raise
         self.fenced = False
         self.held_back.clear()
@@ -1096,10 +1099,11 @@ class LockHold:
             statements += session.held_back
             at.append(len(statements))
             statements += session.record_statements(snapshot, attempt=attempt, details=details)
+        conn = self._connection()
         try:
-            results = run_batch(self._connection(), [*statements, ("COMMIT", {})])
-        except CONNECTION_FAILURES as e:
-            if published and self.lease is not None:
+            results = run_batch(conn, [*statements, ("COMMIT", {})])
+        except psycopg.Error as e:
+            if published and self.lease is not None and connection_lost(e, conn):
                 # The snapshots are durable, their records not: recorded under this lease by the
                 # lock's retrier once the metastore answers (module docstring); the hold starts afresh.
                 unrecorded = _DeferredRecording(
