@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 from pydantic.alias_generators import to_camel
 
 #: A number of a request: within Postgres' BIGINT (and Java's long), else 400 naming the field
@@ -52,6 +52,36 @@ JsonObject = Annotated[dict[str, Any], AfterValidator(_bigints_only)]
 
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+def _without_nul(value: Any, path: str = "") -> None:
+    """Raise naming the member (``path``, relative to the field) when a string inside ``value``, a
+    dict's keys included, holds U+0000."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            where = f" (at {path})" if path else ""
+            raise ValueError(f"a NUL character (U+0000){where}: no name or text may hold one")
+    elif isinstance(value, BaseModel):
+        for name, field in type(value).model_fields.items():
+            _without_nul(getattr(value, name), f"{path}.{field.alias or name}".lstrip("."))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _without_nul(k, f"{path} key".lstrip())
+            _without_nul(v, f"{path}.{k}".lstrip("."))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _without_nul(v, f"{path}[{i}]")
+
+
+class _Request(_Model):
+    """A request body: no string in it, at any depth, holds NUL (Postgres' text and JSONB cannot store
+    one, so it would fail as a 500 deep in a commit; it is refused here as 400 naming the field)."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        _without_nul(value)
+        return value
 
 
 Body = TypeVar("Body", bound=BaseModel)
@@ -101,12 +131,12 @@ class ConfigResponse(_Model):
 # ---- databases -----------------------------------------------------------------------------------------
 
 
-class CreateDatabaseRequest(_Model):
+class CreateDatabaseRequest(_Request):
     name: str
     options: dict[str, str] | None = None
 
 
-class AlterDatabaseRequest(_Model):
+class AlterDatabaseRequest(_Request):
     removals: list[str] = Field(default_factory=list)
     updates: dict[str, str] = Field(default_factory=dict)
 
@@ -146,17 +176,17 @@ class SchemaBody(_Model):
     comment: str | None = None
 
 
-class CreateTableRequest(_Model):
+class CreateTableRequest(_Request):
     identifier: Identifier
     schema_: SchemaBody = Field(alias="schema")
 
 
-class RenameTableRequest(_Model):
+class RenameTableRequest(_Request):
     source: Identifier
     destination: Identifier
 
 
-class AlterTableRequest(_Model):
+class AlterTableRequest(_Request):
     """``changes``: SchemaChange objects, each with an ``action`` (parsed by the route)."""
 
     changes: list[JsonObject]
@@ -205,7 +235,7 @@ class PartitionStatisticsBody(_Model):
     total_buckets: BigInt | None = None
 
 
-class CommitTableRequest(_Model):
+class CommitTableRequest(_Request):
     table_id: str | None = None
     snapshot: JsonObject
     statistics: list[PartitionStatisticsBody] = Field(default_factory=list)
@@ -234,7 +264,7 @@ class ListPartitionsResponse(_Model):
 # ---- tags ----------------------------------------------------------------------------------------------
 
 
-class CreateTagRequest(_Model):
+class CreateTagRequest(_Request):
     tag_name: str
     snapshot_id: BigInt | None = None
     time_retained: str | None = None
@@ -260,7 +290,7 @@ class Instant(_Model):
     tag_name: str | None = None
 
 
-class RollbackTableRequest(_Model):
+class RollbackTableRequest(_Request):
     instant: Instant
     from_snapshot: BigInt | None = None
 
@@ -268,7 +298,7 @@ class RollbackTableRequest(_Model):
 # ---- the control plane (our extension) -----------------------------------------------------------------
 
 
-class CommitMessagesRequest(_Model):
+class CommitMessagesRequest(_Request):
     """CommitMessages a writer produced (Java's ``CommitMessageSerializer.serializeList`` bytes at
     ``messagesVersion``, base64), committed server-side exactly as an in-process commit."""
 
@@ -289,7 +319,7 @@ class CommitMessagesResponse(_Model):
     deduplicated: bool
 
 
-class FilterCommittedRequest(_Model):
+class FilterCommittedRequest(_Request):
     commit_user: str = Field(min_length=1, max_length=255)
     identifiers: list[BigInt]
 

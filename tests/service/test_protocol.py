@@ -304,6 +304,31 @@ def test_bad_commits_change_nothing(
         )
 
 
+def test_nul_in_a_body_is_refused_by_name_and_writes_nothing(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
+) -> None:
+    """Postgres' text and JSONB cannot hold U+0000: it was a 500 from the driver (found by the fuzz test:
+    database options); now 400 naming the field, before anything is written."""
+    base = seed(service_catalog)
+    before = state_of_storage(service_catalog)
+    table = f"{P}/databases/db/tables/t"
+    for url, body, field in (
+        (f"{P}/databases", {"name": "d", "options": {"k": "a\x00b"}}, "options"),
+        (f"{P}/databases/db", {"updates": {"k\x00": "v"}, "removals": []}, "updates"),
+        (f"{table}/commit", commit_body(base, commitUser="rest\x00user"), "snapshot"),
+        (f"{table}/filter-committed", {"commitUser": "u\x00", "identifiers": [1]}, "commitUser"),
+        (f"{table}/tags", {"tagName": "a\x00"}, "tagName"),
+        (f"{table}/rollback", {"instant": {"type": "tag", "tagName": "\x00"}}, "instant"),
+    ):
+        message = _error(service_client.post(url, json=body, headers=admin), 400)["message"]
+        assert message.startswith(f"{field}: ") and "NUL" in message, message
+    assert state_of_storage(service_catalog) == before
+    assert service_catalog.list_databases() == ["db"]
+    assert dict(service_catalog.get_database("db").properties) == {}
+    with service_catalog.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM paimon_maintenance_events")).scalar() == 0
+
+
 @pytest.mark.parametrize("name", ["..", "a.b", "a'b", 'a"b', "a\x00b", "a b", "ä"])
 def test_bad_identifiers_are_refused(
     service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str], name: str
