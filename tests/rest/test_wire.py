@@ -221,6 +221,9 @@ def test_a_body_the_service_would_refuse_is_refused_before_it_is_sent(
         RemoteCommitter(catalog.client, "db", "t", "u").commit([], 2**63)
     with pytest.raises(errors.ValidationError, match="identifiers"):
         RemoteCommitter(catalog.client, "db", "t", "u").filter_committed([-(2**63) - 1])
+    # NUL: the service's metastore cannot store it (the same model refuses it on both ends)
+    with pytest.raises(errors.ValidationError, match="NUL"):
+        RemoteCommitter(catalog.client, "db", "t", "u\x00").commit([], 1)
     assert len(sent) == before
 
 
