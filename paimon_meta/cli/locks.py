@@ -16,14 +16,24 @@ _LOCK_COLUMNS: list[render.Column] = [
     ("age_seconds", "age s"),
     ("lease_left_seconds", "lease left s"),
     ("heartbeat_age_seconds", "heartbeat s ago"),
-    "stale",
+    "state",
 ]
 
 
 def register(commands: Commands) -> None:
     locks = commands.group("locks", "list or release metastore locks (ours and Java's)")
-    p = locks.action("list", _locks_list, "every lock row: owner, token, age, lease left, heartbeat, stale")
+    p = locks.action(
+        "list",
+        _locks_list,
+        "every lock row: owner, token, age, lease left, heartbeat, state (live, heartbeat_overdue: the "
+        "holder lost its metastore connection, froze or died; stale; java)",
+    )
     p.add_argument("--stale", action="store_true", help="only expired rows")
+    p.add_argument(
+        "--overdue",
+        action="store_true",
+        help="only rows whose holder has not renewed them for more than half their lease",
+    )
     p = locks.action(
         "release",
         _locks_release,
@@ -39,7 +49,7 @@ def register(commands: Commands) -> None:
 def _locks_list(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.ops.locks import list_locks
 
-    rows = list_locks(ctx.catalog().lock, stale_only=args.stale)
+    rows = list_locks(ctx.catalog().lock, stale_only=args.stale, overdue_only=args.overdue)
     data = [render.jsonable(r) for r in rows]
     return Output(data, render.table(data, _LOCK_COLUMNS))
 

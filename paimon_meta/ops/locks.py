@@ -7,6 +7,23 @@ within its expiry) is refused unless forced, because that holder may be about to
 then fail their fencing check and retry, a Java holder does not check at all. Every release is appended to
 ``paimon_lock_events`` as ``force_released`` with the operator (``user@host``) and the reason, in the
 transaction that deletes the row.
+
+Each row has a ``state`` (``paimon-meta locks list`` shows it; ``--overdue`` lists only those):
+
+* ``stale``: expired by Java's rule;
+* ``java``: a Java row within its expiry (Java writes no heartbeat: nothing more can be said);
+* ``heartbeat_overdue``: ours, not expired, but not renewed for more than half its lease, where a live
+  holder renews every third of it (``heartbeat_overdue_after``). Its holder lost its metastore
+  connection, froze, or died. A live holder whose connection comes back renews it, or, if it was
+  releasing, releases it itself (the lock's deferred release, ``released`` with ``after_reconnect``);
+  a dead one's row is taken over when the lease ends;
+* ``live``.
+
+Only the heartbeat is used to judge: it is written by the holder itself, on the database's clock, so the
+judgement needs nothing but the row. Matching a row to the holder's backend sessions
+(``pg_stat_activity``) is not reliable: the row names the client's host and process, a backend shows only
+a client address (NAT, proxies such as PgBouncer, several processes per host) and no client pid, and the
+heartbeat runs on pooled connections that a live holder may not have open at any given moment.
 """
 
 from __future__ import annotations
@@ -20,6 +37,9 @@ from sqlalchemy import text
 from paimon_meta.errors import NotFoundError, ValidationError
 from paimon_meta.metastore.lock import LockInfo, MetastoreLock
 from paimon_meta.ops.common import RefusedError, operator_identity
+
+#: A live holder renews every lease/3; a row not renewed for this fraction of its lease is overdue.
+HEARTBEAT_OVERDUE_FRACTION = 0.5
 
 _HEARTBEAT_AGE = text(
     "SELECT lock_id, EXTRACT(EPOCH FROM clock_timestamp() - heartbeat_at)::float8 AS heartbeat_age "
@@ -44,9 +64,20 @@ class LockRow:
     heartbeat_age_seconds: float | None
     expire_time_seconds: int
     stale: bool
+    # Ours, not expired, and not renewed for more than half its lease (module docstring).
+    heartbeat_overdue: bool = False
+    # "stale", "java", "heartbeat_overdue" or "live" (module docstring).
+    state: str = "live"
 
     @classmethod
     def of(cls, info: LockInfo, heartbeat_age: float | None) -> LockRow:
+        overdue = heartbeat_overdue(info, heartbeat_age)
+        if info.stale:
+            state = "stale"
+        elif info.java:
+            state = "java"
+        else:
+            state = "heartbeat_overdue" if overdue else "live"
         return cls(
             lock_id=info.lock_id,
             kind="java" if info.java else "paimon_meta",
@@ -61,7 +92,17 @@ class LockRow:
             heartbeat_age_seconds=None if heartbeat_age is None else round(heartbeat_age, 3),
             expire_time_seconds=info.expire_time_seconds,
             stale=info.stale,
+            heartbeat_overdue=overdue,
+            state=state,
         )
+
+
+def heartbeat_overdue(info: LockInfo, heartbeat_age: float | None) -> bool:
+    """Whether ``info`` is one of our rows, not expired, whose heartbeat is overdue (module docstring)."""
+    if info.java or info.stale or heartbeat_age is None:
+        return False
+    lease = info.lease_seconds or info.expire_time_seconds
+    return heartbeat_age > lease * HEARTBEAT_OVERDUE_FRACTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +118,16 @@ class ReleaseResult:
         return {"lock": self.lock, "forced": self.forced, "operator": self.operator, "reason": self.reason}
 
 
-def list_locks(lock: MetastoreLock, *, stale_only: bool = False) -> list[LockRow]:
-    """Every lock row, Java's included, with age, lease left, heartbeat age and the stale flag."""
+def list_locks(lock: MetastoreLock, *, stale_only: bool = False, overdue_only: bool = False) -> list[LockRow]:
+    """Every lock row, Java's included, with age, lease left, heartbeat age, the stale flag and the
+    state (module docstring). ``stale_only``/``overdue_only``: only the stale rows / only the rows whose
+    heartbeat is overdue (holders that lost their connection); both: either."""
     with lock.engine.connect() as conn:
         heartbeats = {r.lock_id: r.heartbeat_age for r in conn.execute(_HEARTBEAT_AGE)}
     rows = [LockRow.of(info, heartbeats.get(info.lock_id)) for info in lock.list_locks()]
-    return [r for r in rows if r.stale] if stale_only else rows
+    if not stale_only and not overdue_only:
+        return rows
+    return [r for r in rows if (stale_only and r.stale) or (overdue_only and r.heartbeat_overdue)]
 
 
 def release_lock(

@@ -103,6 +103,47 @@ def test_stale_rows_are_flagged_and_released_without_force_live_leases_are_refus
         lease.release()
 
 
+def test_rows_whose_holder_stopped_renewing_are_flagged_overdue_until_it_renews(
+    catalog: MetastoreCatalog,
+) -> None:
+    """A holder that lost its metastore connection stops renewing: its row shows ``heartbeat_overdue``
+    (not stale: the lease still runs) once half the lease passed without a renewal, and ``live`` again
+    once it renews."""
+    lease = catalog.lock.acquire("jdbc.db.cut", owner="writer-1", lease_seconds=30, heartbeat=False)
+    fresh = catalog.lock.acquire("jdbc.db.fine", owner="writer-2", lease_seconds=30, heartbeat=False)
+    try:
+        with catalog.engine.begin() as conn:  # its last renewal 20 s ago, its lease refreshed 1 s ago
+            conn.execute(
+                text(
+                    "UPDATE paimon_distributed_locks SET heartbeat_at = now() - interval '20 seconds' "
+                    "WHERE lock_id = 'jdbc.db.cut'"
+                )
+            )
+        rows = {r.lock_id: r for r in list_locks(catalog.lock)}
+        cut, fine = rows["jdbc.db.cut"], rows["jdbc.db.fine"]
+        assert (cut.state, cut.heartbeat_overdue, cut.stale) == ("heartbeat_overdue", True, False)
+        assert (fine.state, fine.heartbeat_overdue) == ("live", False)
+        assert [r.lock_id for r in list_locks(catalog.lock, overdue_only=True)] == ["jdbc.db.cut"]
+        lease.renew()  # its connection is back
+        assert list_locks(catalog.lock, overdue_only=True) == []
+    finally:
+        lease.release()
+        fresh.release()
+
+
+def test_java_and_stale_rows_are_never_overdue(catalog: MetastoreCatalog) -> None:
+    with catalog.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO paimon_distributed_locks (lock_id, acquired_at, expire_time_seconds) VALUES "
+                "('jdbc.db.java', now(), 600), ('jdbc.db.gone', now() - interval '10 minutes', 60)"
+            )
+        )
+    rows = {r.lock_id: r for r in list_locks(catalog.lock)}
+    assert (rows["jdbc.db.java"].state, rows["jdbc.db.java"].heartbeat_overdue) == ("java", False)
+    assert (rows["jdbc.db.gone"].state, rows["jdbc.db.gone"].heartbeat_overdue) == ("stale", False)
+
+
 def _samples(exposition: str) -> dict[str, float]:
     out = {}
     for line in exposition.splitlines():
