@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"committed snapshots {list(result.snapshot_ids)} to {result.table_path}: {result.rows} rows in "
         f"{result.files} files, commit user {result.commit_user}, identifier {result.commit_identifier}, "
-        f"{result.seconds:.1f} s"
+        f"{result.seconds:.1f} s{opened.retries_note()}"
     )
     return 0
 

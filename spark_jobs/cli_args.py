@@ -34,18 +34,33 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         "--token", default=None, help="bearer token for --service (default $PAIMON_META_TOKEN)"
     )
     parser.add_argument(
-        "--option", action="append", default=[], help="FileIO/catalog option k=v (repeatable)"
+        "--option",
+        action="append",
+        default=[],
+        help="FileIO/catalog option k=v (repeatable); with --service also rest.retry.deadline-seconds "
+        "(30; 0: no retries) and rest.retry.max-backoff-seconds (5)",
     )
     parser.add_argument("--master", default=None, help="Spark master (default $SPARK_MASTER or local[2])")
 
 
+def _no_retries() -> int:
+    return 0
+
+
 @dataclass(slots=True)
 class OpenedTable:
-    """A table opened from the command line, the FileIO options executors need, and how to close."""
+    """A table opened from the command line, the FileIO options executors need, how to close, and how
+    many requests the commit service's client has sent again so far (``--service``; else always 0)."""
 
     table: FileStoreTable
     io_options: dict[str, str]
     close: Callable[[], None]
+    service_retries: Callable[[], int] = _no_retries
+
+    def retries_note(self) -> str:
+        """``", N requests to the service sent again"`` for a job's summary line, empty when none."""
+        retries = self.service_retries()
+        return f", {retries} request(s) to the service sent again" if retries else ""
 
 
 def open_target(args: argparse.Namespace) -> OpenedTable:
@@ -63,7 +78,8 @@ def open_target(args: argparse.Namespace) -> OpenedTable:
         token = args.token or os.environ.get(TOKEN_ENV)
         if not token:
             raise SystemExit(f"--service needs --token or ${TOKEN_ENV}")
+        # ``options`` carry the client's rest.retry.* options too (the executors' FileIO ignores them).
         remote = connect_service(args.service, token=token, **options)
-        return OpenedTable(remote.get_table(args.table), options, remote.close)
+        return OpenedTable(remote.get_table(args.table), options, remote.close, lambda: remote.client.retries)
     catalog = connect_catalog(args.metastore_url, args.warehouse, options)
     return OpenedTable(catalog.get_table(args.table), dict(catalog.file_io_options), catalog.close)

@@ -107,12 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         opened.close()
     if not result.snapshot_ids:
-        print(f"{opened.table.path}: nothing to compact")
+        print(f"{opened.table.path}: nothing to compact{opened.retries_note()}")
         return 0
     print(
         f"{opened.table.path}: COMPACT snapshot {list(result.snapshot_ids)}, {result.buckets} buckets, "
         f"{result.files_before} -> {result.files_after} files, {result.rows_rewritten} rows rewritten, "
-        f"{result.conflicts} conflicts, {time.monotonic() - started:.1f} s"
+        f"{result.conflicts} conflicts, {time.monotonic() - started:.1f} s{opened.retries_note()}"
     )
     return 0
 

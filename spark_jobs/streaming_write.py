@@ -213,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         query.awaitTermination()
     finally:
         opened.close()
+    if opened.retries_note():
+        print(f"{opened.table.path}: stream stopped{opened.retries_note()}")
     return 0
 
 

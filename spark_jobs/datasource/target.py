@@ -24,7 +24,8 @@ from spark_jobs.cli_args import TOKEN_ENV, OpenedTable
 from spark_jobs.common import connect_catalog, parse_options
 
 #: Options the data source reads itself; every other option is a storage/catalog option
-#: (``s3.endpoint``, ``s3.access-key``, ``lock.lease-seconds``, ...).
+#: (``s3.endpoint``, ``s3.access-key``, ``lock.lease-seconds``, with ``service`` the client's
+#: ``rest.retry.deadline-seconds`` and ``rest.retry.max-backoff-seconds``, ...).
 PATH = "path"
 METASTORE = "metastore"
 WAREHOUSE = "warehouse"
@@ -142,7 +143,12 @@ def open_target(opts: SourceOptions) -> OpenedTable:
             raise ValidationError(f"option {SERVICE} needs option {TOKEN} or ${TOKEN_ENV}", option=TOKEN)
         remote = connect_service(opts.service, token=token, catalog_name=opts.catalog_name, **opts.storage)
         try:
-            return OpenedTable(remote.get_table(opts.table), dict(opts.storage), remote.close)
+            return OpenedTable(
+                remote.get_table(opts.table),
+                dict(opts.storage),
+                remote.close,
+                lambda: remote.client.retries,
+            )
         except BaseException:
             remote.close()
             raise

@@ -16,7 +16,10 @@
 **Unknown outcomes.** Spark calls ``abort`` after *any* failed ``commit``, with no way to tell it
 that the commit's outcome is unknown (the snapshot may exist and reference the files). So ``commit``
 resolves an unknown outcome itself, by committing the same messages again as the same commit user
-(exactly once: a commit that landed is deduplicated), up to :data:`UNKNOWN_OUTCOME_ATTEMPTS` times.
+and identifier (exactly once: a commit that landed is deduplicated), up to
+:data:`UNKNOWN_OUTCOME_ATTEMPTS` times. Through a commit service each of those attempts is itself sent
+again by the client on 5xx answers and broken connections, same body, within its
+``rest.retry.deadline-seconds`` (an option of the write, as any other catalog option).
 An outcome still unknown after that (a commit service may still be working on a request the client
 gave up on, and publish it after ``abort`` looked) is recorded (:mod:`spark_jobs.datasource.attempts`,
 in the driver host's temp directory: Spark runs ``commit`` and ``abort`` in Python workers on the
@@ -206,6 +209,8 @@ class PaimonWriter(DataSourceArrowWriter):
                     attempts.failed(self.commit_user)
                 raise  # otherwise the record stays UNKNOWN: abort keeps the files
             attempts.forget(self.commit_user)
+            if opened.retries_note():
+                log.info("commit of %s by %s%s", self.options.table, self.commit_user, opened.retries_note())
         finally:
             opened.close()
 

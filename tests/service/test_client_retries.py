@@ -32,7 +32,7 @@ pytestmark = pytest.mark.postgres
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
 
 
-class _Faults:
+class Faults:
     """The app behind scripted faults. ``plan["POST commit-messages"] = ["503", "500", "reset"]``: the
     next three such requests (method and the path's last segment) get, in order, a 503 with
     ``Retry-After: 1`` without reaching the app; the app's answer replaced by a 500 "outcome unknown";
@@ -83,7 +83,7 @@ async def _answer(send: Send, status: int, message: str, retry_after: str | None
 
 
 @contextlib.contextmanager
-def _serve(app: ASGIApp) -> Iterator[str]:
+def serve_app(app: ASGIApp) -> Iterator[str]:
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
@@ -101,12 +101,12 @@ def _serve(app: ASGIApp) -> Iterator[str]:
 
 
 @pytest.fixture
-def served(service_catalog: MetastoreCatalog) -> Iterator[tuple[_Faults, str, str]]:
+def served(service_catalog: MetastoreCatalog) -> Iterator[tuple[Faults, str, str]]:
     """(the faults, the service's URL, an admin token)."""
     token = make_principal(service_catalog, "job", [("admin", None, None)])
     settings = ServiceSettings(auth_cache_seconds=0, max_body_bytes=1 << 20)
-    faults = _Faults(create_app(settings, state=ServiceState(settings, service_catalog)))
-    with _serve(faults) as base:
+    faults = Faults(create_app(settings, state=ServiceState(settings, service_catalog)))
+    with serve_app(faults) as base:
         yield faults, base, token
 
 
@@ -126,7 +126,7 @@ def _keys(catalog: RestCatalog, identifier: str) -> list[Any]:
 
 
 def test_a_commit_lands_exactly_once_through_503s_lost_answers_and_cut_connections(
-    served: tuple[_Faults, str, str], service_catalog: MetastoreCatalog
+    served: tuple[Faults, str, str], service_catalog: MetastoreCatalog
 ) -> None:
     faults, base, token = served
     client = _Client(base, token)
@@ -154,7 +154,7 @@ def test_a_commit_lands_exactly_once_through_503s_lost_answers_and_cut_connectio
 
 
 def test_a_create_whose_answer_was_lost_is_not_sent_again(
-    served: tuple[_Faults, str, str], service_catalog: MetastoreCatalog
+    served: tuple[Faults, str, str], service_catalog: MetastoreCatalog
 ) -> None:
     faults, base, token = served
     client = _Client(base, token)
@@ -170,7 +170,7 @@ def test_a_create_whose_answer_was_lost_is_not_sent_again(
 
 
 def test_reads_wait_for_the_service(
-    served: tuple[_Faults, str, str], service_catalog: MetastoreCatalog
+    served: tuple[Faults, str, str], service_catalog: MetastoreCatalog
 ) -> None:
     faults, base, token = served
     faults.plan["GET config"] = ["503", "reset"]
@@ -182,7 +182,7 @@ def test_reads_wait_for_the_service(
     assert client.catalog.client.retries == 5
 
 
-def test_past_the_deadline_the_last_cause_is_raised(served: tuple[_Faults, str, str]) -> None:
+def test_past_the_deadline_the_last_cause_is_raised(served: tuple[Faults, str, str]) -> None:
     faults, base, token = served
     client = _Client(base, token)
     client.catalog.create_table("db.t", SCHEMA, options={"bucket": "1", "bucket-key": "k"})
