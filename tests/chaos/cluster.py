@@ -114,9 +114,12 @@ class PostgresCluster:
         return f"postgresql+psycopg://{SUPERUSER}@{HOST}:{self.port}/{self.database}"
 
     @classmethod
-    def start_new(cls, database: str = "chaos", *, listen: tuple[str, ...] = (HOST,)) -> PostgresCluster:
+    def start_new(
+        cls, database: str = "chaos", *, listen: tuple[str, ...] = (HOST,), trust: tuple[str, ...] = ()
+    ) -> PostgresCluster:
         """initdb, start on a free port, create and migrate ``database``. ``listen``: the addresses the
-        server listens on (127.0.0.1 always first: the test's own connections use it)."""
+        server listens on (127.0.0.1 always first: the test's own connections use it); ``trust``: more
+        client networks (CIDR) let in without a password (initdb's trust covers only local ones)."""
         require_binaries()
         home = Path(tempfile.mkdtemp(prefix="paimon-meta-chaos-pg-"))
         user = _os_user()
@@ -133,6 +136,8 @@ class PostgresCluster:
             with (cluster.pgdata / "postgresql.conf").open("a") as conf:
                 # Quiet and small: the machine is shared. fsync off: outages, not power loss, are tested.
                 conf.write("fsync = off\nshared_buffers = 32MB\nmax_connections = 200\n")
+            with (cluster.pgdata / "pg_hba.conf").open("a") as hba:
+                hba.writelines(f"host all all {network} trust\n" for network in trust)
             cluster.start()
             with cluster.connect("postgres") as conn:
                 conn.execute(f'CREATE DATABASE "{database}"')

@@ -37,6 +37,7 @@ class Replica:
     host: str = "127.0.0.1"
     port: int = field(default_factory=free_port)
     command_prefix: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -44,7 +45,7 @@ class Replica:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 60.0) -> Replica:
-        env = {**os.environ, "PAIMON_META_URL": self.metastore_url}
+        env = {**os.environ, **self.env, "PAIMON_META_URL": self.metastore_url}
         env.pop("PAIMON_META_OPTIONS", None)
         if self.options:
             env["PAIMON_META_OPTIONS"] = ",".join(f"{k}={v}" for k, v in self.options.items())
@@ -73,6 +74,17 @@ class Replica:
                     return self
             time.sleep(0.1)
         raise AssertionError(f"replica not ready in {timeout}s: {self.log_tail()}")
+
+    def paused(self) -> bool:
+        """Whether the process stopped itself (SIGSTOP at a crash point: state ``T``)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
