@@ -21,9 +21,10 @@ is sent again, after capped exponential backoff with full jitter and at least th
 * commits on any 5xx and on connection errors, with the same body: the server deduplicates a commit by
   its (commit user, identifier, kind), so a commit that landed comes back as success (``deduplicated``),
   and a 500 "outcome unknown" is resolved exactly by sending it again;
-* everything else (create, drop, alter, ...) only when it provably did nothing: the connection was
-  refused before a byte was sent, or the server answered 503, which it does only before any effect
-  (metastore or lock unavailable, load shed).
+* everything else (create, drop, ...) only when it did nothing: the connection was refused before a
+  byte was sent, or the server answered 503 (metastore or lock unavailable, load shed: before any
+  effect, except a create or drop that lost the metastore at its transaction's commit or in the read
+  after it; the re-send's "already exists" or "not found" then says an earlier attempt may have done it).
 
 Past the deadline the last cause is raised, typed as above with ``status``, ``request_id``,
 ``attempts`` and ``cause`` in its fields. Each retry is logged (WARNING) and counted
@@ -96,8 +97,13 @@ _EXISTS: dict[str, type[errors.AlreadyExistsError]] = {
 log = logging.getLogger(__name__)
 
 #: The answers a request is sent again on, by its kind (see the module docstring). 503: the service did
-#: nothing (it answers 503 only before any effect); 502/504: a proxy's answer, the request may have
-#: reached the service; 500 to a commit: its outcome is unknown, and re-sending it resolves it.
+#: nothing: it answers 503 for an unavailable metastore or lock (``service/errors.py``) or a shed request,
+#: before any effect, with one exception for creates and drops (below); 502/504: a proxy's answer, the
+#: request may have reached the service; 500 to a commit: its outcome is unknown, and re-sending it
+#: resolves it (the server deduplicates the commit's identifier). The exception: a create or drop whose
+#: metastore transaction committed but whose connection failed at that commit or in the read-back after
+#: it is answered 503 too; its re-send then meets "already exists" / "not found", and that error says an
+#: earlier attempt may have done it (``RestClient._error``). Nothing is done twice either way.
 _RETRY_STATUSES: dict[str, frozenset[int]] = {
     "read": frozenset({502, 503, 504}),
     "commit": frozenset({500, 502, 503, 504}),
@@ -413,6 +419,7 @@ class RestClient:
         if answer.status < 400:
             return answer.body
         rid = answer.request_id or request_id
+        reached = reached and kind != "read"  # a read's earlier attempts changed nothing
         error = self._error(answer.status, answer.body, commit=commit, request_id=rid, reached=reached)
         return _Failure(error, answer.status, rid, answer.retry_after, reached=True)
 
@@ -443,8 +450,11 @@ class RestClient:
         self, code: int, raw: bytes, *, commit: bool, request_id: str, reached: bool = False
     ) -> PaimonMetaError:
         """The error an answer of status ``code`` stands for. ``reached``: an earlier attempt of this
-        commit may have reached the service, so a 409 now may be the answer to a commit that is still in
-        flight or landed under another attempt: not "nothing landed" but an unknown outcome."""
+        request may have reached the service. For a commit, a 409 may then be the answer to a commit
+        still in flight or landed under another attempt: not "nothing landed" but an unknown outcome. For
+        a create or drop re-sent after a 503, a 409 or 404 may be its own earlier attempt's doing: the
+        service answers 503 when the metastore failed, which is before any effect except when it failed
+        at the commit of the route's transaction or in a read after it (see ``_RETRY_STATUSES``)."""
         try:
             body: models.ErrorResponse | None = models.load(models.ErrorResponse, raw)
         except pydantic.ValidationError:
@@ -454,6 +464,8 @@ class RestClient:
         message = message or http.client.responses.get(code, f"HTTP {code}")
         rtype, rname = (body.resource_type, body.resource_name) if body is not None else (None, None)
         where = f"{message} (HTTP {status} from {self.uri}, request id {request_id})"
+        if reached and not commit and status in (404, 409):
+            where += "; an earlier attempt of this request, answered 503, may have done it"
         if status == 404:
             return _NOT_FOUND.get(str(rtype), errors.NotFoundError)(where, resource_name=rname)
         if status == 409:

@@ -332,3 +332,26 @@ def test_create_table_is_not_sent_twice_after_a_lost_answer(script: dict[str, li
     with pytest.raises(errors.MetastoreUnavailableError, match="unreachable"):
         _catalog(_Clock()).create_table("db.t", pa.schema([("k", pa.int64())]))
     assert len(_sent("tables")) == 1
+
+
+def test_already_exists_after_a_503_says_the_earlier_attempt_may_have_done_it(
+    script: dict[str, list[Step]],
+) -> None:
+    exists = models.ErrorResponse(message="exists", resource_type="TABLE", resource_name="db.t", code=409)
+    conflict = _Answer(409, json.dumps(models.plain(exists)).encode(), None, None)
+    schema = pa.schema([("k", pa.int64())])
+    catalog = _catalog(_Clock())
+    script["tables"] = [_error(503, "1"), conflict]
+    with pytest.raises(errors.TableAlreadyExistsError, match="answered 503, may have done it"):
+        catalog.create_table("db.t", schema)
+    script["tables"] = [conflict]
+    with pytest.raises(errors.TableAlreadyExistsError) as caught:
+        catalog.create_table("db.t", schema)
+    assert "may have done it" not in str(caught.value)
+    script["t"] = [_error(503, "1"), _error(404, message="no such table")]
+    with pytest.raises(errors.NotFoundError, match="may have done it"):
+        catalog.drop_table("db.t")
+    script["t"] = [_error(503, "1"), _error(404, message="no such table")]
+    with pytest.raises(errors.NotFoundError) as missing:
+        catalog.get_table("db.t")  # a read's earlier attempts changed nothing: no note
+    assert "may have done it" not in str(missing.value)
