@@ -17,14 +17,14 @@ it is deduplicated if it landed).
 is sent again, after capped exponential backoff with full jitter and at least the server's
 ``Retry-After``, until the call's deadline, only when sending it again cannot do anything twice:
 
-* reads (GETs, ``filter-committed``) on 502/503/504 and on connection errors;
-* commits on any 5xx and on connection errors, with the same body: the server deduplicates a commit by
-  its (commit user, identifier, kind), so a commit that landed comes back as success (``deduplicated``),
-  and a 500 "outcome unknown" is resolved exactly by sending it again;
+* reads (GETs, ``filter-committed``) on 503, a proxy's 502/504 and connection errors;
+* commits on 500, 503, a proxy's 502/504 and connection errors, with the same body: the server
+  deduplicates a commit by its (commit user, identifier, kind), so a commit that landed comes back as
+  success (``deduplicated``), and a 500 "outcome unknown" is resolved exactly by sending it again;
 * everything else (create, drop, ...) only when it did nothing: the connection was refused before a
-  byte was sent, or the server answered 503 (metastore or lock unavailable, load shed: before any
-  effect, except a create or drop that lost the metastore at its transaction's commit or in the read
-  after it; the re-send's "already exists" or "not found" then says an earlier attempt may have done it).
+  byte was sent, or the server answered 503 (metastore, lock or storage unavailable, load shed: before
+  any effect, except a create or drop that failed after its change was made; the re-send's "already
+  exists" or "not found" then says an earlier attempt may have done it).
 
 Past the deadline the last cause is raised, typed as above with ``status``, ``request_id``,
 ``attempts`` and ``cause`` in its fields. Each retry is logged (WARNING) and counted
@@ -97,13 +97,15 @@ _EXISTS: dict[str, type[errors.AlreadyExistsError]] = {
 log = logging.getLogger(__name__)
 
 #: The answers a request is sent again on, by its kind (see the module docstring). 503: the service did
-#: nothing: it answers 503 for an unavailable metastore or lock (``service/errors.py``) or a shed request,
-#: before any effect, with one exception for creates and drops (below); 502/504: a proxy's answer, the
-#: request may have reached the service; 500 to a commit: its outcome is unknown, and re-sending it
-#: resolves it (the server deduplicates the commit's identifier). The exception: a create or drop whose
-#: metastore transaction committed but whose connection failed at that commit or in the read-back after
-#: it is answered 503 too; its re-send then meets "already exists" / "not found", and that error says an
-#: earlier attempt may have done it (``RestClient._error``). Nothing is done twice either way.
+#: nothing: it answers 503 for an unavailable metastore, lock or storage (``service/errors.py``) or a
+#: shed request, before any effect, with one exception for creates and drops (below); 502/504 from a
+#: proxy (not the protocol's error body): the request may have reached the service (the service's own
+#: 502, storage refusing it, is not sent again); 500 to a commit: its outcome is unknown, and re-sending
+#: it resolves it (the server deduplicates the commit's identifier). The exception: a create or drop
+#: whose change was made before the metastore or storage failed (at its transaction's commit, in the
+#: read after it, in a drop's purge of the files) is answered 503 too; its re-send then meets "already
+#: exists" / "not found", and that error says an earlier attempt may have done it (``RestClient._error``).
+#: Nothing is done twice either way.
 _RETRY_STATUSES: dict[str, frozenset[int]] = {
     "read": frozenset({502, 503, 504}),
     "commit": frozenset({500, 502, 503, 504}),
@@ -263,14 +265,15 @@ class _KeepAlive:
 @dataclass(slots=True)
 class _Failure:
     """Why one attempt of a call failed: the error it would raise, the answer's status and request id
-    (None without an answer), its ``Retry-After``, and whether the request may have reached the
-    service (False: refused before sending)."""
+    (None without an answer), its ``Retry-After``, whether the request may have reached the service
+    (False: refused before sending), and whether the service itself answered."""
 
     error: PaimonMetaError
     status: int | None
     request_id: str
     retry_after: str | None
     reached: bool
+    from_service: bool = False  # the answer is the protocol's error body (not a proxy's page)
 
 
 class RestClient:
@@ -420,12 +423,18 @@ class RestClient:
             return answer.body
         rid = answer.request_id or request_id
         reached = reached and kind != "read"  # a read's earlier attempts changed nothing
-        error = self._error(answer.status, answer.body, commit=commit, request_id=rid, reached=reached)
-        return _Failure(error, answer.status, rid, answer.retry_after, reached=True)
+        try:
+            body: models.ErrorResponse | None = models.load(models.ErrorResponse, answer.body)
+        except pydantic.ValidationError:
+            body = None  # not the protocol's error body (a proxy's page, uvicorn's own answer)
+        error = self._error(answer.status, body, commit=commit, request_id=rid, reached=reached)
+        return _Failure(error, answer.status, rid, answer.retry_after, True, from_service=body is not None)
 
     @staticmethod
     def _retryable(kind: str, failure: _Failure) -> bool:
         """Whether sending the failed request again is safe and may help (the module docstring)."""
+        if failure.status in (502, 504) and failure.from_service:
+            return False  # the service's own 502: storage refused it (credentials, bucket): not transient
         if failure.status is not None:
             return failure.status in _RETRY_STATUSES[kind]
         cause = failure.error.__cause__
@@ -447,18 +456,19 @@ class RestClient:
             raise errors.MetastoreUnavailableError(where) from e
 
     def _error(
-        self, code: int, raw: bytes, *, commit: bool, request_id: str, reached: bool = False
+        self,
+        code: int,
+        body: models.ErrorResponse | None,
+        *,
+        commit: bool,
+        request_id: str,
+        reached: bool = False,
     ) -> PaimonMetaError:
         """The error an answer of status ``code`` stands for. ``reached``: an earlier attempt of this
         request may have reached the service. For a commit, a 409 may then be the answer to a commit
         still in flight or landed under another attempt: not "nothing landed" but an unknown outcome. For
-        a create or drop re-sent after a 503, a 409 or 404 may be its own earlier attempt's doing: the
-        service answers 503 when the metastore failed, which is before any effect except when it failed
-        at the commit of the route's transaction or in a read after it (see ``_RETRY_STATUSES``)."""
-        try:
-            body: models.ErrorResponse | None = models.load(models.ErrorResponse, raw)
-        except pydantic.ValidationError:
-            body = None  # not the protocol's error body (a proxy's page, uvicorn's own answer)
+        a create or drop re-sent after a 503, a 409 or 404 may be its own earlier attempt's doing (see
+        ``_RETRY_STATUSES``)."""
         status = body.code if body is not None and body.code else code
         message = body.message if body is not None and body.message else None
         message = message or http.client.responses.get(code, f"HTTP {code}")

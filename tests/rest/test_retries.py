@@ -33,6 +33,11 @@ def _error(status: int, retry_after: str | None = None, message: str = "busy") -
     return _Answer(status, json.dumps(models.plain(body)).encode(), retry_after, None)
 
 
+def _proxy(status: int) -> _Answer:
+    """A proxy's own answer (its page, not the protocol's error body)."""
+    return _Answer(status, b"<html><body>Bad Gateway</body></html>", None, None)
+
+
 def _ok(payload: Any = None) -> _Answer:
     return _Answer(200, b"" if payload is None else json.dumps(payload).encode(), None, None)
 
@@ -120,7 +125,7 @@ def test_reads_are_sent_again_on_503_and_connection_errors(script: dict[str, lis
         _error(503),
         _NotSent(ConnectionRefusedError(111, "refused")),
         ConnectionResetError(104, "reset by peer"),
-        _error(502),
+        _proxy(502),
         _ok({"databases": ["db"], "nextPageToken": None}),
     ]
     catalog = _catalog(clock, events)
@@ -251,8 +256,8 @@ def test_a_commit_past_the_deadline_is_an_unknown_outcome_naming_the_last_cause(
     "failure",
     [
         _error(500, message="internal error"),
-        _error(502),
-        _error(504),
+        _proxy(502),
+        _proxy(504),
         ConnectionResetError(104, "reset after sending"),
         TimeoutError("timed out"),
     ],
@@ -277,6 +282,21 @@ def test_a_create_is_sent_again_only_when_it_provably_did_nothing(script: dict[s
     script["t"] = [_error(503), _ok()]
     catalog.drop_table("db.t")
     assert len(_sent("t")) == 2
+
+
+def test_the_services_own_502_is_not_retried(script: dict[str, list[Step]]) -> None:
+    """The service answers 502 when storage refused it (credentials, a missing bucket): not transient."""
+    catalog = _catalog(_Clock())
+    script["databases"] = [_error(502, message="storage refused the request")]
+    with pytest.raises(errors.MetastoreUnavailableError, match="storage refused"):
+        catalog.list_databases()
+    script["commit-messages"] = [_error(502, message="storage refused the request")]
+    with pytest.raises(errors.CommitOutcomeUnknownError, match="storage refused"):
+        RemoteCommitter(catalog.client, "db", "t", "u").commit([], 7)
+    assert catalog.client.retries == 0
+    script["commit-messages"] = [_proxy(502), _proxy(504)]
+    assert RemoteCommitter(catalog.client, "db", "t", "u").commit([], 7).deduplicated
+    assert catalog.client.retries == 2
 
 
 def test_a_refused_certificate_is_not_retried(script: dict[str, list[Step]]) -> None:
