@@ -219,11 +219,15 @@ class _KeepAlive:
             conn = self._new()
         try:
             answer, close = self._exchange(conn, method, target, body, headers)
-        except (ConnectionError, http.client.BadStatusLine):
+        except (ConnectionError, http.client.BadStatusLine) as lost:
             self._drop(conn)
             if not (reused and resend_safe):
                 raise
-            conn = self._new()
+            try:
+                conn = self._new()
+            except _NotSent as e:
+                # Not "never sent": the request went out on the connection that failed first.
+                raise ConnectionError(f"{lost or type(lost).__name__}; then {e}") from e
             try:
                 answer, close = self._exchange(conn, method, target, body, headers)
             except BaseException:

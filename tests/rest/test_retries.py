@@ -8,6 +8,7 @@ import email.utils
 import json
 import socket
 import ssl
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -375,3 +376,28 @@ def test_already_exists_after_a_503_says_the_earlier_attempt_may_have_done_it(
     with pytest.raises(errors.NotFoundError) as missing:
         catalog.get_table("db.t")  # a read's earlier attempts changed nothing: no note
     assert "may have done it" not in str(missing.value)
+
+
+def test_a_request_lost_on_a_reused_connection_is_not_taken_for_unsent() -> None:
+    """A reused connection fails after the request went out, and the new connection is refused: the
+    request may have reached the service, so the error is not ``_NotSent``."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve_once() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        listener.close()  # nothing listens any more: a new connection is refused
+        conn.recv(65536)  # the second request arrives on the kept connection ...
+        conn.close()  # ... and is never answered
+
+    server = threading.Thread(target=serve_once, daemon=True)
+    server.start()
+    transport = _KeepAlive(f"http://127.0.0.1:{port}", 5)
+    assert transport.exchange("GET", "/v1/config", None, {}, resend_safe=True).status == 200
+    with pytest.raises(ConnectionError) as caught:
+        transport.exchange("POST", "/v1/commit", b"{}", {}, resend_safe=True)
+    assert not isinstance(caught.value, _NotSent) and isinstance(caught.value.__cause__, _NotSent)
+    server.join(5)
+    transport.close()
