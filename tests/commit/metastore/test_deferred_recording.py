@@ -64,12 +64,8 @@ def private_catalog(private_pg: PrivatePostgres, tmp_path: Path) -> Iterator[Met
 
 
 def _commit(cat: MetastoreCatalog, identifier: int, user: str = "u") -> CommitResult:
-    table = cat.get_table("db.t")
-    assert table.committer_factory is not None
-    result: CommitResult = table.committer_factory(table, user).commit(
-        [append_msg(0, 0, data_file())], identifier
-    )
-    return result
+    coordinator: CommitCoordinator = cat.message_committer("db.t", user)
+    return coordinator.commit([append_msg(0, 0, data_file())], identifier)
 
 
 def _recorded(cat: MetastoreCatalog) -> list[tuple[str, int]]:
