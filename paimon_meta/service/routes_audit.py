@@ -18,8 +18,9 @@ from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
+from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX
 
-router = APIRouter(route_class=RetryingRoute)
+router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
 READ = Depends(Require(Privilege.READ, "table"))
 MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]

@@ -18,8 +18,9 @@ from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
+from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, NO_BODY, PREFIX, UNSUPPORTED
 
-router = APIRouter(route_class=RetryingRoute)
+router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER], responses=ERRORS)
 
 READ_DATABASE = Depends(Require(Privilege.READ, "database"))
 ADMIN_CATALOG = Depends(Require(Privilege.ADMIN, "catalog"))
@@ -51,7 +52,9 @@ def _decoded(value: str) -> str:
 # ---- databases -----------------------------------------------------------------------------------------
 
 
-@router.get(paths.DATABASES, response_model=models.ListDatabasesResponse, tags=["databases"])
+@router.get(
+    paths.DATABASES, response_model=models.ListDatabasesResponse, tags=["databases"], dependencies=[PREFIX]
+)
 def list_databases(
     request: Request,
     access: Annotated[Access, AUTHENTICATED],
@@ -67,7 +70,13 @@ def list_databases(
     return models.ListDatabasesResponse(databases=items, next_page_token=token)
 
 
-@router.post(paths.DATABASES, tags=["databases"], dependencies=[ADMIN_CATALOG])
+@router.post(
+    paths.DATABASES,
+    tags=["databases"],
+    dependencies=[PREFIX, ADMIN_CATALOG],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
 def create_database(request: Request, body: models.CreateDatabaseRequest) -> Response:
     catalog = catalog_of(request)
     name = validate_identifier("database", body.name)
@@ -81,7 +90,7 @@ def create_database(request: Request, body: models.CreateDatabaseRequest) -> Res
     paths.DATABASE,
     response_model=models.GetDatabaseResponse,
     tags=["databases"],
-    dependencies=[READ_DATABASE],
+    dependencies=[PREFIX, READ_DATABASE],
 )
 def get_database(request: Request, database: str) -> models.GetDatabaseResponse:
     row = catalog_of(request).get_database(database)
@@ -96,13 +105,25 @@ def get_database(request: Request, database: str) -> models.GetDatabaseResponse:
     )
 
 
-@router.post(paths.DATABASE, tags=["databases"], dependencies=[ADMIN_DATABASE])
+@router.post(
+    paths.DATABASE,
+    tags=["databases"],
+    dependencies=[PREFIX, ADMIN_DATABASE],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
 def alter_database(request: Request, database: str, body: models.AlterDatabaseRequest) -> Response:
     catalog_of(request).alter_database(database, updates=body.updates, removals=body.removals)
     return Response(status_code=200)
 
 
-@router.delete(paths.DATABASE, tags=["databases"], dependencies=[ADMIN_DATABASE])
+@router.delete(
+    paths.DATABASE,
+    tags=["databases"],
+    dependencies=[PREFIX, ADMIN_DATABASE],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
 def drop_database(request: Request, database: str) -> Response:
     catalog_of(request).drop_database(database)
     return Response(status_code=200)
@@ -111,7 +132,7 @@ def drop_database(request: Request, database: str) -> Response:
 # ---- tables --------------------------------------------------------------------------------------------
 
 
-@router.get(paths.TABLES, response_model=models.ListTablesResponse, tags=["tables"])
+@router.get(paths.TABLES, response_model=models.ListTablesResponse, tags=["tables"], dependencies=[PREFIX])
 def list_tables(
     request: Request,
     database: str,
@@ -136,7 +157,13 @@ def list_tables(
     return models.ListTablesResponse(tables=items, next_page_token=token)
 
 
-@router.post(paths.TABLES, tags=["tables"], dependencies=[ADMIN_DATABASE])
+@router.post(
+    paths.TABLES,
+    tags=["tables"],
+    dependencies=[PREFIX, ADMIN_DATABASE],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
 def create_table(request: Request, database: str, body: models.CreateTableRequest) -> Response:
     if body.identifier.database != database:
         raise_field("identifier.database", f"{body.identifier.database!r} is not the path's {database!r}")
@@ -149,7 +176,7 @@ def create_table(request: Request, database: str, body: models.CreateTableReques
     paths.TABLE,
     response_model=models.GetTableResponse,
     tags=["tables"],
-    dependencies=[READ_TABLE],
+    dependencies=[PREFIX, READ_TABLE],
 )
 def get_table(request: Request, database: str, table: str) -> models.GetTableResponse:
     catalog = catalog_of(request)
@@ -159,7 +186,13 @@ def get_table(request: Request, database: str, table: str) -> models.GetTableRes
     return convert.table_response(row, loaded.schema, loaded.path)
 
 
-@router.post(paths.TABLE, tags=["tables"], dependencies=[ADMIN_TABLE])
+@router.post(
+    paths.TABLE,
+    tags=["tables"],
+    dependencies=[PREFIX, ADMIN_TABLE],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT, **UNSUPPORTED},
+)
 def alter_table(request: Request, database: str, table: str, body: models.AlterTableRequest) -> Response:
     catalog_of(request).alter_table_changes(
         table_identifier(database, table), convert.schema_changes(body.changes)
@@ -167,13 +200,25 @@ def alter_table(request: Request, database: str, table: str, body: models.AlterT
     return Response(status_code=200)
 
 
-@router.delete(paths.TABLE, tags=["tables"], dependencies=[ADMIN_TABLE])
+@router.delete(
+    paths.TABLE,
+    tags=["tables"],
+    dependencies=[PREFIX, ADMIN_TABLE],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
 def drop_table(request: Request, database: str, table: str) -> Response:
     catalog_of(request).drop_table(table_identifier(database, table))
     return Response(status_code=200)
 
 
-@router.post(paths.RENAME_TABLE, tags=["tables"])
+@router.post(
+    paths.RENAME_TABLE,
+    tags=["tables"],
+    dependencies=[PREFIX],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
 def rename_table(
     request: Request, body: models.RenameTableRequest, access: Annotated[Access, AUTHENTICATED]
 ) -> Response:

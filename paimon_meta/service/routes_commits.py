@@ -30,10 +30,11 @@ from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
+from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, OUTCOME_UNKNOWN, PREFIX
 from paimon_meta.service.state import ServiceState
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
-router = APIRouter(route_class=RetryingRoute)
+router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
@@ -146,6 +147,9 @@ def commit_messages_route() -> CommitMessagesRoute:
         methods=["POST"],
         response_model=models.CommitMessagesResponse,
         tags=["control plane"],
+        # Documented as the routers' routes are (the handler checks the prefix through catalog_of).
+        dependencies=[BEARER, PREFIX],
+        responses={**ERRORS, **CONFLICT, **OUTCOME_UNKNOWN},
     )
 
 

@@ -20,8 +20,17 @@ from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
+from paimon_meta.service.routes_common import (
+    BEARER,
+    CONFLICT,
+    ERRORS,
+    NO_BODY,
+    OUTCOME_UNKNOWN,
+    PREFIX,
+    UNSUPPORTED,
+)
 
-router = APIRouter(route_class=RetryingRoute)
+router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
@@ -73,7 +82,11 @@ def _scanned_statistics(request: Request, identifier: str, latest: Snapshot) -> 
 
 
 @router.post(
-    paths.COMMIT, response_model=models.CommitTableResponse, tags=["snapshots"], dependencies=[WRITE]
+    paths.COMMIT,
+    response_model=models.CommitTableResponse,
+    tags=["snapshots"],
+    dependencies=[WRITE],
+    responses={**CONFLICT, **OUTCOME_UNKNOWN},
 )
 def commit_table(
     request: Request,
@@ -119,6 +132,7 @@ def commit_table(
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
     dependencies=[READ],
+    responses=UNSUPPORTED,
 )
 def list_table_partitions(
     request: Request,
@@ -166,7 +180,13 @@ def _partition_name(spec: dict[str, str]) -> str:
 # ---- tags ----------------------------------------------------------------------------------------------
 
 
-@router.post(paths.TAGS, tags=["tags"], dependencies=[WRITE])
+@router.post(
+    paths.TAGS,
+    tags=["tags"],
+    dependencies=[WRITE],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT, **UNSUPPORTED},
+)
 def create_tag(
     request: Request,
     database: str,
@@ -210,7 +230,13 @@ def get_tag(request: Request, database: str, table: str, tag: str) -> models.Get
     )
 
 
-@router.delete(paths.TAG, tags=["tags"], dependencies=[WRITE])
+@router.delete(
+    paths.TAG,
+    tags=["tags"],
+    dependencies=[WRITE],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
 def delete_tag(
     request: Request, database: str, table: str, tag: str, access: Annotated[Access, WRITE]
 ) -> Response:
@@ -226,7 +252,12 @@ def delete_tag(
 ADMIN = Depends(Require(Privilege.ADMIN, "table"))
 
 
-@router.post(paths.ROLLBACK, tags=["snapshots"])
+@router.post(
+    paths.ROLLBACK,
+    tags=["snapshots"],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT, **OUTCOME_UNKNOWN},
+)
 def rollback_table(
     request: Request,
     database: str,

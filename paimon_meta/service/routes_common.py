@@ -1,0 +1,88 @@
+"""What every router of the protocol declares besides its routes, so the served OpenAPI document says what
+the service answers: the bearer token (a security scheme), the ``{prefix}`` path parameter (checked: 404
+for another catalog's name), and the error answers with the protocol's error body.
+
+Every error is ``ErrorResponse`` (``service.errors`` maps the error hierarchy to it): 400 bad input (never
+FastAPI's 422), 401 no valid token, 403 no grant, 404 no such resource, 413 body over the limit, other
+4xx refusals of the middleware, 503 unavailable (retry). Routes that change something add 409; routes
+that publish a snapshot add 500, which this service answers only when a commit's outcome is unknown;
+routes refusing a feature they do not implement add 501. Any other 5xx is a bug (the fuzz test checks).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request
+from fastapi.security import HTTPBearer
+
+from paimon_meta.rest import models
+from paimon_meta.service.deps import catalog_of
+
+Responses = dict[int | str, dict[str, Any]]
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": models.ErrorResponse, "description": description}
+
+
+#: What every authenticated route may answer besides its success.
+ERRORS: Responses = {
+    400: _error("Bad input: the message names the field or parameter."),
+    401: _error("No valid bearer token (missing, unknown, revoked or expired)."),
+    403: _error("The token's principal has no grant for this."),
+    404: _error(
+        "No such catalog, database, table, tag or snapshot (`resourceType` says which; `SNAPSHOT`: the "
+        "table has none yet)."
+    ),
+    413: _error("The request body is over the server's limit."),
+    "4XX": _error(
+        "Other refusals, each with the error body: 405 method not allowed, 408 body not received in "
+        "time, 411 a body without Content-Length, 429 too many failed authentications from this address "
+        "(`Retry-After`)."
+    ),
+    503: _error(
+        "The metastore, the table's lock or storage is unavailable for now: retry (after `Retry-After` "
+        "seconds when given). Nothing was committed unless the route says its outcome can be unknown."
+    ),
+}
+#: Routes that change something.
+CONFLICT: Responses = {
+    409: _error(
+        "Already exists, not empty, or changed concurrently (a commit conflict: nothing landed; rebuild "
+        "on the latest snapshot and retry)."
+    )
+}
+#: Routes that publish a snapshot: the one 500 this service answers on purpose.
+OUTCOME_UNKNOWN: Responses = {
+    500: _error(
+        "The commit's outcome is unknown (storage failed while publishing): do not clean up; re-send the "
+        "same commit (same identifier) or read the table's snapshots to resolve it."
+    )
+}
+UNSUPPORTED: Responses = {501: _error("A feature of the request that this catalog does not implement.")}
+#: The answer of routes that answer 200 with no body.
+NO_BODY: Responses = {200: {"description": "Done (no body)."}}
+
+#: Documents ``Authorization: Bearer <token>`` (the security scheme); the middleware and ``Require``
+#: check the token, this only reads the header.
+BEARER = Depends(
+    HTTPBearer(
+        auto_error=False,
+        description="A token of `paimon-meta principals create`: `Authorization: Bearer <token>`.",
+    )
+)
+
+
+async def catalog_prefix(
+    request: Request,
+    prefix: Annotated[
+        str, Path(description="The catalog's name, as `GET /v1/config` answers it (`defaults.prefix`).")
+    ],
+) -> None:
+    """404 when ``{prefix}`` is not this server's catalog (on the event loop: no IO)."""
+    catalog_of(request)
+
+
+#: Declares and checks ``{prefix}`` on routes under ``/v1/{prefix}/``.
+PREFIX = Depends(catalog_prefix)
