@@ -45,7 +45,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -796,6 +796,7 @@ class MetastoreLock:
         heartbeat: bool = True,
         first: Sequence[Statement] = (),
         after: Sequence[Statement] = (),
+        first_committed: Callable[[], None] | None = None,
     ) -> tuple[LockLease, list[list[dict[str, Any]]]]:
         """:meth:`acquire` on ``conn`` (a connection of :meth:`connection`), carrying the caller's
         statements in its round trips:
@@ -806,6 +807,9 @@ class MetastoreLock:
           before this call returns or raises ``LockTimeoutError``; if one fails, so does this call.
         * ``after``: statements run right after the acquiring transaction committed, in its last round
           trip; their rows are returned (one list per statement).
+        * ``first_committed``: called as soon as the ``first`` statements committed, so a caller whose
+          wait then fails otherwise (the connection died while waiting: a metastore restart) knows
+          they must not be sent again.
 
         Raises:
             LockTimeoutError: not acquired in time (the ``first`` statements are committed).
@@ -816,7 +820,14 @@ class MetastoreLock:
             raise ValidationError("timeout_seconds must be >= 0", timeout_seconds=timeout_seconds)
         started = time.monotonic()
         request = _Request(
-            lock_id, owner, lease_seconds, started, started + timeout_seconds, list(first), list(after)
+            lock_id,
+            owner,
+            lease_seconds,
+            started,
+            started + timeout_seconds,
+            list(first),
+            list(after),
+            first_committed=first_committed,
         )
         lease = self._acquire(request, conn)
         if heartbeat:
@@ -908,6 +919,8 @@ class MetastoreLock:
         except psycopg.errors.LockNotAvailable:
             return None, 0.0  # rolled back, ``first`` included: the next attempt carries it again
         request.first = []
+        if first and request.first_committed is not None:
+            request.first_committed()
         ours = results[3 + len(first) :]
         token_rows, remaining = ours[0], ours[1]
         if not token_rows:
@@ -1003,6 +1016,7 @@ class _Request:
     first: list[Statement] = field(default_factory=list)
     after: list[Statement] = field(default_factory=list)
     after_rows: list[list[dict[str, Any]]] = field(default_factory=list)
+    first_committed: Callable[[], None] | None = None
 
 
 def _check_args(lock_id: str, owner: str, lease_seconds: int) -> None:

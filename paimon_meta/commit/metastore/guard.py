@@ -678,6 +678,9 @@ class MetastoreGuard(CommitGuard):
                 timeout_seconds=self.settings.acquire_timeout_seconds,
                 first=self.prepared_statements(commit_id),
                 after=[self.pointer_query(self._refs[commit_id])],
+                # Committed with the first attempt: a wait that then dies with its connection (a
+                # restart) must not make the retry write the prepared event a second time.
+                first_committed=lambda: self.prepared_sent(commit_id),
             )
         except LockTimeoutError:
             self.prepared_sent(commit_id)  # committed by the first attempt

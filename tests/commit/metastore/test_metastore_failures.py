@@ -3,6 +3,8 @@ is retried; after it, the commit has succeeded whatever Postgres says."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore import guard as metastore_guard
 from tests.commit.helpers import append_msg, data_file
+from tests.torture.pg import terminate_backends
 
 pytestmark = pytest.mark.postgres
 
@@ -107,3 +110,36 @@ def test_a_session_killed_after_publishing_still_reports_success_and_the_holder_
     assert [(e["event_type"], e["snapshot_id"]) for e in _events(catalog) if e["snapshot_id"]] == [
         ("snapshot_published", 1)
     ]
+
+
+def test_a_waiter_whose_session_dies_while_waiting_writes_its_prepared_event_once(
+    catalog: MetastoreCatalog, clean_db: str
+) -> None:
+    """The prepared event commits with the first lock attempt; the wait then dies with its connection
+    (a restart): the retry must not write it again."""
+    holder = catalog.lock.acquire("jdbc.db.t", owner="other", lease_seconds=30)
+    outcome: list[Any] = []
+
+    def commit() -> None:
+        table = catalog.get_table("db.t")
+        assert table.committer_factory is not None
+        outcome.append(table.committer_factory(table, "u").commit([append_msg(0, 0, data_file())], 1))
+
+    worker = threading.Thread(target=commit)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not [e for e in _events(catalog) if e["event_type"] == "prepared"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert terminate_backends(clean_db, application_name="paimon_meta_commit") >= 1
+        while not [e for e in _events(catalog) if e["event_type"] == "retried"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        holder.release()
+        worker.join(60)
+    assert outcome and outcome[0].snapshot_ids == (1,)
+    kinds = [e["event_type"] for e in _events(catalog)]
+    assert kinds.count("prepared") == 1, kinds
+    assert kinds[-1] == "snapshot_published"
