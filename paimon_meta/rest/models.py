@@ -265,7 +265,9 @@ class ListPartitionsResponse(_Model):
 
 
 class CreateTagRequest(_Request):
-    tag_name: str
+    #: The tag's file is ``tag-<name>``: a longer name does not fit in a file name (255 bytes), and
+    #: storage refuses it only after the catalog has accepted it.
+    tag_name: str = Field(max_length=251)
     snapshot_id: BigInt | None = None
     time_retained: str | None = None
 

@@ -162,7 +162,7 @@ def list_tables(
     tags=["tables"],
     dependencies=[PREFIX, ADMIN_DATABASE],
     response_class=Response,
-    responses={**NO_BODY, **CONFLICT},
+    responses={**NO_BODY, **CONFLICT, **UNSUPPORTED},
 )
 def create_table(request: Request, database: str, body: models.CreateTableRequest) -> Response:
     if body.identifier.database != database:

@@ -30,7 +30,7 @@ from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, OUTCOME_UNKNOWN, PREFIX
+from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, OUTCOME_UNKNOWN, PREFIX, UNSUPPORTED
 from paimon_meta.service.state import ServiceState
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
@@ -149,7 +149,7 @@ def commit_messages_route() -> CommitMessagesRoute:
         tags=["control plane"],
         # Documented as the routers' routes are (the handler checks the prefix through catalog_of).
         dependencies=[BEARER, PREFIX],
-        responses={**ERRORS, **CONFLICT, **OUTCOME_UNKNOWN},
+        responses={**ERRORS, **CONFLICT, **OUTCOME_UNKNOWN, **UNSUPPORTED},
     )
 
 

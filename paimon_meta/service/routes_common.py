@@ -49,8 +49,8 @@ ERRORS: Responses = {
 #: Routes that change something.
 CONFLICT: Responses = {
     409: _error(
-        "Already exists, not empty, or changed concurrently (a commit conflict: nothing landed; rebuild "
-        "on the latest snapshot and retry)."
+        "Already exists, or changed concurrently (a commit conflict: nothing landed; rebuild on the "
+        "latest snapshot and retry)."
     )
 }
 #: Routes that publish a snapshot: the one 500 this service answers on purpose.
@@ -60,7 +60,9 @@ OUTCOME_UNKNOWN: Responses = {
         "same commit (same identifier) or read the table's snapshots to resolve it."
     )
 }
-UNSUPPORTED: Responses = {501: _error("A feature of the request that this catalog does not implement.")}
+UNSUPPORTED: Responses = {
+    501: _error("A feature of the request or of the table that this catalog does not implement.")
+}
 #: The answer of routes that answer 200 with no body.
 NO_BODY: Responses = {200: {"description": "Done (no body)."}}
 

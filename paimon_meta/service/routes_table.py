@@ -43,6 +43,7 @@ PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
     response_model=models.GetTableSnapshotResponse,
     tags=["snapshots"],
     dependencies=[READ],
+    responses=UNSUPPORTED,
 )
 def get_snapshot(request: Request, database: str, table: str) -> models.GetTableSnapshotResponse:
     """The latest snapshot on storage with the table's totals; 404 ``SNAPSHOT`` when it has none."""
@@ -86,7 +87,7 @@ def _scanned_statistics(request: Request, identifier: str, latest: Snapshot) -> 
     response_model=models.CommitTableResponse,
     tags=["snapshots"],
     dependencies=[WRITE],
-    responses={**CONFLICT, **OUTCOME_UNKNOWN},
+    responses={**CONFLICT, **OUTCOME_UNKNOWN, **UNSUPPORTED},
 )
 def commit_table(
     request: Request,
