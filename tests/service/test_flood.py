@@ -36,6 +36,8 @@ COMMITS = 12 if SLOW else 4  # per writer
 SCHEMA = pa.schema(
     [pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False), ("v", pa.string())]
 )
+#: Sends of one commit before the test gives up on it (a shed that never ends is a failure, not a hang).
+MAX_SENDS = 1000
 #: Small bounds, so that 48 writers over 4 tables meet them.
 BOUNDS = ["--max-in-flight", "24", "--max-table-commits", "4", "--max-commits", "12", "--workers", "16"]
 #: What a hostile request may be answered (never 5xx but a shed 503).
@@ -128,7 +130,7 @@ def test_a_flood_does_not_starve_or_break_authenticated_commits(
                         "messagesVersion": 14,
                         "messages": base64.b64encode(raw).decode(),
                     }
-                    while True:  # re-sent, same identifier, until acknowledged
+                    for _ in range(MAX_SENDS):  # re-sent, same identifier, until acknowledged
                         r = client.post(url, json=body)
                         with mutex:
                             writer_seen[r.status_code] += 1
@@ -136,6 +138,8 @@ def test_a_flood_does_not_starve_or_break_authenticated_commits(
                             break
                         assert r.status_code == 503, r.text
                         time.sleep(min(float(r.headers["retry-after"]), 0.2))
+                    else:
+                        raise AssertionError(f"{user} {i}: shed {MAX_SENDS} times ({writer_seen})")
                     with mutex:
                         acked[name][(user, i)] = f.file_name
 
