@@ -45,7 +45,8 @@ def _setup(clean_db: str, tmp_path: Path) -> tuple[MetastoreCatalog, str, str]:
 
 
 def _committer(base: str, token: str, user: str) -> RemoteCommitter:
-    remote = connect_service(base, token)
+    # The test fails over to the other replica itself: the client's own retries of a dead replica off.
+    remote = connect_service(base, token, **{"rest.retry.deadline-seconds": "0"})
     table = remote.get_table("db.t")
     assert table.committer_factory is not None
     committer = table.committer_factory(table, user)

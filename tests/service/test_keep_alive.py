@@ -118,7 +118,8 @@ def test_an_idle_connection_is_not_reused(server: _Server, monkeypatch: pytest.M
 
 
 def test_catalog_errors_when_the_server_is_gone(server: _Server) -> None:
-    catalog = RestCatalog(server.base, "token")
+    # No retries: this is about the error once the server is gone (the retries have their own tests).
+    catalog = RestCatalog(server.base, "token", options={"rest.retry.deadline-seconds": "0"})
     committer = RemoteCommitter(catalog.client, "db", "t", "u")
     assert committer.commit([], 1).snapshot_ids == (1,)
     server.shutdown()
