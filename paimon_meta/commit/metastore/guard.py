@@ -51,11 +51,12 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +132,11 @@ _RECORD = ServerStatement(
     (("table_id", "int8"), ("expected_prev", "int8"), ("new_snapshot_id", "int8"), *_PUBLISHED_TYPES),
 )
 
+
+# A commit whose connection died while it waited for the lock waits on a fresh one: first retry after
+# this long, doubled up to the cap (with jitter) while the metastore refuses connections.
+_RECONNECT_START_SECONDS = 0.05
+_RECONNECT_CAP_SECONDS = 1.0
 
 # Connection-level failures of the metastore (server down or restarting, session terminated, timeouts).
 _METASTORE_FAILURES = (
@@ -662,31 +668,89 @@ class MetastoreGuard(CommitGuard):
         self._unsent.pop(commit_id, None)
 
     def acquire_for(
-        self, conn: RawConnection, commit_id: str, *, owner: str
+        self,
+        conn: RawConnection,
+        commit_id: str,
+        *,
+        owner: str,
+        timeout_seconds: float | None = None,
+        on_waiting: Callable[[], None] | None = None,
     ) -> tuple[LockLease, list[dict[str, Any]]]:
         """Acquire the table lock on ``conn`` for ``commit_id``: its prepared event (if not sent yet)
         travels with the first attempt, its pointer and dedupe lookup with the acquiring one. Returns
         the lease and the pointer rows. The prepared event is forgotten only once it committed (the
         first attempt committed, or the acquire timed out after it): after any other failure the
-        retry sends it again."""
+        retry sends it again. ``on_waiting``: called once that first attempt committed (from then on
+        the commit is waiting for the lock). ``timeout_seconds``: instead of the settings' timeout."""
+
+        def first_committed() -> None:
+            # A wait that then dies with its connection (a restart) must not make the retry write the
+            # prepared event a second time.
+            self.prepared_sent(commit_id)
+            if on_waiting is not None:
+                on_waiting()
+
+        timeout = self.settings.acquire_timeout_seconds if timeout_seconds is None else timeout_seconds
         try:
             lease, after = self.lock.acquire_on(
                 conn,
                 self.lock_id,
                 owner=owner,
                 lease_seconds=self.settings.lease_seconds,
-                timeout_seconds=self.settings.acquire_timeout_seconds,
+                timeout_seconds=timeout,
                 first=self.prepared_statements(commit_id),
                 after=[self.pointer_query(self._refs[commit_id])],
-                # Committed with the first attempt: a wait that then dies with its connection (a
-                # restart) must not make the retry write the prepared event a second time.
-                first_committed=lambda: self.prepared_sent(commit_id),
+                first_committed=first_committed,
             )
         except LockTimeoutError:
             self.prepared_sent(commit_id)  # committed by the first attempt
             raise
         self.prepared_sent(commit_id)
         return lease, after[0]
+
+    def acquire_through_outages(
+        self,
+        commit_id: str,
+        *,
+        owner: str,
+        connect: Callable[[], RawConnection],
+        discard: Callable[[], None],
+    ) -> tuple[RawConnection, LockLease, list[dict[str, Any]]]:
+        """:meth:`acquire_for` on a connection from ``connect``. If the connection dies while the commit
+        waits for the lock (its first attempt committed: a metastore restart), the wait goes on: the
+        dead connection is dropped (``discard``) and a fresh one is asked for, with capped exponential
+        backoff and jitter while the metastore refuses, until the acquire timeout. The writers queued
+        on a table thus take the lock as soon as the metastore is back (its holder's release arrives by
+        NOTIFY or a poll), instead of after the coordinator's retry backoff. A failure before the wait
+        began (the metastore down when the commit arrives) is raised at once, as before.
+
+        Returns (connection, lease, pointer rows)."""
+        deadline = time.monotonic() + self.settings.acquire_timeout_seconds
+        delay = _RECONNECT_START_SECONDS
+        waiting = False
+
+        def began() -> None:
+            nonlocal waiting
+            waiting = True
+
+        while True:
+            conn: RawConnection | None = None
+            try:
+                conn = connect()
+                remaining = max(0.0, deadline - time.monotonic())
+                lease, rows = self.acquire_for(
+                    conn, commit_id, owner=owner, timeout_seconds=remaining, on_waiting=began
+                )
+                return conn, lease, rows
+            except psycopg.Error as e:
+                discard()
+                if not waiting or not connection_lost(e, conn) or time.monotonic() + delay >= deadline:
+                    raise
+                log.info(
+                    "lock %s: the connection died while waiting (%s); waiting on a fresh one", self.lock_id, e
+                )
+            time.sleep(delay * (0.5 + 0.5 * random.random()))  # equal jitter
+            delay = min(_RECONNECT_CAP_SECONDS, delay * 2)
 
     @contextmanager
     def session(self, commit_id: str, attempt: int) -> Iterator[MetastoreSession]:
@@ -698,9 +762,15 @@ class MetastoreGuard(CommitGuard):
         # One connection for the whole hold. Any metastore failure until the snapshot is created
         # fails the attempt definitely (LockLostError); later ones never reach here (the coordinator
         # treats a failure to record a durable snapshot as success).
-        with _metastore_step("holding the lock", self.lock_id), self.lock.connection() as conn:
+        connections = ExitStack()  # the session's connection (and any that died while waiting)
+        with _metastore_step("holding the lock", self.lock_id), connections:
             waited = time.monotonic()
-            lease, rows = self.acquire_for(conn, commit_id, owner=self.owner)
+            conn, lease, rows = self.acquire_through_outages(
+                commit_id,
+                owner=self.owner,
+                connect=lambda: connections.enter_context(self.lock.connection()),
+                discard=connections.close,
+            )
             session = MetastoreSession(self, ref, lease, conn)
             try:
                 log.debug("lock %s acquired in %.1f ms", self.lock_id, (time.monotonic() - waited) * 1000)
@@ -993,8 +1063,9 @@ class LockHold:
             conn = self._connection()
             if not self.held:
                 self._drop()
-                conn = self._connection()
-                lease, rows = guard.acquire_for(conn, commit_id, owner=self.owner)
+                conn, lease, rows = guard.acquire_through_outages(
+                    commit_id, owner=self.owner, connect=self._connection, discard=self._close_connection
+                )
                 self.lease = lease
                 self.acquisitions += 1
                 session = MetastoreSession(guard, ref, lease, conn, hold=self)
