@@ -18,6 +18,7 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import TableNotFoundError
+from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.errors import Answer, OverloadedError
@@ -205,6 +206,9 @@ class ServiceState:
         self.catalog = catalog
         self.principals = Principals(catalog.engine)
         self.metrics = ServiceMetrics()
+        # The lock's deferred releases and recordings (a holder resolving its own lock after the
+        # metastore came back) are counted in this process's registry.
+        lock_metrics.register(catalog.lock, self.metrics.registry)
         self.started = time.time()
         self.replica = f"{os.uname().nodename}:{os.getpid()}"
         self._auth_cache: dict[str, tuple[float, Access | None]] = {}

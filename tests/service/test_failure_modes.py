@@ -119,6 +119,9 @@ def test_every_route_answers_503_with_retry_after_while_the_metastore_is_down(
             ]
             metrics = client.get("/metrics", headers=admin).text
             assert 'paimon_meta_service_dependency_errors_total{kind="unavailable"}' in metrics
+            # The lock's own recovery after an outage is counted in the same registry.
+            assert "paimon_meta_lock_released_after_reconnect_total" in metrics
+            assert "paimon_meta_lock_deferred_releases_pending 0.0" in metrics
     finally:
         catalog.close()
 
