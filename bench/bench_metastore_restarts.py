@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -114,7 +115,7 @@ def phases(
     }
 
 
-def run(clients: int, commits: int, tables: int, modes: Sequence[str]) -> dict[str, Any]:
+def run(clients: int, commits: int, tables: int, modes: Sequence[str], *, keep: bool) -> dict[str, Any]:
     names = [f"chaos.t{n}" for n in range(tables)]
     cluster = PostgresCluster.start_new("chaos")
     scratch = Path(tempfile.mkdtemp(prefix="paimon-meta-bench-restarts-"))
@@ -158,11 +159,13 @@ def run(clients: int, commits: int, tables: int, modes: Sequence[str]) -> dict[s
             "tables": tables,
             "acknowledged": len(result.acks),
             "outages_s": [(d.mode, round(d.seconds, 3)) for d in cluster.downtimes],
+            "outages_at": [(round(d.down_at, 3), round(d.up_at, 3)) for d in cluster.downtimes],
             "phases": phases(result.acks, cluster.downtimes, started, ended),
             "failed_tries_by_cause": dict(result.causes),
             "resent_commits": sum(1 for a in result.acks if a.tries > 1),
             "timeline": timeline.summary(),
             "timeline_problems": timeline.problems(cluster.downtimes, time.time())[:10],
+            "replica_warnings": [line for r in replicas for line in r.log_lines("WARNING", "ERROR")][:40],
             "load_before": load_before,
             "load_after": load_after,
         }
@@ -171,6 +174,10 @@ def run(clients: int, commits: int, tables: int, modes: Sequence[str]) -> dict[s
         for r in replicas:
             r.stop()
         cluster.close()
+        if keep:
+            print(f"kept {scratch} (warehouse, replica logs)", file=sys.stderr)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -182,9 +189,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--modes", default="immediate,fast,immediate", help="pg_ctl stop modes, one per restart"
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--keep", action="store_true", help="keep the warehouse and the replicas' logs")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
-    results = run(args.clients, args.commits, args.tables, modes)
+    results = run(args.clients, args.commits, args.tables, modes, keep=args.keep)
     results["command"] = " ".join(["python", *sys.argv])
     text = json.dumps(results, indent=1, default=str)
     print(text)

@@ -38,13 +38,15 @@ _COMMITS = text(
     "min(created_at) FILTER (WHERE event_type = 'prepared') AS prepared_at, "
     "min(created_at) FILTER (WHERE event_type IN ('snapshot_published', 'aborted', 'failed', 'recovered')) "
     "AS settled_at, "
-    "array_agg(event_type ORDER BY event_id) AS events "
+    "array_agg(event_type || '@' || to_char(EXTRACT(EPOCH FROM created_at), 'FM9999999999.000') "
+    "|| coalesce(' ' || (payload ->> 'reason'), '') ORDER BY event_id) AS events "
     "FROM paimon_commit_events WHERE table_identifier = ANY(:tables) GROUP BY commit_id, table_identifier, "
     "commit_user, commit_identifier"
 )
 _LOCKS = text(
-    "SELECT lock_id, owner, fencing_token, acquired_at, wait_ms, ended_by, ended_at, held_ms, still_open "
-    "FROM paimon_lock_activity WHERE lock_id = ANY(:locks) ORDER BY acquire_event_id"
+    "SELECT lock_id, owner, fencing_token, acquired_at, wait_ms, ended_by, ended_at, held_ms, still_open, "
+    "EXTRACT(EPOCH FROM acquired_at - lag(ended_at) OVER (PARTITION BY lock_id ORDER BY acquire_event_id)) "
+    "AS free_before FROM paimon_lock_activity WHERE lock_id = ANY(:locks) ORDER BY acquire_event_id"
 )
 _TAKEOVERS = text(
     "SELECT lock_id, created_at, previous_owner, owner, wait_ms FROM paimon_lock_events "
@@ -83,14 +85,18 @@ class LockActivity:
     acquired_at: datetime
     wait_seconds: float
     ended_by: str | None
+    ended_at: datetime | None
     held_seconds: float | None
     still_open: bool
+    #: Seconds the lock was free before this acquisition (since the previous one on it ended).
+    free_before: float | None = None
 
     def describe(self) -> str:
         return (
             f"{self.lock_id} token {self.fencing_token} owner {self.owner} acquired "
-            f"{self.acquired_at.timestamp():.3f} after waiting {self.wait_seconds:.3f}s, ended by "
-            f"{self.ended_by} after {self.held_seconds}s"
+            f"{self.acquired_at.timestamp():.3f} after waiting {self.wait_seconds:.3f}s (the hold before "
+            f"ended {None if self.free_before is None else round(self.free_before, 3)}s before), "
+            f"ended by {self.ended_by} after {self.held_seconds}s"
         )
 
 
@@ -168,8 +174,10 @@ def read_timeline(catalog: MetastoreCatalog, tables: Sequence[str]) -> Timeline:
                 r.acquired_at,
                 float(r.wait_ms or 0) / 1000,
                 r.ended_by,
+                r.ended_at,
                 None if r.held_ms is None else float(r.held_ms) / 1000,
                 bool(r.still_open),
+                None if r.free_before is None else float(r.free_before),
             )
             for r in conn.execute(_LOCKS, {"locks": locks})
         ]
