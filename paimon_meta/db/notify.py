@@ -185,15 +185,25 @@ class ListenerPool:
         return connection
 
     @contextmanager
-    def listening(self, channel: str) -> Iterator[Listener]:
+    def listening(self, channel: str, *, lazy: bool = False) -> Iterator[Listener]:
         """A :class:`Listener` whose LISTEN is active before the block starts; it re-opens its
-        connection by itself if that breaks (see :class:`Listener`).
+        connection by itself if that breaks (see :class:`Listener`). ``lazy``: if no connection can be
+        opened now, the listener starts without one and keeps trying in :meth:`Listener.wait` (the
+        caller polls meanwhile) instead of raising.
 
         Raises:
             ValidationError: ``channel`` is not a plain lower-case identifier.
-            psycopg.Error: no connection could be opened.
+            psycopg.Error: no connection could be opened (not with ``lazy``).
         """
-        listener = Listener(self, self.open_listening(channel), channel)
+        try:
+            connection: psycopg.Connection[tuple[object, ...]] | None = self.open_listening(channel)
+        except psycopg.Error:
+            if not lazy:
+                raise
+            connection = None
+        listener = Listener(self, connection, channel)
+        if connection is None:
+            listener.broken += 1
         broken = False
         try:
             yield listener

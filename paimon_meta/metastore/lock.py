@@ -841,16 +841,17 @@ class MetastoreLock:
         if time.monotonic() >= request.deadline:
             raise self._timeout_error(request)
         with ExitStack() as stack:
-            listener: Listener | None = None
-            try:
-                listener = stack.enter_context(self._listeners.listening(self.channel(request.lock_id)))
-            except psycopg.Error as exc:
-                # No LISTEN connection: still correct, only slower (bounded polling).
-                _log.warning("lock %s: LISTEN unavailable, polling: %s", request.lock_id, exc)
+            # Lazy: without a LISTEN connection now (too many connections, a restart) the listener
+            # keeps trying while we poll; still correct, only slower until it LISTENs.
+            listener = stack.enter_context(
+                self._listeners.listening(self.channel(request.lock_id), lazy=True)
+            )
+            if listener.connection is None:
+                _log.warning("lock %s: LISTEN unavailable, polling until it is", request.lock_id)
             return self._wait_loop(request, conn, listener)
         raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
-    def _wait_loop(self, request: _Request, conn: RawConnection, listener: Listener | None) -> LockLease:
+    def _wait_loop(self, request: _Request, conn: RawConnection, listener: Listener) -> LockLease:
         # The first attempt here happens after LISTEN is active, so a release that commits between a
         # failed attempt and the wait still wakes us (its NOTIFY is queued on our session).
         while True:
@@ -861,9 +862,6 @@ class MetastoreLock:
             if remaining <= 0:
                 raise self._timeout_error(request)
             wait = min(remaining, self.poll_interval_seconds, retry_in)
-            if listener is None:
-                time.sleep(wait)
-                continue
             # A broken LISTEN connection is re-opened by the listener itself (with backoff; polling
             # meanwhile), and its return counts as a wake-up: a NOTIFY may have been missed.
             listener.wait(wait)

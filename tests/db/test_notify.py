@@ -89,3 +89,35 @@ def test_a_terminated_listener_session_is_replaced(private_pg: PrivatePostgres) 
             assert again.wait(30)
     finally:
         pool.close()
+
+
+def test_a_lazy_listener_starts_without_a_server_and_listens_once_it_is_up(
+    private_pg: PrivatePostgres,
+) -> None:
+    channel = channel_for("test", "lazy")
+    pool = ListenerPool(libpq_conninfo(private_pg.url), connect_timeout=2)
+    try:
+        private_pg.stop()
+        try:
+            with pytest.raises(psycopg.OperationalError), pool.listening(channel):
+                pass
+            with pool.listening(channel, lazy=True) as listener:
+                assert listener.connection is None
+                assert not listener.wait(0.2)
+                private_pg.start()
+                assert listener.wait(30)  # it LISTENs now
+                _notify(private_pg.url, channel)
+                assert listener.wait(30)
+        finally:
+            if _down(private_pg):
+                private_pg.start()
+    finally:
+        pool.close()
+
+
+def _down(pg: PrivatePostgres) -> bool:
+    try:
+        with psycopg.connect(libpq_conninfo(pg.url), connect_timeout=2):
+            return False
+    except psycopg.OperationalError:
+        return True
