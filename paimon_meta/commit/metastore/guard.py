@@ -33,6 +33,10 @@ If the lease is lost by then, the commit is handed to recovery at once: the hold
 is free and reconciles (``recovered``); if someone holds it, that holder records it (every holder
 reconciles storage beyond the pointer when it starts). A log line says which.
 
+A commit whose connection dies while it waits at 2. goes on waiting on a fresh connection
+(:meth:`MetastoreGuard.acquire_through_outages`): nothing of it was staged yet, and its ``prepared``
+event, committed with its first attempt, is not sent again.
+
 Group commit (:class:`LockHold`, used by ``paimon_meta.commit.metastore.group``):
 consecutive sessions of several
 commits share one lease and one connection. The first acquires as in 2.; each later one opens with one
