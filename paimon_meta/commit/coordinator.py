@@ -487,8 +487,12 @@ class CommitCoordinator:
         try:
             session.published(snap, attempt=attempt, details=p.published_details(snap))
         except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
-            log.exception(
-                "snapshot %s is published but recording it failed; recovery will record it", snap.id
+            log.warning(
+                "snapshot %s is published but recording it failed: the holder records it once the "
+                "metastore answers (a 'deferred recording' line says so), else the next holder or "
+                "paimon-meta recover does",
+                snap.id,
+                exc_info=True,
             )
         crashpoints.reached(CrashPoint.AFTER_EVENT)
         return snap.id, False
