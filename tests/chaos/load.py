@@ -118,7 +118,10 @@ class Load:
         ready = threading.Barrier(self.clients + 1)
         setups = [self._setup(c) for c in range(self.clients)]
         for c, setup in enumerate(setups):
-            thread = threading.Thread(target=self._client, args=(c, setup, ready), name=f"chaos-client-{c}")
+            # Daemons: a client stuck on a dead connection must not keep the test process alive.
+            thread = threading.Thread(
+                target=self._client, args=(c, setup, ready), name=f"chaos-client-{c}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
         ready.wait()

@@ -49,22 +49,35 @@ class Probe:
 
 
 def routes(database: str, table: str) -> list[tuple[str, str]]:
-    """(method, path) of every route probed: the catalog's config, listings and reads, and a commit."""
+    """(method, path) of every route probed: the catalog's config, listings and reads of the catalog, the
+    table and its audit trail, a commit and a filter-committed (POST, bodies from :func:`post_bodies`)."""
     seg = {"prefix": PREFIX, "database": database, "table": table}
+    reads = (
+        paths.TABLE,
+        paths.SNAPSHOT,
+        paths.PARTITIONS,
+        paths.TAGS,
+        paths.COMMITS,
+        paths.REGISTRY,
+        paths.EVENTS,
+        paths.LOCK_EVENTS,
+        paths.SNAPSHOT_RECORDINGS,
+    )
     return [
         ("GET", paths.CONFIG + f"?{paths.WAREHOUSE}={PREFIX}"),
         ("GET", paths.expand(paths.DATABASES, prefix=PREFIX)),
         ("GET", paths.expand(paths.DATABASE, prefix=PREFIX, database=database)),
         ("GET", paths.expand(paths.TABLES, prefix=PREFIX, database=database)),
-        ("GET", paths.expand(paths.TABLE, **seg)),
-        ("GET", paths.expand(paths.SNAPSHOT, **seg)),
-        ("GET", paths.expand(paths.COMMITS, **seg)),
+        *(("GET", paths.expand(template, **seg)) for template in reads),
         ("POST", paths.expand(paths.COMMIT_MESSAGES, **seg)),
+        ("POST", paths.expand(paths.FILTER_COMMITTED, **seg)),
     ]
 
 
-def commit_body(user: str, identifier: int, messages: Sequence[CommitMessage]) -> bytes:
-    body = models.CommitMessagesRequest.model_validate(
+def post_bodies(user: str, identifier: int, messages: Sequence[CommitMessage]) -> dict[str, bytes]:
+    """The bodies of the probed POST routes by the last segment of their path: a commit of ``messages``
+    as ``(user, identifier)`` and the filter-committed of that identifier."""
+    commit = models.CommitMessagesRequest.model_validate(
         {
             "commit_user": user,
             "commit_identifier": identifier,
@@ -72,7 +85,13 @@ def commit_body(user: str, identifier: int, messages: Sequence[CommitMessage]) -
             "messages": base64.b64encode(serialize_commit_messages(list(messages), CURRENT_VERSION)).decode(),
         }
     )
-    return models.dump(body)
+    filtered = models.FilterCommittedRequest.model_validate(
+        {"commit_user": user, "identifiers": [identifier]}
+    )
+    return {
+        paths.COMMIT_MESSAGES.rsplit("/", 1)[1]: models.dump(commit),
+        paths.FILTER_COMMITTED.rsplit("/", 1)[1]: models.dump(filtered),
+    }
 
 
 def probe(base: str, token: str, method: str, path: str, body: bytes | None = None) -> Probe:
@@ -92,11 +111,12 @@ def probe(base: str, token: str, method: str, path: str, body: bytes | None = No
 
 
 def probe_routes(
-    replicas: Sequence[str], token: str, routes_: Sequence[tuple[str, str]], commit: bytes
+    replicas: Sequence[str], token: str, routes_: Sequence[tuple[str, str]], bodies: dict[str, bytes]
 ) -> list[Probe]:
-    """Every route of every replica, concurrently, plus ``/readyz`` and ``/healthz`` (no token)."""
+    """Every route of every replica, concurrently, plus ``/readyz`` and ``/healthz`` (no token); a POST
+    sends the body :func:`post_bodies` gives for its path."""
     jobs = [
-        (base, method, path, commit if method == "POST" else None)
+        (base, method, path, bodies[path.rsplit("/", 1)[1]] if method == "POST" else None)
         for base in replicas
         for method, path in [*routes_, ("GET", paths.READYZ), ("GET", paths.HEALTHZ)]
     ]

@@ -93,6 +93,7 @@ class Replica:
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.send_signal(signal.SIGTERM)
+        self.proc.send_signal(signal.SIGCONT)  # a replica stopped at a crash point handles it too
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

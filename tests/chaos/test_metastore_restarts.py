@@ -41,7 +41,7 @@ from tests.chaos.load import SCHEMA, TABLE_OPTIONS, Load, LoadResult
 from tests.chaos.probes import (
     HealthWatch,
     Probe,
-    commit_body,
+    post_bodies,
     probe_routes,
     routes,
     unavailable_problems,
@@ -86,19 +86,22 @@ def replicas() -> Iterator[list[Replica]]:
             r.stop()
 
 
-def _setup(cluster: PostgresCluster, warehouse: str) -> tuple[MetastoreCatalog, str, bytes]:
-    """The tables, a writer principal's token, and a probe commit's body (one real row, probe table)."""
+def _setup(cluster: PostgresCluster, warehouse: str) -> tuple[MetastoreCatalog, str, dict[str, bytes]]:
+    """The tables, a writer principal's token, and the probed POST bodies (a commit of one real row to
+    the probe table)."""
     catalog = paimon_meta.connect(cluster.url, warehouse)
     for t in [*TABLES, PROBE_TABLE]:
         catalog.create_table(t, SCHEMA, options=TABLE_OPTIONS)
     token = make_principal(catalog, "chaos-writers", [("write", DATABASE, None)])
-    write = (
-        catalog.get_table(PROBE_TABLE).new_stream_write_builder().with_commit_user("chaos-probe").new_write()
-    )
+    # The probe table has a snapshot (its latest-snapshot route answers 200 while up).
+    builder = catalog.get_table(PROBE_TABLE).new_stream_write_builder().with_commit_user("chaos-probe")
+    write = builder.new_write()
     write.write_arrow(pa.table({"k": [0], "c": [0], "v": ["probe"]}, schema=SCHEMA))
+    builder.new_commit().commit(write.prepare_commit(), 0)
+    write.write_arrow(pa.table({"k": [1], "c": [0], "v": ["probe"]}, schema=SCHEMA))
     messages = write.prepare_commit()
     write.close()
-    return catalog, token, commit_body("chaos-probe", 1, messages)
+    return catalog, token, post_bodies("chaos-probe", 1, messages)
 
 
 def _recover(cluster: PostgresCluster, warehouse: str) -> subprocess.CompletedProcess[str]:
@@ -134,13 +137,20 @@ def test_two_replicas_commit_exactly_once_across_three_metastore_restarts(
     cluster: PostgresCluster, replicas: list[Replica], tmp_path: Path
 ) -> None:
     warehouse = str(tmp_path / "warehouse")
-    catalog, token, probe_commit = _setup(cluster, warehouse)
+    catalog, token, probe_bodies = _setup(cluster, warehouse)
     failures: dict[str, list[str]] = {}
     try:
         for n in range(2):
             replicas.append(Replica(cluster.url, warehouse, tmp_path / f"replica-{n}.log").start())
         bases = [r.base for r in replicas]
         probed_routes = routes(DATABASE, PROBE_TABLE.split(".")[1])
+        # The probes are valid requests: with the metastore up every route answers 2xx (so a 503 while it
+        # is down is the outage's, not a refused request's).
+        failures["answers while up"] = [
+            f"expected 2xx: {p.describe()}"
+            for p in probe_routes(bases, token, probed_routes, probe_bodies)
+            if p.status is None or not 200 <= p.status < 300
+        ]
         health = HealthWatch(bases).start()
         load = Load(bases, token, TABLES, clients=CLIENTS, commits=COMMITS)
         load.start()
@@ -158,7 +168,7 @@ def test_two_replicas_commit_exactly_once_across_three_metastore_restarts(
                 def while_down() -> None:
                     # Past the replicas' authentication cache: the token cannot be checked either now.
                     time.sleep(AUTH_CACHE_SECONDS + 0.2)
-                    probes.extend(probe_routes(bases, token, probed_routes, probe_commit))
+                    probes.extend(probe_routes(bases, token, probed_routes, probe_bodies))
 
                 cluster.restart(mode, while_down=while_down)
                 for base in bases:
