@@ -5,7 +5,10 @@ to table ``tables[(c + i) % len(tables)]`` and carries one row, key :func:`row_k
 as a real data file before the commit. A commit is sent to replica ``c % replicas`` first; an unanswered
 or refused one (``CommitOutcomeUnknownError``: 5xx or no answer; ``MetastoreUnavailableError``) is
 re-sent with the same identifier, alternating replicas, after a capped, jittered backoff, until it is
-acknowledged or the client's deadline passes. Exactly-once rests on the server deduplicating the
+acknowledged or the client's deadline passes. ``client_options`` (cycled over the clients) are the REST
+client's options: ``{rest.retry.deadline-seconds: "0"}`` turns its own retries off, so that client's
+every 503 or lost answer reaches this loop (a client that re-sends on its own, as an unmodified
+engine's job would). Exactly-once rests on the server deduplicating the
 identifier; the checker reads the tables back to prove it. Every failed try is counted by its cause
 (``HTTP 503``, ``HTTP 500``, ``no answer``, ...), the numbers the test and the benchmark report.
 """
@@ -17,7 +20,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -94,6 +97,7 @@ class Load:
         commits: int,
         deadline_seconds: float = 300.0,
         max_backoff_seconds: float = 1.0,
+        client_options: Sequence[Mapping[str, str]] = ({},),
     ) -> None:
         self.replicas = list(replicas)
         self.token = token
@@ -102,6 +106,7 @@ class Load:
         self.commits = commits
         self.deadline_seconds = deadline_seconds
         self.max_backoff = max_backoff_seconds
+        self.client_options = list(client_options)
         self.result = LoadResult()
         self._mutex = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -137,7 +142,8 @@ class Load:
 
     def _setup(self, c: int) -> tuple[dict[str, TableWrite], list[dict[str, RemoteCommitter]]]:
         user = commit_user(c)
-        catalogs = [connect_service(base, self.token) for base in self.replicas]
+        options = self.client_options[c % len(self.client_options)]
+        catalogs = [connect_service(base, self.token, **options) for base in self.replicas]
         self._catalogs.extend(catalogs)
         writes = {
             t: catalogs[0].get_table(t).new_stream_write_builder().with_commit_user(user).new_write()

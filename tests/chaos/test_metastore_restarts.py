@@ -2,7 +2,8 @@
 
 A private PostgreSQL 15 cluster (``tests.chaos.cluster``), two ``paimon-meta serve`` replicas on it and
 one local warehouse, and clients committing real rows to four tables through both replicas
-(``tests.chaos.load``) while the cluster is stopped and started three times (``-m immediate``, ``fast``,
+(``tests.chaos.load``; half of them with the REST client's retries off, re-sending on their own to the
+other replica) while the cluster is stopped and started three times (``-m immediate``, ``fast``,
 ``immediate``). While it is down (and after the replicas' authentication cache expired, so no answer
 can come from memory) every route of both replicas is probed once. Then ``paimon-meta
 recover`` runs, and:
@@ -35,6 +36,7 @@ import pytest
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.catalog.retry import DEADLINE
 from paimon_meta.service.state import ServiceSettings
 from tests.chaos.cluster import PostgresCluster
 from tests.chaos.load import SCHEMA, TABLE_OPTIONS, Load, LoadResult
@@ -152,7 +154,11 @@ def test_two_replicas_commit_exactly_once_across_three_metastore_restarts(
             if p.status is None or not 200 <= p.status < 300
         ]
         health = HealthWatch(bases).start()
-        load = Load(bases, token, TABLES, clients=CLIENTS, commits=COMMITS)
+        # Even clients ride on the REST client's own retries; odd ones have them off and re-send
+        # themselves, to the other replica (see tests.chaos.load).
+        load = Load(
+            bases, token, TABLES, clients=CLIENTS, commits=COMMITS, client_options=[{}, {DEADLINE: "0"}]
+        )
         load.start()
         probes: list[Probe] = []
         not_ready: list[str] = []
