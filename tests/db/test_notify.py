@@ -3,8 +3,6 @@ listener LISTENs again and is woken by NOTIFY, instead of polling for the rest o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
 import pytest
 from psycopg import sql
@@ -14,15 +12,6 @@ from paimon_meta.db.notify import ListenerPool, channel_for
 from tests.torture.pg import PrivatePostgres, terminate_backends
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def private_pg() -> Iterator[PrivatePostgres]:
-    pg = PrivatePostgres()
-    try:
-        yield pg
-    finally:
-        pg.close()
 
 
 def _notify(url: str, channel: str) -> None:

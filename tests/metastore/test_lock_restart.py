@@ -28,15 +28,6 @@ LEASE_SECONDS = 30
 AFTER_RESTART = timedelta(seconds=2)
 
 
-@pytest.fixture(scope="module")
-def private_pg() -> Iterator[PrivatePostgres]:
-    pg = PrivatePostgres()
-    try:
-        yield pg
-    finally:
-        pg.close()
-
-
 @pytest.fixture
 def engine(private_pg: PrivatePostgres) -> Iterator[Engine]:
     engine = make_engine(private_pg.url, pool_size=2)

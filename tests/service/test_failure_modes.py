@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,15 +56,6 @@ def _assert_unavailable(response: Any, what: str) -> None:
     body = response.json()
     assert body["code"] == 503 and body["message"], (what, body)
     assert "Traceback" not in response.text
-
-
-@pytest.fixture(scope="module")
-def private_pg() -> Iterator[PrivatePostgres]:
-    pg = PrivatePostgres()
-    try:
-        yield pg
-    finally:
-        pg.close()
 
 
 def test_every_route_answers_503_with_retry_after_while_the_metastore_is_down(

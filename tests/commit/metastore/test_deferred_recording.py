@@ -50,15 +50,6 @@ def catalog(clean_db: str, tmp_path: Path) -> Iterator[MetastoreCatalog]:
         yield cat
 
 
-@pytest.fixture(scope="module")
-def private_pg() -> Iterator[PrivatePostgres]:
-    pg = PrivatePostgres()
-    try:
-        yield pg
-    finally:
-        pg.close()
-
-
 @pytest.fixture
 def private_catalog(private_pg: PrivatePostgres, tmp_path: Path) -> Iterator[MetastoreCatalog]:
     url = private_pg.copy_database(f"t_{uuid.uuid4().hex[:12]}")  # an empty event log per test
