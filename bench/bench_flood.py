@@ -27,7 +27,6 @@ The load average is printed with each mode: compare numbers of one run only.
 from __future__ import annotations
 
 import argparse
-import base64
 import itertools
 import json
 import os
@@ -52,10 +51,10 @@ from bench_commit import SCHEMA, TABLE_OPTIONS, scratch_database  # noqa: E402
 from bench_rest_service import servers  # noqa: E402
 
 import paimon_meta  # noqa: E402
-from paimon_meta.serde.commit_message import serialize_commit_messages  # noqa: E402
 from tests.commit.helpers import append_msg, data_file  # noqa: E402
 from tests.fixtures.service import make_principal  # noqa: E402
 from tests.integration.history import check_exactly_once, read_history  # noqa: E402
+from tests.service.helpers import messages_body  # noqa: E402
 
 
 def _pct(values: Sequence[float], q: float) -> float:
@@ -110,13 +109,7 @@ def _run(
         with httpx.Client(timeout=120, headers={"Authorization": f"Bearer {token}"}) as client:
             for i in range(commits):
                 f = data_file(rows=1)
-                raw = serialize_commit_messages([append_msg(i % 2, w % 2, f)], 14, table_buckets=2)
-                body = {
-                    "commitUser": user,
-                    "commitIdentifier": i,
-                    "messagesVersion": 14,
-                    "messages": base64.b64encode(raw).decode(),
-                }
+                body = messages_body([append_msg(i % 2, w % 2, f)], user, i)
                 started = time.monotonic()
                 while True:
                     r = client.post(url, json=body)

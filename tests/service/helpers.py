@@ -3,6 +3,7 @@ REST commit bodies built on it, and what "nothing changed" means."""
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from typing import Any
@@ -12,8 +13,10 @@ from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.manifests import ManifestWriter
+from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.manifest import FileKind, ManifestEntry
 from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.serde.json import snapshot_to_json
 
 P = "/v1/paimon"
@@ -115,3 +118,16 @@ def state_of_storage(catalog: MetastoreCatalog, identifier: str = "db.t") -> tup
         len(table.snapshot_manager.list_snapshot_ids()),
         published_count(catalog),
     )
+
+
+def messages_body(
+    messages: list[CommitMessage], user: str, identifier: int, *, version: int = 14, table_buckets: int = 2
+) -> dict[str, Any]:
+    """The body of ``POST .../commit-messages`` committing ``messages`` as (``user``, ``identifier``)."""
+    raw = serialize_commit_messages(messages, version, table_buckets=table_buckets)
+    return {
+        "commitUser": user,
+        "commitIdentifier": identifier,
+        "messagesVersion": version,
+        "messages": base64.b64encode(raw).decode(),
+    }

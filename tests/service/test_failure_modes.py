@@ -5,7 +5,6 @@ admission bounds; storage failing past its retries answered 503 (transient) or 5
 
 from __future__ import annotations
 
-import base64
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,11 @@ from fastapi.testclient import TestClient
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import FileIOError, MetastoreUnavailableError
-from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.service import FAST_LOCK, make_principal
 from tests.ops.helpers import create, prepare, write
-from tests.service.helpers import P, auth
+from tests.service.helpers import P, auth, messages_body
 from tests.torture.pg import PrivatePostgres
 
 pytestmark = pytest.mark.postgres
@@ -40,14 +38,7 @@ def _client(catalog: MetastoreCatalog, **settings: Any) -> TestClient:
 def _messages_body(
     catalog: MetastoreCatalog, identifier: int, user: str = "writer", table: str = "db.t"
 ) -> dict[str, Any]:
-    messages = prepare(catalog.get_table(table), [identifier], user=user)
-    raw = serialize_commit_messages(messages, 14, table_buckets=2)
-    return {
-        "commitUser": user,
-        "commitIdentifier": identifier,
-        "messagesVersion": 14,
-        "messages": base64.b64encode(raw).decode(),
-    }
+    return messages_body(prepare(catalog.get_table(table), [identifier], user=user), user, identifier)
 
 
 def _assert_unavailable(response: Any, what: str) -> None:

@@ -6,7 +6,6 @@ commit (same identifier) after its ``Retry-After``. Every authenticated commit l
 
 from __future__ import annotations
 
-import base64
 import itertools
 import os
 import socket
@@ -21,10 +20,10 @@ import pyarrow as pa
 import pytest
 
 import paimon_meta
-from paimon_meta.serde.commit_message import serialize_commit_messages
 from tests.commit.helpers import append_msg, data_file
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
 from tests.integration.history import check_exactly_once, read_history
+from tests.service.helpers import messages_body
 
 pytestmark = pytest.mark.postgres
 
@@ -123,13 +122,7 @@ def test_a_flood_does_not_starve_or_break_authenticated_commits(
             with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {writers}"}) as client:
                 for i in range(COMMITS):
                     f = data_file(rows=1)
-                    raw = serialize_commit_messages([append_msg(i % 2, w % 2, f)], 14, table_buckets=2)
-                    body = {
-                        "commitUser": user,
-                        "commitIdentifier": i,
-                        "messagesVersion": 14,
-                        "messages": base64.b64encode(raw).decode(),
-                    }
+                    body = messages_body([append_msg(i % 2, w % 2, f)], user, i)
                     for _ in range(MAX_SENDS):  # re-sent, same identifier, until acknowledged
                         r = client.post(url, json=body)
                         with mutex:

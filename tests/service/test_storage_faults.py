@@ -6,7 +6,6 @@ re-sending the same commit. Every commit lands exactly once."""
 
 from __future__ import annotations
 
-import base64
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
@@ -17,13 +16,12 @@ from fastapi.testclient import TestClient
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.io import FaultInjectingFileIO
-from paimon_meta.serde.commit_message import serialize_commit_messages
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.s3 import MotoS3, StoreFault
 from tests.fixtures.service import FAST_LOCK, make_principal
 from tests.ops.helpers import create, prepare, read_keys
-from tests.service.helpers import P, auth
+from tests.service.helpers import P, auth, messages_body
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3]
 
@@ -69,15 +67,7 @@ def _client(catalog: MetastoreCatalog) -> TestClient:
 
 
 def _body(catalog: MetastoreCatalog, identifier: int) -> dict[str, Any]:
-    raw = serialize_commit_messages(
-        prepare(catalog.get_table("db.t"), [identifier], user=USER), 14, table_buckets=2
-    )
-    return {
-        "commitUser": USER,
-        "commitIdentifier": identifier,
-        "messagesVersion": 14,
-        "messages": base64.b64encode(raw).decode(),
-    }
+    return messages_body(prepare(catalog.get_table("db.t"), [identifier], user=USER), USER, identifier)
 
 
 def _commit_until_acknowledged(
