@@ -91,19 +91,21 @@ def fault_of(error: BaseException) -> Fault | None:
     return None
 
 
+#: Errors whose class says the kind, checked in order (subclasses of OperationalError before it).
+_BY_CLASS: tuple[tuple[type[BaseException], FaultKind], ...] = (
+    (sa.TimeoutError, FaultKind.UNAVAILABLE),  # the pool: every connection busy for pool_timeout
+    (pg.SerializationFailure, FaultKind.SERIALIZATION),
+    (pg.DeadlockDetected, FaultKind.DEADLOCK),
+    (pg.LockNotAvailable, FaultKind.LOCK_TIMEOUT),
+    (pg.QueryCanceled, FaultKind.CANCELED),
+    (pg.CannotConnectNow, FaultKind.UNAVAILABLE),
+)
+
+
 def _kind(e: BaseException) -> FaultKind | None:
-    if isinstance(e, sa.TimeoutError):  # the pool: every connection busy for pool_timeout
-        return FaultKind.UNAVAILABLE
-    if isinstance(e, pg.SerializationFailure):
-        return FaultKind.SERIALIZATION
-    if isinstance(e, pg.DeadlockDetected):
-        return FaultKind.DEADLOCK
-    if isinstance(e, pg.LockNotAvailable):
-        return FaultKind.LOCK_TIMEOUT
-    if isinstance(e, pg.QueryCanceled):
-        return FaultKind.CANCELED
-    if isinstance(e, pg.CannotConnectNow):
-        return FaultKind.UNAVAILABLE
+    for cls, kind in _BY_CLASS:
+        if isinstance(e, cls):
+            return kind
     if isinstance(e, psycopg.OperationalError):
         # Admin/crash shutdown, a reset, a closed connection used again, or a failed connection
         # attempt (no SQLSTATE: libpq's own message).
