@@ -4,9 +4,11 @@ for another catalog's name), and the error answers with the protocol's error bod
 
 Every error is ``ErrorResponse`` (``service.errors`` maps the error hierarchy to it): 400 bad input (never
 FastAPI's 422), 401 no valid token, 403 no grant, 404 no such resource, 413 body over the limit, other
-4xx refusals of the middleware, 503 unavailable (retry). Routes that change something add 409; routes
-that publish a snapshot add 500, which this service answers only when a commit's outcome is unknown;
-routes refusing a feature they do not implement add 501. Any other 5xx is a bug (the fuzz test checks).
+4xx refusals of the middleware, 502 storage refused (an operator must act), 503 unavailable (retry after
+``Retry-After``). Routes that change something add 409; routes that publish a snapshot add 500, which
+this service answers only when a commit's outcome is unknown; routes refusing a feature they do not
+implement add 501. Any other 5xx is a bug, and so is a 500, 502 or 503 while the metastore and storage
+answer (``tests/service/test_fuzz_openapi.py`` checks both).
 """
 
 from __future__ import annotations
@@ -41,10 +43,20 @@ ERRORS: Responses = {
         "time, 411 a body without Content-Length, 429 too many failed authentications from this address "
         "(`Retry-After`)."
     ),
-    503: _error(
-        "The metastore, the table's lock or storage is unavailable for now: retry (after `Retry-After` "
-        "seconds when given). Nothing was committed unless the route says its outcome can be unknown."
+    502: _error(
+        "Storage refused the server's request (credentials, a missing bucket, permissions): an operator "
+        "must act; retrying does not help."
     ),
+    503: {
+        **_error(
+            "The metastore, the table's lock or storage is unavailable for now, or this replica is full: "
+            "retry after `Retry-After` seconds. Nothing was committed unless the route says its outcome "
+            "can be unknown."
+        ),
+        "headers": {
+            "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}
+        },
+    },
 }
 #: Routes that change something.
 CONFLICT: Responses = {
