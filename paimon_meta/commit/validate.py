@@ -165,7 +165,7 @@ class MessageValidator:
         if decoded is not None and partition in decoded:
             return
         try:
-            deserialize_row(partition, self._partition_types)
+            values = deserialize_row(partition, self._partition_types)
         except Exception as e:
             raise ValidationError(
                 f"{label}: partition does not decode as the table's "
@@ -174,6 +174,10 @@ class MessageValidator:
                 partition=bytes(partition[:256]).hex(),
                 **where,
             ) from e
+        # The partition's values are recorded in the metastore (partition statistics), which cannot
+        # store NUL in text: refused here, before anything is published.
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            raise ValidationError(f"{label}: a partition value contains NUL", field="partition", **where)
         if decoded is not None:
             decoded.add(partition)
 

@@ -305,11 +305,6 @@ def test_bad_commits_change_nothing(
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="commit/validate.py decodes the partition but lets a NUL in a string value through: the "
-    "snapshot is published, then recording its partition statistics fails (JSONB cannot hold U+0000)",
-)
 def test_nul_in_a_commit_message_partition_is_refused_before_publishing(
     service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
 ) -> None:
