@@ -37,7 +37,14 @@ from paimon_meta.db import migrate
 from paimon_meta.db.models import Privilege
 from paimon_meta.ops import metrics as event_log_metrics
 from paimon_meta.rest import models, paths
-from paimon_meta.service import errors, routes_audit, routes_catalog, routes_commits, routes_table
+from paimon_meta.service import (
+    errors,
+    routes_audit,
+    routes_catalog,
+    routes_commits,
+    routes_common,
+    routes_table,
+)
 from paimon_meta.service.auth import Require, log_text, token_of
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.retry import repeat
@@ -324,7 +331,12 @@ def _install_ops(app: FastAPI) -> None:
         it answers while every worker thread is busy."""
         return models.HealthResponse(status="ok")
 
-    @app.get(paths.READYZ, response_model=models.HealthResponse, tags=["operations"])
+    @app.get(
+        paths.READYZ,
+        response_model=models.HealthResponse,
+        tags=["operations"],
+        responses={503: routes_common.ERRORS[503]},
+    )
     def readyz(request: Request) -> Response:
         """Postgres answers and its schema is at the migrations' head; 503 otherwise. No token needed,
         so it says only ready or not (the reason is logged)."""
@@ -345,7 +357,15 @@ def _install_ops(app: FastAPI) -> None:
         paths.METRICS,
         tags=["operations"],
         response_class=PlainTextResponse,
-        dependencies=[Depends(Require(Privilege.ADMIN, "catalog"))],
+        dependencies=[routes_common.BEARER, Depends(Require(Privilege.ADMIN, "catalog"))],
+        # The errors are JSON (the protocol's body), the route's own answer is text.
+        responses={
+            code: {
+                "description": routes_common.ERRORS[code]["description"],
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+            }
+            for code in (401, 403, 503)
+        },
     )
     def prometheus(request: Request) -> Response:
         """This process's request, commit and auth metrics, then the event log's commit and lock

@@ -106,8 +106,11 @@ class OverloadedError(ServiceError):
         self.retry_after = retry_after
 
 
-#: Local file-system errors an operator must fix (permissions, a read-only mount): 502, not 503.
-_REFUSED_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+#: Local file-system errors that repeating cannot fix (permissions, a read-only mount, a name the file
+#: system refuses): 502, not 503.
+_REFUSED_ERRNOS = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG, errno.EINVAL, errno.ENOTDIR}
+)
 
 
 @dataclass(frozen=True, slots=True)

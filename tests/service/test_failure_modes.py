@@ -5,6 +5,7 @@ admission bounds; storage failing past its retries answered 503 (transient) or 5
 
 from __future__ import annotations
 
+import errno
 import threading
 from pathlib import Path
 from typing import Any
@@ -198,8 +199,10 @@ def test_an_unexpected_error_is_still_a_500_without_a_trace(
             503,
         ),
         (FileIOError("S3 write failed (AccessDenied, HTTP 403)", code="AccessDenied", status=403), 502),
+        (FileIOError("write failed: File name too long", errno=errno.ENAMETOOLONG), 502),
+        (FileIOError("write failed: No space left on device", errno=errno.ENOSPC), 503),
     ],
-    ids=["throttled", "timeout", "access-denied"],
+    ids=["throttled", "timeout", "access-denied", "name-too-long", "disk-full"],
 )
 def test_storage_failing_past_its_retries(
     service_catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch, error: FileIOError, status: int
