@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -220,7 +221,9 @@ def finish_pypaimon(proc: subprocess.Popen[str], timeout: float = 300, context: 
         out, err = proc.communicate()
         raise AssertionError(f"pypaimon timed out ({context}):\n{err[-3000:]}") from None
     assert proc.returncode == 0, f"pypaimon exited {proc.returncode} ({context}):\n{err[-3000:]}"
-    return json.loads(out.strip().splitlines()[-1])
+    lines = out.strip().splitlines()
+    assert lines, f"pypaimon printed nothing ({context}):\n{err[-3000:]}"
+    return json.loads(lines[-1])
 
 
 @dataclass
@@ -247,7 +250,12 @@ class Rig:
         """Start ``script`` (saved as ``name``) in pypaimon's venv without waiting for it; killed after
         the test if still running."""
         path = self.tmp / name
-        path.write_text(script)
+        # Written once, atomically: rewriting it while an earlier process is still starting could let
+        # that process read an empty file (it then runs nothing and exits 0, printing nothing).
+        if not path.exists() or path.read_text() != script:
+            staged = path.with_suffix(f".{len(self.clients)}.tmp")
+            staged.write_text(script)
+            os.replace(staged, path)
         proc = subprocess.Popen(
             [str(self.python), str(path), *args],
             stdout=subprocess.PIPE,
