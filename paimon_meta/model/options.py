@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from paimon_meta.errors import ValidationError
 
+#: The range of Java's ``int``: most numeric table options are Java ``Integer``s.
+JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
+
 BUCKET = "bucket"
 BUCKET_KEY = "bucket-key"
 FILE_FORMAT = "file.format"
@@ -103,14 +106,38 @@ class CoreOptions:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)
 
-    def _int(self, key: str, default: int) -> int:
+    def _int(self, key: str, default: int, *, minimum: int = JAVA_INT_MIN) -> int:
+        """A Java ``Integer`` option: refused (naming it) unless it parses as one, at least ``minimum``."""
         v = self.raw.get(key)
         if v is None:
             return default
         try:
-            return int(v)
+            value = int(v)
         except ValueError as e:
             raise ValidationError(f"option {key}={v!r} is not an integer", option=key) from e
+        if not minimum <= value <= JAVA_INT_MAX:
+            raise ValidationError(
+                f"option {key}={v!r} is out of range ({minimum}..{JAVA_INT_MAX})", option=key
+            )
+        return value
+
+    def check_numbers(self) -> None:
+        """Refuse (``ValidationError`` naming the option) numeric options Java would refuse when it
+        validates a table's schema: each must parse and fit, and the snapshot retention bounds must be
+        consistent (Java's ``SchemaValidation``). Called when a table is created or altered."""
+        self.bucket  # noqa: B018 - each parses its option or refuses it
+        self.manifest_merge_min_count  # noqa: B018
+        self.commit_max_retries  # noqa: B018
+        self._int(SNAPSHOT_EXPIRE_LIMIT, 50, minimum=1)
+        low = self._int(SNAPSHOT_NUM_RETAINED_MIN, 10, minimum=1)
+        high = self.snapshot_num_retained_max
+        if high is not None and high < low:
+            raise ValidationError(
+                f"option {SNAPSHOT_NUM_RETAINED_MAX}={high} is below {SNAPSHOT_NUM_RETAINED_MIN}={low}",
+                option=SNAPSHOT_NUM_RETAINED_MAX,
+            )
+        self.snapshot_time_retained_ms  # noqa: B018 - parses the duration or refuses it
+        self.commit_max_retry_wait_ms  # noqa: B018
 
     def _size(self, key: str, default: str) -> int:
         return parse_memory_size(self.raw.get(key, default), key=key)
@@ -196,8 +223,9 @@ class CoreOptions:
 
     @property
     def snapshot_num_retained_max(self) -> int | None:
-        v = self.raw.get(SNAPSHOT_NUM_RETAINED_MAX)
-        return int(v) if v else None
+        if not self.raw.get(SNAPSHOT_NUM_RETAINED_MAX):
+            return None
+        return self._int(SNAPSHOT_NUM_RETAINED_MAX, 0, minimum=1)
 
     @property
     def snapshot_time_retained_ms(self) -> int:

@@ -33,6 +33,14 @@ class TableSchema:
         for key in (*self.partition_keys, *self.primary_keys):
             if key not in names:
                 raise ValidationError(f"key column {key!r} is not a field of schema {self.id}", field=key)
+        for what, keys in (("partition", self.partition_keys), ("primary", self.primary_keys)):
+            if len(set(keys)) != len(keys):
+                raise ValidationError(f"duplicate {what} keys in schema {self.id}: {list(keys)}", field=what)
+        ids = [f.id for f in self.fields]
+        if len(set(ids)) != len(ids) or any(i < 0 for i in ids):
+            raise ValidationError(
+                f"field ids of schema {self.id} must be distinct and not negative: {ids}", field="id"
+            )
         if self.primary_keys and not set(self.partition_keys) <= set(self.primary_keys):
             raise ValidationError(
                 "primary keys must contain all partition keys "

@@ -267,6 +267,7 @@ def _commit(source: _SchemaSource, change: Callable[[TableSchema], TableSchema])
         if latest is None:
             raise TableNotFoundError(f"no schema file under {source.schemas.paths.schema_dir}")
         new = change(latest)
+        new.core_options.check_numbers()  # a SetOption Java would refuse is refused here too
         if source.schemas.commit_new_schema(new):
             return new
     raise CommitFailedError(f"gave up after {MAX_ATTEMPTS} concurrent schema changes", attempts=MAX_ATTEMPTS)

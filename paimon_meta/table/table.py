@@ -163,6 +163,7 @@ class FileStoreTable:
         ``UnsupportedError``) naming what is wrong."""
         schema.bucket_keys  # noqa: B018 - validates the bucket keys against the fields
         schema.trimmed_primary_keys  # noqa: B018
+        schema.core_options.check_numbers()
         check_writable(schema)
 
     def _with_options(self, schema: TableSchema) -> TableSchema:
