@@ -42,6 +42,52 @@ LOCK_EVENTS = f"{TABLE}/lock-events"
 MAINTENANCE_RUNS = f"{TABLE}/maintenance-runs"
 SNAPSHOT_RECORDINGS = f"{TABLE}/snapshot-recordings"
 
+# ---- the protocol's operations not served yet ----------------------------------------------------------
+#: ``(method, template, operationId)`` of the spec's operations (56 in apache/paimon's
+#: ``rest-catalog-open-api.yaml``) this service does not serve yet: each answers 501 with the protocol's
+#: error body naming the operation (pypaimon raises ``NotImplementedException`` with it), never a bare
+#: 404 that a client would read as "no such table". The other 20 are the routes above.
+NOT_SERVED: tuple[tuple[str, str, str], ...] = (
+    ("POST", f"{DATABASE}/register", "RegisterTable"),
+    ("GET", f"{DATABASE}/table-details", "listTableDetails"),
+    ("GET", f"{CATALOG}/tables", "ListTablesGlobally"),
+    ("GET", f"{CATALOG}/tables/id/{{tableId}}", "getTableById"),
+    ("POST", f"{TABLE}/rollback-schema", "rollbackSchema"),
+    ("GET", f"{TABLE}/token", "getTableToken"),
+    ("POST", f"{TABLE}/auth", "authTableQuery"),
+    ("GET", f"{TABLE}/snapshots/{{version}}", "getVersionSnapshot"),
+    ("GET", f"{TABLE}/snapshots", "listSnapshots"),
+    ("POST", PARTITIONS, "createPartitions"),
+    ("POST", f"{PARTITIONS}/drop", "dropPartitions"),
+    ("POST", f"{PARTITIONS}/mark", "markDonePartitions"),
+    ("POST", f"{PARTITIONS}/list-by-names", "listPartitionsByNames"),
+    ("POST", f"{PARTITIONS}/list-by-filter", "listPartitionsByFilter"),
+    ("GET", f"{TABLE}/branches", "listBranches"),
+    ("POST", f"{TABLE}/branches", "createBranch"),
+    ("DELETE", f"{TABLE}/branches/{{branch}}", "dropBranch"),
+    ("POST", f"{TABLE}/branches/{{branch}}/rename", "renameBranch"),
+    ("POST", f"{TABLE}/branches/{{branch}}/forward", "forwardBranch"),
+    ("GET", f"{TABLE}/consumers", "listConsumers"),
+    ("POST", f"{TABLE}/consumers/reset", "resetConsumer"),
+    ("GET", f"{DATABASE}/views", "listViews"),
+    ("POST", f"{DATABASE}/views", "createView"),
+    ("GET", f"{DATABASE}/view-details", "listViewDetails"),
+    ("GET", f"{CATALOG}/views", "listViewsGlobally"),
+    ("GET", f"{DATABASE}/views/{{view}}", "getView"),
+    ("POST", f"{DATABASE}/views/{{view}}", "alterView"),
+    ("DELETE", f"{DATABASE}/views/{{view}}", "dropView"),
+    ("POST", f"{CATALOG}/views/rename", "renameView"),
+    ("GET", f"{DATABASE}/functions", "listFunctions"),
+    ("POST", f"{DATABASE}/functions", "createFunction"),
+    ("GET", f"{DATABASE}/function-details", "listFunctionDetails"),
+    ("GET", f"{CATALOG}/functions", "listFunctionsGlobally"),
+    ("GET", f"{DATABASE}/functions/{{function}}", "getFunction"),
+    ("POST", f"{DATABASE}/functions/{{function}}", "alterFunction"),
+    ("DELETE", f"{DATABASE}/functions/{{function}}", "dropFunction"),
+)
+#: How many operations the spec has (the served ones are the service's routes under ``/v1``).
+SPEC_OPERATIONS = 56
+
 # ---- operations (not the protocol's) -------------------------------------------------------------------
 HEALTHZ = "/healthz"
 READYZ = "/readyz"

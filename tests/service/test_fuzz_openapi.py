@@ -56,7 +56,18 @@ OPERATIONS = [(method.upper(), path) for path, ops in document()["paths"].items(
 #: Answered without a token.
 PUBLIC = frozenset({"/healthz", "/readyz"})
 #: Names that exist in the seeded catalog: a steered path parameter takes one of these.
-KNOWN = {"prefix": ["paimon"], "database": ["db"], "table": ["t", "u"], "tag": ["first"]}
+KNOWN = {
+    "prefix": ["paimon"],
+    "database": ["db"],
+    "table": ["t", "u"],
+    "tag": ["first"],
+    # the operations not served yet (501) take these too
+    "branch": ["b1"],
+    "view": ["v1"],
+    "function": ["f1"],
+    "tableId": ["1"],
+    "version": ["1", "LATEST", "first"],
+}
 #: Audit logs and the lock's row: an admin request refused with 4xx may record itself there.
 AUDIT_TABLES = frozenset(
     {"paimon_commit_events", "paimon_lock_events", "paimon_maintenance_events", "paimon_distributed_locks"}
