@@ -20,6 +20,7 @@ import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import FileIOError, MetastoreUnavailableError
 from paimon_meta.service.app import create_app
+from paimon_meta.service.errors import OverloadedError
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.service import FAST_LOCK, make_principal
 from tests.ops.helpers import create, prepare, write
@@ -302,3 +303,25 @@ def test_requests_beyond_the_replicas_bound_are_shed_but_health_is_not(
             held.join(30)
         assert results[0].status_code == 200
         assert client.get(f"{TABLE_URL}", headers=admin).status_code == 200
+
+
+def test_admission_slots_are_given_back_when_a_commit_fails(service_catalog: MetastoreCatalog) -> None:
+    """A failed commit gives its table's and the replica's slots back (a leak would shed every later
+    commit of the table); the replica-wide bound holds across tables."""
+    state = ServiceState(ServiceSettings(max_table_commits=1, max_commits=1), service_catalog)
+    with pytest.raises(RuntimeError), state.admit_commit("db.t"):
+        raise RuntimeError("the commit failed")
+    # shed if the failed commit's slot had leaked; db.u meets the replica-wide bound
+    with (
+        state.admit_commit("db.t"),
+        pytest.raises(OverloadedError, match="this replica"),
+        state.admit_commit("db.u"),
+    ):
+        pass
+    with state.admit_commit("db.u"):
+        pass
+    assert (
+        state.admit_request()
+        and not ServiceState(ServiceSettings(max_in_flight=0), service_catalog).admit_request()
+    )
+    state.request_done()
