@@ -197,3 +197,13 @@ def is_definite_failure(error: BaseException) -> bool:
     if isinstance(error, CommitOutcomeUnknownError):
         return False
     return isinstance(error, (CommitError, ValidationError))
+
+
+class CredentialVendingError(PaimonMetaError):
+    """The credential source (STS) did not vend credentials. ``transient``: it was unreachable, throttling
+    or failing (retry later); else it refused the server (the role, its trust policy or the requested
+    duration: an operator must act). Fields: ``code`` (STS's error code), ``status``, ``role_arn``."""
+
+    def __init__(self, message: str, *, transient: bool, **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.transient = transient

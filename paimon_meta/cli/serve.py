@@ -87,15 +87,44 @@ def register(commands: Commands) -> None:
         default=5.0,
         help="reuse the event log's part of /metrics for this long (0: query on every scrape)",
     )
+    # Vended credentials (README, "Vended credentials"): STS AssumeRole scoped to each table.
+    p.add_argument(
+        "--sts-role-arn",
+        help="vend table-scoped S3 credentials by assuming this role (off when absent)",
+    )
+    p.add_argument(
+        "--sts-duration",
+        default="6 h",
+        help="lifetime of vended credentials, a Paimon duration (default 6 h; 15 min..12 h, within the "
+        "role's maximum session duration)",
+    )
+    p.add_argument("--sts-external-id", help="ExternalId the role's trust policy requires, if any")
+    p.add_argument(
+        "--sts-endpoint", help="STS endpoint URL (default: the -o s3.endpoint, where MinIO serves STS)"
+    )
+    p.add_argument("--sts-region", help="STS signing region (default: the -o s3.region)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
 def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.catalog.metastore import ENV_WAREHOUSE
+    from paimon_meta.io.sts import StsSettings
+    from paimon_meta.model.options import parse_duration_ms
     from paimon_meta.service.server import serve
     from paimon_meta.service.state import ServiceSettings
 
     _log_to_stderr(args.log_level)
+    sts = (
+        StsSettings(
+            role_arn=args.sts_role_arn,
+            duration_seconds=parse_duration_ms(args.sts_duration, key="--sts-duration") // 1000,
+            external_id=args.sts_external_id,
+            endpoint=args.sts_endpoint,
+            region=args.sts_region,
+        )
+        if args.sts_role_arn
+        else None
+    )
     settings = ServiceSettings(
         metastore_url=ctx.metastore_url(),
         warehouse=args.warehouse or os.environ.get(ENV_WAREHOUSE),
@@ -118,6 +147,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         max_in_flight=args.max_in_flight,
         max_table_commits=args.max_table_commits,
         max_commits=args.max_commits,
+        sts=sts,
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return Output({"stopped": True}, "")

@@ -18,6 +18,7 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import TableNotFoundError
+from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
@@ -70,6 +71,9 @@ class ServiceSettings:
     max_in_flight: int = 256
     max_table_commits: int = 256
     max_commits: int = 1024
+    # Vended storage credentials (Paimon's data token, README "Vended credentials"): None keeps clients
+    # on their own storage options (a local warehouse has nothing to vend).
+    sts: StsSettings | None = None
 
 
 class ServiceMetrics:
