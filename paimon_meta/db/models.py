@@ -43,6 +43,9 @@ from paimon_meta.model.snapshot import CommitKind
 
 # Base is re-exported: importing this module is what fills Base.metadata.
 __all__ = [
+    "AccessEventRecord",
+    "AccessEventType",
+    "AccessLevel",
     "FENCING_TOKEN_SEQUENCE",
     "PRINCIPAL_SETTING_SQL",
     "PUBLISHING_COMMIT_EVENT_TYPES",
@@ -355,6 +358,45 @@ class MaintenanceEventRecord(Base):
         DateTime(timezone=True), server_default=text("clock_timestamp()")
     )
     principal: Mapped[str | None] = mapped_column(Text)
+
+
+class AccessEventType(enum.StrEnum):
+    """``paimon_access_events.event_type`` values (enforced by a CHECK constraint)."""
+
+    CREDENTIALS_VENDED = "credentials_vended"
+
+
+class AccessLevel(enum.StrEnum):
+    """What vended storage credentials allow on the table's files (docs/CREDENTIALS.md)."""
+
+    READ = "read"
+    WRITE = "write"
+
+
+class AccessEventRecord(Base):
+    """One row of the append-only data-access log: storage credentials vended to a principal for a
+    table (migration 0004). The credentials are never stored."""
+
+    __tablename__ = "paimon_access_events"
+    __table_args__ = (
+        CheckConstraint(_in_list("event_type", AccessEventType), name="event_type"),
+        CheckConstraint(_in_list("access_level", AccessLevel), name="access_level"),
+        Index("ix_paimon_access_events_table", "table_id", "event_id"),
+        Index("ix_paimon_access_events_principal", "principal", "event_id"),
+    )
+
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    event_type: Mapped[str] = mapped_column(Text)
+    principal: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[int] = mapped_column(BigInteger)
+    table_identifier: Mapped[str] = mapped_column(Text)
+    access_level: Mapped[str] = mapped_column(Text)
+    actions: Mapped[list[str]] = mapped_column(JSONB)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=text("clock_timestamp()")
+    )
 
 
 class Privilege(enum.StrEnum):

@@ -15,6 +15,7 @@ handed to the client): its ``repr`` hides them, and errors name only the role, t
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Mapping
@@ -42,6 +43,41 @@ _TRANSIENT_CODES = frozenset(
 )
 
 
+#: What botocore logs at DEBUG includes STS's whole response body: the vended secrets.
+_SECRET_ELEMENTS = re.compile(rb"<(AccessKeyId|SecretAccessKey|SessionToken)>[^<]*</\1>")
+_SECRET_ELEMENTS_TEXT = re.compile(r"<(AccessKeyId|SecretAccessKey|SessionToken)>[^<]*</\1>")
+
+
+class _RedactStsSecrets(logging.Filter):
+    """Blanks the secret elements of an STS answer in botocore's DEBUG records (``Response body``), so
+    an application that turns botocore's logging up does not write vended credentials to its logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args:
+            record.args = tuple(_redacted(a) for a in record.args)
+        if isinstance(record.msg, (str, bytes)):
+            record.msg = _redacted(record.msg)
+        return True
+
+
+def _redacted(value: object) -> object:
+    if isinstance(value, bytes):
+        return _SECRET_ELEMENTS.sub(rb"<\1>(redacted)</\1>", value)
+    if isinstance(value, str):
+        return _SECRET_ELEMENTS_TEXT.sub(r"<\1>(redacted)</\1>", value)
+    return value
+
+
+_REDACTION = _RedactStsSecrets()
+
+
+def _redact_botocore_logs() -> None:
+    for name in ("botocore.parsers", "botocore.endpoint"):
+        logger = logging.getLogger(name)
+        if _REDACTION not in logger.filters:
+            logger.addFilter(_REDACTION)
+
+
 @dataclass(frozen=True, slots=True)
 class StsSettings:
     """Where and how to assume the vending role. ``endpoint``/``region``: STS's (default: the server's
@@ -55,8 +91,12 @@ class StsSettings:
     region: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.role_arn.strip():
-            raise ValidationError("the STS role ARN is empty", option="sts-role-arn")
+        if not self.role_arn.startswith("arn:") or len(self.role_arn) < 20:
+            raise ValidationError(
+                f"the STS role ARN {self.role_arn!r} is not an ARN (arn:aws:iam::<account>:role/<name>; "
+                "MinIO accepts arn:minio:iam:::role/<id>)",
+                option="sts-role-arn",
+            )
         if not MIN_DURATION_SECONDS <= self.duration_seconds <= MAX_DURATION_SECONDS:
             raise ValidationError(
                 f"STS credential lifetime {self.duration_seconds} s is outside STS's "
@@ -116,6 +156,7 @@ class StsVendor:
         self._storage = s3.S3Settings.from_options(storage_options)
         self._client: STSClient | None = None
         self._client_lock = threading.Lock()
+        _redact_botocore_logs()
 
     def connection_options(self) -> dict[str, str]:
         """What a client needs besides keys to reach the same store the server uses."""
@@ -133,7 +174,7 @@ class StsVendor:
         """Credentials limited to ``location`` (an ``s3://`` table location) at ``level``.
         ``CredentialVendingError`` when STS does not vend them; ``ValidationError`` for a location that
         is not on S3 (nothing is sent then)."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
         policy = policy_json(table_policy(location, level))
         name = session_name(principal, level)
@@ -158,6 +199,14 @@ class StsVendor:
                 transient=transient,
                 code=code,
                 status=status,
+                role_arn=self.settings.role_arn,
+            ) from e
+        except ParamValidationError as e:
+            # botocore refused the request before sending it (the role ARN's or external id's form).
+            raise CredentialVendingError(
+                f"STS AssumeRole on {self.settings.role_arn} is malformed: {e}",
+                transient=False,
+                code="ParamValidation",
                 role_arn=self.settings.role_arn,
             ) from e
         except BotoCoreError as e:

@@ -297,6 +297,31 @@ class RollbackTableRequest(_Request):
     from_snapshot: BigInt | None = None
 
 
+# ---- data access: vended credentials and query authorization -------------------------------------------
+
+
+class GetTableTokenResponse(_Model):
+    """Storage options scoped to the table (``s3.access-key``, ``s3.secret-key``, ``s3.session-token``,
+    ``s3.endpoint``, ...), valid until ``expiresAtMillis``. Java and pypaimon read ``expiresAtMillis``;
+    the spec's schema names it ``expiresAt``: both carry the same value."""
+
+    token: dict[str, str]
+    expires_at_millis: BigInt
+    expires_at: BigInt
+
+
+class AuthTableQueryRequest(_Request):
+    select: list[str] | None = None
+
+
+class AuthTableQueryResponse(_Model):
+    """The row filters (predicates as JSON) a reader must apply and the column masks (column -> transform
+    JSON); both empty until the catalog keeps any."""
+
+    filter: list[str]
+    column_masking: dict[str, str]
+
+
 # ---- the control plane (our extension) -----------------------------------------------------------------
 
 

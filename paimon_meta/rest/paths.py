@@ -37,6 +37,10 @@ COMMITS = f"{TABLE}/commits"
 
 # ---- the audit trail (our extension) -------------------------------------------------------------------
 REGISTRY = f"{TABLE}/registry"
+#: Paimon's data token: storage credentials scoped to the table (``getTableToken``).
+TABLE_TOKEN = f"{TABLE}/token"
+#: The row filters and column masks a reader must apply (``authTableQuery``).
+TABLE_AUTH = f"{TABLE}/auth"
 EVENTS = f"{TABLE}/events"
 LOCK_EVENTS = f"{TABLE}/lock-events"
 MAINTENANCE_RUNS = f"{TABLE}/maintenance-runs"
@@ -46,15 +50,13 @@ SNAPSHOT_RECORDINGS = f"{TABLE}/snapshot-recordings"
 #: ``(method, template, operationId)`` of the spec's operations (56 in apache/paimon's
 #: ``rest-catalog-open-api.yaml``) this service does not serve yet: each answers 501 with the protocol's
 #: error body naming the operation (pypaimon raises ``NotImplementedException`` with it), never a bare
-#: 404 that a client would read as "no such table". The other 20 are the routes above.
+#: 404 that a client would read as "no such table". The other 22 are the routes above.
 NOT_SERVED: tuple[tuple[str, str, str], ...] = (
     ("POST", f"{DATABASE}/register", "RegisterTable"),
     ("GET", f"{DATABASE}/table-details", "listTableDetails"),
     ("GET", f"{CATALOG}/tables", "ListTablesGlobally"),
     ("GET", f"{CATALOG}/tables/id/{{tableId}}", "getTableById"),
     ("POST", f"{TABLE}/rollback-schema", "rollbackSchema"),
-    ("GET", f"{TABLE}/token", "getTableToken"),
-    ("POST", f"{TABLE}/auth", "authTableQuery"),
     ("GET", f"{TABLE}/snapshots/{{version}}", "getVersionSnapshot"),
     ("GET", f"{TABLE}/snapshots", "listSnapshots"),
     ("POST", PARTITIONS, "createPartitions"),

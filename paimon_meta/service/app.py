@@ -39,6 +39,7 @@ from paimon_meta.ops import metrics as event_log_metrics
 from paimon_meta.rest import models, paths
 from paimon_meta.service import (
     errors,
+    routes_access,
     routes_audit,
     routes_catalog,
     routes_commits,
@@ -101,6 +102,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_table.router)
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
+    app.include_router(routes_access.router)
     app.include_router(routes_unserved.router)  # last: the spec's operations not served yet (501)
     _install_ops(app)
     _install_middleware(app, settings)

@@ -34,6 +34,7 @@ from paimon_meta.errors import (
     AlreadyExistsError,
     CommitConflictError,
     CommitOutcomeUnknownError,
+    CredentialVendingError,
     FileAlreadyExistsError,
     FileIOError,
     FileNotFound,
@@ -201,6 +202,12 @@ def classify(e: BaseException) -> Answer:
         return Answer(503, f"{e.message} (retry)", retry_after=RETRY_AFTER_SECONDS, dependency="metastore")
     if isinstance(e, FileIOError) and not isinstance(e, (FileNotFound, FileAlreadyExistsError)):
         return _storage_answer(e)
+    if isinstance(e, CredentialVendingError):
+        # STS down or throttling: retry; STS refusing the server (the role, its trust policy, the
+        # duration): an operator must act. The message names the role and STS's code, no credential.
+        if e.transient:
+            return Answer(503, f"{e.message} (retry)", retry_after=RETRY_AFTER_SECONDS, dependency="sts")
+        return Answer(502, f"the credential source refused the server: {e.message}", dependency="sts")
     return Answer(500, "internal error")
 
 

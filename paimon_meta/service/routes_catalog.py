@@ -28,6 +28,8 @@ ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
 READ_TABLE = Depends(Require(Privilege.READ, "table"))
 ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
 AUTHENTICATED = Depends(Require(None))
+#: Says in ``/v1/config`` where clients' storage credentials come from (an option no client reads).
+VENDING_OPTION = "paimon-meta.storage-credentials"
 MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
 PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
@@ -42,7 +44,22 @@ def get_config(
     name = state.settings.catalog_name
     if warehouse is not None and name not in (warehouse, _decoded(warehouse)):
         raise NotFoundError(f"no catalog {warehouse!r} here (this server serves {name!r})")
-    return models.ConfigResponse(defaults={"prefix": name}, overrides={"data-token.enabled": "false"})
+    if state.vending is None:
+        # Nothing to vend: clients bring their own storage options (a local warehouse needs none).
+        return models.ConfigResponse(
+            defaults={"prefix": name, VENDING_OPTION: "off: clients use their own storage options"},
+            overrides={"data-token.enabled": "false"},
+        )
+    lifetime = state.vending.settings.duration_seconds
+    return models.ConfigResponse(
+        defaults={
+            "prefix": name,
+            VENDING_OPTION: f"sts: table-scoped S3 credentials from GET .../token, valid {lifetime} s",
+        },
+        # Wins over the client's own option (pypaimon and Java merge overrides last): clients fetch
+        # table-scoped credentials and need no storage keys.
+        overrides={"data-token.enabled": "true"},
+    )
 
 
 def _decoded(value: str) -> str:

@@ -20,9 +20,12 @@ from paimon_meta.db.faults import Fault
 from paimon_meta.errors import TableNotFoundError
 from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore import lock_metrics
+from paimon_meta.metastore.access_events import append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.errors import Answer, OverloadedError
+from paimon_meta.service.oidc import OidcSettings, OidcVerifier, is_static_token
+from paimon_meta.service.vending import CredentialVending
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
@@ -74,6 +77,21 @@ class ServiceSettings:
     # Vended storage credentials (Paimon's data token, README "Vended credentials"): None keeps clients
     # on their own storage options (a local warehouse has nothing to vend).
     sts: StsSettings | None = None
+    # Bearer JWTs of an OpenID Connect issuer (README "Signing in with OIDC"): None accepts only the
+    # static tokens (``pmt_...``), which keep working beside JWTs either way.
+    oidc: OidcSettings | None = None
+    # TLS (README "TLS"): the server's certificate chain and private key, PEM files; both or neither
+    # (``server.serve`` refuses one alone). None: plain HTTP (behind a TLS-terminating proxy, or local).
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+
+def _until(deadline: float, access: Access | None) -> float:
+    """``deadline`` (monotonic seconds), or earlier: when ``access``'s credential expires (invariant:
+    no cached answer outlives the token it was given for)."""
+    if access is None or access.valid_until is None:
+        return deadline
+    return min(deadline, time.monotonic() + (access.valid_until - time.time()))
 
 
 class ServiceMetrics:
@@ -215,6 +233,19 @@ class ServiceState:
         lock_metrics.register(catalog.lock, self.metrics.registry)
         self.started = time.time()
         self.replica = f"{os.uname().nodename}:{os.getpid()}"
+        engine = catalog.engine
+        self.vending = (
+            CredentialVending(
+                settings.sts,
+                settings.options,
+                self.metrics.registry,
+                lambda event: append_vended(engine, event),
+            )
+            if settings.sts is not None
+            else None
+        )
+        # Checks bearer JWTs (and fetches the issuer's keys) only once one arrives: nothing at start-up.
+        self.oidc = OidcVerifier(settings.oidc) if settings.oidc is not None else None
         self._auth_cache: dict[str, tuple[float, Access | None]] = {}
         # Tokens that authenticated in the last ``KNOWN_GOOD_SECONDS`` (hashes, least recent first):
         # they are still checked on each request, but a throttled address may present them.
@@ -322,21 +353,37 @@ class ServiceState:
 
     def authenticate(self, token: str) -> Access | None:
         """The token's principal and grants, cached for ``auth_cache_seconds`` (a revoked token or
-        grant takes effect within that time; 0 = every request asks the metastore)."""
+        grant takes effect within that time; 0 = every request asks the metastore), and never past the
+        token's own expiry (a JWT's ``exp``, a static token's ``expires_at``).
+
+        A static token (``pmt_...``) is looked up in the metastore; any other token is verified as a
+        JWT of the configured OIDC issuer (``service.oidc``), or refused when there is none.
+
+        Raises:
+            IdentityProviderUnavailableError: the issuer's keys could not be fetched (503).
+        """
         ttl = self.settings.auth_cache_seconds
         if ttl <= 0:
-            return self._remember(token, self.principals.authenticate(token))
+            return self._remember(token, self._lookup(token))
         known, cached = self.cached_access(token)
         if known:
             return cached
         key = hash_token(token)
         now = time.monotonic()
-        access = self._remember(token, self.principals.authenticate(token))
+        access = self._remember(token, self._lookup(token))
         with self._lock:
             if len(self._auth_cache) > 10_000:
                 self._auth_cache.clear()
-            self._auth_cache[key] = (now + ttl, access)
+            self._auth_cache[key] = (_until(now + ttl, access), access)
         return access
+
+    def _lookup(self, token: str) -> Access | None:
+        # The two paths never meet: a JWT is never looked up as a static token, nor the reverse.
+        if is_static_token(token):
+            return self.principals.authenticate(token)
+        if self.oidc is None:
+            return None
+        return self.oidc.sign_in(token, self.principals)
 
     KNOWN_GOOD_SECONDS = 600.0
 
@@ -344,7 +391,7 @@ class ServiceState:
         if access is not None:
             key = hash_token(token)
             with self._lock:
-                self._known_good[key] = time.monotonic() + self.KNOWN_GOOD_SECONDS
+                self._known_good[key] = _until(time.monotonic() + self.KNOWN_GOOD_SECONDS, access)
                 self._known_good.move_to_end(key)
                 while len(self._known_good) > 10_000:
                     self._known_good.popitem(last=False)
@@ -443,4 +490,6 @@ class ServiceState:
         # In-flight requests had their drain time; a commit still queued then is cut off like any
         # commit of a stopped process (recovery resolves it).
         self.groups.join(timeout=self.settings.drain_seconds)
+        if self.vending is not None:
+            self.vending.close()
         self.catalog.close()

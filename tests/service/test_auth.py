@@ -52,6 +52,9 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{T}/lock-events"): ("read", "table"),
     ("GET", f"{T}/maintenance-runs"): ("read", "table"),
     ("GET", f"{T}/snapshot-recordings"): ("read", "table"),
+    # Data access: credentials follow the grant (write credentials need write, checked in the route).
+    ("GET", f"{T}/token"): ("read", "table"),
+    ("POST", f"{T}/auth"): ("read", "table"),
     # Operations: the metrics name every table; the document and its viewers need a token.
     ("GET", "/metrics"): ("admin", "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),
