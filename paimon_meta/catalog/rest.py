@@ -35,6 +35,7 @@ the id the service logs the request under.
 from __future__ import annotations
 
 import base64
+import functools
 import http.client
 import logging
 import secrets
@@ -52,8 +53,9 @@ from pydantic import BaseModel
 
 from paimon_meta import errors
 from paimon_meta.catalog.retry import DEADLINE, RetryPolicy
+from paimon_meta.catalog.vended import DataToken, VendedFileIO
 from paimon_meta.errors import PaimonMetaError
-from paimon_meta.io import get_file_io
+from paimon_meta.io import FileIO, get_file_io
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.identifier import split_identifier, validate_identifier
@@ -63,6 +65,8 @@ from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_m
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
+#: The catalog option (in the service's ``/v1/config`` overrides) that says it vends storage credentials.
+DATA_TOKEN_ENABLED = "data-token.enabled"
 Body = TypeVar("Body", bound=BaseModel)
 Answer = TypeVar("Answer", bound=BaseModel)
 Row = TypeVar("Row", bound=BaseModel)
@@ -312,6 +316,14 @@ class RestClient:
                 f"service {self.uri} named no catalog prefix in its config"
             )
         self.prefix = prefix
+        #: The server's overrides win over the client's options (``data-token.enabled``, ...).
+        self.config = config
+
+    @property
+    def data_token_enabled(self) -> bool:
+        """Whether the service vends table-scoped storage credentials (``data-token.enabled`` in its
+        ``/v1/config`` overrides): then tables are read and written with those, not the client's keys."""
+        return self.config.overrides.get(DATA_TOKEN_ENABLED, "false").strip().lower() == "true"
 
     @property
     def retries(self) -> int:
@@ -544,6 +556,8 @@ class RestCatalog:
         self.prefix = self.client.prefix
         self.options = dict(options or {})
         self.timeout = timeout_seconds
+        self._vended: dict[str, VendedFileIO] = {}
+        self._vended_lock = threading.Lock()
 
     # ---- catalog ----------------------------------------------------------------------------------
 
@@ -618,7 +632,7 @@ class RestCatalog:
         meta = self.client.get(
             self.client.path(paths.TABLE, database=db, table=name), models.GetTableResponse
         )
-        table = FileStoreTable.load(get_file_io(meta.path, self.options), meta.path)
+        table = FileStoreTable.load(self._file_io(identifier, meta.path), meta.path)
         client = self.client
 
         def factory(_: FileStoreTable, commit_user: str) -> RemoteCommitter:
@@ -630,6 +644,48 @@ class RestCatalog:
     def drop_table(self, identifier: str) -> None:
         db, name = split_identifier(identifier)
         self.client.send("DELETE", self.client.path(paths.TABLE, database=db, table=name))
+        with self._vended_lock:
+            vended = self._vended.pop(identifier, None)
+        if vended is not None:
+            vended.close()
+
+    def data_token(self, identifier: str, *, access: str | None = None) -> DataToken:
+        """Storage credentials the service vends for the table (``GET .../token``): what the grant
+        allows, or ``access="read"`` for less. ``UnsupportedError`` when the service vends none."""
+        db, name = split_identifier(identifier)
+        answer = self.client.get(
+            self.client.path(paths.TABLE_TOKEN, database=db, table=name),
+            models.GetTableTokenResponse,
+            query={"access": access} if access else None,
+        )
+        return DataToken(dict(answer.token), answer.expires_at_millis)
+
+    def table_io_options(self, identifier: str) -> dict[str, str]:
+        """The storage options to open the table's files with elsewhere (Spark executors): the
+        client's options, and over them the vended credentials when the service vends them (fetched
+        again when near their expiry: call this for each new task set of a long job)."""
+        if not self.client.data_token_enabled:
+            return dict(self.options)
+        db, name = split_identifier(identifier)
+        meta = self.client.get(
+            self.client.path(paths.TABLE, database=db, table=name), models.GetTableResponse
+        )
+        vended = self._file_io(identifier, meta.path)
+        assert isinstance(vended, VendedFileIO)
+        return {**self.options, **vended.token().options}
+
+    def _file_io(self, identifier: str, location: str) -> FileIO:
+        """The FileIO for a table's files: the client's options, or (the service vending) credentials
+        for this table, shared by every handle of it this catalog opens."""
+        if not self.client.data_token_enabled:
+            return get_file_io(location, self.options)
+        with self._vended_lock:
+            vended = self._vended.get(identifier)
+            if vended is None or vended.location != location:
+                vended = self._vended[identifier] = VendedFileIO(
+                    location, functools.partial(self.data_token, identifier), self.options
+                )
+            return vended
 
     def commits(self, identifier: str, *, limit: int = 100) -> list[dict[str, Any]]:
         """The table's commit history from the service's event log, newest first."""
@@ -742,6 +798,10 @@ class RestCatalog:
         return rows if limit is None else rows[:limit]
 
     def close(self) -> None:
+        with self._vended_lock:
+            vended, self._vended = list(self._vended.values()), {}
+        for io in vended:
+            io.close()
         self.client.close()
 
     def __enter__(self) -> RestCatalog:
