@@ -103,6 +103,12 @@ def register(commands: Commands) -> None:
         "--sts-endpoint", help="STS endpoint URL (default: the -o s3.endpoint, where MinIO serves STS)"
     )
     p.add_argument("--sts-region", help="STS signing region (default: the -o s3.region)")
+    p.add_argument(
+        "--sts-pyarrow-create-dir",
+        action="store_true",
+        help="write credentials also allow what pyarrow's create_dir sends (bucket-wide ListBucket, "
+        "ancestor directory markers): needed by pypaimon 2.1.0 writers on AWS/MinIO (docs/CREDENTIALS.md)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
@@ -121,6 +127,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
             external_id=args.sts_external_id,
             endpoint=args.sts_endpoint,
             region=args.sts_region,
+            pyarrow_create_dir=args.sts_pyarrow_create_dir,
         )
         if args.sts_role_arn
         else None

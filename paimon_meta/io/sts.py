@@ -89,6 +89,11 @@ class StsSettings:
     external_id: str | None = None
     endpoint: str | None = None
     region: str | None = None
+    #: Write credentials also allow what pyarrow's recursive ``create_dir`` sends (pypaimon 2.1.0 calls
+    #: it before a new directory's first file): a bucket-wide ``ListBucket`` and PUTs of the ancestors'
+    #: ``…/`` markers. Off: AWS and MinIO refuse pypaimon's writes (reads work); our clients need none.
+    #: See :func:`paimon_meta.io.policies.table_policy` and docs/CREDENTIALS.md.
+    pyarrow_create_dir: bool = False
 
     def __post_init__(self) -> None:
         if not self.role_arn.startswith("arn:") or len(self.role_arn) < 20:
@@ -176,7 +181,9 @@ class StsVendor:
         is not on S3 (nothing is sent then)."""
         from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-        policy = policy_json(table_policy(location, level))
+        policy = policy_json(
+            table_policy(location, level, pyarrow_create_dir=self.settings.pyarrow_create_dir)
+        )
         name = session_name(principal, level)
         request: dict[str, Any] = {
             "RoleArn": self.settings.role_arn,
