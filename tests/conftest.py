@@ -9,4 +9,5 @@ pytest_plugins = [
     "tests.fixtures.service",
     "tests.fixtures.java",
     "tests.fixtures.interop_tables",
+    "tests.fixtures.oidc",
 ]

@@ -1,8 +1,14 @@
-"""``paimon-meta principals ...``: the commit service's principals, their tokens and grants."""
+"""``paimon-meta principals ...``: the commit service's principals, their tokens and grants.
+
+Names (``paimon_meta.metastore.principals``): ``alice`` signs in with static tokens; ``user:<claim>`` is
+created when the identity provider signs someone in (OIDC); ``group:<name>`` (``create-group``) holds
+grants for the users whose groups claim lists ``<name>``. Grant to any of them by that name.
+"""
 
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from paimon_meta.cli.args import Commands
@@ -17,8 +23,17 @@ def register(commands: Commands) -> None:
     ps = commands.group("principals", "service principals, their tokens and grants")
     p = ps.action("create", _create, "create a principal and print its token (shown once)")
     p.add_argument("name")
+    _expires_in(p)
     p = ps.action("token", _token, "issue another token for a principal (shown once)")
     p.add_argument("name")
+    _expires_in(p)
+    p = ps.action(
+        "create-group",
+        _create_group,
+        "create principal group:NAME (no token) whose grants users signed in with NAME in their groups "
+        "claim get",
+    )
+    p.add_argument("name", help="the group as the identity provider's groups claim names it")
     p = ps.action("revoke-token", _revoke_token, "revoke a principal's tokens (or one by prefix)")
     p.add_argument("name")
     p.add_argument("--prefix", help="only the token starting with this (as `principals list` shows)")
@@ -35,6 +50,37 @@ def register(commands: Commands) -> None:
     ps.action("list", _list, "principals with their grants and tokens (prefixes)")
 
 
+def _expires_in(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--expires-in",
+        metavar="DURATION",
+        help="the token stops working after this long, a Paimon duration (e.g. 90 d, 12 h; default: "
+        "never, until revoked)",
+    )
+
+
+def _lifetime(args: argparse.Namespace) -> timedelta | None:
+    """``--expires-in`` as a lifetime (``ValidationError`` naming the flag for one that is not a
+    duration with its unit, or not positive)."""
+    if args.expires_in is None:
+        return None
+    from paimon_meta.errors import ValidationError
+    from paimon_meta.model.options import parse_duration_ms
+
+    text = args.expires_in.strip()
+    # A bare number is milliseconds to Paimon: too easy to mistake for seconds or days here.
+    if text.replace(" ", "").isdigit():
+        raise ValidationError(f"--expires-in {text!r} needs a unit (s, min, h, d)", option="--expires-in")
+    ms = parse_duration_ms(text, key="--expires-in")
+    if ms <= 0:
+        raise ValidationError(f"--expires-in {text!r} must be positive", option="--expires-in")
+    return timedelta(milliseconds=ms)
+
+
+def _expiry_text(lifetime: timedelta | None) -> str:
+    return "" if lifetime is None else f", expires in {lifetime}"
+
+
 def _principals(ctx: Context) -> Principals:
     from paimon_meta.metastore.principals import Principals
 
@@ -44,17 +90,39 @@ def _principals(ctx: Context) -> Principals:
 def _create(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.ops.common import operator_identity
 
-    token = _principals(ctx).create(args.name, created_by=operator_identity())
+    lifetime = _lifetime(args)
+    token = _principals(ctx).create(args.name, created_by=operator_identity(), expires_in=lifetime)
     return Output(
-        {"principal": args.name, "token": token},
-        f"principal {args.name} created; token (shown once):\n{token}",
+        _token_data(args.name, token, lifetime),
+        f"principal {args.name} created; token (shown once{_expiry_text(lifetime)}):\n{token}",
     )
 
 
 def _token(ctx: Context, args: argparse.Namespace) -> Output:
-    token = _principals(ctx).issue_token(args.name)
+    lifetime = _lifetime(args)
+    token = _principals(ctx).issue_token(args.name, expires_in=lifetime)
     return Output(
-        {"principal": args.name, "token": token}, f"new token for {args.name} (shown once):\n{token}"
+        _token_data(args.name, token, lifetime),
+        f"new token for {args.name} (shown once{_expiry_text(lifetime)}):\n{token}",
+    )
+
+
+def _token_data(name: str, token: str, lifetime: timedelta | None) -> dict[str, Any]:
+    return {
+        "principal": name,
+        "token": token,
+        "expires_in_seconds": None if lifetime is None else lifetime.total_seconds(),
+    }
+
+
+def _create_group(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.common import operator_identity
+
+    name = _principals(ctx).create_group(args.name, created_by=operator_identity())
+    return Output(
+        {"principal": name},
+        f"principal {name} created (a group: grant to it; users whose groups claim lists "
+        f"{args.name!r} get its grants)",
     )
 
 
@@ -94,11 +162,15 @@ def _revoke(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def _list(ctx: Context, args: argparse.Namespace) -> Output:
-    data = [_principal_data(p) for p in _principals(ctx).list()]
+    principals = _principals(ctx).list()
+    data = [_principal_data(p) for p in principals]
+    now = datetime.now(UTC)
     lines = []
-    for d in data:
+    for p, d in zip(principals, data, strict=True):
         grants = ", ".join(f"{g['privilege']}@{g['scope']}" for g in d["grants"]) or "-"
-        live = sum(1 for t in d["tokens"] if not t["revoked_at"])
+        live = sum(
+            1 for t in p.tokens if t.revoked_at is None and (t.expires_at is None or t.expires_at > now)
+        )
         lines.append(f"{d['principal']:<24} grants: {grants}  tokens: {live} live")
     return Output(data, "\n".join(lines) or "(no principals)")
 
@@ -111,7 +183,12 @@ def _principal_data(p: PrincipalInfo) -> dict[str, Any]:
         "created_by": p.created_by,
         "grants": [{"privilege": g.privilege.value, "scope": str(g.scope)} for g in p.grants],
         "tokens": [
-            {"prefix": t[0], "created_at": t[1].isoformat(), "revoked_at": t[2] and t[2].isoformat()}
+            {
+                "prefix": t.prefix,
+                "created_at": t.created_at.isoformat(),
+                "revoked_at": t.revoked_at and t.revoked_at.isoformat(),
+                "expires_at": t.expires_at and t.expires_at.isoformat(),
+            }
             for t in p.tokens
         ],
     }

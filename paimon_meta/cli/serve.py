@@ -10,9 +10,13 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from paimon_meta.cli.args import Commands
 from paimon_meta.cli.context import Context, Output
+
+if TYPE_CHECKING:
+    from paimon_meta.service.oidc import OidcSettings
 
 
 def register(commands: Commands) -> None:
@@ -109,6 +113,38 @@ def register(commands: Commands) -> None:
         help="write credentials also allow what pyarrow's create_dir sends (bucket-wide ListBucket, "
         "ancestor directory markers): needed by pypaimon 2.1.0 writers on AWS/MinIO (docs/CREDENTIALS.md)",
     )
+    # Bearer JWTs of an OpenID Connect issuer (README, "Signing in with OIDC"), beside static tokens.
+    p.add_argument(
+        "--oidc-issuer",
+        metavar="URL",
+        help="accept bearer JWTs of this issuer (its exact 'iss'); off when absent",
+    )
+    p.add_argument("--oidc-audience", metavar="A", help="the 'aud' a JWT must carry (with --oidc-issuer)")
+    p.add_argument(
+        "--oidc-jwks-url",
+        metavar="URL",
+        help="the issuer's signing keys (default: jwks_uri of {issuer}/.well-known/openid-configuration)",
+    )
+    p.add_argument(
+        "--oidc-principal-claim",
+        default="sub",
+        metavar="CLAIM",
+        help="the claim naming the principal, user:<value> (default sub)",
+    )
+    p.add_argument(
+        "--oidc-groups-claim",
+        metavar="CLAIM",
+        help="a claim listing groups: the grants of principal group:<value> apply (default: none)",
+    )
+    p.add_argument(
+        "--oidc-algorithms",
+        default="RS256,ES256",
+        metavar="ALGS",
+        help="signature algorithms accepted, comma-separated public-key ones (default RS256,ES256)",
+    )
+    # TLS (README, "TLS"): both or neither.
+    p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
+    p.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
@@ -155,9 +191,36 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         max_table_commits=args.max_table_commits,
         max_commits=args.max_commits,
         sts=sts,
+        oidc=_oidc(args),
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return Output({"stopped": True}, "")
+
+
+def _oidc(args: argparse.Namespace) -> OidcSettings | None:
+    """The OIDC settings the ``--oidc-*`` flags ask for (None without ``--oidc-issuer``); a typed error
+    naming the flag for an incomplete or invalid set."""
+    from paimon_meta.errors import ValidationError
+    from paimon_meta.service.oidc import OidcSettings
+
+    if args.oidc_issuer is None:
+        for flag in ("oidc_audience", "oidc_jwks_url", "oidc_groups_claim"):
+            if getattr(args, flag) is not None:
+                option = "--" + flag.replace("_", "-")
+                raise ValidationError(f"{option} needs --oidc-issuer", option=option)
+        return None
+    if not args.oidc_audience:
+        raise ValidationError("--oidc-issuer needs --oidc-audience", option="--oidc-audience")
+    return OidcSettings(
+        issuer=args.oidc_issuer,
+        audience=args.oidc_audience,
+        jwks_url=args.oidc_jwks_url,
+        principal_claim=args.oidc_principal_claim,
+        groups_claim=args.oidc_groups_claim,
+        algorithms=tuple(a.strip() for a in args.oidc_algorithms.split(",") if a.strip()),
+    )
 
 
 def _log_to_stderr(level: str) -> None:

@@ -1,20 +1,35 @@
 """Principals, bearer tokens and grants of the commit service (migration 0003).
 
 Auth is data: a principal has tokens (only their SHA-256 is stored; a token is 256 random bits, shown
-once when issued) and grants. A grant gives ``read``, ``write`` or ``admin`` on the catalog (no
-database), a database (no table) or one table; each privilege implies the weaker ones
-(admin > write > read), and a wider scope covers the narrower ones inside it. :func:`Access.allows`
+once when issued, optionally with an expiry) and grants. A grant gives ``read``, ``write`` or ``admin``
+on the catalog (no database), a database (no table) or one table; each privilege implies the weaker
+ones (admin > write > read), and a wider scope covers the narrower ones inside it. :func:`Access.allows`
 is the one check every service route goes through.
+
+Principal names live in three namespaces that cannot meet (invariant: a name says how it signs in):
+
+* ``alice``: an identifier (``IDENTIFIER_PATTERN``, never a ``:``), created by an operator; signs in
+  with static tokens (``pmt_...``).
+* ``user:<claim>``: a person or job signed in by the identity provider (OIDC, ``service.oidc``): the
+  configured claim's value after ``user:``, created on its first sign-in with no grants, recorded as
+  created by ``oidc:<issuer>``; it has no static tokens, and a token of another issuer never signs in
+  as it.
+* ``group:<name>``: a group an operator created (``principals create-group``) to hold grants; a
+  signed-in user whose groups claim lists ``<name>`` gets its grants too. It has no tokens and never
+  signs in itself.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, insert, select, text, update
+from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,11 +38,55 @@ from paimon_meta.errors import PrincipalAlreadyExistsError, PrincipalNotFoundErr
 from paimon_meta.model.identifier import validate_identifier
 
 TOKEN_PREFIX = "pmt_"
+#: Name prefixes of the principals the identity provider signs in, and of groups (the module docstring).
+USER_PREFIX = "user:"
+GROUP_PREFIX = "group:"
+#: Longest claim value or group name taken after its prefix (the name column holds 255 characters).
+MAX_EXTERNAL_NAME = 200
+#: Most groups of one sign-in looked up (the rest are ignored: fewer grants, never more).
+MAX_GROUPS = 256
 _RANK = {Privilege.READ: 1, Privilege.WRITE: 2, Privilege.ADMIN: 3}
 
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def external_name(kind: str, value: object) -> str:
+    """``value`` if it can name a signed-in user or a group: a string of 1 to ``MAX_EXTERNAL_NAME``
+    printable characters (no control or format characters, no line breaks) without leading or
+    trailing blanks.
+
+    Raises:
+        ValidationError: naming ``kind`` and the rule.
+    """
+    if (
+        not isinstance(value, str)
+        or not 0 < len(value) <= MAX_EXTERNAL_NAME
+        or not value.isprintable()
+        or value != value.strip()
+    ):
+        raise ValidationError(
+            f"invalid {kind} name: must be 1 to {MAX_EXTERNAL_NAME} printable characters without "
+            "leading or trailing blanks",
+            kind=kind,
+        )
+    return value
+
+
+def user_principal(value: object) -> str:
+    """The principal a signed-in user is: ``user:<value>`` (``ValidationError`` as :func:`external_name`)."""
+    return USER_PREFIX + external_name("user", value)
+
+
+def group_principal(value: object) -> str:
+    """The principal of group ``value``: ``group:<value>`` (``ValidationError`` as :func:`external_name`)."""
+    return GROUP_PREFIX + external_name("group", value)
+
+
+def signs_in_with_tokens(name: str) -> bool:
+    """Whether principal ``name`` may hold static tokens (only operator-created ones: no ``:``)."""
+    return ":" not in name
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +117,14 @@ class GrantRow:
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """An authenticated principal and what it may do."""
+    """An authenticated principal and what it may do: its own grants and those of its ``groups``
+    (principal names). ``valid_until``: when the credential it was proven by expires (epoch seconds;
+    None: only when revoked): no cache may keep it longer."""
 
     principal: str
     grants: tuple[GrantRow, ...]
+    groups: tuple[str, ...] = ()
+    valid_until: float | None = None
 
     def allows(self, privilege: Privilege, database: str | None = None, table: str | None = None) -> bool:
         """Whether some grant gives ``privilege`` (or a stronger one) over the catalog object named by
@@ -75,12 +138,22 @@ class Access:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """A static token as listings show it: its first characters, never the token."""
+
+    prefix: str
+    created_at: datetime
+    revoked_at: datetime | None
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class PrincipalInfo:
     name: str
     created_at: datetime
     created_by: str | None
     grants: tuple[GrantRow, ...]
-    tokens: tuple[tuple[str, datetime, datetime | None], ...]  # (prefix, created, revoked)
+    tokens: tuple[TokenInfo, ...]
 
 
 class Principals:
@@ -89,8 +162,9 @@ class Principals:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def create(self, name: str, *, created_by: str | None = None) -> str:
-        """Create principal ``name`` and return its first token (shown once: only a hash is kept)."""
+    def create(self, name: str, *, created_by: str | None = None, expires_in: timedelta | None = None) -> str:
+        """Create principal ``name`` and return its first token (shown once: only a hash is kept),
+        valid for ``expires_in`` (None: until revoked)."""
         validate_identifier("principal", name)
         try:
             with self.engine.begin() as conn:
@@ -99,14 +173,34 @@ class Principals:
                     .values(name=name, created_by=created_by)
                     .returning(Principal.principal_id)
                 ).scalar_one()
-                return self._issue(conn, pid)
+                return self._issue(conn, pid, expires_in)
         except IntegrityError:
             raise PrincipalAlreadyExistsError(f"principal {name!r} already exists", principal=name) from None
 
-    def issue_token(self, name: str) -> str:
-        """A new token for ``name`` (its other tokens stay valid)."""
+    def create_group(self, name: str, *, created_by: str | None = None) -> str:
+        """Create the group principal ``group:<name>`` (no token: it only holds grants, which users
+        whose groups claim lists ``name`` get) and return its principal name."""
+        principal = group_principal(name)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(Principal).values(name=principal, created_by=created_by))
+        except IntegrityError:
+            raise PrincipalAlreadyExistsError(
+                f"principal {principal!r} already exists", principal=principal
+            ) from None
+        return principal
+
+    def issue_token(self, name: str, *, expires_in: timedelta | None = None) -> str:
+        """A new token for ``name``, valid for ``expires_in`` (None: until revoked); its other tokens
+        stay valid. Users and groups (``user:``, ``group:``) hold no static tokens: ``ValidationError``."""
+        if not signs_in_with_tokens(name):
+            raise ValidationError(
+                f"principal {name!r} signs in through the identity provider (or is a group): it holds "
+                "no static tokens",
+                principal=name,
+            )
         with self.engine.begin() as conn:
-            return self._issue(conn, self._id(conn, name))
+            return self._issue(conn, self._id(conn, name), expires_in)
 
     def revoke_tokens(self, name: str, *, prefix: str | None = None) -> int:
         """Revoke ``name``'s tokens (only the one starting with ``prefix``, if given); returns how many."""
@@ -184,7 +278,7 @@ class Principals:
                 created_by=p.created_by,
                 grants=tuple(_grant_row(g) for g in grants if g.principal_id == p.principal_id),
                 tokens=tuple(
-                    (t.token_prefix, t.created_at, t.revoked_at)
+                    TokenInfo(t.token_prefix, t.created_at, t.revoked_at, t.expires_at)
                     for t in tokens
                     if t.principal_id == p.principal_id
                 ),
@@ -200,7 +294,8 @@ class Principals:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 text(
-                    "SELECT p.name, g.privilege, g.database_name, g.table_name"
+                    "SELECT p.name, extract(epoch FROM t.expires_at) AS valid_until,"
+                    " g.privilege, g.database_name, g.table_name"
                     " FROM paimon_tokens t JOIN paimon_principals p ON p.principal_id = t.principal_id"
                     " LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
                     " WHERE t.token_hash = :h AND t.revoked_at IS NULL"
@@ -210,21 +305,82 @@ class Principals:
             ).all()
         if not rows:
             return None
-        grants = tuple(
-            GrantRow(Privilege(r.privilege), Scope(r.database_name, r.table_name))
-            for r in rows
-            if r.privilege is not None
+        until = rows[0].valid_until
+        return Access(rows[0].name, _grants(rows), valid_until=None if until is None else float(until))
+
+    def sign_in(
+        self, user: str, *, groups: Sequence[str] = (), created_by: str, valid_until: float | None = None
+    ) -> Access:
+        """The access of ``user`` (a ``user:`` principal, see :func:`user_principal`) signed in by the
+        identity provider ``created_by`` names (``oidc:<issuer>``): its grants and those of the existing
+        principals among ``groups`` (``group:`` names; at most ``MAX_GROUPS``). ``user`` is created
+        with no grants on its first sign-in; replicas signing in the same new user at once create it
+        once (``ON CONFLICT DO NOTHING``, then everyone reads the one row). One query when the user
+        exists.
+
+        Raises:
+            ValidationError: ``user`` is not a ``user:`` name or a group not a ``group:`` name.
+            PrincipalAlreadyExistsError: ``user`` exists but was created by another identity provider
+                (an issuer's subjects are unique only within it: another issuer's token never signs in
+                as it).
+        """
+        if not user.startswith(USER_PREFIX):
+            raise ValidationError(f"{user!r} is not a signed-in user's principal name", principal=user)
+        groups = tuple(dict.fromkeys(groups))[:MAX_GROUPS]
+        for group in groups:
+            if not group.startswith(GROUP_PREFIX):
+                raise ValidationError(f"{group!r} is not a group's principal name", principal=group)
+        names = [user, *groups]
+        with self.engine.begin() as conn:
+            rows = self._named(conn, names)
+            if not any(r.name == user for r in rows):
+                conn.execute(
+                    pg_insert(Principal)
+                    .values(name=user, created_by=created_by)
+                    .on_conflict_do_nothing(index_elements=[Principal.name])
+                )
+                # READ COMMITTED: this statement sees the row whichever transaction inserted it (a
+                # concurrent insert of the same name made ours wait for it and do nothing).
+                rows = self._named(conn, names)
+        mine = [r for r in rows if r.name == user]
+        if not mine:  # dropped by an operator between our insert and our read
+            raise PrincipalNotFoundError(f"principal {user!r} was deleted while signing in", principal=user)
+        if mine[0].created_by != created_by:
+            raise PrincipalAlreadyExistsError(
+                f"principal {user!r} was created by {mine[0].created_by!r}, not {created_by!r}",
+                principal=user,
+            )
+        return Access(
+            user,
+            _grants(rows),
+            groups=tuple(sorted({r.name for r in rows if r.name != user})),
+            valid_until=valid_until,
         )
-        return Access(rows[0].name, grants)
 
     @staticmethod
-    def _issue(conn: Connection, principal_id: int) -> str:
+    def _named(conn: Connection, names: Sequence[str]) -> Sequence[Row[Any]]:
+        """Principals among ``names`` with their grants (one row per grant; grant fields None without)."""
+        return conn.execute(
+            text(
+                "SELECT p.name, p.created_by, g.privilege, g.database_name, g.table_name"
+                " FROM paimon_principals p LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
+                " WHERE p.name = ANY(:names)"
+            ),
+            {"names": list(names)},
+        ).all()
+
+    @staticmethod
+    def _issue(conn: Connection, principal_id: int, expires_in: timedelta | None = None) -> str:
+        if expires_in is not None and expires_in <= timedelta(0):
+            raise ValidationError(f"a token's lifetime must be positive, got {expires_in}")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         conn.execute(
             insert(Token).values(
                 principal_id=principal_id,
                 token_hash=hash_token(token),
                 token_prefix=token[: len(TOKEN_PREFIX) + 8],
+                # The metastore's clock, as ``authenticate`` compares with it.
+                expires_at=None if expires_in is None else func.now() + expires_in,
             )
         )
         return token
@@ -249,3 +405,13 @@ def _scope(database: str | None, table: str | None) -> Scope:
 
 def _grant_row(g: Grant) -> GrantRow:
     return GrantRow(Privilege(g.privilege), Scope(g.database_name, g.table_name))
+
+
+def _grants(rows: Sequence[Row[Any]]) -> tuple[GrantRow, ...]:
+    """The grants of query rows joined LEFT with ``paimon_grants`` (a principal without grants: one
+    row whose grant fields are None)."""
+    return tuple(
+        GrantRow(Privilege(r.privilege), Scope(r.database_name, r.table_name))
+        for r in rows
+        if r.privilege is not None
+    )

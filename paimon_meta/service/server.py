@@ -11,17 +11,24 @@ time or size of a request's headers, so the HTTP protocol here (uvicorn's httpto
 connection whose request line and headers take longer than ``header_timeout_seconds`` from its first
 byte (or from the connection's opening), and answers 400 and closes one whose headers exceed
 ``max_header_bytes``. The body's limits are the app's (``service.app``: 413, 408).
+
+TLS (``tls_cert``/``tls_key``, README "TLS"): uvicorn serves HTTPS with the certificate chain and key,
+which are loaded once before serving (a missing, unreadable or mismatched file stops ``serve`` with an
+error naming the flag and the file, not a traceback); a plain-HTTP request to the port fails the TLS
+handshake and gets no HTTP answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from paimon_meta.errors import ValidationError
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings
 
@@ -103,10 +110,43 @@ def protocol_for(settings: ServiceSettings) -> type[HeaderLimitsProtocol]:
     )
 
 
+def check_tls(settings: ServiceSettings) -> bool:
+    """Whether ``settings`` ask for TLS, after loading their certificate chain and key once.
+
+    Raises:
+        ValidationError: only one of the two is given, or they cannot be loaded (missing, unreadable,
+            not PEM, the key not the certificate's); the message names the flag and the file.
+    """
+    cert, key = settings.tls_cert, settings.tls_key
+    if cert is None and key is None:
+        return False
+    if cert is None or key is None:
+        given, missing = ("--tls-cert", "--tls-key") if key is None else ("--tls-key", "--tls-cert")
+        raise ValidationError(f"{given} needs {missing} too (both or neither)", option=missing)
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as e:
+            raise ValidationError(f"{flag} {path!r}: {e.strerror or e}", option=flag) from None
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as e:
+        raise ValidationError(
+            f"--tls-cert {cert!r} and --tls-key {key!r} cannot be used together: {e}", option="--tls-cert"
+        ) from None
+    return True
+
+
 def serve(
     settings: ServiceSettings, *, host: str = "127.0.0.1", port: int = 8181, log_level: str = "info"
 ) -> None:
-    """Serve until SIGTERM/SIGINT (blocks)."""
+    """Serve until SIGTERM/SIGINT (blocks).
+
+    Raises:
+        ValidationError: the TLS settings cannot be used (:func:`check_tls`).
+    """
+    tls = check_tls(settings)
     config = uvicorn.Config(
         create_app(settings),
         host=host,
@@ -118,7 +158,10 @@ def serve(
         http=protocol_for(settings),
         timeout_keep_alive=max(1, int(settings.keep_alive_seconds)),
         limit_concurrency=settings.max_connections,
+        ssl_certfile=settings.tls_cert if tls else None,
+        ssl_keyfile=settings.tls_key if tls else None,
     )
     server = uvicorn.Server(config)
-    log.info("serving catalog %r on http://%s:%d", settings.catalog_name, host, port)
+    scheme = "https" if tls else "http"
+    log.info("serving catalog %r on %s://%s:%d", settings.catalog_name, scheme, host, port)
     server.run()
