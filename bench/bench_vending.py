@@ -7,9 +7,11 @@
 * ``token route``: ``GET .../token`` through a real ``serve --sts-role-arn``: the first request for each of
   ``--tables`` tables (an STS call, the access-log row) and then again (reused credentials, the row).
 * ``clients``: ``--clients`` threads, each its own principal, each ``connect_service`` with no storage
-  keys, commit ``--commits`` batches (real data files written to moto S3 with the vended keys) to its
-  own table of ``--client-tables``. Reported: commits, token requests the server answered (from the
-  access log), STS sessions created, and per client and table how many times it fetched.
+  keys, commit ``--commits`` batches (real data files written to moto S3 with the vended keys) to one
+  of ``--client-tables`` tables. Reported: commits, token requests the server answered (from the
+  access log), STS sessions created, and per client and table how many times it fetched. Side by side,
+  first: the same clients with their own keys against a server that vends nothing
+  (``clients_own_keys``).
 
 Usage::
 
@@ -91,15 +93,17 @@ def bench_route(base: str, token: str, tables: Sequence[str]) -> dict[str, dict[
     return {label: _summary(values) for label, values in out.items()}
 
 
-def bench_clients(base: str, tokens: Sequence[str], tables: int, commits: int) -> dict[str, Any]:
+def bench_clients(
+    base: str, tokens: Sequence[str], tables: int, commits: int, options: dict[str, str] | None = None
+) -> dict[str, Any]:
     errors: list[str] = []
     latencies: list[float] = []
     lock = threading.Lock()
 
     def client(i: int) -> None:
         try:
-            # No storage keys: only the endpoint-free options a job would carry (none at all here).
-            with connect_service(base, tokens[i]) as remote:
+            # Vending: no storage options at all; else the client's own keys (``options``).
+            with connect_service(base, tokens[i], **(options or {})) as remote:
                 table = remote.get_table(f"bench.c{i % tables}")
                 for n in range(commits):
                     started = time.perf_counter()
@@ -171,6 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for i in range(args.clients)
                 ]
                 extra = ["--sts-role-arn", ROLE, *[a for k, v in options.items() for a in ("-o", f"{k}={v}")]]
+                # Side by side: the same clients with their own keys against a server that vends nothing.
+                plain = [a for k, v in options.items() for a in ("-o", f"{k}={v}")]
+                with servers(url, warehouse, Path(tmp), 1, extra=plain) as [server]:
+                    results["clients_own_keys"] = bench_clients(
+                        server.uri, tokens, args.client_tables, args.commits, options
+                    )
+                    print(f"{args.clients} clients, own keys: {results['clients_own_keys']}  [{load()}]")
                 with servers(url, warehouse, Path(tmp), 1, extra=extra) as [server]:
                     results["token_route"] = bench_route(
                         server.uri, admin, [f"t{i}" for i in range(args.tables)]
