@@ -28,7 +28,7 @@ from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.builder import CommitOutcome
 from paimon_meta.table.write.overwrite import OverwriteSpec
-from spark_jobs.common import TableHandle
+from spark_jobs.common import IoOptions, TableHandle
 from spark_jobs.pipeline import TaskHook, write_messages
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def write_dataframe(
     *,
     mode: WriteMode = "append",
     overwrite_partition: Mapping[str, Any] | None = None,
-    io_options: Mapping[str, str] | None = None,
+    io_options: IoOptions | None = None,
     num_partitions: int | None = None,
     after_prepare: TaskHook | None = None,
     shuffle: bool = True,
@@ -81,7 +81,8 @@ def write_dataframe(
     present in the data are replaced, any number of them in one snapshot; the whole table if it is
     unpartitioned). Rows outside ``overwrite_partition`` are a ``ValidationError``. ``table`` must be
     open for writing (``paimon_meta.open_table`` or a catalog's ``get_table``); ``io_options`` are the
-    FileIO options executors open the table with (``catalog.file_io_options``; needed for S3).
+    FileIO options executors open the table with (``catalog.file_io_options``; needed for S3), or
+    their provider (``OpenedTable.fresh_io_options``: vended credentials), asked once, before the tasks.
     ``num_partitions`` fixes the number of write tasks (default: one per bucket for unpartitioned
     tables, else ``spark.sql.shuffle.partitions``; bucket-unaware tables keep the input's partitioning).
     ``after_prepare`` runs on the executor after a task prepared its messages (instrumentation, fault
@@ -216,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             opened.table,
             mode=args.mode,
             overwrite_partition=static,
-            io_options=opened.io_options,
+            io_options=opened.fresh_io_options,
             num_partitions=args.num_partitions,
             shuffle=not args.no_shuffle,
         )

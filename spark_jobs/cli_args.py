@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from paimon_meta.errors import FileIOError, StorageOptionsMissingError
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.common import connect_catalog, parse_options
 
@@ -49,18 +52,68 @@ def _no_retries() -> int:
 
 @dataclass(slots=True)
 class OpenedTable:
-    """A table opened from the command line, the FileIO options executors need, how to close, and how
-    many requests the commit service's client has sent again so far (``--service``; else always 0)."""
+    """A table opened from the command line (or the data source's options), how to close it, and how
+    many requests the commit service's client has sent again so far (``--service``; else always 0).
+
+    ``options`` are the job's own storage options (``--option``; for a metastore catalog its
+    ``file_io_options``). They open the table's files unless the service vends credentials, and they
+    always open storage outside the table -- a checkpoint, the data source's attempts directory:
+    vended credentials are scoped to the table's location and do not reach those.
+    ``vended``: set when the service vends credentials; returns the options executors open the table
+    with (the job's options with the current vended credentials over them, fetched again when near
+    their expiry). Read :attr:`io_options` -- or hand :meth:`fresh_io_options` to a function that starts
+    several sets of tasks -- right before starting tasks, never once for a whole long job."""
 
     table: FileStoreTable
-    io_options: dict[str, str]
+    options: dict[str, str]
     close: Callable[[], None]
     service_retries: Callable[[], int] = _no_retries
+    vended: Callable[[], dict[str, str]] | None = None
+
+    @property
+    def vends(self) -> bool:
+        """Whether the table's files are opened with credentials the service vends."""
+        return self.vended is not None
+
+    def fresh_io_options(self) -> dict[str, str]:
+        """The options executors open the table's files with, for tasks starting now (a provider:
+        see :data:`spark_jobs.common.IoOptions`)."""
+        return self.vended() if self.vended is not None else dict(self.options)
+
+    @property
+    def io_options(self) -> dict[str, str]:
+        """:meth:`fresh_io_options`, taken now."""
+        return self.fresh_io_options()
 
     def retries_note(self) -> str:
         """``", N requests to the service sent again"`` for a job's summary line, empty when none."""
         retries = self.service_retries()
         return f", {retries} request(s) to the service sent again" if retries else ""
+
+
+def open_service_table(
+    uri: str, token: str, identifier: str, options: Mapping[str, str], *, catalog_name: str | None = None
+) -> OpenedTable:
+    """``identifier`` of the commit service at ``uri``, its commits going to the service. ``options``
+    are the job's storage options and the client's ``rest.*`` options (the executors' FileIO ignores
+    those). When the service vends storage credentials (its ``/v1/config`` says
+    ``data-token.enabled``), the table's files are opened with them: on the driver through the
+    catalog's ``VendedFileIO``, on executors through ``RestCatalog.table_io_options`` taken for each
+    new set of tasks."""
+    from paimon_meta.catalog.rest import connect_service
+
+    remote = connect_service(uri, token=token, catalog_name=catalog_name, **options)
+    try:
+        table = remote.get_table(identifier)
+        vended = (
+            functools.partial(remote.table_io_options, identifier)
+            if remote.client.data_token_enabled
+            else None
+        )
+    except BaseException:
+        remote.close()
+        raise
+    return OpenedTable(table, dict(options), remote.close, lambda: remote.client.retries, vended)
 
 
 def open_target(args: argparse.Namespace) -> OpenedTable:
@@ -71,15 +124,43 @@ def open_target(args: argparse.Namespace) -> OpenedTable:
 
         return OpenedTable(open_table(args.table_path, options), options, lambda: None)
     if args.service:
-        # Executors write data files with ``options``; the driver's commit goes to the service: no
-        # database credentials anywhere in the job.
-        from paimon_meta.catalog.rest import connect_service
-
+        # The driver's commit goes to the service: no database credentials anywhere in the job; the
+        # executors write data files with ``options``, or with the credentials the service vends.
         token = args.token or os.environ.get(TOKEN_ENV)
         if not token:
             raise SystemExit(f"--service needs --token or ${TOKEN_ENV}")
-        # ``options`` carry the client's rest.retry.* options too (the executors' FileIO ignores them).
-        remote = connect_service(args.service, token=token, **options)
-        return OpenedTable(remote.get_table(args.table), options, remote.close, lambda: remote.client.retries)
+        return open_service_table(args.service, token, args.table, options)
     catalog = connect_catalog(args.metastore_url, args.warehouse, options)
     return OpenedTable(catalog.get_table(args.table), dict(catalog.file_io_options), catalog.close)
+
+
+@contextlib.contextmanager
+def outside_table_storage(location: str, what: str, *, table_vends: bool) -> Iterator[None]:
+    """Storage errors at ``location`` (``what``: "checkpoint location", ...), which is not the table's,
+    when the table's files are opened with vended credentials: the job's own options (the only ones
+    used there: vended credentials are scoped to the table and must not be used elsewhere) found no
+    credentials for it, or were refused. Re-raised as a
+    :class:`~paimon_meta.errors.StorageOptionsMissingError` saying so, instead of an error that reads
+    as if the table's credentials failed. Without vending, errors pass unchanged."""
+    try:
+        yield
+    except (StorageOptionsMissingError, FileIOError) as e:
+        refused = isinstance(e, StorageOptionsMissingError) or e.fields.get("code") in _REFUSED_CODES
+        if not table_vends or not refused:
+            raise
+        raise StorageOptionsMissingError(
+            f"the {what} {location} is not in the table's location, so the storage credentials the "
+            "commit service vends for the table (scoped to it) are not used there: it is opened with the "
+            f"job's own storage options, and those have no working credentials for it ({e}). Give the job "
+            "its own storage options for it (the jobs' --option s3.access-key=... --option "
+            "s3.secret-key=..., the data source's s3.* options, or the AWS SDK's environment), or use a "
+            "location on the driver's file system",
+            options=["s3.access-key", "s3.secret-key"],
+            uri=location,
+        ) from e
+
+
+#: Storage error codes of credentials that are missing, invalid or not allowed there.
+_REFUSED_CODES = frozenset(
+    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "403"}
+)

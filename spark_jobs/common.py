@@ -8,9 +8,9 @@ Committing always happens on the driver, through the table the caller opened.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
@@ -25,6 +25,21 @@ if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
 
 
+#: FileIO options for executors: a map, or a callable giving the map to use *now* -- a job that vends
+#: storage credentials (``--service`` against a vending ``serve``) passes
+#: :attr:`spark_jobs.cli_args.OpenedTable.io_provider`, called again for each new set of tasks, so a
+#: long job never hands tasks credentials close to their expiry. Called on the driver only: never ship
+#: the callable (it holds the catalog's connection) to executors.
+IoOptions: TypeAlias = Mapping[str, str] | Callable[[], Mapping[str, str]]
+
+
+def io_options_now(io_options: IoOptions | None) -> dict[str, str]:
+    """The options to hand the next set of tasks: ``io_options`` itself, or what its provider returns now."""
+    if io_options is None:
+        return {}
+    return dict(io_options() if callable(io_options) else io_options)
+
+
 @dataclass(frozen=True, slots=True)
 class TableHandle:
     """Enough to reopen a table on an executor: ``path``, FileIO ``io_options`` (``s3.*``...) and the
@@ -35,10 +50,11 @@ class TableHandle:
     table_options: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
-    def of(table: FileStoreTable, io_options: Mapping[str, str] | None = None) -> TableHandle:
-        """The handle of an open table. ``io_options`` are those the table was opened with (for a
-        catalog table, ``catalog.file_io_options``); FileIO objects do not keep them."""
-        return TableHandle(table.path, dict(io_options or {}), dict(table.dynamic_options))
+    def of(table: FileStoreTable, io_options: IoOptions | None = None) -> TableHandle:
+        """The handle of an open table for the set of tasks about to start. ``io_options`` are those the
+        table was opened with (for a catalog table, ``catalog.file_io_options``; FileIO objects do not
+        keep them), or a provider of them, asked now (vended credentials: see :data:`IoOptions`)."""
+        return TableHandle(table.path, io_options_now(io_options), dict(table.dynamic_options))
 
     def open(self) -> FileStoreTable:
         """The table at its latest schema, read-only (no committer): executors only write files."""

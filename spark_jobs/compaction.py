@@ -20,7 +20,7 @@ import argparse
 import pickle
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -36,7 +36,7 @@ from paimon_meta.table.compact import (
 )
 from paimon_meta.table.read.scan import PartitionFilterArg
 from paimon_meta.table.table import FileStoreTable
-from spark_jobs.common import TableHandle
+from spark_jobs.common import IoOptions, TableHandle
 from spark_jobs.pipeline import MESSAGE_SCHEMA, decode_rows, encode_messages
 
 if TYPE_CHECKING:
@@ -52,12 +52,14 @@ def run_pickled_tasks(handle: TableHandle, batches: Iterator[pa.RecordBatch]) ->
             yield encode_messages([run_task(table, task)])
 
 
-def spark_runner(spark: SparkSession, handle: TableHandle) -> TaskRunner:
-    """A task runner that executes each task in its own Spark partition."""
+def spark_runner(spark: SparkSession, io_options: IoOptions | None = None) -> TaskRunner:
+    """A task runner that executes each task in its own Spark partition, opening the table with
+    ``io_options`` (a provider is asked again for each run: a conflict's re-plan may start much later)."""
 
     def run(table: FileStoreTable, tasks: Sequence[CompactTask]) -> list[CommitMessage]:
         if not tasks:
             return []
+        handle = TableHandle.of(table, io_options)
         payloads = [(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL),) for t in tasks]
         rdd = spark.sparkContext.parallelize(payloads, numSlices=len(payloads))
         frame = spark.createDataFrame(rdd, "task binary")
@@ -71,13 +73,14 @@ def compact_table(
     spark: SparkSession,
     table: FileStoreTable,
     *,
-    io_options: Mapping[str, str] | None = None,
+    io_options: IoOptions | None = None,
     partition_filter: PartitionFilterArg | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> CompactResult:
     """Fully compact ``table`` (open for writing) with the rewrites running on Spark executors;
-    ``io_options`` are the FileIO options executors open the table with."""
-    runner = spark_runner(spark, TableHandle.of(table, io_options))
+    ``io_options`` are the FileIO options executors open the table with, or their provider
+    (``OpenedTable.fresh_io_options``), asked for each set of tasks."""
+    runner = spark_runner(spark, io_options)
     return compact(table, runner=runner, partition_filter=partition_filter, max_attempts=max_attempts)
 
 
@@ -100,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = compact_table(
             spark,
             opened.table,
-            io_options=opened.io_options,
+            io_options=opened.fresh_io_options,
             partition_filter=parse_options(args.partition) if args.partition else None,
             max_attempts=args.max_attempts,
         )

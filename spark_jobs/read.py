@@ -15,7 +15,7 @@ timestamps are read at microsecond precision.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ import pyarrow as pa
 from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.read.scan import PartitionFilterArg, Split
 from paimon_meta.table.table import FileStoreTable
-from spark_jobs.common import TableHandle, cast_batch, spark_arrow_schema, spark_schema
+from spark_jobs.common import IoOptions, TableHandle, cast_batch, spark_arrow_schema, spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -68,13 +68,15 @@ def to_dataframe(
     *,
     projection: Sequence[str] | None = None,
     partition_filter: PartitionFilterArg | None = None,
-    io_options: Mapping[str, str] | None = None,
+    io_options: IoOptions | None = None,
 ) -> DataFrame:
     """The rows of ``table`` at ``snapshot_id`` (default: the latest) as a DataFrame.
 
     ``projection`` selects columns, ``partition_filter`` partitions (as
     ``ReadBuilder.with_partition_filter``); ``io_options`` are the FileIO options executors open the
-    table with (``catalog.file_io_options``; needed for S3).
+    table with (``catalog.file_io_options``; needed for S3), or their provider, asked now. The
+    DataFrame keeps the options it was planned with: with vended credentials, one evaluated after they
+    expired fails on storage -- call this again (a new plan, new credentials) for a later read.
     """
     builder = _builder(table, snapshot_id, projection, partition_filter)
     read_schema = builder.new_read().schema

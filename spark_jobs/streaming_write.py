@@ -36,7 +36,8 @@ from paimon_meta.io import get_file_io
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.builder import CommitOutcome
-from spark_jobs.common import TableHandle
+from spark_jobs.cli_args import outside_table_storage
+from spark_jobs.common import IoOptions, TableHandle
 from spark_jobs.pipeline import TaskHook, write_messages
 
 if TYPE_CHECKING:
@@ -58,19 +59,27 @@ HANG_MARKER = "paimon_meta: hanging after committing batch"
 CRASH_EXIT_CODE = 75
 
 
-def checkpoint_commit_user(checkpoint_location: str, io_options: Mapping[str, str] | None = None) -> str:
+def checkpoint_commit_user(
+    checkpoint_location: str, io_options: Mapping[str, str] | None = None, *, table_vends: bool = False
+) -> str:
     """The commit user of the stream checkpointed at ``checkpoint_location``: read from the
-    checkpoint directory, or created there (atomically: concurrent starters agree on one)."""
-    file_io = get_file_io(checkpoint_location, io_options)
-    path = file_io.join(checkpoint_location, COMMIT_USER_FILE)
-    try:
+    checkpoint directory, or created there (atomically: concurrent starters agree on one).
+
+    ``io_options`` are the job's *own* storage options, never vended credentials: those are scoped to
+    the table's location, and the checkpoint is not in it. ``table_vends``: the table's files are
+    opened with vended credentials, so a checkpoint the job's options cannot reach is reported as such
+    (:func:`spark_jobs.cli_args.outside_table_storage`)."""
+    with outside_table_storage(checkpoint_location, "checkpoint location", table_vends=table_vends):
+        file_io = get_file_io(checkpoint_location, io_options)
+        path = file_io.join(checkpoint_location, COMMIT_USER_FILE)
+        try:
+            return file_io.read(path).decode("utf-8").strip()
+        except FileNotFound:
+            pass
+        # If someone else created it first, theirs is the one.
+        with contextlib.suppress(FileAlreadyExistsError):
+            file_io.create_if_absent(path, f"spark-stream-{uuid.uuid4()}".encode())
         return file_io.read(path).decode("utf-8").strip()
-    except FileNotFound:
-        pass
-    # If someone else created it first, theirs is the one.
-    with contextlib.suppress(FileAlreadyExistsError):
-        file_io.create_if_absent(path, f"spark-stream-{uuid.uuid4()}".encode())
-    return file_io.read(path).decode("utf-8").strip()
 
 
 def commit_batch(
@@ -98,13 +107,14 @@ class PaimonBatchSink:
         table: FileStoreTable,
         commit_user: str,
         *,
-        io_options: Mapping[str, str] | None = None,
+        io_options: IoOptions | None = None,
         num_partitions: int | None = None,
         after_prepare: TaskHook | None = None,
     ) -> None:
         self.table = table
         self.commit_user = commit_user
-        self.handle = TableHandle.of(table, io_options)
+        # Runs on the driver (foreachBatch), never pickled: a provider is asked for each micro-batch.
+        self.io_options = io_options
         self.num_partitions = num_partitions
         self.after_prepare = after_prepare
         self._recovered = False
@@ -124,7 +134,7 @@ class PaimonBatchSink:
             return
         messages = write_messages(
             batch_df,
-            self.handle,
+            TableHandle.of(self.table, self.io_options),  # this batch's tasks: credentials taken now
             self.table.schema,
             self.commit_user,
             num_partitions=self.num_partitions,
@@ -151,7 +161,9 @@ def start_stream(
     table: FileStoreTable,
     *,
     checkpoint_location: str,
-    io_options: Mapping[str, str] | None = None,
+    io_options: IoOptions | None = None,
+    checkpoint_options: Mapping[str, str] | None = None,
+    table_vends: bool = False,
     available_now: bool = False,
     processing_time: str | None = None,
     num_partitions: int | None = None,
@@ -159,11 +171,17 @@ def start_stream(
 ) -> StreamingQuery:
     """Start writing the streaming DataFrame ``df`` into ``table`` (open for writing).
 
-    ``checkpoint_location`` is Spark's checkpoint directory (local or S3; ``io_options`` reach it
-    and the table's storage). Trigger: ``available_now`` (process what is there, then stop),
-    ``processing_time`` (e.g. ``"10 seconds"``) or Spark's default (as fast as possible).
+    ``checkpoint_location`` is Spark's checkpoint directory (local or S3). ``io_options`` open the
+    table's files (a provider, ``OpenedTable.fresh_io_options``, is asked for each micro-batch);
+    ``checkpoint_options`` open the checkpoint (default: ``io_options`` when they are a map; a job on
+    vended credentials must give its own: those credentials are scoped to the table and do not reach
+    the checkpoint; ``table_vends`` says it is such a job). Trigger: ``available_now`` (process what is
+    there, then stop), ``processing_time`` (e.g. ``"10 seconds"``) or Spark's default (as fast as
+    possible).
     """
-    commit_user = checkpoint_commit_user(checkpoint_location, io_options)
+    if checkpoint_options is None and not callable(io_options):
+        checkpoint_options = io_options
+    commit_user = checkpoint_commit_user(checkpoint_location, checkpoint_options, table_vends=table_vends)
     sink = PaimonBatchSink(table, commit_user, io_options=io_options, num_partitions=num_partitions)
     writer = df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint_location)
     if query_name:
@@ -205,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             reader.load(args.source_dir),
             opened.table,
             checkpoint_location=args.checkpoint,
-            io_options=opened.io_options,
+            io_options=opened.fresh_io_options,
+            checkpoint_options=opened.options,  # never the vended ones (not the table's location)
+            table_vends=opened.vends,
             available_now=args.available_now,
             processing_time=args.processing_time,
             num_partitions=args.num_partitions,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from paimon_meta.errors import FileNotFound
 from paimon_meta.io import get_file_io
+from spark_jobs.cli_args import outside_table_storage
 
 
 class AttemptState(enum.Enum):
@@ -30,27 +31,41 @@ class AttemptState(enum.Enum):
 
 
 class CommitAttempts:
-    """Commit attempts recorded as small files ``<directory>/<key>`` (local or object storage)."""
+    """Commit attempts recorded as small files ``<directory>/<key>`` (local or object storage).
 
-    def __init__(self, directory: str, io_options: Mapping[str, str] | None = None) -> None:
+    ``io_options`` are the job's own storage options: the directory is not in the table's location,
+    so credentials the service vends for the table are never used for it (``table_vends``: the table's
+    files are on such credentials; errors for the directory then say so)."""
+
+    def __init__(
+        self, directory: str, io_options: Mapping[str, str] | None = None, *, table_vends: bool = False
+    ) -> None:
         self.directory = directory
         self.file_io = get_file_io(directory, io_options)
+        self.table_vends = table_vends
 
     def _path(self, key: str) -> str:
         return self.file_io.join(self.directory, key)
 
+    def _write(self, key: str, state: AttemptState) -> None:
+        with outside_table_storage(self.directory, "commit attempts directory", table_vends=self.table_vends):
+            self.file_io.write(self._path(key), state.value.encode())
+
     def begin(self, key: str) -> None:
         """Record, before committing, that a commit of ``key`` is under way (outcome unknown)."""
-        self.file_io.write(self._path(key), AttemptState.UNKNOWN.value.encode())
+        self._write(key, AttemptState.UNKNOWN)
 
     def failed(self, key: str) -> None:
         """Record that the commit of ``key`` definitely did not land."""
-        self.file_io.write(self._path(key), AttemptState.FAILED.value.encode())
+        self._write(key, AttemptState.FAILED)
 
     def state(self, key: str) -> AttemptState | None:
         """The recorded state of ``key``'s commit; None if no commit of it was attempted."""
         try:
-            text = self.file_io.read(self._path(key)).decode("utf-8").strip()
+            with outside_table_storage(
+                self.directory, "commit attempts directory", table_vends=self.table_vends
+            ):
+                text = self.file_io.read(self._path(key)).decode("utf-8").strip()
         except FileNotFound:
             return None
         try:
@@ -60,4 +75,5 @@ class CommitAttempts:
 
     def forget(self, key: str) -> None:
         """Drop the record (after a commit that landed, or once ``abort`` acted on it)."""
-        self.file_io.delete(self._path(key))
+        with outside_table_storage(self.directory, "commit attempts directory", table_vends=self.table_vends):
+            self.file_io.delete(self._path(key))

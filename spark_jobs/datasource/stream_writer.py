@@ -81,7 +81,11 @@ def new_stream_writer(opts: SourceOptions, schema: StructType, overwrite: bool) 
             option="checkpointLocation",
         )
     batch = new_writer(opts, schema, overwrite=False)
-    commit_user = opts.commit_user or checkpoint_commit_user(opts.checkpoint_location, opts.storage)
+    # The checkpoint is not in the table's location: opened with the job's own storage options, never
+    # with credentials the service vends for the table.
+    commit_user = opts.commit_user or checkpoint_commit_user(
+        opts.checkpoint_location, opts.storage, table_vends=batch.vends
+    )
     batch.commit_user = commit_user  # the executors' files and every snapshot of this query
     file_io = get_file_io(opts.checkpoint_location, opts.storage)
     attempts_dir = file_io.join(opts.checkpoint_location, ATTEMPTS_DIR)
@@ -104,7 +108,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         return self.batch.write(iterator)
 
     def _attempts(self) -> CommitAttempts:
-        return CommitAttempts(self.attempts_dir, self.batch.options.storage)
+        return CommitAttempts(self.attempts_dir, self.batch.options.storage, table_vends=self.batch.vends)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         per_task = _received(messages)

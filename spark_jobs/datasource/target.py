@@ -20,7 +20,7 @@ from paimon_meta.table import time_travel
 from paimon_meta.table.option_policy import SCAN_TAG_NAME
 from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.table import FileStoreTable
-from spark_jobs.cli_args import TOKEN_ENV, OpenedTable
+from spark_jobs.cli_args import TOKEN_ENV, OpenedTable, open_service_table
 from spark_jobs.common import connect_catalog, parse_options
 
 #: Options the data source reads itself; every other option is a storage/catalog option
@@ -133,25 +133,16 @@ class SourceOptions:
 
 
 def open_target(opts: SourceOptions) -> OpenedTable:
-    """The table the options name, open for writing, with the storage options executors need.
-    Close it (``opened.close()``) when done."""
+    """The table the options name, open for writing, with the storage options executors need (take
+    ``opened.io_options`` when building the handle of a set of tasks: through a service that vends
+    credentials they are the current vended ones). Close it (``opened.close()``) when done."""
     if opts.service is not None:
-        from paimon_meta.catalog.rest import connect_service
-
         token = opts.token or os.environ.get(TOKEN_ENV)
         if not token:
             raise ValidationError(f"option {SERVICE} needs option {TOKEN} or ${TOKEN_ENV}", option=TOKEN)
-        remote = connect_service(opts.service, token=token, catalog_name=opts.catalog_name, **opts.storage)
-        try:
-            return OpenedTable(
-                remote.get_table(opts.table),
-                dict(opts.storage),
-                remote.close,
-                lambda: remote.client.retries,
-            )
-        except BaseException:
-            remote.close()
-            raise
+        return open_service_table(
+            opts.service, token, opts.table, opts.storage, catalog_name=opts.catalog_name
+        )
     if opts.is_location:
         from paimon_meta.catalog.storage import open_table
 

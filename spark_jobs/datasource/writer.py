@@ -123,8 +123,8 @@ def new_writer(opts: SourceOptions, schema: StructType, overwrite: bool) -> Paim
             raise ValidationError("option overwrite-partition needs mode('overwrite')")
         else:
             spec = None
-        handle = TableHandle.of(table, opened.io_options)
-        return PaimonWriter(opts, handle, str(uuid.uuid4()), spec, packed=packed)
+        handle = TableHandle.of(table, opened.io_options)  # the write's tasks start next: taken now
+        return PaimonWriter(opts, handle, str(uuid.uuid4()), spec, packed=packed, vends=opened.vends)
     finally:
         opened.close()
 
@@ -156,12 +156,15 @@ class PaimonWriter(DataSourceArrowWriter):
         overwrite: OverwriteSpec | None,
         *,
         packed: bool,
+        vends: bool = False,
     ) -> None:
         self.options = options
         self.handle = handle
         self.commit_user = commit_user
         self.overwrite = overwrite
         self.packed = packed
+        #: the handle holds credentials the service vends (scoped to the table only)
+        self.vends = vends
         self.started_ms = int(time.time() * 1000)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
