@@ -10,4 +10,5 @@ pytest_plugins = [
     "tests.fixtures.java",
     "tests.fixtures.interop_tables",
     "tests.fixtures.oidc",
+    "tests.fixtures.tls",
 ]

@@ -30,6 +30,13 @@ Past the deadline the last cause is raised, typed as above with ``status``, ``re
 ``attempts`` and ``cause`` in its fields. Each retry is logged (WARNING) and counted
 (:attr:`RestClient.retries`, and ``on_retry``). Each attempt sends ``X-Request-Id: <call>.<attempt>``,
 the id the service logs the request under.
+
+**TLS**: an ``https://`` URL's server must present a certificate that the system's CAs (or, with the
+catalog option ``rest.tls.ca-bundle``, the CA certificates of that PEM file: a private CA) vouch for,
+naming the URL's host (or IP address) in its subject alternative names. A refused certificate, or a
+server that does not speak TLS, is :class:`ServiceTlsError` naming the URL and the reason, raised at
+once: sending again meets the same certificate. Verification cannot be turned off: the bearer token
+would go to whoever answers, and a certificate of a private CA is what ``rest.tls.ca-bundle`` is for.
 """
 
 from __future__ import annotations
@@ -100,6 +107,44 @@ _EXISTS: dict[str, type[errors.AlreadyExistsError]] = {
 
 log = logging.getLogger(__name__)
 
+#: Catalog option: a PEM file of the CA certificates an ``https://`` service's certificate must chain
+#: to (instead of the system's); see the module docstring.
+TLS_CA_BUNDLE = "rest.tls.ca-bundle"
+
+
+class ServiceTlsError(errors.MetastoreUnavailableError):
+    """The TLS connection to the commit service was refused for a reason a repeat cannot fix: its
+    certificate did not verify (an unknown CA, another host's name, expired) or it does not speak TLS.
+    ``url`` and ``reason`` are in the fields. (The service cannot be used, as for any unreachable
+    service; unlike the others, it is never sent again.)"""
+
+
+def _tls_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """Verification of the server's certificate and host name, against ``ca_bundle``'s CAs or the
+    system's (``ValidationError`` naming the option for a bundle that cannot be read)."""
+    try:
+        return ssl.create_default_context(cafile=ca_bundle)
+    except (OSError, ssl.SSLError) as e:  # missing file (OSError), not PEM certificates (SSLError)
+        raise errors.ValidationError(
+            f"catalog option {TLS_CA_BUNDLE}={ca_bundle!r} cannot be used: {e}", option=TLS_CA_BUNDLE
+        ) from None
+
+
+def _tls_refusal(error: BaseException) -> str | None:
+    """Why the TLS handshake was refused for good (the certificate, or no TLS on the other side), or
+    None when the failure may be transient (a reset, a timeout)."""
+    if isinstance(error, _NotSent):
+        error = error.cause
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {getattr(error, 'verify_message', None) or error}"
+    if isinstance(error, ssl.SSLError) and getattr(error, "reason", None) in _NOT_TLS:
+        return f"the server does not speak TLS ({error.reason})"
+    return None
+
+
+#: OpenSSL's reasons for a handshake answered by something that is not TLS (a plain-HTTP server).
+_NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"})
+
 #: The answers a request is sent again on, by its kind (see the module docstring). 503: the service did
 #: nothing: it answers 503 for an unavailable metastore, lock or storage (``service/errors.py``) or a
 #: shed request, before any effect, with one exception for creates and drops (below); 502/504 from a
@@ -168,7 +213,7 @@ class _KeepAlive:
 
     IDLE_SECONDS = 2.0
 
-    def __init__(self, uri: str, timeout: float) -> None:
+    def __init__(self, uri: str, timeout: float, *, ca_bundle: str | None = None) -> None:
         parts = urllib.parse.urlsplit(uri)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise errors.ValidationError(f"a commit service URL is http(s)://host[:port], got {uri!r}")
@@ -177,7 +222,8 @@ class _KeepAlive:
         self.port = parts.port
         self.base = parts.path.rstrip("/")
         self.timeout = timeout
-        self._ssl = ssl.create_default_context() if self.https else None
+        # ``ca_bundle`` is ignored for http:// (one set of options may serve both kinds of URL).
+        self._ssl = _tls_context(ca_bundle) if self.https else None
         self._local = threading.local()
         self._all: list[http.client.HTTPConnection] = []
         self._mutex = threading.Lock()
@@ -300,6 +346,7 @@ class RestClient:
         timeout_seconds: float = 120.0,
         retry: RetryPolicy | None = None,
         on_retry: Callable[[RetryEvent], None] | None = None,
+        ca_bundle: str | None = None,
     ) -> None:
         self.uri = uri.rstrip("/")
         self.token = token
@@ -307,7 +354,8 @@ class RestClient:
         self.on_retry = on_retry
         self._retries = 0
         self._count = threading.Lock()
-        self.http = _KeepAlive(self.uri, timeout_seconds)
+        tls = {} if ca_bundle is None else {"ca_bundle": ca_bundle}
+        self.http = _KeepAlive(self.uri, timeout_seconds, **tls)
         query = {paths.WAREHOUSE: catalog_name} if catalog_name else None
         config = self.get(paths.CONFIG, models.ConfigResponse, query=query)
         prefix = config.defaults.get("prefix")
@@ -427,7 +475,13 @@ class RestClient:
         except (OSError, http.client.HTTPException) as e:
             error: PaimonMetaError
             where = f"{self.uri} (request id {request_id})"
-            if commit:
+            refusal = _tls_refusal(e)
+            if refusal is not None:
+                # Refused during the handshake: nothing was sent (a commit's outcome is known: none).
+                error = ServiceTlsError(
+                    f"TLS connection to {self.uri} refused: {refusal}", url=self.uri, reason=refusal
+                )
+            elif commit:
                 error = errors.CommitOutcomeUnknownError(
                     f"commit to {where} did not answer ({e}); re-send the same identifier to resolve it"
                 )
@@ -454,9 +508,10 @@ class RestClient:
         if failure.status is not None:
             return failure.status in _RETRY_STATUSES[kind]
         cause = failure.error.__cause__
+        if isinstance(failure.error, ServiceTlsError):
+            return False  # a certificate the client refuses stays refused
         if isinstance(cause, _NotSent):
-            # Refused before sending: safe for any request; a certificate the client refuses stays refused.
-            return not isinstance(cause.cause, ssl.SSLCertVerificationError)
+            return True  # refused before sending: safe for any request
         return kind != "write"
 
     def _read(self, answer: type[Answer], raw: bytes, *, commit: bool) -> Answer:
@@ -529,8 +584,9 @@ def _request(model: type[Body], **fields: Any) -> Body:
 class RestCatalog:
     """Databases and tables of a ``paimon-meta serve`` catalog. Close it (or use ``with``) when done.
 
-    ``options``: the storage options of the data files and the client's ``rest.retry.*`` options
-    (:mod:`paimon_meta.catalog.retry`); ``retry`` overrides the latter, ``on_retry`` sees each retry."""
+    ``options``: the storage options of the data files, the client's ``rest.retry.*`` options
+    (:mod:`paimon_meta.catalog.retry`; ``retry`` overrides them, ``on_retry`` sees each retry) and
+    ``rest.tls.ca-bundle`` (module docstring, "TLS")."""
 
     def __init__(
         self,
@@ -550,6 +606,7 @@ class RestCatalog:
             timeout_seconds=timeout_seconds,
             retry=retry or RetryPolicy.from_options(options or {}),
             on_retry=on_retry,
+            ca_bundle=(options or {}).get(TLS_CA_BUNDLE),
         )
         self.uri = self.client.uri
         self.token = token
@@ -861,8 +918,13 @@ class RemoteCommitter:
 
 def connect_service(uri: str, token: str, *, catalog_name: str | None = None, **options: str) -> RestCatalog:
     """The catalog served at ``uri`` (``paimon-meta serve``), authenticated with ``token``; ``options``
-    are the storage options of the data files (``s3.endpoint``, ...) and the client's retry options
-    (``rest.retry.deadline-seconds``, ``rest.retry.max-backoff-seconds``: see :class:`RestCatalog`)."""
+    are the storage options of the data files (``s3.endpoint``, ...), the client's retry options
+    (``rest.retry.deadline-seconds``, ``rest.retry.max-backoff-seconds``: see :class:`RestCatalog`) and,
+    for an ``https://`` URL, ``rest.tls.ca-bundle`` (the CAs to verify the server's certificate with,
+    instead of the system's).
+
+    Raises:
+        ServiceTlsError: the server's certificate was refused, or it does not speak TLS."""
     if not uri.startswith(("http://", "https://")):
         raise errors.ValidationError(f"a commit service URL starts with http:// or https://, got {uri!r}")
     return RestCatalog(uri, token, catalog_name=catalog_name, options=options)
