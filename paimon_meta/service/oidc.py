@@ -18,8 +18,11 @@ meet) is verified as a JWT (PyJWT) before anything is written:
 
 A refused token is answered 401 like an unknown static token; the reason is logged (never the token).
 When the issuer's keys cannot be fetched (the identity provider is down, slow, or answers what is not a
-JWKS) and no usable keys are known, the request is answered 503 with ``Retry-After``: a dependency is
-down, the token was not judged, and a client may send it again (``service/errors.py``'s convention).
+JWKS) and no usable keys are known, or the token's key id is unknown and the fetch that would tell
+failed, the request is answered 503 with ``Retry-After``: a dependency is down, the token was not
+judged, and a client may send it again (``service/errors.py``'s convention). Keys already known keep
+verifying while the issuer is down (for at most ``MAX_STALE_SECONDS``). The discovery document is read
+once per process.
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ class OidcSettings:
         return f"oidc:{self.issuer}"
 
 
-def log_text(value: object) -> str:
+def _quoted(value: object) -> str:
     """``value`` JSON-quoted, as ``service.auth.log_text``: a client's text never forges a log line."""
     return json.dumps(str(value))
 
@@ -197,16 +200,9 @@ class JwksKeys:
     tried again for ``fetch_retry_seconds``, and an unknown key id fetches at most once per
     ``refresh_cooldown_seconds``. One fetch at a time (others wait for it, at most its timeout)."""
 
-    def __init__(
-        self,
-        settings: OidcSettings,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        get_json: Callable[[str, float], Any] = _get_json,
-    ) -> None:
+    def __init__(self, settings: OidcSettings, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self._clock = clock
-        self._get_json = get_json
         self._client: PyJWKClient | None = (
             None if settings.jwks_url is None else self._new_client(settings.jwks_url)
         )
@@ -214,8 +210,6 @@ class JwksKeys:
         self._tried_at: float | None = None
         self._failure: str | None = None  # why the last fetch failed (None: it did not)
         self._lock = threading.Lock()
-        #: Fetches made (successful or not), for tests and logs.
-        self.fetches = 0
 
     def _new_client(self, url: str) -> PyJWKClient:
         return PyJWKClient(url, cache_jwk_set=False, timeout=self.settings.fetch_timeout_seconds)
@@ -285,11 +279,10 @@ class JwksKeys:
                 f"could not be fetched again ({self._failure}); retry shortly",
                 retry_after=retry,
             )
-        raise TokenRefusedError(f"key id {log_text(kid)} is not in the issuer's JWKS")
+        raise TokenRefusedError(f"key id {kid!r} is not in the issuer's JWKS")
 
     def _fetch(self, now: float) -> None:
         self._tried_at = now
-        self.fetches += 1
         try:
             if self._client is None:
                 self._client = self._new_client(self._discover())
@@ -305,7 +298,7 @@ class JwksKeys:
         """The issuer's ``jwks_uri`` (OpenID Connect Discovery 1.0, section 4: the document's ``issuer``
         must be the configured one)."""
         url = self.settings.issuer.rstrip("/") + "/.well-known/openid-configuration"
-        document = self._get_json(url, self.settings.fetch_timeout_seconds)
+        document = _get_json(url, self.settings.fetch_timeout_seconds)
         if not isinstance(document, dict):
             raise ValueError(f"{url} is not a JSON object")
         if document.get("issuer") != self.settings.issuer:
@@ -359,13 +352,13 @@ class OidcVerifier:
             raise TokenRefusedError(f"not a JWT ({e})") from None
         alg = header.get("alg")
         if alg not in s.algorithms:
-            raise TokenRefusedError(f"algorithm {log_text(alg)} is not allowed")
+            raise TokenRefusedError(f"algorithm {alg!r} is not allowed")
         kid = header.get("kid")
         if not isinstance(kid, str) or not kid:
             raise TokenRefusedError("the header names no key id (kid)")
         key = self.keys.key(kid)
         if key.algorithm_name != alg:  # PyJWT checks this too; the key, not the token, says how to verify
-            raise TokenRefusedError(f"algorithm {alg} is not key {log_text(kid)}'s ({key.algorithm_name})")
+            raise TokenRefusedError(f"algorithm {alg!r} is not key {kid!r}'s ({key.algorithm_name})")
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -442,8 +435,7 @@ class OidcVerifier:
                 created_by=self.settings.created_by,
                 valid_until=identity.expires_at,
             )
-        except TokenRefusedError as e:
-            auth_log.warning("bearer JWT refused: %s", e.message)
-        except PrincipalAlreadyExistsError as e:
-            auth_log.warning("bearer JWT refused: %s", log_text(e.message))
+        except (TokenRefusedError, PrincipalAlreadyExistsError) as e:
+            # The reason, JSON-quoted (parts of it come from the token's header or claims), never the token.
+            auth_log.warning("bearer JWT refused: %s", _quoted(e.message))
         return None
