@@ -3,15 +3,17 @@
 Body: ``{message, resourceType, resourceName, code}`` with ``code`` equal to the status (pypaimon lets
 ``code`` win over the status). 400 bad input (naming the field), 401 no valid token, 403 no grant, 404
 with the resource type (``SNAPSHOT`` for "no snapshot yet": a bare 404 reads as "no such table"), 409
-already exists, 413 body too large, 501 not implemented, 502 storage refused the server's request (its
-credentials or configuration: retrying will not help), 500 only for a commit whose outcome is unknown
-(the body says so: re-send the same commit) and for bugs. Never a stack trace in a body: an unexpected
-error is logged with the request id, and the body names only the id.
+already exists, 413 body too large, 501 not implemented, 502 storage (or STS, vending credentials)
+refused the server's request (its credentials or configuration: retrying will not help), 500 only
+for a commit whose outcome is unknown (the body says so: re-send the same commit) and for bugs. Never
+a stack trace in a body: an unexpected error is logged with the request id, and the body names only
+the id.
 
 503 with ``Retry-After`` whenever a dependency is down or the replica is full: the metastore
 unreachable, restarting or dropping the connection (whatever the driver raised: see
 ``paimon_meta.db.faults``), the table's lock not acquired in time, storage failing past its retries
-(5xx, throttling, timeouts, resets), and admission control shedding load. A 503 means the request may
+(5xx, throttling, timeouts, resets), STS unreachable or throttling, the OIDC issuer's keys
+unreachable, and admission control shedding load. A 503 means the request may
 be sent again as it is: the server did nothing that a repeat would do twice (a write whose transaction
 met a reset mid-COMMIT is the exception: a repeated create answers 409; commits are deduplicated by their
 identifier).
@@ -98,9 +100,12 @@ class PayloadTooLargeError(ServiceError):
 
 
 class OverloadedError(ServiceError):
-    """Admission control shed the request (the replica or the table's commit queue is full)."""
+    """Admission control shed the request (the replica or the table's commit queue is full), or (a
+    subclass naming its ``dependency``) a dependency the request needs is down."""
 
     status = 503
+    #: Counted in ``paimon_meta_service_dependency_errors_total{kind}`` when set (shedding is not).
+    dependency: str | None = None
 
     def __init__(self, message: str, *, retry_after: int = RETRY_AFTER_SECONDS) -> None:
         super().__init__(message)
@@ -171,7 +176,7 @@ def _resource_name(e: PaimonMetaError) -> str | None:
 def classify(e: BaseException) -> Answer:
     """The answer to an exception a request raised (any exception: driver errors included)."""
     if isinstance(e, OverloadedError):
-        return Answer(503, e.message, retry_after=e.retry_after)
+        return Answer(503, e.message, retry_after=e.retry_after, dependency=e.dependency)
     if isinstance(e, ServiceError):
         return Answer(e.status, e.message, e.resource_type, e.resource_name)
     if isinstance(e, NotFoundError):

@@ -159,6 +159,8 @@ class IdentityProviderUnavailableError(OverloadedError):
     """The issuer's keys could not be fetched and none usable are known: 503 with ``Retry-After``
     (a dependency is down; the token was not judged, so sending it again later is safe)."""
 
+    dependency = "oidc"
+
 
 @dataclass(frozen=True, slots=True)
 class Identity:

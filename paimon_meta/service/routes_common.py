@@ -44,12 +44,14 @@ ERRORS: Responses = {
         "(`Retry-After`)."
     ),
     502: _error(
-        "Storage refused the server's request (credentials, a missing bucket, permissions): an operator "
-        "must act; retrying does not help."
+        "Storage refused the server's request (credentials, a missing bucket, permissions), or STS "
+        "refused to vend credentials (the role's trust policy, the duration): an operator must act; "
+        "retrying does not help."
     ),
     503: {
         **_error(
-            "The metastore, the table's lock or storage is unavailable for now, or this replica is full: "
+            "The metastore, the table's lock, storage, STS or the identity provider is unavailable for "
+            "now, or this replica is full: "
             "retry after `Retry-After` seconds. Nothing was committed unless the route says its outcome "
             "can be unknown."
         ),
@@ -83,7 +85,10 @@ NO_BODY: Responses = {200: {"description": "Done (no body)."}}
 BEARER = Depends(
     HTTPBearer(
         auto_error=False,
-        description="A token of `paimon-meta principals create`: `Authorization: Bearer <token>`.",
+        description=(
+            "`Authorization: Bearer <token>`: a static token of `paimon-meta principals create` "
+            "(`pmt_...`) or, when the server runs with `--oidc-issuer`, a JWT of that issuer."
+        ),
     )
 )
 
