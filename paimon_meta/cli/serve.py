@@ -150,7 +150,8 @@ def register(commands: Commands) -> None:
 
 def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.catalog.metastore import ENV_WAREHOUSE
-    from paimon_meta.io.sts import StsSettings
+    from paimon_meta.errors import ValidationError
+    from paimon_meta.io.sts import VENDABLE_SCHEMES, StsSettings
     from paimon_meta.model.options import parse_duration_ms
     from paimon_meta.service.server import serve
     from paimon_meta.service.state import ServiceSettings
@@ -168,9 +169,16 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         if args.sts_role_arn
         else None
     )
+    warehouse = args.warehouse or os.environ.get(ENV_WAREHOUSE)
+    if sts is not None and not (warehouse or "").startswith(VENDABLE_SCHEMES):
+        raise ValidationError(
+            f"--sts-role-arn vends S3 credentials, but the warehouse {warehouse!r} is not on S3: drop the "
+            "flag (clients of a local warehouse need no credentials)",
+            option="sts-role-arn",
+        )
     settings = ServiceSettings(
         metastore_url=ctx.metastore_url(),
-        warehouse=args.warehouse or os.environ.get(ENV_WAREHOUSE),
+        warehouse=warehouse,
         options=ctx.options(),
         catalog_name=args.catalog_name,
         worker_threads=args.workers,

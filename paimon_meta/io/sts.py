@@ -30,6 +30,8 @@ from paimon_meta.io.policies import AccessLevel, actions_for, policy_json, table
 if TYPE_CHECKING:
     from mypy_boto3_sts import STSClient
 
+#: Locations whose credentials STS can vend.
+VENDABLE_SCHEMES = ("s3://", "s3a://")
 #: STS's limits on ``DurationSeconds`` (the role's own maximum may be lower: STS then refuses).
 MIN_DURATION_SECONDS = 900
 MAX_DURATION_SECONDS = 12 * 3600

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from paimon_meta.db.models import AccessLevel, Privilege
 from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.io.sts import VENDABLE_SCHEMES
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.auth import Require
@@ -21,8 +22,6 @@ from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, UNSUPPORTE
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
 READ = Depends(Require(Privilege.READ, "table"))
-#: Schemes whose credentials the service can vend.
-VENDABLE_SCHEMES = ("s3://", "s3a://")
 
 
 @router.get(

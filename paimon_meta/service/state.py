@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
-from paimon_meta.errors import TableNotFoundError
-from paimon_meta.io.sts import StsSettings
+from paimon_meta.errors import TableNotFoundError, ValidationError
+from paimon_meta.io.sts import VENDABLE_SCHEMES, StsSettings
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
@@ -234,6 +234,14 @@ class ServiceState:
         self.started = time.time()
         self.replica = f"{os.uname().nodename}:{os.getpid()}"
         engine = catalog.engine
+        if settings.sts is not None and not catalog.warehouse.startswith(VENDABLE_SCHEMES):
+            # /v1/config would tell clients to fetch credentials the token route cannot vend (pypaimon
+            # would then fail on every table): refuse to start instead.
+            raise ValidationError(
+                f"--sts-role-arn vends S3 credentials, but the warehouse {catalog.warehouse!r} is not on "
+                "S3: drop the flag (clients of a local warehouse need no credentials)",
+                option="sts-role-arn",
+            )
         self.vending = (
             CredentialVending(
                 settings.sts,

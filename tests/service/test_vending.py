@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -22,6 +25,7 @@ from sqlalchemy import text
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.errors import ValidationError
 from paimon_meta.io import get_file_io
 from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore.access_events import access_events
@@ -268,3 +272,34 @@ def test_a_vended_secret_is_never_logged_recorded_or_shown(
     assert vending is not None
     shown = repr(next(iter(vending._cache.values())))
     assert not any(secret in shown for secret in secrets)
+
+
+def test_vending_needs_a_warehouse_on_s3(clean_db: str, tmp_path: object) -> None:
+    catalog = paimon_meta.connect(clean_db, str(tmp_path), **FAST_LOCK)
+    try:
+        with pytest.raises(ValidationError, match="not on S3") as raised:
+            _service(catalog, StsSettings(role_arn=ROLE), {})
+        assert raised.value.fields["option"] == "sts-role-arn"
+    finally:
+        catalog.close()
+
+
+def test_serve_refuses_sts_on_a_local_warehouse(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "paimon_meta.cli",
+            "serve",
+            "--warehouse",
+            str(tmp_path),
+            "--sts-role-arn",
+            ROLE,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "--sts-role-arn" in done.stderr and "not on S3" in done.stderr
