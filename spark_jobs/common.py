@@ -8,12 +8,14 @@ Committing always happens on the driver, through the table the caller opened.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
+from paimon_meta.catalog.vended import DataToken, VendedFileIO
 from paimon_meta.errors import TableNotFoundError, UnsupportedError
 from paimon_meta.io import get_file_io
 from paimon_meta.table.snapshots import SchemaManager
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 #: FileIO options for executors: a map, or a callable giving the map to use *now* -- a job that vends
 #: storage credentials (``--service`` against a vending ``serve``) passes
-#: :attr:`spark_jobs.cli_args.OpenedTable.io_provider`, called again for each new set of tasks, so a
+#: :meth:`spark_jobs.cli_args.OpenedTable.fresh_io_options`, called again for each new set of tasks, so a
 #: long job never hands tasks credentials close to their expiry. Called on the driver only: never ship
 #: the callable (it holds the catalog's connection) to executors.
 IoOptions: TypeAlias = Mapping[str, str] | Callable[[], Mapping[str, str]]
@@ -43,18 +45,38 @@ def io_options_now(io_options: IoOptions | None) -> dict[str, str]:
 @dataclass(frozen=True, slots=True)
 class TableHandle:
     """Enough to reopen a table on an executor: ``path``, FileIO ``io_options`` (``s3.*``...) and the
-    table's dynamic ``table_options`` (layered over the schema's, as ``FileStoreTable(options=...)``)."""
+    table's dynamic ``table_options`` (layered over the schema's, as ``FileStoreTable(options=...)``).
+    When ``io_options`` hold credentials a commit service vended, ``expires_at_millis`` and
+    ``fetched_at`` say when they expire and when they were fetched (:meth:`stale`); else None."""
 
     path: str
-    io_options: Mapping[str, str] = field(default_factory=dict)
+    io_options: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     table_options: Mapping[str, str] = field(default_factory=dict)
+    expires_at_millis: int | None = None
+    fetched_at: float | None = None
 
     @staticmethod
     def of(table: FileStoreTable, io_options: IoOptions | None = None) -> TableHandle:
         """The handle of an open table for the set of tasks about to start. ``io_options`` are those the
         table was opened with (for a catalog table, ``catalog.file_io_options``; FileIO objects do not
         keep them), or a provider of them, asked now (vended credentials: see :data:`IoOptions`)."""
-        return TableHandle(table.path, io_options_now(io_options), dict(table.dynamic_options))
+        options = io_options_now(io_options)
+        expires, fetched = None, None
+        if isinstance(table.file_io, VendedFileIO):
+            # The provider just took its options from this FileIO's credentials (one per table and
+            # catalog): the same token, not a new fetch.
+            token = table.file_io.token()
+            expires, fetched = token.expires_at_millis, token.fetched_at
+        return TableHandle(table.path, options, dict(table.dynamic_options), expires, fetched)
+
+    def stale(self, now: float | None = None) -> bool:
+        """Whether the vended credentials in ``io_options`` are too close to their expiry for a task
+        starting now (as ``VendedFileIO`` decides it: less than an hour, or half their lifetime, left).
+        Never for a handle without vended credentials."""
+        if self.expires_at_millis is None:
+            return False
+        fetched = self.fetched_at if self.fetched_at is not None else time.time()
+        return DataToken({}, self.expires_at_millis, fetched).stale(now)
 
     def open(self) -> FileStoreTable:
         """The table at its latest schema, read-only (no committer): executors only write files."""

@@ -33,6 +33,7 @@ from spark_jobs.datasource.filters import PushedFilters, push
 from spark_jobs.datasource.target import (
     ReadAt,
     SourceOptions,
+    current_handle,
     open_target,
     read_at,
     read_builder,
@@ -119,7 +120,7 @@ class PaimonReader(DataSourceReader):
 
         if not isinstance(partition, SplitPartition):
             return  # Spark's stand-in InputPartition(None) when a scan plans no split
-        table = partition.handle.open()
+        table = current_handle(partition.handle, self.options).open()  # fresh credentials if stale
         read = read_builder(table, partition.at, partition.columns).new_read()
         # Exactly the Arrow schema Spark checks batches against (names, types, nullability).
         target = spark_to_arrow(self.read_schema, timezone="UTC")

@@ -50,6 +50,7 @@ from spark_jobs.datasource.target import (
     LATEST,
     SCAN_SNAPSHOT_ID,
     SourceOptions,
+    current_handle,
     open_target,
     read_builder,
 )
@@ -230,7 +231,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         if not isinstance(partition, DeltaPartition):
             return
-        table = partition.handle.open()
+        table = current_handle(partition.handle, self.options).open()  # fresh credentials if stale
         read = read_builder(table, LATEST, partition.columns).new_read()
         target = spark_to_arrow(self.read_schema, timezone="UTC")
         for batch in read.to_arrow_batches([partition.split]):

@@ -6,10 +6,18 @@ driver's own Python process: each call opens the catalog from the options, does 
 (no connection outlives a call; the workers are reused). The
 executors never open a catalog: they get a :class:`~spark_jobs.common.TableHandle` (the table's
 location and storage options) and read or write data files only.
+
+Through a commit service that vends storage credentials, a handle holds the vended ones, taken when the
+call that plans the tasks builds it (``partitions``, ``writer``; a stream reader's ``partitions`` for
+each micro-batch). A task that starts with them stale -- a streaming write's writer is built once per
+query start, and its tasks run for as long as the query -- fetches fresh ones from the service first
+(:func:`current_handle`; the executors hold the service's URL and token anyway, in the options). The
+checkpoint location is not the table's: vended credentials never open it (the storage options do).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +29,7 @@ from paimon_meta.table.option_policy import SCAN_TAG_NAME
 from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.cli_args import TOKEN_ENV, OpenedTable, open_service_table
-from spark_jobs.common import connect_catalog, parse_options
+from spark_jobs.common import TableHandle, connect_catalog, parse_options
 
 #: Options the data source reads itself; every other option is a storage/catalog option
 #: (``s3.endpoint``, ``s3.access-key``, ``lock.lease-seconds``, with ``service`` the client's
@@ -153,6 +161,26 @@ def open_target(opts: SourceOptions) -> OpenedTable:
     except BaseException:
         catalog.close()
         raise
+
+
+def current_handle(handle: TableHandle, opts: SourceOptions) -> TableHandle:
+    """``handle`` for a task starting now: itself, or -- its vended credentials stale, in a task that
+    started long after the driver built it (a streaming write's writer is built once per query start;
+    a late wave of tasks) -- the same handle on credentials fetched from the service now. Runs on
+    executors, which hold the service's URL and token anyway (in the source's options)."""
+    if opts.service is None or not handle.stale():
+        return handle
+    opened = open_target(opts)
+    try:
+        fresh = TableHandle.of(opened.table, opened.fresh_io_options)
+    finally:
+        opened.close()
+    return dataclasses.replace(
+        handle,
+        io_options=fresh.io_options,
+        expires_at_millis=fresh.expires_at_millis,
+        fetched_at=fresh.fetched_at,
+    )
 
 
 def _int_option(opts: Mapping[str, str], name: str) -> int | None:

@@ -60,7 +60,7 @@ from paimon_meta.table.write.overwrite import OverwriteSpec
 from spark_jobs.batch_write import commit_messages, resolve_overwrite
 from spark_jobs.common import TableHandle
 from spark_jobs.datasource.attempts import AttemptState, CommitAttempts
-from spark_jobs.datasource.target import SourceOptions, open_target
+from spark_jobs.datasource.target import SourceOptions, current_handle, open_target
 from spark_jobs.pipeline import (
     check_column_names,
     check_columns,
@@ -176,7 +176,8 @@ class PaimonWriter(DataSourceArrowWriter):
             tables: Iterator[pa.Table] = unpack(iterator)
         else:
             tables = (pa.Table.from_batches([b]) for b in iterator)
-        encoded = list(write_files(self.handle, self.commit_user, tables))
+        handle = current_handle(self.handle, self.options)  # fresh credentials if these are stale
+        encoded = list(write_files(handle, self.commit_user, tables))
         messages = tuple(bytes(m) for batch in encoded for m in batch.column("message").to_pylist())
         return PaimonCommitMessage(task, messages)
 

@@ -7,6 +7,7 @@ that says so. Without vending, the job's own options, as before. No Spark here (
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from paimon_meta.errors import FileIOError, StorageOptionsMissingError
 from spark_jobs import streaming_write
 from spark_jobs.cli_args import open_service_table, open_target, outside_table_storage
 from spark_jobs.common import TableHandle
-from spark_jobs.datasource.target import SourceOptions
+from spark_jobs.datasource.target import SourceOptions, current_handle
 from spark_jobs.datasource.target import open_target as open_source_target
 from tests.fixtures.s3 import MotoS3
 from tests.fixtures.service import ServiceProcess
@@ -73,6 +74,35 @@ def test_io_options_are_the_vended_ones_and_fetched_again_when_stale(rig: Vendin
         opened.close()
 
 
+@pytest.mark.postgres
+@pytest.mark.s3
+def test_a_data_source_task_on_stale_credentials_fetches_fresh_ones(rig: VendingRig) -> None:
+    with paimon_meta.connect_service(rig.server.base, rig.writer) as remote:
+        remote.create_table("shop.t", SCHEMA, partition_keys=["p"], options={"bucket": "1"})
+    opts = SourceOptions.parse({"path": "shop.t", "service": rig.server.base, "token": rig.writer})
+    opened = open_source_target(opts)
+    try:
+        handle = TableHandle.of(opened.table, opened.fresh_io_options)
+    finally:
+        opened.close()
+    assert handle.expires_at_millis is not None and not handle.stale()
+    vends = len(rig.events("etl"))
+    assert current_handle(handle, opts) is handle  # fresh enough: the task asks nothing
+    assert len(rig.events("etl")) == vends
+
+    # A task starting with ten minutes left (a streaming query's writer, built at its start, hours ago).
+    now = time.time()
+    old = dataclasses.replace(handle, expires_at_millis=int((now + 600) * 1000), fetched_at=now - 6 * 3600)
+    assert old.stale()
+    fresh = current_handle(old, opts)
+    assert not fresh.stale() and fresh.expires_at_millis is not None
+    assert fresh.expires_at_millis > int((now + 600) * 1000)
+    assert set(fresh.io_options) >= VENDED_KEYS and fresh.path == handle.path
+    assert len(rig.events("etl")) == vends + 1
+    # Not through a service: nothing to fetch from, the handle as it is.
+    assert current_handle(old, SourceOptions.parse({"path": "s3://b/wh/shop.db/t"})) is old
+
+
 def test_without_vending_io_options_are_the_jobs_own(tmp_path: Path) -> None:
     append_table(str(tmp_path / "wh"))
     location = str(tmp_path / "wh" / "db.db" / "t")
@@ -82,6 +112,8 @@ def test_without_vending_io_options_are_the_jobs_own(tmp_path: Path) -> None:
     assert opened.io_options == opened.options == {"s3.region": "eu-west-1"}
     source = open_source_target(SourceOptions.parse({"path": location, "s3.region": "eu-west-1"}))
     assert not source.vends and source.io_options == {"s3.region": "eu-west-1"}
+    handle = TableHandle.of(opened.table, opened.fresh_io_options)
+    assert handle.expires_at_millis is None and not handle.stale()
 
 
 def test_each_micro_batch_takes_the_options_of_its_moment(
