@@ -32,9 +32,10 @@ policy could pass here and fail on AWS, or the reverse). What moto 5.2 does inst
 7. An unsigned request is 403 AccessDenied. [HTTP 500: a KeyError on the missing header.]
 
 Every decision is appended to ``TRACE_FILE`` as a JSON line (``principal``, ``action``, ``resource``,
-``context``, ``allowed``): the tests read it to see exactly which calls a client made and which were
-refused. The child prints one JSON line (``endpoint``, the admin user's keys) once ready and exits when
-its stdin closes, so it cannot outlive the tests.
+``context``, ``allowed``, ``note``: why a check was made beyond the request's own): the tests read it to
+see exactly which calls a client made and which were refused. The child prints one JSON line
+(``endpoint``, the admin user's keys) once ready and exits when its stdin closes, so it cannot outlive
+the tests.
 
 The test side: :func:`start_iam_moto` and :class:`IamMoto`.
 """
