@@ -1,7 +1,10 @@
-"""``paimon-meta commits|events``: a table's commits, and the raw commit, lock and maintenance events.
+"""``paimon-meta commits|events``: a table's commits, and the raw commit, lock, maintenance and
+data-access events.
 
 Both also read through a commit service (``--metastore http(s)://``, rows from ``cli.remote``);
-``events`` there only of one table (``--table``), since the service's grants are per table.
+``events`` there only of one table (``--table``), since the service's grants are per table. The
+data-access log (``events --access``: who was vended storage credentials for which table) is read from
+the metastore only: the service serves no endpoint for it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 from paimon_meta.cli import render
 from paimon_meta.cli.args import Commands, positive
 from paimon_meta.cli.context import Context, Output
-from paimon_meta.errors import NotFoundError
+from paimon_meta.errors import NotFoundError, ValidationError
 
 _COMMIT_COLUMNS: list[render.Column] = [
     ("first_event_at", "started"),
@@ -50,6 +53,16 @@ _LOCK_EVENT_COLUMNS: list[render.Column] = [
     "reason",
     "previous_owner",
 ]
+_ACCESS_COLUMNS: list[render.Column] = [
+    ("event_id", "id"),
+    ("created_at", "at"),
+    "principal",
+    ("table_identifier", "table"),
+    "level",
+    ("expires_at", "expires"),
+    "cached",
+    ("session_name", "sts session"),
+]
 _MAINTENANCE_COLUMNS: list[render.Column] = [
     ("started_at", "started"),
     "table_identifier",
@@ -72,7 +85,8 @@ def register(commands: Commands) -> None:
     p = commands.add(
         "events",
         _events,
-        "raw commit events (lock events with --locks, maintenance runs with --maintenance)",
+        "raw commit events (lock events with --locks, maintenance runs with --maintenance, vended "
+        "storage credentials with --access)",
         remote=True,
     )
     p.add_argument("--table", metavar="TABLE", help="only this db.table")
@@ -82,6 +96,13 @@ def register(commands: Commands) -> None:
     kinds.add_argument(
         "--maintenance", action="store_true", help="expire / orphan-cleanup runs instead, one row a run"
     )
+    kinds.add_argument(
+        "--access",
+        action="store_true",
+        help="the data-access log instead: storage credentials the commit service vended, newest first "
+        "(needs the metastore database, not a service URL)",
+    )
+    p.add_argument("--principal", metavar="NAME", help="with --access: only credentials vended to NAME")
     p.add_argument("--limit", type=positive, default=100, help="latest N events (default 100)")
 
 
@@ -102,6 +123,13 @@ def _commits(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def _events(ctx: Context, args: argparse.Namespace) -> Output:
+    if args.principal is not None and not args.access:
+        raise ValidationError("--principal filters the data-access log: use it with --access")
+    if args.access and args.commit:
+        raise ValidationError("--commit filters commit events: the data-access log has no commits")
+    if args.access:
+        rows = _access_rows(ctx, args)
+        return Output(rows, render.table(rows, _ACCESS_COLUMNS))
     if args.maintenance:
         rows = _event_rows(ctx, args, "maintenance")
         return Output(rows, render.table(rows, _MAINTENANCE_COLUMNS))
@@ -141,3 +169,35 @@ def _event_rows(ctx: Context, args: argparse.Namespace, kind: str) -> list[dict[
             lock_id = cat.registry.lock_id(*split_identifier(args.table))
         return audit.lock_events(cat.engine, lock_id=lock_id, limit=args.limit)
     return audit.commit_events(cat.engine, table=args.table, commit_id=args.commit, limit=args.limit)
+
+
+def _access_rows(ctx: Context, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``events --access``: the data-access log (``paimon_meta.metastore.access_events``), newest first,
+    of one table (its current registration) and/or one principal."""
+    # The log is the operator's record of who could reach which table's files: only the database
+    # holds it, and no service endpoint serves it (a principal's token should not read others' grants).
+    ctx.require_database("events --access")
+    from paimon_meta.metastore.access_events import access_events
+    from paimon_meta.model.identifier import split_identifier
+
+    cat = ctx.catalog()
+    table_id = None
+    if args.table:
+        table_id = cat.registry.get_table_row(*split_identifier(args.table)).table_id
+    events = access_events(cat.engine, table_id=table_id, principal=args.principal, limit=args.limit)
+    return [
+        {
+            "event_id": e.event_id,
+            "created_at": e.created_at,
+            "event_type": e.event_type,
+            "principal": e.principal,
+            "table_identifier": e.table_identifier,
+            "level": e.level,
+            "actions": e.actions,
+            "expires_at": e.expires_at,
+            "cached": e.payload.get("cached"),
+            "session_name": e.payload.get("session_name"),
+            "payload": e.payload,
+        }
+        for e in events
+    ]
