@@ -44,12 +44,22 @@ ENV_OPTIONS = "PAIMON_META_OPTIONS"
 ENV_TOKEN = "PAIMON_META_TOKEN"  # as spark_jobs' --service/--token
 
 #: The commands that work with ``--metastore http(s)://...`` (read-only; ``tags`` only lists there).
-REMOTE_COMMANDS = ("tables", "snapshots", "read", "commits", "events --table", "tags (listing)")
+REMOTE_COMMANDS = (
+    "tables",
+    "snapshots",
+    "read",
+    "commits",
+    "events --table",
+    "tags (listing)",
+    "credentials",
+)
 #: Where to look instead, for read-only commands a service does not answer.
 _SERVICE_HINTS = {
     "db current": "the service's GET /readyz says whether it is ready (its log says why not)",
     "metrics": "scrape the service's GET /metrics with an admin token",
     "locks list": "a table's lock history: `paimon-meta events --table DB.T --locks`",
+    "events --access": "the data-access log is the metastore's (paimon_access_events); a service serves "
+    "no route for it",
 }
 
 EPILOG = (

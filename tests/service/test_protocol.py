@@ -39,7 +39,13 @@ def _error(response: Any, status: int) -> dict[str, Any]:
 
 def test_config_prefix_and_overrides(service_client: TestClient, admin: dict[str, str]) -> None:
     r = service_client.get("/v1/config", params={"warehouse": "paimon"}, headers=admin)
-    assert r.json() == {"defaults": {"prefix": "paimon"}, "overrides": {"data-token.enabled": "false"}}
+    assert r.json() == {
+        "defaults": {
+            "prefix": "paimon",
+            "paimon-meta.storage-credentials": "off: clients use their own storage options",
+        },
+        "overrides": {"data-token.enabled": "false"},
+    }
     # pypaimon 2.1.0 encodes the warehouse twice: "paimon" is unchanged, but a name with a space is not
     twice = urllib.parse.quote_plus(urllib.parse.quote_plus("paimon"))
     assert service_client.get(f"/v1/config?warehouse={twice}", headers=admin).status_code == 200
