@@ -94,7 +94,11 @@ def bench_route(base: str, token: str, tables: Sequence[str]) -> dict[str, dict[
 
 
 def bench_clients(
-    base: str, tokens: Sequence[str], tables: int, commits: int, options: dict[str, str] | None = None
+    base: str,
+    tokens: Sequence[str],
+    tables: Sequence[str],
+    commits: int,
+    options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     errors: list[str] = []
     latencies: list[float] = []
@@ -104,7 +108,7 @@ def bench_clients(
         try:
             # Vending: no storage options at all; else the client's own keys (``options``).
             with connect_service(base, tokens[i], **(options or {})) as remote:
-                table = remote.get_table(f"bench.c{i % tables}")
+                table = remote.get_table(tables[i % len(tables)])
                 for n in range(commits):
                     started = time.perf_counter()
                     wb = table.new_batch_write_builder()
@@ -167,8 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 catalog.create_database("bench")
                 for i in range(args.tables):
                     catalog.create_table(f"bench.t{i}", SCHEMA, options={"bucket": "1"})
-                for i in range(args.client_tables):
-                    catalog.create_table(f"bench.c{i}", SCHEMA, options={"bucket": "1"})
+                # Fresh tables per mode: both start from empty tables, side by side.
+                own = [f"bench.own{i}" for i in range(args.client_tables)]
+                vended = [f"bench.vended{i}" for i in range(args.client_tables)]
+                for name in own + vended:
+                    catalog.create_table(name, SCHEMA, options={"bucket": "1"})
                 admin = make_principal(catalog, "bench-admin", [("admin", None, None)])
                 tokens = [
                     make_principal(catalog, f"client-{i}", [("write", "bench", None)])
@@ -179,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 plain = [a for k, v in options.items() for a in ("-o", f"{k}={v}")]
                 with servers(url, warehouse, Path(tmp), 1, extra=plain) as [server]:
                     results["clients_own_keys"] = bench_clients(
-                        server.uri, tokens, args.client_tables, args.commits, options
+                        server.uri, tokens, own, args.commits, options
                     )
                     print(f"{args.clients} clients, own keys: {results['clients_own_keys']}  [{load()}]")
                 with servers(url, warehouse, Path(tmp), 1, extra=extra) as [server]:
@@ -187,11 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         server.uri, admin, [f"t{i}" for i in range(args.tables)]
                     )
                     print(f"GET .../token: {results['token_route']}  [{load()}]", flush=True)
-                    results["clients"] = bench_clients(server.uri, tokens, args.client_tables, args.commits)
+                    results["clients"] = bench_clients(server.uri, tokens, vended, args.commits)
                 events = [
                     e
                     for e in access_events(catalog.engine, limit=1_000_000)
-                    if e.principal.startswith("client-")
+                    if e.principal.startswith("client-") and e.table_identifier in vended
                 ]
                 per_pair = Counter((e.principal, e.table_identifier) for e in events)
                 results["clients"].update(
