@@ -22,7 +22,7 @@ from paimon_meta.metastore.access_events import CredentialsVended, append_vended
 from paimon_meta.table.tags import TagManager
 from tests.fixtures.s3 import MotoS3
 from tests.fixtures.service import ServiceProcess
-from tests.spark.vended_rig import VendingRig, vending_rig
+from tests.fixtures.vending import VendingRig, vending_rig
 
 pytestmark = pytest.mark.postgres
 

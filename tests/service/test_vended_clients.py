@@ -12,22 +12,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-import paimon_meta
 from paimon_meta.catalog.rest import connect_service
 from paimon_meta.catalog.vended import VendedFileIO
 from paimon_meta.errors import AccessDeniedError
-from paimon_meta.metastore.access_events import StoredAccessEvent, access_events
 from paimon_meta.table.table import FileStoreTable
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.s3 import MotoS3
-from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
+from tests.fixtures.service import ServiceProcess
+from tests.fixtures.vending import VendingRig, vending_rig
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.interop]
 
@@ -39,48 +37,16 @@ def _read(table: FileStoreTable) -> pa.Table:
     return rb.new_read().to_arrow(rb.new_scan().plan().splits())
 
 
-@dataclass
-class Rig:
-    db: str
-    bucket: str
-    moto: MotoS3
-    server: ServiceProcess
-    writer: str
-    reader: str
-
-    def events(self, principal: str) -> list[StoredAccessEvent]:
-        catalog = paimon_meta.connect(self.db, f"s3://{self.bucket}/warehouse", **self.moto.options())
-        try:
-            return access_events(catalog.engine, principal=principal, limit=1000)
-        finally:
-            catalog.close()
-
-    def keys(self, prefix: str) -> list[str]:
-        page = self.moto.client().list_objects_v2(Bucket=self.bucket, Prefix=prefix)
-        return [o["Key"] for o in page.get("Contents", [])]
-
-
 @pytest.fixture
 def rig(
-    service_processes: list[ServiceProcess], clean_db: str, moto_server: MotoS3, tmp_path: Path
-) -> Iterator[Rig]:
-    bucket = moto_server.create_bucket()
-    warehouse = f"s3://{bucket}/warehouse"
-    catalog = paimon_meta.connect(clean_db, warehouse, **moto_server.options(), **FAST_LOCK)
-    try:
-        writer = make_principal(catalog, "etl", [("admin", "shop", None)])
-        catalog.create_database("shop")
-        reader = make_principal(catalog, "analyst", [("read", "shop", None)])
-    finally:
-        catalog.close()
-    options = [arg for k, v in moto_server.options().items() for arg in ("-o", f"{k}={v}")]
-    server = spawn_service(
-        service_processes, clean_db, warehouse, tmp_path, args=["--sts-role-arn", ROLE, *options]
-    )
-    try:
-        yield Rig(clean_db, bucket, moto_server, server, writer, reader)
-    finally:
-        moto_server.drop_bucket(bucket)
+    service_processes: list[ServiceProcess],
+    clean_db: str,
+    moto_server: MotoS3,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[VendingRig]:
+    with vending_rig(service_processes, clean_db, moto_server, tmp_path, monkeypatch) as running:
+        yield running
 
 
 #: argv: uri token. pypaimon with NO storage options: creates shop.t, commits 3 batches, reads them.
@@ -98,7 +64,8 @@ table = cat.get_table("shop.t")
 for b in range(3):
     wb = table.new_batch_write_builder()
     w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(pa.Table.from_pylist([{"id": b * 10 + i, "v": f"{b}-{i}"} for i in range(4)], schema=schema))
+    rows = [{"id": b * 10 + i, "v": f"{b}-{i}"} for i in range(4)]
+    w.write_arrow(pa.Table.from_pylist(rows, schema=schema))
     c.commit(w.prepare_commit())
     w.close(); c.close()
 rb = table.new_read_builder()
@@ -131,7 +98,7 @@ print(json.dumps({"rows": len(rows), "refused": refused}))
 
 
 def test_pypaimon_with_no_storage_keys_writes_and_reads_through_vended_credentials(
-    rig: Rig, pypaimon_python: Path
+    rig: VendingRig, pypaimon_python: Path
 ) -> None:
     out: dict[str, Any] = run_pypaimon(
         PYPAIMON_WRITE, rig.server.base, rig.writer, python=pypaimon_python, timeout=300
@@ -163,7 +130,7 @@ def test_pypaimon_with_no_storage_keys_writes_and_reads_through_vended_credentia
         assert _read(remote.get_table("shop.t")).num_rows == 12
 
 
-def test_connect_service_with_no_storage_keys_uses_vended_credentials(rig: Rig) -> None:
+def test_connect_service_with_no_storage_keys_uses_vended_credentials(rig: VendingRig) -> None:
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
     with connect_service(rig.server.base, rig.writer) as remote:
         assert remote.client.data_token_enabled

@@ -25,8 +25,8 @@ from spark_jobs.datasource.target import SourceOptions, current_handle
 from spark_jobs.datasource.target import open_target as open_source_target
 from tests.fixtures.s3 import MotoS3
 from tests.fixtures.service import ServiceProcess
+from tests.fixtures.vending import VendingRig, vending_rig
 from tests.spark.helpers import SCHEMA, append_table
-from tests.spark.vended_rig import VendingRig, vending_rig
 
 VENDED_KEYS = {"s3.access-key", "s3.secret-key", "s3.session-token"}
 

@@ -18,8 +18,8 @@ from paimon_meta.catalog.vended import VendedFileIO
 from spark_jobs import batch_write
 from tests.fixtures.s3 import MotoS3
 from tests.fixtures.service import ServiceProcess
+from tests.fixtures.vending import VendingRig, vending_rig
 from tests.spark.helpers import SCHEMA, live_files, read_rows
-from tests.spark.vended_rig import VendingRig, vending_rig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
