@@ -62,6 +62,8 @@ def upgrade() -> None:
     )
     op.create_index("ix_paimon_access_events_table", TABLE, ["table_id", "event_id"])
     op.create_index("ix_paimon_access_events_principal", TABLE, ["principal", "event_id"])
+    # By name too: a dropped table's history is still audited by the name it had.
+    op.create_index("ix_paimon_access_events_identifier", TABLE, ["table_identifier", "event_id"])
     op.execute(
         f"CREATE TRIGGER trg_{TABLE}_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {TABLE} "
         "FOR EACH STATEMENT EXECUTE FUNCTION paimon_reject_event_mutation()"

@@ -173,7 +173,7 @@ def _event_rows(ctx: Context, args: argparse.Namespace, kind: str) -> list[dict[
 
 def _access_rows(ctx: Context, args: argparse.Namespace) -> list[dict[str, Any]]:
     """``events --access``: the data-access log (``paimon_meta.metastore.access_events``), newest first,
-    of one table (its current registration) and/or one principal."""
+    of one table (by name: a dropped table's history too) and/or one principal."""
     # The log is the operator's record of who could reach which table's files: only the database
     # holds it, and no service endpoint serves it (a principal's token should not read others' grants).
     ctx.require_database("events --access")
@@ -181,10 +181,10 @@ def _access_rows(ctx: Context, args: argparse.Namespace) -> list[dict[str, Any]]
     from paimon_meta.model.identifier import split_identifier
 
     cat = ctx.catalog()
-    table_id = None
-    if args.table:
-        table_id = cat.registry.get_table_row(*split_identifier(args.table)).table_id
-    events = access_events(cat.engine, table_id=table_id, principal=args.principal, limit=args.limit)
+    identifier = ".".join(split_identifier(args.table)) if args.table else None
+    events = access_events(
+        cat.engine, table_identifier=identifier, principal=args.principal, limit=args.limit
+    )
     return [
         {
             "event_id": e.event_id,

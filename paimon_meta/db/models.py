@@ -383,6 +383,7 @@ class AccessEventRecord(Base):
         CheckConstraint(_in_list("access_level", AccessLevel), name="access_level"),
         Index("ix_paimon_access_events_table", "table_id", "event_id"),
         Index("ix_paimon_access_events_principal", "principal", "event_id"),
+        Index("ix_paimon_access_events_identifier", "table_identifier", "event_id"),
     )
 
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)

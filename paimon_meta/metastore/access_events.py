@@ -58,13 +58,21 @@ def append_vended(engine: Engine, event: CredentialsVended) -> int:
 
 
 def access_events(
-    engine: Engine, *, table_id: int | None = None, principal: str | None = None, limit: int = 100
+    engine: Engine,
+    *,
+    table_id: int | None = None,
+    table_identifier: str | None = None,
+    principal: str | None = None,
+    limit: int = 100,
 ) -> list[StoredAccessEvent]:
-    """The newest ``limit`` events, newest first, of one table and/or one principal."""
+    """The newest ``limit`` events, newest first, of one table (by id, or by its ``db.table`` name,
+    which reaches a dropped table's history too) and/or one principal."""
     r = AccessEventRecord
     query = select(r.__table__).order_by(r.event_id.desc()).limit(limit)
     if table_id is not None:
         query = query.where(r.table_id == table_id)
+    if table_identifier is not None:
+        query = query.where(r.table_identifier == table_identifier)
     if principal is not None:
         query = query.where(r.principal == principal)
     with engine.connect() as conn:
