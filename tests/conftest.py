@@ -11,4 +11,5 @@ pytest_plugins = [
     "tests.fixtures.interop_tables",
     "tests.fixtures.oidc",
     "tests.fixtures.tls",
+    "tests.fixtures.vending",
 ]

@@ -7,7 +7,6 @@ work with no ``-o s3.*``; ``credentials`` shows what the service vends (secrets 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,26 +19,11 @@ from paimon_meta.cli import main
 from paimon_meta.db.models import AccessLevel
 from paimon_meta.metastore.access_events import CredentialsVended, append_vended
 from paimon_meta.table.tags import TagManager
-from tests.fixtures.s3 import MotoS3
-from tests.fixtures.service import ServiceProcess
-from tests.fixtures.vending import VendingRig, vending_rig
+from tests.fixtures.vending import VendingRig
 
 pytestmark = pytest.mark.postgres
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
-
-
-@pytest.fixture
-def rig(
-    service_processes: list[ServiceProcess],
-    clean_db: str,
-    moto_server: MotoS3,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[VendingRig]:
-    monkeypatch.delenv("PAIMON_META_OPTIONS", raising=False)  # no storage options from the environment
-    with vending_rig(service_processes, clean_db, moto_server, tmp_path, monkeypatch) as running:
-        yield running
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -50,9 +34,9 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 @pytest.mark.s3
 def test_commands_over_a_vending_service_need_no_storage_options(
-    rig: VendingRig, capsys: pytest.CaptureFixture[str]
+    vending: VendingRig, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with paimon_meta.connect_service(rig.server.base, rig.writer) as remote:
+    with paimon_meta.connect_service(vending.server.base, vending.writer) as remote:
         table = remote.create_table("shop.t", SCHEMA, options={"bucket": "1"})
         for n in range(2):
             wb = table.new_batch_write_builder()
@@ -63,9 +47,9 @@ def test_commands_over_a_vending_service_need_no_storage_options(
         latest = table.snapshot_manager.latest_snapshot()
         assert latest is not None
         TagManager(table.file_io, table.path).create("v1", latest)
-    before = len(rig.events("analyst"))
+    before = len(vending.events("analyst"))
 
-    service = ["--metastore", rig.server.base, "--token", rig.reader]  # and no -o at all
+    service = ["--metastore", vending.server.base, "--token", vending.reader]  # and no -o at all
     code, out, err = _run(capsys, *service, "snapshots", "shop.t", "--json")
     assert code == 0, err
     assert [s["snapshot_id"] for s in json.loads(out)] == [1, 2]
@@ -76,24 +60,24 @@ def test_commands_over_a_vending_service_need_no_storage_options(
     assert code == 0, err
     assert json.loads(out) == [{"tag": "v1", "snapshot_id": 2}]
     # Each command fetched the reader's credentials for the table (one process-local catalog each).
-    fetched = rig.events("analyst")[: len(rig.events("analyst")) - before]
+    fetched = vending.events("analyst")[: len(vending.events("analyst")) - before]
     assert len(fetched) == 3 and all(e.level == "read" and e.table_identifier == "shop.t" for e in fetched)
 
 
 @pytest.mark.s3
 def test_credentials_show_expiry_level_and_keys_and_secrets_only_on_request(
-    rig: VendingRig, capsys: pytest.CaptureFixture[str]
+    vending: VendingRig, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with paimon_meta.connect_service(rig.server.base, rig.writer) as remote:
+    with paimon_meta.connect_service(vending.server.base, vending.writer) as remote:
         remote.create_table("shop.t", SCHEMA, options={"bucket": "1"})
         # The service hands the same principal the same credentials while half their life is left.
         secret = remote.data_token("shop.t").options["s3.secret-key"]
-    writer = ["--metastore", rig.server.base, "--token", rig.writer]
+    writer = ["--metastore", vending.server.base, "--token", vending.writer]
 
     code, out, err = _run(capsys, *writer, "credentials", "shop.t")
     assert code == 0, err
     assert secret not in out and "s3.secret-key" in out and "(secret: --show-secrets)" in out
-    assert rig.moto.endpoint in out  # not a secret: shown
+    assert vending.moto.endpoint in out  # not a secret: shown
     code, out, err = _run(capsys, *writer, "credentials", "shop.t", "--json")
     assert code == 0, err
     data: dict[str, Any] = json.loads(out)
@@ -113,15 +97,15 @@ def test_credentials_show_expiry_level_and_keys_and_secrets_only_on_request(
     assert exports["AWS_SECRET_ACCESS_KEY"].strip("'") == secret
     assert {"AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"} <= set(exports)
 
-    reader = ["--metastore", rig.server.base, "--token", rig.reader]
+    reader = ["--metastore", vending.server.base, "--token", vending.reader]
     code, out, err = _run(capsys, *reader, "credentials", "shop.t", "--access", "read", "--json")
     assert code == 0, err
     assert json.loads(out)["level"] == "read"
     code, out, err = _run(capsys, *reader, "credentials", "shop.t", "--access", "write")
     assert code == 4 and "no write grant" in err
-    assert [e.level for e in rig.events("analyst")] == ["read"]  # the refused one vended nothing
+    assert [e.level for e in vending.events("analyst")] == ["read"]  # the refused one vended nothing
     # Over the database there is nothing to vend: said plainly.
-    code, out, err = _run(capsys, "--metastore", rig.db, "credentials", "shop.t")
+    code, out, err = _run(capsys, "--metastore", vending.db, "credentials", "shop.t")
     assert code == 2 and "commit service" in err
 
 

@@ -11,7 +11,6 @@ the same policy documents enforced through a role (tests/io/test_policies.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,7 @@ from paimon_meta.catalog.vended import VendedFileIO
 from paimon_meta.errors import AccessDeniedError
 from paimon_meta.table.table import FileStoreTable
 from tests.fixtures.interop import run_pypaimon
-from tests.fixtures.s3 import MotoS3
-from tests.fixtures.service import ServiceProcess
-from tests.fixtures.vending import VendingRig, vending_rig
+from tests.fixtures.vending import VendingRig
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.interop]
 
@@ -35,18 +32,6 @@ ROLE = "arn:aws:iam::123456789012:role/paimon-vending"
 def _read(table: FileStoreTable) -> pa.Table:
     rb = table.new_read_builder()
     return rb.new_read().to_arrow(rb.new_scan().plan().splits())
-
-
-@pytest.fixture
-def rig(
-    service_processes: list[ServiceProcess],
-    clean_db: str,
-    moto_server: MotoS3,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[VendingRig]:
-    with vending_rig(service_processes, clean_db, moto_server, tmp_path, monkeypatch) as running:
-        yield running
 
 
 #: argv: uri token. pypaimon with NO storage options: creates shop.t, commits 3 batches, reads them.
@@ -98,41 +83,41 @@ print(json.dumps({"rows": len(rows), "refused": refused}))
 
 
 def test_pypaimon_with_no_storage_keys_writes_and_reads_through_vended_credentials(
-    rig: VendingRig, pypaimon_python: Path
+    vending: VendingRig, pypaimon_python: Path
 ) -> None:
     out: dict[str, Any] = run_pypaimon(
-        PYPAIMON_WRITE, rig.server.base, rig.writer, python=pypaimon_python, timeout=300
+        PYPAIMON_WRITE, vending.server.base, vending.writer, python=pypaimon_python, timeout=300
     )
     assert sorted(r["id"] for r in out["rows"]) == [b * 10 + i for b in range(3) for i in range(4)]
     # The client was given no storage option; the server's config turned data tokens on.
     assert not [k for k in out["options"] if k.startswith(("s3.", "fs.s3."))]
-    assert rig.keys("warehouse/shop.db/t/bucket-")  # its data files are in the bucket
+    assert vending.keys("warehouse/shop.db/t/bucket-")  # its data files are in the bucket
     # Vended once for the table (pypaimon caches per identifier until an hour before expiry), not per
     # commit: 3 commits, a read, one STS session.
-    events = rig.events("etl")
+    events = vending.events("etl")
     assert events and all(e.table_identifier == "shop.t" and e.level == "write" for e in events)
     assert [e.payload["cached"] for e in events].count(False) == 1
     assert len(events) <= 2, [e.payload for e in events]
 
     read: dict[str, Any] = run_pypaimon(
-        PYPAIMON_READ_THEN_WRITE, rig.server.base, rig.reader, python=pypaimon_python, timeout=300
+        PYPAIMON_READ_THEN_WRITE, vending.server.base, vending.reader, python=pypaimon_python, timeout=300
     )
     assert read["rows"] == 12
     # pypaimon 2.1.0 retries a refused commit as if it conflicted, then raises ("Commit failed ...
     # commit conflicts"): the service answered each attempt 403 (logged with the principal).
     assert read["refused"] is not None
-    refusals = [line for line in rig.server.log_tail(400).splitlines() if "/commit" in line]
+    refusals = [line for line in vending.server.log_tail(400).splitlines() if "/commit" in line]
     assert refusals and all("forbidden" in line and "analyst" in line for line in refusals), refusals
-    [vend] = rig.events("analyst")
+    [vend] = vending.events("analyst")
     assert vend.level == "read" and "s3:PutObject" not in vend.actions
     # Still 12 rows: the reader's commit did not land.
-    with connect_service(rig.server.base, rig.writer) as remote:
+    with connect_service(vending.server.base, vending.writer) as remote:
         assert _read(remote.get_table("shop.t")).num_rows == 12
 
 
-def test_connect_service_with_no_storage_keys_uses_vended_credentials(rig: VendingRig) -> None:
+def test_connect_service_with_no_storage_keys_uses_vended_credentials(vending: VendingRig) -> None:
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
-    with connect_service(rig.server.base, rig.writer) as remote:
+    with connect_service(vending.server.base, vending.writer) as remote:
         assert remote.client.data_token_enabled
         table = remote.create_table("shop.ours", schema, options={"bucket": "1"})
         assert isinstance(table.file_io, VendedFileIO)
@@ -147,12 +132,12 @@ def test_connect_service_with_no_storage_keys_uses_vended_credentials(rig: Vendi
         options = remote.table_io_options("shop.ours")
         assert {"s3.access-key", "s3.secret-key", "s3.session-token", "s3.endpoint"} <= set(options)
         assert table.file_io.fetches == 1
-    events = rig.events("etl")
+    events = vending.events("etl")
     assert [e.table_identifier for e in events] == ["shop.ours"]  # one fetch for 4 commits and reads
 
-    with connect_service(rig.server.base, rig.reader) as remote:
+    with connect_service(vending.server.base, vending.reader) as remote:
         assert _read(remote.get_table("shop.ours")).num_rows == 4
         with pytest.raises(AccessDeniedError, match="no write grant"):
             remote.data_token("shop.ours", access="write")
         assert json.dumps(remote.data_token("shop.ours").keys)  # read credentials, by the grant
-    assert [e.level for e in rig.events("analyst")] == ["read", "read"]
+    assert [e.level for e in vending.events("analyst")] == ["read", "read"]

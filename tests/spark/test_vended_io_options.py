@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,38 +23,25 @@ from spark_jobs.common import TableHandle
 from spark_jobs.datasource.target import SourceOptions, current_handle
 from spark_jobs.datasource.target import open_target as open_source_target
 from tests.fixtures.s3 import MotoS3
-from tests.fixtures.service import ServiceProcess
-from tests.fixtures.vending import VendingRig, vending_rig
+from tests.fixtures.vending import VendingRig
 from tests.spark.helpers import SCHEMA, append_table
 
 VENDED_KEYS = {"s3.access-key", "s3.secret-key", "s3.session-token"}
 
 
-@pytest.fixture
-def rig(
-    service_processes: list[ServiceProcess],
-    clean_db: str,
-    moto_server: MotoS3,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[VendingRig]:
-    with vending_rig(service_processes, clean_db, moto_server, tmp_path, monkeypatch) as running:
-        yield running
-
-
 @pytest.mark.postgres
 @pytest.mark.s3
-def test_io_options_are_the_vended_ones_and_fetched_again_when_stale(rig: VendingRig) -> None:
-    with paimon_meta.connect_service(rig.server.base, rig.writer) as remote:
+def test_io_options_are_the_vended_ones_and_fetched_again_when_stale(vending: VendingRig) -> None:
+    with paimon_meta.connect_service(vending.server.base, vending.writer) as remote:
         remote.create_table("shop.t", SCHEMA, partition_keys=["p"], options={"bucket": "1"})
 
-    opened = open_service_table(rig.server.base, rig.writer, "shop.t", {})
+    opened = open_service_table(vending.server.base, vending.writer, "shop.t", {})
     try:
         assert opened.vends and opened.options == {}  # the job's own options: no keys
         io = opened.table.file_io
         assert isinstance(io, VendedFileIO)
         first = opened.io_options
-        assert set(first) >= VENDED_KEYS and first["s3.endpoint"] == rig.moto.endpoint
+        assert set(first) >= VENDED_KEYS and first["s3.endpoint"] == vending.moto.endpoint
         assert TableHandle.of(opened.table, opened.fresh_io_options).io_options == first
         fetches = io.fetches
         assert opened.io_options == first and io.fetches == fetches  # fresh enough: no new fetch
@@ -64,10 +50,10 @@ def test_io_options_are_the_vended_ones_and_fetched_again_when_stale(rig: Vendin
         token = io.token()
         now = time.time()
         io._token = DataToken(token.options, int((now + 600) * 1000), now - 6 * 3600 + 600)
-        vends = len(rig.events("etl"))
+        vends = len(vending.events("etl"))
         again = opened.io_options
         assert io.fetches == fetches + 1
-        assert len(rig.events("etl")) == vends + 1  # one more GET .../token, in the access log
+        assert len(vending.events("etl")) == vends + 1  # one more GET .../token, in the access log
         assert set(again) >= VENDED_KEYS
         assert not io.token().stale()
     finally:
@@ -76,19 +62,19 @@ def test_io_options_are_the_vended_ones_and_fetched_again_when_stale(rig: Vendin
 
 @pytest.mark.postgres
 @pytest.mark.s3
-def test_a_data_source_task_on_stale_credentials_fetches_fresh_ones(rig: VendingRig) -> None:
-    with paimon_meta.connect_service(rig.server.base, rig.writer) as remote:
+def test_a_data_source_task_on_stale_credentials_fetches_fresh_ones(vending: VendingRig) -> None:
+    with paimon_meta.connect_service(vending.server.base, vending.writer) as remote:
         remote.create_table("shop.t", SCHEMA, partition_keys=["p"], options={"bucket": "1"})
-    opts = SourceOptions.parse({"path": "shop.t", "service": rig.server.base, "token": rig.writer})
+    opts = SourceOptions.parse({"path": "shop.t", "service": vending.server.base, "token": vending.writer})
     opened = open_source_target(opts)
     try:
         handle = TableHandle.of(opened.table, opened.fresh_io_options)
     finally:
         opened.close()
     assert handle.expires_at_millis is not None and not handle.stale()
-    vends = len(rig.events("etl"))
+    vends = len(vending.events("etl"))
     assert current_handle(handle, opts) is handle  # fresh enough: the task asks nothing
-    assert len(rig.events("etl")) == vends
+    assert len(vending.events("etl")) == vends
 
     # A task starting with ten minutes left (a streaming query's writer, built at its start, hours ago).
     now = time.time()
@@ -98,7 +84,7 @@ def test_a_data_source_task_on_stale_credentials_fetches_fresh_ones(rig: Vending
     assert not fresh.stale() and fresh.expires_at_millis is not None
     assert fresh.expires_at_millis > int((now + 600) * 1000)
     assert set(fresh.io_options) >= VENDED_KEYS and fresh.path == handle.path
-    assert len(rig.events("etl")) == vends + 1
+    assert len(vending.events("etl")) == vends + 1
     # Not through a service: nothing to fetch from, the handle as it is.
     assert current_handle(old, SourceOptions.parse({"path": "s3://b/wh/shop.db/t"})) is old
 

@@ -6,8 +6,6 @@ to. Cheaper checks of the same paths (refresh, micro-batches, checkpoints): test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,9 +14,7 @@ import paimon_meta
 import spark_jobs
 from paimon_meta.catalog.vended import VendedFileIO
 from spark_jobs import batch_write
-from tests.fixtures.s3 import MotoS3
-from tests.fixtures.service import ServiceProcess
-from tests.fixtures.vending import VendingRig, vending_rig
+from tests.fixtures.vending import VendingRig
 from tests.spark.helpers import SCHEMA, live_files, read_rows
 
 if TYPE_CHECKING:
@@ -27,32 +23,20 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.s3]
 
 
-@pytest.fixture
-def rig(
-    service_processes: list[ServiceProcess],
-    clean_db: str,
-    moto_server: MotoS3,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[VendingRig]:
-    with vending_rig(service_processes, clean_db, moto_server, tmp_path, monkeypatch) as running:
-        yield running
-
-
 def test_batch_job_writes_and_the_data_source_reads_with_vended_credentials_only(
-    spark: SparkSession, rig: VendingRig, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, vending: VendingRig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PAIMON_META_URL", raising=False)  # nor the database
-    with paimon_meta.connect_service(rig.server.base, rig.writer) as remote:
+    with paimon_meta.connect_service(vending.server.base, vending.writer) as remote:
         table = remote.create_table("shop.t", SCHEMA, partition_keys=["p"], options={"bucket": "2"})
         assert isinstance(table.file_io, VendedFileIO)
-    before = len(rig.events("etl"))
+    before = len(vending.events("etl"))
 
     # No --option at all: the executors' FileIO gets the vended keys or nothing.
-    job = ["--table", "shop.t", "--service", rig.server.base, "--token", rig.writer]
+    job = ["--table", "shop.t", "--service", vending.server.base, "--token", vending.writer]
     assert batch_write.main([*job, "--generate", "300"]) == 0
 
-    with paimon_meta.connect_service(rig.server.base, rig.writer) as remote:
+    with paimon_meta.connect_service(vending.server.base, vending.writer) as remote:
         written = remote.get_table("shop.t")
         assert [c["commitKind"] for c in remote.commits("shop.t")] == ["APPEND"]
         rows = read_rows(written)
@@ -60,16 +44,16 @@ def test_batch_job_writes_and_the_data_source_reads_with_vended_credentials_only
     assert sorted(r["id"] for r in rows) == list(range(300))  # every row, once
     # Landed once: the bucket holds exactly the files the one snapshot references (no task attempt's
     # leftovers, nothing written twice).
-    in_bucket = {key.rsplit("/", 1)[1] for key in rig.keys("warehouse/shop.db/t/p=")}
+    in_bucket = {key.rsplit("/", 1)[1] for key in vending.keys("warehouse/shop.db/t/p=")}
     assert in_bucket == files
-    vends = rig.events("etl")[: len(rig.events("etl")) - before]  # the job's, newest first
+    vends = vending.events("etl")[: len(vending.events("etl")) - before]  # the job's, newest first
     assert vends and all(e.table_identifier == "shop.t" and e.level == "write" for e in vends)
 
     # A reader reads through the data source: its executors get read-only credentials.
     spark_jobs.register(spark)
-    options = {"service": rig.server.base, "token": rig.reader}
+    options = {"service": vending.server.base, "token": vending.reader}
     df = spark.read.format("paimon_meta").options(**options).load("shop.t")
     assert sorted(r["id"] for r in df.select("id").collect()) == list(range(300))
-    reads = rig.events("analyst")
+    reads = vending.events("analyst")
     assert reads and all(e.table_identifier == "shop.t" and e.level == "read" for e in reads)
     assert all("s3:PutObject" not in e.actions for e in reads)
