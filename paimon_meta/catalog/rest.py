@@ -723,12 +723,16 @@ class RestCatalog:
         again when near their expiry: call this for each new task set of a long job)."""
         if not self.client.data_token_enabled:
             return dict(self.options)
-        db, name = split_identifier(identifier)
-        meta = self.client.get(
-            self.client.path(paths.TABLE, database=db, table=name), models.GetTableResponse
-        )
-        vended = self._file_io(identifier, meta.path)
-        assert isinstance(vended, VendedFileIO)
+        with self._vended_lock:
+            vended = self._vended.get(identifier)
+        if vended is None:  # not opened through this catalog yet: its location first
+            db, name = split_identifier(identifier)
+            meta = self.client.get(
+                self.client.path(paths.TABLE, database=db, table=name), models.GetTableResponse
+            )
+            opened = self._file_io(identifier, meta.path)
+            assert isinstance(opened, VendedFileIO)
+            vended = opened
         return {**self.options, **vended.token().options}
 
     def _file_io(self, identifier: str, location: str) -> FileIO:
