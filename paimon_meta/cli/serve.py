@@ -151,7 +151,7 @@ def register(commands: Commands) -> None:
 def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.catalog.metastore import ENV_WAREHOUSE
     from paimon_meta.errors import ValidationError
-    from paimon_meta.io.sts import VENDABLE_SCHEMES, StsSettings
+    from paimon_meta.io.sts import StsSettings, vendable
     from paimon_meta.model.options import parse_duration_ms
     from paimon_meta.service.server import serve
     from paimon_meta.service.state import ServiceSettings
@@ -170,7 +170,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         else None
     )
     warehouse = args.warehouse or os.environ.get(ENV_WAREHOUSE)
-    if sts is not None and not (warehouse or "").startswith(VENDABLE_SCHEMES):
+    if sts is not None and not vendable(warehouse or ""):
         raise ValidationError(
             f"--sts-role-arn vends S3 credentials, but the warehouse {warehouse!r} is not on S3: drop the "
             "flag (clients of a local warehouse need no credentials)",

@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_meta.errors import CredentialVendingError, ValidationError
 from paimon_meta.io import s3
+from paimon_meta.io.base import scheme_of
 from paimon_meta.io.policies import AccessLevel, actions_for, policy_json, table_policy
 
 if TYPE_CHECKING:
     from mypy_boto3_sts import STSClient
 
-#: Locations whose credentials STS can vend.
-VENDABLE_SCHEMES = ("s3://", "s3a://")
 #: STS's limits on ``DurationSeconds`` (the role's own maximum may be lower: STS then refuses).
 MIN_DURATION_SECONDS = 900
 MAX_DURATION_SECONDS = 12 * 3600
@@ -145,6 +144,14 @@ class VendedCredentials:
             s3.SECRET_KEY: self.secret_key,
             s3.SESSION_TOKEN: self.session_token,
         }
+
+
+def vendable(location: str) -> bool:
+    """Whether STS credentials can reach ``location``: an ``s3://``/``s3a://`` URI (any case)."""
+    try:
+        return scheme_of(location) in s3.SCHEMES
+    except ValidationError:  # a relative path: not a storage location at all
+        return False
 
 
 def session_name(principal: str, level: AccessLevel) -> str:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from paimon_meta.db.models import AccessLevel, Privilege
 from paimon_meta.errors import UnsupportedError, ValidationError
-from paimon_meta.io.sts import VENDABLE_SCHEMES
+from paimon_meta.io.sts import vendable
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.auth import Require
@@ -56,7 +56,7 @@ def get_table_token(
             "storage options; /v1/config says data-token.enabled=false"
         )
     location = catalog.location_of(row)
-    if not location.startswith(VENDABLE_SCHEMES):
+    if not vendable(location):
         raise UnsupportedError(
             f"table {identifier} is not on S3 ({location.partition('://')[0] or 'local'} storage): "
             "there are no storage credentials to vend for it"

@@ -18,7 +18,7 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import TableNotFoundError, ValidationError
-from paimon_meta.io.sts import VENDABLE_SCHEMES, StsSettings
+from paimon_meta.io.sts import StsSettings, vendable
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
@@ -234,7 +234,7 @@ class ServiceState:
         self.started = time.time()
         self.replica = f"{os.uname().nodename}:{os.getpid()}"
         engine = catalog.engine
-        if settings.sts is not None and not catalog.warehouse.startswith(VENDABLE_SCHEMES):
+        if settings.sts is not None and not vendable(catalog.warehouse):
             # /v1/config would tell clients to fetch credentials the token route cannot vend (pypaimon
             # would then fail on every table): refuse to start instead.
             raise ValidationError(

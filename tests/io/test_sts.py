@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from paimon_meta.errors import CredentialVendingError, ValidationError
-from paimon_meta.io.sts import StsSettings, StsVendor, _RedactStsSecrets, session_name
+from paimon_meta.io.sts import StsSettings, StsVendor, _RedactStsSecrets, session_name, vendable
 
 ROLE = "arn:aws:iam::123456789012:role/vend"
 OPTIONS = {
@@ -158,3 +158,19 @@ def test_botocore_debug_records_of_sts_answers_are_redacted() -> None:
     shown = record.getMessage()
     assert "s3cr3t" not in shown and "t0k3n" not in shown and "ASIAX" not in shown
     assert "<Expiration>2026</Expiration>" in shown
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("s3://wh/warehouse", True),
+        ("S3A://wh/warehouse", True),
+        ("/tmp/warehouse", False),
+        ("file:///tmp/warehouse", False),
+        ("gs://wh/warehouse", False),
+        ("relative/path", False),
+        ("", False),
+    ],
+)
+def test_only_s3_locations_are_vendable(location: str, expected: bool) -> None:
+    assert vendable(location) is expected
