@@ -31,6 +31,11 @@ from paimon_meta.io.policies import AccessLevel, actions_for, policy_json, table
 if TYPE_CHECKING:
     from mypy_boto3_sts import STSClient
 
+#: An STS call's bounds (not the storage options' 30 s reads): a vend runs under its key's lock with a
+#: request waiting on it, so a hanging STS costs at most ~3 x (2 + 5) s plus backoff, then a 503.
+STS_ATTEMPTS = 3
+STS_CONNECT_TIMEOUT_S = 2.0
+STS_READ_TIMEOUT_S = 5.0
 #: STS's limits on ``DurationSeconds`` (the role's own maximum may be lower: STS then refuses).
 MIN_DURATION_SECONDS = 900
 MAX_DURATION_SECONDS = 12 * 3600
@@ -259,9 +264,9 @@ class StsVendor:
                     "endpoint_url": self.settings.endpoint or storage.endpoint,
                     "region_name": self.settings.region or storage.region,
                     "config": Config(
-                        retries={"mode": "standard", "max_attempts": 3},
-                        connect_timeout=storage.connect_timeout_s,
-                        read_timeout=storage.read_timeout_s,
+                        retries={"mode": "standard", "total_max_attempts": STS_ATTEMPTS},
+                        connect_timeout=STS_CONNECT_TIMEOUT_S,
+                        read_timeout=STS_READ_TIMEOUT_S,
                     ),
                 }
                 if storage.access_key is not None:

@@ -174,3 +174,13 @@ def test_botocore_debug_records_of_sts_answers_are_redacted() -> None:
 )
 def test_only_s3_locations_are_vendable(location: str, expected: bool) -> None:
     assert vendable(location) is expected
+
+
+def test_sts_calls_have_their_own_short_bounds() -> None:
+    """A vend holds its key's lock with requests waiting: a hanging STS must not hold them for the
+    storage options' 30 s reads times the attempts."""
+    vendor = StsVendor(StsSettings(role_arn=ROLE), {**OPTIONS, "s3.read-timeout": "60 s"})
+    config: Any = vendor._sts().meta.config  # botocore's Config: its options are not in the stubs
+    assert (config.connect_timeout, config.read_timeout) == (2.0, 5.0)
+    assert config.retries["total_max_attempts"] == 3
+    vendor.close()
