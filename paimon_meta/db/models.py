@@ -46,6 +46,9 @@ __all__ = [
     "AccessEventRecord",
     "AccessEventType",
     "AccessLevel",
+    "CatalogObjectEventRecord",
+    "CatalogObjectEventType",
+    "CatalogObjectType",
     "FENCING_TOKEN_SEQUENCE",
     "PRINCIPAL_SETTING_SQL",
     "PUBLISHING_COMMIT_EVENT_TYPES",
@@ -62,7 +65,10 @@ __all__ = [
     "MaintenanceOperation",
     "PaimonDatabase",
     "PaimonDatabaseProperty",
+    "PaimonFunction",
     "PaimonTable",
+    "PaimonView",
+    "PartitionRegistration",
     "PartitionStatistics",
     "Principal",
     "Privilege",
@@ -110,6 +116,10 @@ class MaintenanceOperation(enum.StrEnum):
     CREATE_TAG = "create_tag"
     DELETE_TAG = "delete_tag"
     ROLLBACK = "rollback"
+    CREATE_PARTITIONS = "create_partitions"
+    DROP_PARTITIONS = "drop_partitions"
+    MARK_DONE_PARTITIONS = "mark_done_partitions"
+    RESET_CONSUMER = "reset_consumer"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.
@@ -484,6 +494,22 @@ class PartitionStatistics(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
 
+class PartitionRegistration(Base):
+    """A partition registered in the catalog (``createPartitions``) or marked done, per table; keyed
+    like :class:`PartitionStatistics` (``partition_key`` the canonical JSON of ``spec``); migration 0006.
+    ``done_at``/``done_by``: the done mark, when there is one."""
+
+    __tablename__ = "paimon_partitions"
+
+    table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    partition_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    spec: Mapped[dict[str, str]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    done_by: Mapped[str | None] = mapped_column(Text)
+
+
 class TableTimeline(Base):
     """One rollback: timeline ``timeline`` of the table starts from ``base_snapshot_id``; the snapshots
     after it (up to ``rolled_back_from``, their uuids in ``removed_uuids``) are gone from it."""
@@ -497,3 +523,112 @@ class TableTimeline(Base):
     removed_uuids: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     principal: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+# ---- views and functions (migration 0005) --------------------------------------------------------------
+
+
+class CatalogObjectType(enum.StrEnum):
+    """``paimon_catalog_object_events.object_type`` values (enforced by a CHECK constraint)."""
+
+    VIEW = "view"
+    FUNCTION = "function"
+
+
+class CatalogObjectEventType(enum.StrEnum):
+    """``paimon_catalog_object_events.event_type`` values (enforced by a CHECK constraint)."""
+
+    CREATED = "created"
+    ALTERED = "altered"
+    RENAMED = "renamed"
+    DROPPED = "dropped"
+
+
+#: Names sort and page by byte order (Python's ``sorted``), and a name prefix is an index range.
+_NAME = String(255, collation="C")
+
+
+class PaimonView(Base):
+    """A view of a database: the protocol's ``ViewSchema`` plus its version and audit fields.
+
+    ``view_id`` survives a rename and is never reused (the event log refers to it); ``view_uuid`` is
+    the protocol's ``id``. ``version`` starts at 1 and every alter adds one.
+    """
+
+    __tablename__ = "paimon_views"
+    __table_args__ = (
+        UniqueConstraint("view_uuid"),
+        UniqueConstraint("catalog_key", "database_name", "view_name"),
+        CheckConstraint("version >= 1", name="version_positive"),
+    )
+
+    view_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    view_uuid: Mapped[uuid.UUID] = mapped_column(Uuid)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    database_name: Mapped[str] = mapped_column(_NAME)
+    view_name: Mapped[str] = mapped_column(_NAME)
+    fields: Mapped[list[Any]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    query: Mapped[str] = mapped_column(Text)
+    dialects: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    comment: Mapped[str | None] = mapped_column(Text)
+    options: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    updated_by: Mapped[str | None] = mapped_column(Text)
+
+
+class PaimonFunction(Base):
+    """A function of a database: the protocol's ``Function`` (parameters, definitions per dialect)
+    plus its version and audit fields; ids as :class:`PaimonView`'s."""
+
+    __tablename__ = "paimon_functions"
+    __table_args__ = (
+        UniqueConstraint("function_uuid"),
+        UniqueConstraint("catalog_key", "database_name", "function_name"),
+        CheckConstraint("version >= 1", name="version_positive"),
+    )
+
+    function_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    function_uuid: Mapped[uuid.UUID] = mapped_column(Uuid)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    database_name: Mapped[str] = mapped_column(_NAME)
+    function_name: Mapped[str] = mapped_column(_NAME)
+    input_params: Mapped[list[Any] | None] = mapped_column(JSONB)
+    return_params: Mapped[list[Any] | None] = mapped_column(JSONB)
+    deterministic: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    definitions: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    comment: Mapped[str | None] = mapped_column(Text)
+    options: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    updated_by: Mapped[str | None] = mapped_column(Text)
+
+
+class CatalogObjectEventRecord(Base):
+    """One row of the append-only log of view and function changes (migration 0005): ``identifier``
+    is ``<database>.<name>`` after the change, ``version`` the object's version after it."""
+
+    __tablename__ = "paimon_catalog_object_events"
+    __table_args__ = (
+        CheckConstraint(_in_list("object_type", CatalogObjectType), name="object_type"),
+        CheckConstraint(_in_list("event_type", CatalogObjectEventType), name="event_type"),
+        Index("ix_paimon_catalog_object_events_object", "object_type", "object_id", "event_id"),
+        Index("ix_paimon_catalog_object_events_identifier", "object_type", "identifier", "event_id"),
+    )
+
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    object_type: Mapped[str] = mapped_column(Text)
+    object_id: Mapped[int] = mapped_column(BigInteger)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    identifier: Mapped[str] = mapped_column(Text)
+    event_type: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer)
+    principal: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=text("clock_timestamp()")
+    )
