@@ -68,6 +68,7 @@ __all__ = [
     "PaimonFunction",
     "PaimonTable",
     "PaimonView",
+    "PartitionRegistration",
     "PartitionStatistics",
     "Principal",
     "Privilege",
@@ -115,6 +116,10 @@ class MaintenanceOperation(enum.StrEnum):
     CREATE_TAG = "create_tag"
     DELETE_TAG = "delete_tag"
     ROLLBACK = "rollback"
+    CREATE_PARTITIONS = "create_partitions"
+    DROP_PARTITIONS = "drop_partitions"
+    MARK_DONE_PARTITIONS = "mark_done_partitions"
+    RESET_CONSUMER = "reset_consumer"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.
@@ -489,6 +494,22 @@ class PartitionStatistics(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
 
+class PartitionRegistration(Base):
+    """A partition registered in the catalog (``createPartitions``) or marked done, per table; keyed
+    like :class:`PartitionStatistics` (``partition_key`` the canonical JSON of ``spec``); migration 0006.
+    ``done_at``/``done_by``: the done mark, when there is one."""
+
+    __tablename__ = "paimon_partitions"
+
+    table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    partition_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    spec: Mapped[dict[str, str]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    done_by: Mapped[str | None] = mapped_column(Text)
+
+
 class TableTimeline(Base):
     """One rollback: timeline ``timeline`` of the table starts from ``base_snapshot_id``; the snapshots
     after it (up to ``rolled_back_from``, their uuids in ``removed_uuids``) are gone from it."""
@@ -502,6 +523,7 @@ class TableTimeline(Base):
     removed_uuids: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     principal: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
 
 # ---- views and functions (migration 0005) --------------------------------------------------------------
 
