@@ -1,15 +1,24 @@
 """Views and functions in the catalog (the REST protocol's view and function operations).
 
-``paimon_views`` and ``paimon_functions`` hold one row per live object, keyed like ``paimon_tables``
-by (catalog_key, database_name, name) and carrying a surrogate id that survives a rename and is never
-reused, the protocol's ``id`` / ``uuid``, the object's definition as the protocol sends it, a version
-bumped by every alter, and who created and last updated it. Names are ``COLLATE "C"``: listings page by
-byte order (the same order as Python's ``sorted``), and a name prefix is a range of the unique index.
+``paimon_views`` is Java Paimon's (``JdbcCatalog`` keeps views since apache/paimon#8208: ``JdbcUtils
+.CREATE_VIEW_TABLE``, created by Java when missing): one row per view keyed by (catalog_key,
+database_name, view_name) with the protocol's ``ViewSchema`` as JSON text in ``view_schema``. As 0001
+does for Java's tables, this creates it in Java's exact DDL only if absent, then extends it with columns
+that are nullable or defaulted (Java's INSERTs keep working): a surrogate ``view_id`` that survives a
+rename, the protocol's ``id`` (``view_uuid``; NULL for rows Java inserted), a version bumped by every
+alter, and who created and last updated it. Downgrading puts it back into Java's shape: its rows may be
+a Java catalog's.
+
+``paimon_functions`` is ours (Java keeps functions only behind REST): the protocol's ``Function`` in
+columns, with the same ids, version and audit fields.
+
+The name columns are ``COLLATE "C"``: listings page by byte order (Python's ``sorted`` order, the
+order of the page token), and a name prefix is a range of the primary key / unique index.
 
 ``paimon_catalog_object_events`` is append-only like the commit, lock, maintenance and access logs (the
-same statement-level trigger): one row per create, alter, rename and drop, with the object's id, its
-identifier at that time, the version it left behind, the principal and, in ``payload``, the definition
-created, the changes applied or the name it had before.
+same statement-level trigger): one row per create, alter, rename and drop of a view or function, with
+its surrogate id, its identifier after the change, the version it left behind, the principal and, in
+``payload``, the definition created, the changes applied or the name it had before.
 
 Revision ID: 0005
 Revises: 0004
@@ -49,6 +58,62 @@ def _jsonb(name: str, default: str) -> sa.Column[object]:
     )
 
 
+#: Java's DDL, verbatim in shape (JdbcUtils.CREATE_VIEW_TABLE).
+JAVA_VIEWS_DDL = (
+    "CREATE TABLE IF NOT EXISTS paimon_views("
+    "catalog_key VARCHAR(255) NOT NULL, database_name VARCHAR(255) NOT NULL, "
+    "view_name VARCHAR(255) NOT NULL, view_schema TEXT NOT NULL, "
+    "PRIMARY KEY (catalog_key, database_name, view_name))"
+)
+
+
+def _rename_primary_key(table: str, new_name: str) -> None:
+    # As 0001's: a DO block, so offline (--sql) scripts rename correctly too; constant identifiers.
+    op.execute(
+        f"""
+        DO $$
+        DECLARE current_name text;
+        BEGIN
+            SELECT conname INTO current_name FROM pg_constraint
+            WHERE conrelid = '{table}'::regclass AND contype = 'p';
+            IF current_name IS DISTINCT FROM '{new_name}' THEN
+                EXECUTE 'ALTER TABLE {table} RENAME CONSTRAINT ' || quote_ident(current_name)
+                    || ' TO {new_name}';
+            END IF;
+        END
+        $$
+        """  # noqa: S608 - constant identifiers
+    )
+
+
+def _set_name_collation(collation: str) -> None:
+    for column in ("database_name", "view_name"):
+        op.execute(f'ALTER TABLE {VIEWS} ALTER COLUMN {column} TYPE VARCHAR(255) COLLATE "{collation}"')
+
+
+def _upgrade_java_views() -> None:
+    op.execute(JAVA_VIEWS_DDL)
+    _rename_primary_key(VIEWS, f"pk_{VIEWS}")
+    _set_name_collation("C")
+    op.add_column(VIEWS, sa.Column("view_id", sa.BigInteger(), sa.Identity(always=False), nullable=False))
+    op.add_column(VIEWS, sa.Column("view_uuid", sa.Uuid(), nullable=True))
+    for column in _audit_columns():
+        op.add_column(VIEWS, column)
+    op.create_unique_constraint(op.f("uq_paimon_views_view_id"), VIEWS, ["view_id"])
+    op.create_unique_constraint(op.f("uq_paimon_views_view_uuid"), VIEWS, ["view_uuid"])
+    op.create_check_constraint(op.f("ck_paimon_views_version_positive"), VIEWS, "version >= 1")
+
+
+def _downgrade_java_views() -> None:
+    op.drop_constraint(op.f("ck_paimon_views_version_positive"), VIEWS, type_="check")
+    op.drop_constraint(op.f("uq_paimon_views_view_uuid"), VIEWS, type_="unique")
+    op.drop_constraint(op.f("uq_paimon_views_view_id"), VIEWS, type_="unique")
+    for column in ("updated_by", "updated_at", "created_by", "created_at", "version", "view_uuid", "view_id"):
+        op.drop_column(VIEWS, column)
+    _set_name_collation("default")
+    _rename_primary_key(VIEWS, f"{VIEWS}_pkey")
+
+
 def _audit_columns() -> list[sa.Column[object]]:
     return [
         sa.Column("version", sa.Integer(), server_default=sa.text("1"), nullable=False),
@@ -60,29 +125,7 @@ def _audit_columns() -> list[sa.Column[object]]:
 
 
 def upgrade() -> None:
-    op.create_table(
-        VIEWS,
-        sa.Column("view_id", sa.BigInteger(), sa.Identity(always=False), nullable=False),
-        sa.Column("view_uuid", sa.Uuid(), nullable=False),
-        sa.Column("catalog_key", sa.String(length=255), nullable=False),
-        sa.Column("database_name", sa.String(length=255, collation="C"), nullable=False),
-        sa.Column("view_name", sa.String(length=255, collation="C"), nullable=False),
-        _jsonb("fields", "[]"),
-        sa.Column("query", sa.Text(), nullable=False),
-        _jsonb("dialects", "{}"),
-        sa.Column("comment", sa.Text(), nullable=True),
-        _jsonb("options", "{}"),
-        *_audit_columns(),
-        sa.PrimaryKeyConstraint("view_id", name=op.f("pk_paimon_views")),
-        sa.UniqueConstraint("view_uuid", name=op.f("uq_paimon_views_view_uuid")),
-        sa.UniqueConstraint(
-            "catalog_key",
-            "database_name",
-            "view_name",
-            name=op.f("uq_paimon_views_catalog_key_database_name_view_name"),
-        ),
-        sa.CheckConstraint("version >= 1", name=op.f("ck_paimon_views_version_positive")),
-    )
+    _upgrade_java_views()
     op.create_table(
         FUNCTIONS,
         sa.Column("function_id", sa.BigInteger(), sa.Identity(always=False), nullable=False),
@@ -148,4 +191,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table(EVENTS)  # drops its trigger with it
     op.drop_table(FUNCTIONS)
-    op.drop_table(VIEWS)
+    _downgrade_java_views()

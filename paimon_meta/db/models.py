@@ -549,29 +549,27 @@ _NAME = String(255, collation="C")
 
 
 class PaimonView(Base):
-    """A view of a database: the protocol's ``ViewSchema`` plus its version and audit fields.
+    """Java's ``paimon_views`` (primary key catalog_key, database_name, view_name; the protocol's
+    ``ViewSchema`` as JSON text in ``view_schema``) plus our columns, nullable or defaulted so Java's
+    INSERTs keep working (migration 0005).
 
     ``view_id`` survives a rename and is never reused (the event log refers to it); ``view_uuid`` is
-    the protocol's ``id``. ``version`` starts at 1 and every alter adds one.
+    the protocol's ``id`` (NULL for rows Java inserted). ``version`` starts at 1 and every alter adds one.
     """
 
     __tablename__ = "paimon_views"
     __table_args__ = (
+        UniqueConstraint("view_id"),
         UniqueConstraint("view_uuid"),
-        UniqueConstraint("catalog_key", "database_name", "view_name"),
         CheckConstraint("version >= 1", name="version_positive"),
     )
 
-    view_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
-    view_uuid: Mapped[uuid.UUID] = mapped_column(Uuid)
-    catalog_key: Mapped[str] = mapped_column(String(255))
-    database_name: Mapped[str] = mapped_column(_NAME)
-    view_name: Mapped[str] = mapped_column(_NAME)
-    fields: Mapped[list[Any]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
-    query: Mapped[str] = mapped_column(Text)
-    dialects: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
-    comment: Mapped[str | None] = mapped_column(Text)
-    options: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    database_name: Mapped[str] = mapped_column(_NAME, primary_key=True)
+    view_name: Mapped[str] = mapped_column(_NAME, primary_key=True)
+    view_schema: Mapped[str] = mapped_column(Text)
+    view_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False))
+    view_uuid: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     created_by: Mapped[str | None] = mapped_column(Text)
