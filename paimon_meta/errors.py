@@ -132,6 +132,18 @@ class TagAlreadyExistsError(AlreadyExistsError):
     resource = "tag"
 
 
+class BranchNotFoundError(NotFoundError):
+    """No branch with that name on the table."""
+
+    resource = "branch"
+
+
+class BranchAlreadyExistsError(AlreadyExistsError):
+    """A branch with that name already exists on the table."""
+
+    resource = "branch"
+
+
 class PrincipalNotFoundError(NotFoundError):
     """No service principal with that name."""
 

@@ -1,0 +1,234 @@
+"""Create, drop, rename and fast-forward branches under the table lock, each recorded as a maintenance run.
+
+Every branch operation holds the table's metastore lock: branch files are written only by a lock
+holder, so two operations on one table never interleave, and expiration (which takes the lock too)
+never decides on a tag or snapshot a branch is being made from. Fast-forward changes main's snapshots,
+so it is a rollback as far as the metastore is concerned (:mod:`paimon_meta.ops.rollback`):
+
+1. Take the lock; reconcile storage into the log (every main snapshot being removed is on record).
+2. Plan (:func:`paimon_meta.table.branches.plan_fast_forward`): main keeps its snapshots up to
+   ``keep_through``; its later ones are removed, the branch's later ones added.
+3. If main loses snapshots: one transaction starts a new timeline (pointer latest -> ``keep_through`` by
+   compare-and-set, the removed snapshots' identities recorded), so exactly-once lookups stop counting
+   them and a crash before their deletion is finished by the next lock holder.
+4. Storage (:func:`paimon_meta.table.branches.apply_fast_forward`), then reconcile again: the added
+   snapshots are recorded (``external``) and the pointer moves to the branch's latest; the partition
+   statistics are set to the new latest snapshot's totals.
+5. Record the run. Files only main's removed snapshots used become orphans (``remove-orphan-files``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from paimon_meta.commit.changes import partition_deltas
+from paimon_meta.commit.metastore.guard import reconcile
+from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
+from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.metastore.registry import TableRow
+from paimon_meta.metastore.statistics import replace_statements
+from paimon_meta.metastore.timelines import snapshot_identity, start_timeline
+from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
+from paimon_meta.table.branches import (
+    BranchManager,
+    apply_fast_forward,
+    plan_fast_forward,
+    validate_new_branch_name,
+)
+from paimon_meta.table.snapshots import SnapshotManager
+from paimon_meta.table.table import FileStoreTable
+
+if TYPE_CHECKING:
+    from paimon_meta.catalog.metastore import MetastoreCatalog
+
+#: The maintenance log's operation each branch operation is recorded under. The log's ``operation`` is
+#: a CHECK-constrained list without branch operations yet (a migration adds them): until then each is
+#: recorded under the nearest existing one, its payload naming the real operation (``branch_operation``)
+#: and the branch, so the log is searchable for them today.
+BRANCH_AUDIT: dict[str, MaintenanceOperation] = {
+    "create_branch": MaintenanceOperation.CREATE_TAG,
+    "drop_branch": MaintenanceOperation.DELETE_TAG,
+    "rename_branch": MaintenanceOperation.DELETE_TAG,
+    "fast_forward_branch": MaintenanceOperation.ROLLBACK,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FastForwardReport:
+    table: str
+    branch: str
+    kept_through: int
+    removed_snapshots: list[int]
+    added_snapshots: list[int]
+    latest_snapshot_id: int
+    timeline: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def list_branches(catalog: MetastoreCatalog, identifier: str) -> list[str]:
+    """The branches of table ``identifier`` (main not included), sorted; read where its registry row
+    places it. ``TableNotFoundError`` if there is no such table."""
+    row = catalog.table_row(identifier)
+    location = catalog.location_of(row)
+    return BranchManager(catalog.table_file_io(location), location).names()
+
+
+def _audited(
+    catalog: MetastoreCatalog,
+    row: TableRow,
+    operation: str,
+    settings: dict[str, Any],
+    principal: str | None,
+) -> Any:
+    return maintenance_run(
+        catalog,
+        row,
+        BRANCH_AUDIT[operation],
+        dry_run=False,
+        settings={"branch_operation": operation, **settings},
+        principal=principal,
+    )
+
+
+def create_branch(
+    catalog: MetastoreCatalog,
+    identifier: str,
+    name: str,
+    from_tag: str | None = None,
+    *,
+    principal: str | None = None,
+) -> int | None:
+    """Create branch ``name`` of ``identifier`` from main's latest schema, or from tag ``from_tag``;
+    returns the branch's snapshot id (None for an empty branch).
+
+    Raises:
+        ValidationError: a bad branch name (``main`` included).
+        BranchAlreadyExistsError: the name is taken.
+        TagNotFoundError: no such tag.
+    """
+    validate_new_branch_name(name)
+    row, table = resolve_table(catalog, identifier)
+    settings = {"branch": name, "from_tag": from_tag}
+    with (
+        _audited(catalog, row, "create_branch", settings, principal) as run,
+        table_lock(catalog, row, "create-branch"),
+    ):
+        snapshot = BranchManager(table.file_io, table.path).create(name, from_tag)
+        sid = None if snapshot is None else snapshot.id
+        run.record(
+            MaintenanceEventType.FINISHED,
+            {"branch_operation": "create_branch", "branch": name, "snapshot_id": sid},
+        )
+    return sid
+
+
+def drop_branch(
+    catalog: MetastoreCatalog, identifier: str, name: str, *, principal: str | None = None
+) -> None:
+    """Drop branch ``name``: its directory is deleted; data files only it used become orphans.
+    ``BranchNotFoundError`` if there is no such branch."""
+    row, table = resolve_table(catalog, identifier)
+    with (
+        _audited(catalog, row, "drop_branch", {"branch": name}, principal) as run,
+        table_lock(catalog, row, "drop-branch"),
+    ):
+        deleted = BranchManager(table.file_io, table.path).drop(name)
+        run.record(
+            MaintenanceEventType.FINISHED,
+            {"branch_operation": "drop_branch", "branch": name, "files": deleted},
+        )
+
+
+def rename_branch(
+    catalog: MetastoreCatalog, identifier: str, name: str, to: str, *, principal: str | None = None
+) -> None:
+    """Rename branch ``name`` to ``to``.
+
+    Raises:
+        BranchNotFoundError: no branch ``name``.
+        BranchAlreadyExistsError: ``to`` is taken.
+        ValidationError: ``to`` is not a valid branch name, or ``name`` is main.
+    """
+    validate_new_branch_name(to)
+    row, table = resolve_table(catalog, identifier)
+    with (
+        _audited(catalog, row, "rename_branch", {"branch": name, "to_branch": to}, principal) as run,
+        table_lock(catalog, row, "rename-branch"),
+    ):
+        moved = BranchManager(table.file_io, table.path).rename(name, to)
+        run.record(
+            MaintenanceEventType.FINISHED,
+            {"branch_operation": "rename_branch", "branch": name, "to_branch": to, "files": moved},
+        )
+
+
+def fast_forward(
+    catalog: MetastoreCatalog, identifier: str, name: str, *, principal: str | None = None
+) -> FastForwardReport:
+    """Make main equal to branch ``name`` (Java's ``fastForward``); see the module's steps.
+
+    Raises:
+        BranchNotFoundError: no such branch.
+        ValidationError: ``main``, or a branch without a snapshot.
+        UnsupportedError: main would lose every snapshot (the branch shares none with it).
+        CommitConflictError: the table moved while planning (nothing was changed).
+    """
+    row, table = resolve_table(catalog, identifier)
+    with (
+        _audited(catalog, row, "fast_forward_branch", {"branch": name}, principal) as run,
+        table_lock(catalog, row, "fast-forward-branch"),
+    ):
+        snapshots = SnapshotManager(table.file_io, table.path)
+        reconcile(catalog.registry, catalog.events, row, snapshots)
+        plan = plan_fast_forward(table.file_io, table.path, name)
+        current = catalog.registry.get_table_row_by_id(row.table_id)
+        timeline = current.timeline
+        if plan.removed:
+            if plan.keep_through == 0:
+                # the metastore's timelines start from a snapshot; a table emptied and refilled is not one
+                raise UnsupportedError(
+                    f"fast-forwarding {row.identifier} to branch {name!r} would remove every snapshot of "
+                    "main (the branch shares none with it)"
+                )
+            gone = {snapshot_identity(s) for s in plan.removed}
+            if any(snapshot_identity(s) in gone for s, _ in plan.added):
+                # a later lock holder would take such a snapshot for an unfinished removal and delete it
+                raise ValidationError(
+                    f"branch {name!r} holds a snapshot main is to lose under another id", branch=name
+                )
+            timeline += 1
+            with catalog.engine.begin() as conn:
+                start_timeline(
+                    conn,
+                    row.table_id,
+                    timeline=timeline,
+                    base_snapshot_id=plan.keep_through,
+                    rolled_back_from=plan.removed[-1].id,
+                    removed=plan.removed,
+                    principal=principal,
+                )
+        apply_fast_forward(table.file_io, table.path, plan)
+        snapshots = SnapshotManager(table.file_io, table.path)
+        reconcile(catalog.registry, catalog.events, row, snapshots)
+        main = FileStoreTable.load(table.file_io, table.path)
+        scan = main.new_read_builder().with_snapshot(plan.latest).new_scan().file_store_scan
+        totals = partition_deltas(scan.plan_files(), main.partition_spec)
+        with catalog.engine.begin() as conn:
+            for sql, params in replace_statements(row.table_id, plan.latest, totals):
+                conn.exec_driver_sql(sql, params)
+        report = FastForwardReport(
+            row.identifier,
+            name,
+            plan.keep_through,
+            [s.id for s in plan.removed],
+            [s.id for s, _ in plan.added],
+            plan.latest,
+            timeline,
+        )
+        run.record(
+            MaintenanceEventType.FINISHED, {"branch_operation": "fast_forward_branch", **report.to_dict()}
+        )
+    return report

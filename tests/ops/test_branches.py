@@ -1,0 +1,204 @@
+"""Branches: created from a tag or empty, dropped, renamed and fast-forwarded under the table lock as
+Java lays them out (``branch/branch-NAME/{snapshot,schema,tag}``), each recorded as a maintenance run;
+fast-forward moves main onto the branch through a new timeline, with the pointer, the log and the
+statistics following."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.commit.coordinator import CommitCoordinator
+from paimon_meta.commit.guard import StorageGuard
+from paimon_meta.errors import (
+    BranchAlreadyExistsError,
+    BranchNotFoundError,
+    TagNotFoundError,
+    UnsupportedError,
+    ValidationError,
+)
+from paimon_meta.metastore.statistics import table_statistics
+from paimon_meta.ops import branches as branch_ops
+from paimon_meta.ops import tags as tag_ops
+from paimon_meta.table.paths import branch_path
+from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
+from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.tags import TagManager
+from paimon_meta.table.write.builder import Committer
+from tests.ops.helpers import TABLE, create, read_keys, rows, write
+
+pytestmark = pytest.mark.postgres
+
+
+def _main(catalog: MetastoreCatalog, n: int) -> FileStoreTable:
+    table = create(catalog)
+    for i in range(n):
+        assert write(catalog, [i * 10 + 1]) == i + 1
+    return table
+
+
+def commit_on_branch(table: FileStoreTable, name: str, keys: list[int]) -> None:
+    """A commit to branch ``name`` as Java's writers make it (data files and manifests in the table's
+    directories, the snapshot published to the branch's ``snapshot/``)."""
+    io, root = table.file_io, branch_path(table.path, name)
+    schema = SchemaManager(io, root).latest()
+    assert schema is not None
+    on_branch = FileStoreTable(io, table.path, schema)
+    on_branch.snapshot_manager = SnapshotManager(io, root)
+
+    def committer(t: FileStoreTable, user: str) -> Committer:
+        guard = StorageGuard(io, root, load_snapshot_fn=t.snapshot_manager.snapshot)
+        return CommitCoordinator(t, guard, commit_user=user)
+
+    on_branch.committer_factory = committer
+    builder = on_branch.new_batch_write_builder()
+    w = builder.new_write()
+    w.write_arrow(rows(keys))
+    builder.new_commit().commit(w.prepare_commit())
+
+
+def _branch_keys(catalog: MetastoreCatalog, name: str) -> list[int]:
+    builder = catalog.get_table(TABLE).branch(name).new_read_builder()
+    return sorted(builder.new_read().to_arrow(builder.new_scan().plan().splits()).column("k").to_pylist())
+
+
+def _runs(catalog: MetastoreCatalog) -> list[tuple[str, str, dict[str, Any], str | None]]:
+    with catalog.engine.connect() as conn:
+        result = conn.execute(
+            text(
+                "SELECT operation, event_type, payload, principal FROM paimon_maintenance_events"
+                " WHERE payload ? 'branch_operation' ORDER BY event_id"
+            )
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in result]
+
+
+def test_create_from_a_tag_copies_javas_files(catalog: MetastoreCatalog) -> None:
+    table = _main(catalog, 3)
+    tag_ops.create_tag(catalog, TABLE, "t2", 2)
+    assert branch_ops.create_branch(catalog, TABLE, "b1", "t2", principal="alice") == 2
+    io, root = table.file_io, branch_path(table.path, "b1")
+    main = SnapshotManager(io, table.path)
+    assert io.read(SnapshotManager(io, root).snapshot_path(2)) == io.read(main.snapshot_path(2))
+    assert SnapshotManager(io, root).list_snapshot_ids() == [2]
+    assert SchemaManager(io, root).list_ids() == [0]
+    assert TagManager(io, root).names() == ["t2"]
+    assert branch_ops.list_branches(catalog, TABLE) == ["b1"]
+    assert _branch_keys(catalog, "b1") == [1, 11]
+    assert _runs(catalog)[-1] == (
+        "create_tag",
+        "finished",
+        {"branch_operation": "create_branch", "branch": "b1", "snapshot_id": 2},
+        "alice",
+    )
+
+
+def test_create_refusals_leave_nothing(catalog: MetastoreCatalog) -> None:
+    table = _main(catalog, 1)
+    assert branch_ops.create_branch(catalog, TABLE, "empty") is None
+    assert SchemaManager(table.file_io, branch_path(table.path, "empty")).list_ids() == [0]
+    assert SnapshotManager(table.file_io, branch_path(table.path, "empty")).list_snapshot_ids() == []
+    with pytest.raises(BranchAlreadyExistsError):
+        branch_ops.create_branch(catalog, TABLE, "empty")
+    for bad in ("main", "123", "a/b", "", "x:y"):
+        with pytest.raises(ValidationError):
+            branch_ops.create_branch(catalog, TABLE, bad)
+    with pytest.raises(TagNotFoundError):
+        branch_ops.create_branch(catalog, TABLE, "b2", "no-such-tag")
+    assert branch_ops.list_branches(catalog, TABLE) == ["empty"]
+    assert table.file_io.list_recursive(branch_path(table.path, "b2")) == []
+    # bad names are refused before a run starts; the taken name and the missing tag are failed runs
+    assert [r[1] for r in _runs(catalog)] == ["started", "finished", "started", "started"]
+    with catalog.engine.connect() as conn:
+        failed = conn.execute(
+            text("SELECT count(*) FROM paimon_maintenance_events WHERE event_type = 'failed'")
+        ).scalar_one()
+    assert failed == 2
+
+
+def test_rename_and_drop(catalog: MetastoreCatalog) -> None:
+    table = _main(catalog, 2)
+    tag_ops.create_tag(catalog, TABLE, "t1", 1)
+    branch_ops.create_branch(catalog, TABLE, "b1", "t1")
+    branch_ops.create_branch(catalog, TABLE, "other")
+    commit_on_branch(table, "b1", [7])
+    branch_ops.rename_branch(catalog, TABLE, "b1", "b2")
+    assert branch_ops.list_branches(catalog, TABLE) == ["b2", "other"]
+    assert table.file_io.list_recursive(branch_path(table.path, "b1")) == []
+    assert _branch_keys(catalog, "b2") == [1, 7]
+    assert TagManager(table.file_io, branch_path(table.path, "b2")).names() == ["t1"]
+    with pytest.raises(BranchAlreadyExistsError):
+        branch_ops.rename_branch(catalog, TABLE, "b2", "other")
+    with pytest.raises(BranchNotFoundError):
+        branch_ops.rename_branch(catalog, TABLE, "b1", "b3")
+    with pytest.raises(ValidationError):
+        branch_ops.rename_branch(catalog, TABLE, "b2", "main")
+    branch_ops.drop_branch(catalog, TABLE, "b2")
+    assert branch_ops.list_branches(catalog, TABLE) == ["other"]
+    assert table.file_io.list_recursive(branch_path(table.path, "b2")) == []
+    with pytest.raises(BranchNotFoundError):
+        branch_ops.drop_branch(catalog, TABLE, "b2")
+    with pytest.raises(BranchNotFoundError):
+        branch_ops.drop_branch(catalog, TABLE, "main")
+    assert read_keys(catalog) == [1, 11]  # main untouched
+
+
+def test_fast_forward_replaces_mains_later_snapshots(catalog: MetastoreCatalog) -> None:
+    table = _main(catalog, 3)
+    tag_ops.create_tag(catalog, TABLE, "t2", 2)
+    tag_ops.create_tag(catalog, TABLE, "t3", 3)
+    branch_ops.create_branch(catalog, TABLE, "b1", "t2")
+    commit_on_branch(table, "b1", [100])
+    commit_on_branch(table, "b1", [101])
+    report = branch_ops.fast_forward(catalog, TABLE, "b1", principal="ops")
+    assert (report.kept_through, report.removed_snapshots, report.added_snapshots) == (2, [3], [3, 4])
+    assert (report.latest_snapshot_id, report.timeline) == (4, 1)
+    assert read_keys(catalog) == [1, 11, 100, 101] == _branch_keys(catalog, "b1")
+    io, main = table.file_io, SnapshotManager(table.file_io, table.path)
+    for sid in (3, 4):
+        assert io.read(main.snapshot_path(sid)) == io.read(
+            SnapshotManager(io, branch_path(table.path, "b1")).snapshot_path(sid)
+        )
+    # main's tag of a removed snapshot is gone (Java deletes tags from the branch's earliest on); the
+    # branch's tags are main's now
+    assert TagManager(io, table.path).names() == ["t2"]
+    row = catalog.table_row(TABLE)
+    assert (row.latest_snapshot_id, row.timeline) == (4, 1)
+    stats = table_statistics(catalog.engine, row.table_id)
+    assert stats.complete and stats.record_count == 4
+    # main goes on from the branch's latest: the next commit is snapshot 5, on top of it
+    assert write(catalog, [200]) == 5
+    assert read_keys(catalog) == [1, 11, 100, 101, 200]
+    assert _runs(catalog)[-1][0:2] == ("rollback", "finished")
+    assert _runs(catalog)[-1][2]["removed_snapshots"] == [3]
+
+
+def test_fast_forward_of_a_branch_main_did_not_move_past(catalog: MetastoreCatalog) -> None:
+    table = _main(catalog, 2)
+    tag_ops.create_tag(catalog, TABLE, "t2", 2)
+    branch_ops.create_branch(catalog, TABLE, "b1", "t2")
+    commit_on_branch(table, "b1", [100])
+    report = branch_ops.fast_forward(catalog, TABLE, "b1")
+    assert (report.removed_snapshots, report.added_snapshots, report.timeline) == ([], [3], 0)
+    assert read_keys(catalog) == [1, 11, 100]
+    assert catalog.table_row(TABLE).latest_snapshot_id == 3
+
+
+def test_fast_forward_refusals(catalog: MetastoreCatalog) -> None:
+    table = _main(catalog, 2)
+    branch_ops.create_branch(catalog, TABLE, "empty")
+    with pytest.raises(ValidationError, match="no snapshot"):
+        branch_ops.fast_forward(catalog, TABLE, "empty")
+    with pytest.raises(BranchNotFoundError):
+        branch_ops.fast_forward(catalog, TABLE, "nope")
+    with pytest.raises(ValidationError):
+        branch_ops.fast_forward(catalog, TABLE, "main")
+    # a branch sharing no snapshot with main would empty main first: refused, main untouched
+    commit_on_branch(table, "empty", [5])
+    with pytest.raises(UnsupportedError):
+        branch_ops.fast_forward(catalog, TABLE, "empty")
+    assert read_keys(catalog) == [1, 11]
+    assert catalog.table_row(TABLE).latest_snapshot_id == 2
