@@ -114,6 +114,12 @@ class DatabaseAlreadyExistsError(AlreadyExistsError):
     resource = "database"
 
 
+class SchemaNotFoundError(NotFoundError):
+    """No such schema version of the table."""
+
+    resource = "schema"
+
+
 class SnapshotNotFoundError(NotFoundError):
     """No such snapshot (or the table has none yet)."""
 

@@ -49,6 +49,7 @@ from paimon_meta.model.identifier import split_identifier, validate_identifier
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.json import schema_to_json
 from paimon_meta.table import schema_change
+from paimon_meta.table.containment import is_under
 from paimon_meta.table.placement import (
     EXTERNAL_ROOTS_ALLOWED,
     check_placement_options,
@@ -237,6 +238,96 @@ class MetastoreCatalog:
                 )
         self.registry.create_table_row(db, name, location, uuid.uuid4(), 0)
         return self.get_table(identifier)
+
+    @_metastore_call
+    def register_table(self, identifier: str, location: str) -> FileStoreTable:
+        """Adopt the Paimon table whose files are at ``location`` under ``identifier``: its latest schema
+        is read from storage, its snapshots stay (the next commit of ours records them as ``external``,
+        as for a table another engine wrote). ``location`` is one table directory of the warehouse's
+        layout (``<warehouse>/<db>.db/<table>``, any names) or lies under a root the catalog allows.
+
+        Invariant: no two registered tables share files. A location that another row holds, contains or
+        lies inside is refused; so is one Java's row for some name computes to.
+
+        Raises:
+            DatabaseNotFoundError, TableAlreadyExistsError (the name, or another table holds the files),
+            ValidationError (``path``: outside the catalog, or no Paimon table there), UnsupportedError
+            (the table asks for what this library does not implement).
+        """
+        db, name = split_identifier(identifier)
+        location = location.rstrip("/")
+        if not self.registry.database_exists(db):
+            raise DatabaseNotFoundError(f"database {db!r} does not exist", database=db)
+        try:
+            self.registry.get_table_row(db, name)
+        except TableNotFoundError:
+            pass
+        else:
+            raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
+        self._check_registrable(location)
+        holders = self.registry.table_rows_overlapping(location)
+        java_holder = self._java_row_at(location)
+        if holders or java_holder is not None:
+            holder = holders[0] if holders else java_holder
+            assert holder is not None
+            raise TableAlreadyExistsError(
+                f"{location} overlaps the files of table {holder.identifier} ({self.location_of(holder)})",
+                identifier=identifier,
+                path=location,
+            )
+        schema = SchemaManager(self.table_file_io(location), location).latest()
+        if schema is None:
+            raise ValidationError(
+                f"path: no Paimon table at {location} (no schema/schema-<id> file)",
+                field="path",
+                path=location,
+            )
+        FileStoreTable.check_schema(schema)
+        check_placement_options(
+            schema.options,
+            table_path=location,
+            allowed_roots=self.allowed_external_roots,
+            warehouse=self.warehouse,
+        )
+        self.registry.create_table_row(db, name, location, uuid.uuid4(), schema.id)
+        return self.get_table(identifier)
+
+    def _check_registrable(self, location: str) -> None:
+        if not is_under(location, location):  # not an absolute URI without '.'/'..' segments
+            raise ValidationError(
+                f"path: {location!r} is not an absolute URI without '.'/'..' segments", field="path"
+            )
+        inside = is_under(location, self.warehouse) and location != self.warehouse
+        if inside:
+            relative = location[len(self.warehouse) :].strip("/").split("/")
+            if len(relative) != 2 or not relative[0].endswith(".db") or not relative[0][:-3]:
+                raise ValidationError(
+                    f"path: {location} is not a table directory of the warehouse "
+                    f"({self.warehouse}/<database>.db/<table>)",
+                    field="path",
+                    path=location,
+                )
+            return
+        if not any(is_under(location, root) for root in self.allowed_external_roots):
+            raise ValidationError(
+                f"path: {location} is outside the warehouse {self.warehouse} and every root the catalog "
+                f"allows (catalog option {EXTERNAL_ROOTS_ALLOWED})",
+                field="path",
+                path=location,
+            )
+
+    def _java_row_at(self, location: str) -> TableRow | None:
+        """The row Java inserted (no location) whose computed location is ``location``, if any."""
+        if not is_under(location, self.warehouse):
+            return None
+        parts = location[len(self.warehouse) :].strip("/").split("/")
+        if len(parts) != 2 or not parts[0].endswith(".db"):
+            return None
+        try:
+            row = self.registry.get_table_row(parts[0][:-3], parts[1])
+        except TableNotFoundError:
+            return None
+        return row if row.location is None else None
 
     @_metastore_call
     def get_table(self, identifier: str) -> FileStoreTable:

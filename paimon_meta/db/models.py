@@ -120,6 +120,9 @@ class MaintenanceOperation(enum.StrEnum):
     DROP_PARTITIONS = "drop_partitions"
     MARK_DONE_PARTITIONS = "mark_done_partitions"
     RESET_CONSUMER = "reset_consumer"
+    REGISTER_TABLE = "register_table"
+    DROP_TABLE = "drop_table"
+    ROLLBACK_SCHEMA = "rollback_schema"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.

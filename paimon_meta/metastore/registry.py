@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, union, update
+from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, tuple_, union, update
 from sqlalchemy.exc import IntegrityError
 
 from paimon_meta.db.models import PaimonDatabase, PaimonDatabaseProperty, PaimonTable
@@ -442,6 +442,18 @@ class Registry:
             row = c.execute(query).first()
         return None if row is None else TableRow.from_row(row)
 
+    def table_rows_overlapping(self, location: str, *, conn: Connection | None = None) -> list[TableRow]:
+        """Rows (any catalog key) whose location is ``location``, lies inside it or contains it: two
+        registered tables must never share files. Rows Java inserted have no location and are not found."""
+        loc = location.rstrip("/")
+        query = select(*PaimonTable.__table__.c).where(
+            (PaimonTable.location == loc)
+            | func.starts_with(PaimonTable.location, loc + "/")
+            | func.starts_with(loc, func.rtrim(PaimonTable.location, "/") + "/")
+        )
+        with self._tx(conn) as c:
+            return [TableRow.from_row(r) for r in c.execute(query)]
+
     def list_table_rows(self, database: str, *, conn: Connection | None = None) -> list[TableRow]:
         """Rows of one database, by name.
 
@@ -457,6 +469,56 @@ class Registry:
             if not self.database_exists(database, conn=c):
                 raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
             return [TableRow.from_row(r) for r in c.execute(query)]
+
+    def table_rows_page(
+        self,
+        *,
+        database: str | None = None,
+        database_pattern: str | None = None,
+        table_pattern: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int,
+        conn: Connection | None = None,
+    ) -> list[TableRow]:
+        """At most ``limit`` rows ordered by (database, table), after ``after`` (keyset paging on the
+        primary key's index: a page costs the same at the 1st or the 1,000th table). Patterns are SQL
+        LIKE with ``%`` and ``_`` and no escape character, as ``convert.like_match`` reads them.
+
+        Raises:
+            DatabaseNotFoundError: ``database`` given and unknown.
+        """
+        key = self.catalog_key
+        query = select(*PaimonTable.__table__.c).where(PaimonTable.catalog_key == key)
+        if database is not None:
+            query = query.where(PaimonTable.database_name == database)
+        if database_pattern:
+            query = query.where(PaimonTable.database_name.like(database_pattern, escape=""))
+        if table_pattern:
+            query = query.where(PaimonTable.table_name.like(table_pattern, escape=""))
+        if after is not None:
+            query = query.where(
+                tuple_(PaimonTable.database_name, PaimonTable.table_name) > tuple_(after[0], after[1])
+            )
+        query = query.order_by(PaimonTable.database_name, PaimonTable.table_name).limit(limit)
+        with self._tx(conn) as c:
+            if database is not None and not self.database_exists(database, conn=c):
+                raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
+            return [TableRow.from_row(r) for r in c.execute(query)]
+
+    def get_table_row_by_uuid(self, table_uuid: uuid.UUID, *, conn: Connection | None = None) -> TableRow:
+        """The row of this catalog key whose table uuid is ``table_uuid`` (the protocol's table id).
+
+        Raises:
+            TableNotFoundError: no such table.
+        """
+        query = select(*PaimonTable.__table__.c).where(
+            PaimonTable.catalog_key == self.catalog_key, PaimonTable.table_uuid == table_uuid
+        )
+        with self._tx(conn) as c:
+            row = c.execute(query).first()
+        if row is None:
+            raise TableNotFoundError(f"no table with id {table_uuid}", table_id=str(table_uuid))
+        return TableRow.from_row(row)
 
     def drop_table_row(self, database: str, name: str, *, conn: Connection | None = None) -> TableRow:
         """Remove the table's row (storage untouched; its events stay in the log under its table_id).
@@ -538,6 +600,16 @@ class Registry:
                 update(PaimonTable)
                 .where(PaimonTable.table_id == table_id)
                 .values(schema_id=func.greatest(func.coalesce(PaimonTable.schema_id, 0), schema_id))
+            )
+
+    def roll_back_schema_id(self, table_id: int, schema_id: int, *, conn: Connection | None = None) -> None:
+        """Record that the table's schemas after ``schema_id`` were deleted (a schema rollback): unlike
+        :meth:`set_schema_id`, the recorded id may go down."""
+        with self._tx(conn) as c:
+            c.execute(
+                update(PaimonTable)
+                .where(PaimonTable.table_id == table_id)
+                .values(schema_id=schema_id, updated_at=func.now())
             )
 
     @staticmethod

@@ -199,6 +199,8 @@ class ListTablesResponse(_Model):
 
 class GetTableResponse(_Model):
     id: str
+    #: The table's database (the spec's field; pypaimon 2.1.0 does not read it).
+    database: str | None = None
     name: str
     path: str
     is_external: bool
@@ -477,6 +479,30 @@ class TableRegistryResponse(_Model):
     timeline: int
     created_at: datetime
     updated_at: datetime
+
+
+# ---- tables across the catalog, registration, schema rollback -----------------------------------------
+
+
+class ListTableDetailsResponse(_Model):
+    table_details: list[GetTableResponse]
+    next_page_token: str | None
+
+
+class ListTablesGloballyResponse(_Model):
+    tables: list[Identifier]
+    next_page_token: str | None
+
+
+class RegisterTableRequest(_Request):
+    """Adopt the Paimon table whose files are at ``path`` under ``identifier``."""
+
+    identifier: Identifier
+    path: str = Field(min_length=1, max_length=4096)
+
+
+class RollbackSchemaRequest(_Request):
+    schema_id: int = Field(ge=0, le=2**63 - 1)
 
 
 # ---- operations ----------------------------------------------------------------------------------------

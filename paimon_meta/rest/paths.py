@@ -21,11 +21,18 @@ DATABASE = f"{DATABASES}/{{database}}"
 TABLES = f"{DATABASE}/tables"
 TABLE = f"{TABLES}/{{table}}"
 RENAME_TABLE = f"{CATALOG}/tables/rename"
+#: Every table of the catalog (``ListTablesGlobally``), a table by its ``id`` (``getTableById``).
+TABLES_GLOBALLY = f"{CATALOG}/tables"
+TABLE_BY_ID = f"{CATALOG}/tables/id/{{tableId}}"
+#: A database's tables with their details (``listTableDetails``); adopting an existing table.
+TABLE_DETAILS = f"{DATABASE}/table-details"
+REGISTER_TABLE = f"{DATABASE}/register"
 
 # ---- one table -----------------------------------------------------------------------------------------
 SNAPSHOT = f"{TABLE}/snapshot"
 COMMIT = f"{TABLE}/commit"
 ROLLBACK = f"{TABLE}/rollback"
+ROLLBACK_SCHEMA = f"{TABLE}/rollback-schema"
 PARTITIONS = f"{TABLE}/partitions"
 TAGS = f"{TABLE}/tags"
 TAG = f"{TAGS}/{{tag}}"
@@ -52,11 +59,6 @@ SNAPSHOT_RECORDINGS = f"{TABLE}/snapshot-recordings"
 #: error body naming the operation (pypaimon raises ``NotImplementedException`` with it), never a bare
 #: 404 that a client would read as "no such table". The other 22 are the routes above.
 NOT_SERVED: tuple[tuple[str, str, str], ...] = (
-    ("POST", f"{DATABASE}/register", "RegisterTable"),
-    ("GET", f"{DATABASE}/table-details", "listTableDetails"),
-    ("GET", f"{CATALOG}/tables", "ListTablesGlobally"),
-    ("GET", f"{CATALOG}/tables/id/{{tableId}}", "getTableById"),
-    ("POST", f"{TABLE}/rollback-schema", "rollbackSchema"),
     ("GET", f"{TABLE}/snapshots/{{version}}", "getVersionSnapshot"),
     ("GET", f"{TABLE}/snapshots", "listSnapshots"),
     ("POST", PARTITIONS, "createPartitions"),
@@ -109,6 +111,8 @@ DATABASE_NAME_PATTERN = "databaseNamePattern"
 TABLE_NAME_PATTERN = "tableNamePattern"
 PARTITION_NAME_PATTERN = "partitionNamePattern"
 TAG_NAME_PREFIX = "tagNamePrefix"
+#: ``TABLE_DETAILS``: only tables of this type (the schema's ``type`` option).
+TABLE_TYPE = "tableType"
 #: ``EVENTS``: the events of one commit.
 COMMIT_ID = "commitId"
 

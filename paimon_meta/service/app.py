@@ -45,6 +45,7 @@ from paimon_meta.service import (
     routes_commits,
     routes_common,
     routes_table,
+    routes_tables,
     routes_unserved,
 )
 from paimon_meta.service.auth import Require, log_text, token_of
@@ -103,6 +104,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
     app.include_router(routes_access.router)
+    app.include_router(routes_tables.router)
     app.include_router(routes_unserved.router)  # last: the spec's operations not served yet (501)
     _install_ops(app)
     _install_middleware(app, settings)

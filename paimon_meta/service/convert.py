@@ -42,14 +42,19 @@ def schema_body(schema: TableSchema) -> models.SchemaBody:
     )
 
 
+#: The ``id`` of a table whose row has no uuid (Java inserted it): this prefix and the row's surrogate id.
+TABLE_ID_PREFIX = "table-"
+
+
 def table_response_id(row: TableRow) -> str:
     """The table's ``id`` in the protocol (its uuid; pypaimon sends it back as the commit's ``tableId``)."""
-    return str(row.table_uuid) if row.table_uuid is not None else f"table-{row.table_id}"
+    return str(row.table_uuid) if row.table_uuid is not None else f"{TABLE_ID_PREFIX}{row.table_id}"
 
 
 def table_response(row: TableRow, schema: TableSchema, location: str) -> models.GetTableResponse:
     return models.GetTableResponse(
         id=table_response_id(row),
+        database=row.database,
         name=row.name,
         path=location,
         is_external=False,

@@ -12,6 +12,7 @@ from paimon_meta.db.models import Privilege
 from paimon_meta.errors import NotFoundError, ValidationError
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.ops import tables as table_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
@@ -137,12 +138,15 @@ def alter_database(request: Request, database: str, body: models.AlterDatabaseRe
 @router.delete(
     paths.DATABASE,
     tags=["databases"],
-    dependencies=[PREFIX, ADMIN_DATABASE],
+    dependencies=[PREFIX],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
-def drop_database(request: Request, database: str) -> Response:
-    catalog_of(request).drop_database(database)
+def drop_database(request: Request, database: str, access: Annotated[Access, ADMIN_DATABASE]) -> Response:
+    """Drop the database with everything in it, as Java's ``RESTCatalog`` expects: a client asked not to
+    cascade checks for tables itself first (pypaimon and Java do). Each table is dropped as ``DELETE`` of
+    the table drops it (under its lock, files deleted, recorded)."""
+    table_ops.drop_database(catalog_of(request), database, principal=access.principal)
     return Response(status_code=200)
 
 
@@ -220,12 +224,16 @@ def alter_table(request: Request, database: str, table: str, body: models.AlterT
 @router.delete(
     paths.TABLE,
     tags=["tables"],
-    dependencies=[PREFIX, ADMIN_TABLE],
+    dependencies=[PREFIX],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
-def drop_table(request: Request, database: str, table: str) -> Response:
-    catalog_of(request).drop_table(table_identifier(database, table))
+def drop_table(
+    request: Request, database: str, table: str, access: Annotated[Access, ADMIN_TABLE]
+) -> Response:
+    """Unregister the table and delete its files, under its lock (no commit of ours publishes into a
+    table being deleted), recorded as a ``drop_table`` run."""
+    table_ops.drop_table(catalog_of(request), table_identifier(database, table), principal=access.principal)
     return Response(status_code=200)
 
 

@@ -60,6 +60,8 @@ class Rule:
 _FALSE = frozenset({"false"})
 
 BRANCH = "branch"  # CoreOptions.BRANCH
+TABLE_TYPE = "type"  # CoreOptions.TYPE: which kind of table (TableType), "table" when unset
+TABLE_TYPE_DEFAULT = "table"
 MAIN_BRANCH = "main"  # BranchManager.DEFAULT_MAIN_BRANCH
 SCAN_FALLBACK_BRANCH = "scan.fallback-branch"
 # Time travel of a batch read by option (Java's TimeTravelUtil; paimon_meta.table.time_travel)

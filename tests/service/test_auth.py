@@ -55,6 +55,12 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     # Data access: credentials follow the grant (write credentials need write, checked in the route).
     ("GET", f"{T}/token"): ("read", "table"),
     ("POST", f"{T}/auth"): ("read", "table"),
+    # Tables across the catalog: listings filter by the caller's grants, by id answers 404 without read.
+    ("GET", f"{D}/table-details"): (None, "catalog"),
+    ("GET", "/v1/{prefix}/tables"): (None, "catalog"),
+    ("GET", "/v1/{prefix}/tables/id/{tableId}"): (None, "catalog"),
+    ("POST", f"{D}/register"): ("admin", "database"),
+    ("POST", f"{T}/rollback-schema"): ("admin", "table"),
     # Operations: the metrics name every table; the document and its viewers need a token.
     ("GET", "/metrics"): ("admin", "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),

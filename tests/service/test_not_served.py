@@ -11,14 +11,21 @@ from fastapi.routing import APIRoute
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.rest import paths
-from paimon_meta.service import routes_access, routes_audit, routes_catalog, routes_commits, routes_table
+from paimon_meta.service import (
+    routes_access,
+    routes_audit,
+    routes_catalog,
+    routes_commits,
+    routes_table,
+    routes_tables,
+)
 from paimon_meta.service.openapi import document
 from tests.fixtures.service import in_process_client, make_principal
 from tests.service.helpers import auth
 
 pytestmark = pytest.mark.postgres
 
-#: The spec's operations this service serves (20 of 56).
+#: The spec's operations this service serves.
 PROTOCOL_SERVED = {
     ("GET", paths.CONFIG),
     ("GET", paths.DATABASES),
@@ -42,6 +49,11 @@ PROTOCOL_SERVED = {
     ("DELETE", paths.TAG),
     ("GET", paths.TABLE_TOKEN),
     ("POST", paths.TABLE_AUTH),
+    ("GET", paths.TABLE_DETAILS),
+    ("GET", paths.TABLES_GLOBALLY),
+    ("GET", paths.TABLE_BY_ID),
+    ("POST", paths.REGISTER_TABLE),
+    ("POST", paths.ROLLBACK_SCHEMA),
 }
 
 
@@ -67,7 +79,7 @@ def test_each_answers_501_naming_the_operation(service_catalog: MetastoreCatalog
 def test_served_and_not_served_are_the_spec_once_each() -> None:
     served = {(m.upper(), p) for p, item in document()["paths"].items() for m in item}
     not_served = {(m, t) for m, t, _ in paths.NOT_SERVED}
-    assert len(not_served) == len(paths.NOT_SERVED) == 34
+    assert len(not_served) == len(paths.NOT_SERVED) == 29
     assert not_served <= served  # documented (answering 501)
     served_elsewhere = {
         (method, route.path)
@@ -77,6 +89,7 @@ def test_served_and_not_served_are_the_spec_once_each() -> None:
             routes_commits.router,
             routes_audit.router,
             routes_access.router,
+            routes_tables.router,
         )
         for route in router.routes
         if isinstance(route, APIRoute)

@@ -557,3 +557,63 @@ def test_operations_not_served_yet_are_named_not_misread(rig: Rig) -> None:
     for operation, (kind, message) in got.items():
         assert kind == "NotImplementedException", (operation, kind, message)
         assert operation in message and "not served" in message, (operation, message)
+
+
+#: argv: uri token. A database with two tables (one written), a refused plain drop (pypaimon checks for
+#: tables itself), then ``drop_database(cascade=True)``, which sends the plain DELETE and expects the
+#: server to drop the tables.
+CASCADE_DROP = (
+    _PRELUDE
+    + _ROWS
+    + r"""
+cat = rest_catalog(sys.argv[1], sys.argv[2])
+cat.create_database("gone", False)
+for name in ("a", "b"):
+    cat.create_table("gone." + name, Schema.from_pyarrow_schema(SCHEMA, options={"bucket": "1"}), False)
+table = cat.get_table("gone.a")
+wb = table.new_batch_write_builder()
+w, c = wb.new_write(), wb.new_commit()
+w.write_arrow(batch(1, 0))
+c.commit(w.prepare_commit())
+w.close(); c.close()
+out = {"path": table.table_path if hasattr(table, "table_path") else None}
+try:
+    cat.drop_database("gone", cascade=False)
+    out["plain"] = "dropped"
+except Exception as e:
+    out["plain"] = type(e).__name__
+out["before"] = sorted(cat.list_tables("gone"))
+cat.drop_database("gone", cascade=True)
+out["after"] = sorted(cat.list_databases())
+print(json.dumps(out))
+"""
+)
+
+
+def test_drop_database_with_cascade_drops_its_tables(rig: Rig) -> None:
+    """pypaimon's ``drop_database(cascade=True)`` sends a plain DELETE and expects the server to drop the
+    tables (Java's RESTCatalog does the same): the tables, their files and the database are gone, each
+    table drop recorded with the principal; without cascade pypaimon refuses by itself."""
+    server = rig.spawn()
+    got = run_pypaimon(CASCADE_DROP, server.base, rig.token, python=rig.python)
+    assert got["plain"] == "ValueError" and got["before"] == ["a", "b"], got
+    assert "gone" not in got["after"], got
+    catalog = rig.catalog()
+    try:
+        assert "gone" not in catalog.list_databases()
+        assert not Path(rig.warehouse, "gone.db", "a").exists() or not any(
+            p.is_file() for p in Path(rig.warehouse, "gone.db", "a").rglob("*")
+        )
+        with catalog.engine.connect() as conn:
+            drops = conn.execute(
+                text(
+                    "SELECT table_identifier, principal FROM paimon_maintenance_events "
+                    "WHERE operation = 'drop_table' AND event_type = 'finished' ORDER BY table_identifier"
+                )
+            ).all()
+        assert [(d.table_identifier, d.principal) for d in drops] == [
+            ("gone.a", PRINCIPAL),
+            ("gone.b", PRINCIPAL),
+        ]
+    finally:
+        catalog.close()

@@ -1,0 +1,204 @@
+"""A table's life in the catalog beyond create and commit: register an existing table, drop one (or a
+whole database with its tables), roll its schema back. Each is one audited run in the maintenance log
+(``register_table``, ``drop_table``, ``rollback_schema``), with the principal that asked.
+
+Dropping takes the table's lock, so no commit of ours publishes into a table whose files are being
+deleted; a database drop is the drop of each of its tables (each its own ``drop_table`` run naming the
+database drop it belongs to), then of the database. A crash part-way leaves the database with the
+tables not yet dropped: the same drop again finishes it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from paimon_meta.commit.metastore.guard import reconcile
+from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
+from paimon_meta.errors import CommitConflictError, CorruptMetadataError, SchemaNotFoundError
+from paimon_meta.metastore.registry import TableRow
+from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
+from paimon_meta.ops.references import CHANGELOG_DIR
+from paimon_meta.table.paths import join_path
+from paimon_meta.table.snapshots import SchemaManager
+from paimon_meta.table.table import FileStoreTable
+from paimon_meta.table.tags import TagManager
+
+if TYPE_CHECKING:
+    from paimon_meta.catalog.metastore import MetastoreCatalog
+
+#: Removes a database's other catalog objects (views, functions) before the database row goes.
+DatabaseObjectsDropper = Callable[[str], Any]
+
+_CHANGELOG_PREFIX = "changelog-"
+
+
+def register_table(
+    catalog: MetastoreCatalog, identifier: str, location: str, *, principal: str | None = None
+) -> TableRow:
+    """Adopt the table at ``location`` as ``identifier`` (:meth:`MetastoreCatalog.register_table`) and
+    record it. Nothing is recorded when the registration is refused: there is no table row to file a
+    refused run under."""
+    table = catalog.register_table(identifier, location)
+    row = catalog.table_row(identifier)
+    settings = {"path": table.path, "schema_id": table.schema.id}
+    with maintenance_run(
+        catalog,
+        row,
+        MaintenanceOperation.REGISTER_TABLE,
+        dry_run=False,
+        settings=settings,
+        principal=principal,
+    ) as run:
+        latest = table.snapshot_manager.latest_snapshot_id()
+        run.record(MaintenanceEventType.FINISHED, {**settings, "latest_snapshot_id": latest})
+    return row
+
+
+def drop_table(
+    catalog: MetastoreCatalog,
+    identifier: str,
+    *,
+    principal: str | None = None,
+    database_drop: str | None = None,
+) -> None:
+    """Unregister the table and delete its files, under its lock (``database_drop``: the run id of the
+    database drop this is part of, recorded in the settings)."""
+    row = catalog.table_row(identifier)
+    settings: dict[str, Any] = {"purge": True}
+    if database_drop is not None:
+        settings["database_drop"] = database_drop
+    with (
+        maintenance_run(
+            catalog,
+            row,
+            MaintenanceOperation.DROP_TABLE,
+            dry_run=False,
+            settings=settings,
+            principal=principal,
+        ) as run,
+        table_lock(catalog, row, "drop"),
+    ):
+        location = catalog.location_of(row)
+        catalog.drop_table(identifier)
+        run.record(MaintenanceEventType.FINISHED, {"location": location})
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseDrop:
+    """What a database drop did: its run id (in each table's ``drop_table`` run) and the tables."""
+
+    database: str
+    run_id: str
+    tables: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def drop_database(
+    catalog: MetastoreCatalog,
+    name: str,
+    *,
+    principal: str | None = None,
+    drop_objects: DatabaseObjectsDropper | None = None,
+) -> DatabaseDrop:
+    """Drop ``name`` with everything in it: each table as :func:`drop_table` does, then the database's
+    other objects (``drop_objects``), then the database (``DatabaseNotFoundError`` if unknown)."""
+    validate_identifier("database", name)
+    run_id = str(uuid.uuid4())
+    dropped = []
+    for row in catalog.registry.list_table_rows(name):
+        drop_table(catalog, row.identifier, principal=principal, database_drop=run_id)
+        dropped.append(row.name)
+    if drop_objects is not None:
+        drop_objects(name)
+    catalog.drop_database(name)
+    return DatabaseDrop(name, run_id, dropped)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaRollback:
+    table: str
+    schema_id: int
+    deleted_schemas: list[int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rollback_schema(
+    catalog: MetastoreCatalog, identifier: str, schema_id: int, *, principal: str | None = None
+) -> SchemaRollback:
+    """Java's ``SchemaManager.rollbackTo``: delete every schema after ``schema_id``, refused while a
+    snapshot, a tag or a changelog still uses one of them.
+
+    Under the table's lock, after reconciling storage into the log, so no snapshot of ours appears on a
+    schema being deleted between the check and the deletes. Deleted newest first: a crash leaves a
+    contiguous prefix of schemas, the latest of which is the table's schema, and the same rollback
+    again finishes. A commit prepared on a deleted schema is refused when it publishes (its files name a
+    schema the table no longer has).
+
+    Raises:
+        SchemaNotFoundError: no schema ``schema_id``.
+        CommitConflictError: a snapshot, tag or changelog uses a later schema (nothing deleted).
+    """
+    row, table = resolve_table(catalog, identifier)
+    settings = {"schema_id": schema_id}
+    with (
+        maintenance_run(
+            catalog,
+            row,
+            MaintenanceOperation.ROLLBACK_SCHEMA,
+            dry_run=False,
+            settings=settings,
+            principal=principal,
+        ) as run,
+        table_lock(catalog, row, "rollback-schema"),
+    ):
+        reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
+        schemas = SchemaManager(table.file_io, table.path)
+        if not schemas.exists(schema_id):
+            raise SchemaNotFoundError(
+                f"table {row.identifier} has no schema {schema_id}",
+                schema_id=schema_id,
+            )
+        newer = [s for s in _used_schemas(table) if s > schema_id]
+        if newer:
+            raise CommitConflictError(
+                f"cannot roll table {row.identifier} back to schema {schema_id}: schema {min(newer)} is "
+                "still used by a snapshot, tag or changelog",
+                reason="schema_in_use",
+            )
+        deleted = sorted((s for s in schemas.list_ids() if s > schema_id), reverse=True)
+        for sid in deleted:
+            table.file_io.delete(schemas.schema_path(sid))
+        catalog.registry.roll_back_schema_id(row.table_id, schema_id)
+        report = SchemaRollback(row.identifier, schema_id, sorted(deleted))
+        run.record(MaintenanceEventType.FINISHED, report.to_dict())
+    return report
+
+
+def _used_schemas(table: FileStoreTable) -> set[int]:
+    """Schema ids of every snapshot, tag and long-lived changelog of the main branch."""
+    snapshots = table.snapshot_manager
+    used = {snapshots.snapshot(s).schema_id for s in snapshots.list_snapshot_ids()}
+    tags = TagManager(table.file_io, table.path)
+    used.update(tags.get(name).snapshot.schema_id for name in tags.names())
+    directory = join_path(table.path, CHANGELOG_DIR)
+    if table.file_io.exists(directory):
+        for status in table.file_io.list(directory):
+            base = status.path.rsplit("/", 1)[-1]
+            if not base.startswith(_CHANGELOG_PREFIX) or not base[len(_CHANGELOG_PREFIX) :].isdigit():
+                continue
+            try:
+                used.add(int(json.loads(table.file_io.read(status.path))["schemaId"]))
+            except (ValueError, KeyError, TypeError) as e:
+                raise CorruptMetadataError(
+                    f"cannot read the schema id of {status.path}: {e}", path=status.path
+                ) from e
+    return used
