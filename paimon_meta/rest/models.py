@@ -299,6 +299,33 @@ class RollbackTableRequest(_Request):
     from_snapshot: BigInt | None = None
 
 
+# ---- branches ------------------------------------------------------------------------------------------
+
+#: A branch's directory is ``branch-<name>``: a longer name does not fit in a file name (255 bytes).
+BRANCH_NAME_MAX = 248
+
+
+class CreateBranchRequest(_Request):
+    branch: str = Field(max_length=BRANCH_NAME_MAX)
+    from_tag: str | None = None
+
+
+class RenameBranchRequest(_Request):
+    to_branch: str = Field(max_length=BRANCH_NAME_MAX)
+
+
+class ForwardBranchRequest(_Request):
+    """The spec's body names the branch again; pypaimon sends ``{}`` (the path names it)."""
+
+    branch: str | None = None
+
+
+class ListBranchesResponse(_Model):
+    """Not paged (Java's ``listBranches`` answers every branch)."""
+
+    branches: list[str]
+
+
 # ---- data access: vended credentials and query authorization -------------------------------------------
 
 

@@ -36,6 +36,11 @@ ROLLBACK_SCHEMA = f"{TABLE}/rollback-schema"
 PARTITIONS = f"{TABLE}/partitions"
 TAGS = f"{TABLE}/tags"
 TAG = f"{TAGS}/{{tag}}"
+#: A table's branches (``branch/branch-<name>``): list with GET, create with POST; one branch.
+BRANCHES = f"{TABLE}/branches"
+BRANCH = f"{BRANCHES}/{{branch}}"
+RENAME_BRANCH = f"{BRANCH}/rename"
+FORWARD_BRANCH = f"{BRANCH}/forward"
 
 # ---- the control plane (our extension) -----------------------------------------------------------------
 COMMIT_MESSAGES = f"{TABLE}/commit-messages"
@@ -66,11 +71,6 @@ NOT_SERVED: tuple[tuple[str, str, str], ...] = (
     ("POST", f"{PARTITIONS}/mark", "markDonePartitions"),
     ("POST", f"{PARTITIONS}/list-by-names", "listPartitionsByNames"),
     ("POST", f"{PARTITIONS}/list-by-filter", "listPartitionsByFilter"),
-    ("GET", f"{TABLE}/branches", "listBranches"),
-    ("POST", f"{TABLE}/branches", "createBranch"),
-    ("DELETE", f"{TABLE}/branches/{{branch}}", "dropBranch"),
-    ("POST", f"{TABLE}/branches/{{branch}}/rename", "renameBranch"),
-    ("POST", f"{TABLE}/branches/{{branch}}/forward", "forwardBranch"),
     ("GET", f"{TABLE}/consumers", "listConsumers"),
     ("POST", f"{TABLE}/consumers/reset", "resetConsumer"),
     ("GET", f"{DATABASE}/views", "listViews"),

@@ -41,6 +41,7 @@ from paimon_meta.service import (
     errors,
     routes_access,
     routes_audit,
+    routes_branches,
     routes_catalog,
     routes_commits,
     routes_common,
@@ -104,6 +105,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
     app.include_router(routes_access.router)
+    app.include_router(routes_branches.router)
     app.include_router(routes_tables.router)
     app.include_router(routes_unserved.router)  # last: the spec's operations not served yet (501)
     _install_ops(app)

@@ -44,6 +44,13 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{T}/tags/{{tag}}"): ("read", "table"),
     ("DELETE", f"{T}/tags/{{tag}}"): ("write", "table"),
     ("POST", f"{T}/rollback"): ("admin", "table"),
+    # Branches: creating, dropping and renaming one need write, as tags do; fast-forward replaces main's
+    # snapshots, so it needs admin, as a rollback does.
+    ("GET", f"{T}/branches"): ("read", "table"),
+    ("POST", f"{T}/branches"): ("write", "table"),
+    ("DELETE", f"{T}/branches/{{branch}}"): ("write", "table"),
+    ("POST", f"{T}/branches/{{branch}}/rename"): ("write", "table"),
+    ("POST", f"{T}/branches/{{branch}}/forward"): ("admin", "table"),
     ("POST", f"{T}/commit-messages"): ("write", "table"),
     ("POST", f"{T}/filter-committed"): ("write", "table"),
     ("GET", f"{T}/commits"): ("read", "table"),

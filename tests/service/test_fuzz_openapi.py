@@ -194,6 +194,7 @@ _CHANGE = st.one_of(
     st.fixed_dictionaries({"action": st.just("updateComment"), "comment": st.none() | _TEXT}),
 )
 _SNAPSHOT_ID = st.sampled_from([1, 2, 0, -1, 2**63 - 1])
+_BRANCH_NAME = st.sampled_from(["b1", "b2", "main", "1"])
 _TAG_NAME = st.one_of(
     st.sampled_from(["first", "second", ".", "..", "123"]),
     # around the longest name whose file name tag-<name> fits in 255 bytes
@@ -230,6 +231,8 @@ BODIES: dict[tuple[str, str], dict[str, st.SearchStrategy[Any]]] = {
         ),
         "fromSnapshot": st.none() | _SNAPSHOT_ID,
     },
+    ("POST", paths.BRANCHES): {"branch": _BRANCH_NAME, "fromTag": st.none() | _TAG_NAME},
+    ("POST", paths.RENAME_BRANCH): {"toBranch": _BRANCH_NAME},
 }
 
 
