@@ -19,6 +19,7 @@ so it is a rollback as far as the metastore is concerned (:mod:`paimon_meta.ops.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import replace_statements
 from paimon_meta.metastore.timelines import snapshot_identity, start_timeline
-from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
+from paimon_meta.ops.common import MaintenanceRun, maintenance_run, resolve_table, table_lock
 from paimon_meta.table.branches import (
     BranchManager,
     apply_fast_forward,
@@ -41,17 +42,6 @@ from paimon_meta.table.table import FileStoreTable
 
 if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
-
-#: The maintenance log's operation each branch operation is recorded under. The log's ``operation`` is
-#: a CHECK-constrained list without branch operations yet (a migration adds them): until then each is
-#: recorded under the nearest existing one, its payload naming the real operation (``branch_operation``)
-#: and the branch, so the log is searchable for them today.
-BRANCH_AUDIT: dict[str, MaintenanceOperation] = {
-    "create_branch": MaintenanceOperation.CREATE_TAG,
-    "drop_branch": MaintenanceOperation.DELETE_TAG,
-    "rename_branch": MaintenanceOperation.DELETE_TAG,
-    "fast_forward_branch": MaintenanceOperation.ROLLBACK,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +69,11 @@ def list_branches(catalog: MetastoreCatalog, identifier: str) -> list[str]:
 def _audited(
     catalog: MetastoreCatalog,
     row: TableRow,
-    operation: str,
+    operation: MaintenanceOperation,
     settings: dict[str, Any],
     principal: str | None,
-) -> Any:
-    return maintenance_run(
-        catalog,
-        row,
-        BRANCH_AUDIT[operation],
-        dry_run=False,
-        settings={"branch_operation": operation, **settings},
-        principal=principal,
-    )
+) -> AbstractContextManager[MaintenanceRun]:
+    return maintenance_run(catalog, row, operation, dry_run=False, settings=settings, principal=principal)
 
 
 def create_branch(
@@ -113,14 +96,14 @@ def create_branch(
     row, table = resolve_table(catalog, identifier)
     settings = {"branch": name, "from_tag": from_tag}
     with (
-        _audited(catalog, row, "create_branch", settings, principal) as run,
+        _audited(catalog, row, MaintenanceOperation.CREATE_BRANCH, settings, principal) as run,
         table_lock(catalog, row, "create-branch"),
     ):
         snapshot = BranchManager(table.file_io, table.path).create(name, from_tag)
         sid = None if snapshot is None else snapshot.id
         run.record(
             MaintenanceEventType.FINISHED,
-            {"branch_operation": "create_branch", "branch": name, "snapshot_id": sid},
+            {"branch": name, "snapshot_id": sid},
         )
     return sid
 
@@ -132,13 +115,13 @@ def drop_branch(
     ``BranchNotFoundError`` if there is no such branch."""
     row, table = resolve_table(catalog, identifier)
     with (
-        _audited(catalog, row, "drop_branch", {"branch": name}, principal) as run,
+        _audited(catalog, row, MaintenanceOperation.DROP_BRANCH, {"branch": name}, principal) as run,
         table_lock(catalog, row, "drop-branch"),
     ):
         deleted = BranchManager(table.file_io, table.path).drop(name)
         run.record(
             MaintenanceEventType.FINISHED,
-            {"branch_operation": "drop_branch", "branch": name, "files": deleted},
+            {"branch": name, "files": deleted},
         )
 
 
@@ -155,13 +138,15 @@ def rename_branch(
     validate_new_branch_name(to)
     row, table = resolve_table(catalog, identifier)
     with (
-        _audited(catalog, row, "rename_branch", {"branch": name, "to_branch": to}, principal) as run,
+        _audited(
+            catalog, row, MaintenanceOperation.RENAME_BRANCH, {"branch": name, "to_branch": to}, principal
+        ) as run,
         table_lock(catalog, row, "rename-branch"),
     ):
         moved = BranchManager(table.file_io, table.path).rename(name, to)
         run.record(
             MaintenanceEventType.FINISHED,
-            {"branch_operation": "rename_branch", "branch": name, "to_branch": to, "files": moved},
+            {"branch": name, "to_branch": to, "files": moved},
         )
 
 
@@ -178,7 +163,7 @@ def fast_forward(
     """
     row, table = resolve_table(catalog, identifier)
     with (
-        _audited(catalog, row, "fast_forward_branch", {"branch": name}, principal) as run,
+        _audited(catalog, row, MaintenanceOperation.FAST_FORWARD_BRANCH, {"branch": name}, principal) as run,
         table_lock(catalog, row, "fast-forward-branch"),
     ):
         snapshots = SnapshotManager(table.file_io, table.path)
@@ -228,7 +213,5 @@ def fast_forward(
             plan.latest,
             timeline,
         )
-        run.record(
-            MaintenanceEventType.FINISHED, {"branch_operation": "fast_forward_branch", **report.to_dict()}
-        )
+        run.record(MaintenanceEventType.FINISHED, report.to_dict())
     return report

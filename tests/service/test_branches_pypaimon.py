@@ -108,8 +108,8 @@ def test_pypaimon_manages_branches(
         with catalog.engine.connect() as conn:
             runs = conn.execute(
                 text(
-                    "SELECT payload->>'branch_operation', principal FROM paimon_maintenance_events"
-                    " WHERE event_type = 'finished' AND payload ? 'branch_operation' ORDER BY event_id"
+                    "SELECT operation, principal FROM paimon_maintenance_events"
+                    " WHERE event_type = 'finished' AND operation LIKE '%branch' ORDER BY event_id"
                 )
             ).all()
         assert [tuple(r) for r in runs] == [
