@@ -13,7 +13,8 @@ What is deleted, in Java's order (so an interrupted run is finished by the next 
 2. manifest lists, manifests, index manifests, index files and statistics of expired snapshots;
 3. the expired snapshot files, then the ``EARLIEST`` hint.
 
-Every candidate is checked against a keep-set computed from the retained snapshots and tags: files live
+Every candidate is checked against a keep-set computed from the retained snapshots, the tags and every
+snapshot and tag of the table's branches (which read the table's own manifests and data files): files live
 in the first retained snapshot, files added by the deltas and changelogs of later ones, every metadata
 file any of them references, and files named by commits still in flight. Java trusts the manifest
 invariants alone; the keep-set makes a bug or a foreign writer cost disk space instead of data.
@@ -35,19 +36,19 @@ from paimon_meta.model.manifest import FileKind, ManifestEntry
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops.common import Progress, maintenance_run, quiet, resolve_table, table_lock
 from paimon_meta.ops.references import (
-    BRANCH_DIR,
     DataKey,
     FilePaths,
     SnapshotMetadata,
+    branch_snapshots,
     consumer_min_next_snapshot,
     data_key,
-    has_files_under,
     live_entries,
     pending_commit_files,
     read_entries,
     read_metadata,
     tag_snapshots,
 )
+from paimon_meta.ops.tags import expire_tags
 from paimon_meta.table.file_guard import path_guard, refused_payload
 from paimon_meta.table.table import FileStoreTable
 
@@ -110,6 +111,8 @@ class ExpireReport:
     kept_referenced: int = 0
     #: candidates not deleted because they are not the table's files (table.file_guard)
     refused_paths: list[str] = field(default_factory=list)
+    #: tags deleted because their ``tagTimeRetained`` passed (Java's ``TagTimeExpire``)
+    expired_tags: list[str] = field(default_factory=list)
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,8 +137,7 @@ def expire_snapshots(
     from the table's options. ``dry_run`` decides under the lock but deletes nothing.
 
     Raises:
-        TableNotFoundError, ValidationError (bad retention), UnsupportedError (decoupled changelog,
-        branches),
+        TableNotFoundError, ValidationError (bad retention), UnsupportedError (decoupled changelog),
         LockTimeoutError, CorruptMetadataError (a retained snapshot's metadata is unreadable: nothing
         is deleted).
     """
@@ -149,15 +151,6 @@ def expire_snapshots(
     )
     config.validate()
     _refuse_decoupled_changelog(table)
-    if has_files_under(table, BRANCH_DIR):
-        # A branch made from a snapshot (not a tag) still reads that snapshot's files; they are not in the
-        # keep-set below, so expiring could delete data a branch reads.
-        raise UnsupportedError(
-            f"{row.identifier} has branches ({', '.join(table.branch_names()) or 'branch/'}); files only "
-            "they still use are not tracked by paimon-meta's expiration, so it is refused (use Java's "
-            "expire_snapshots)",
-            table=row.identifier,
-        )
     report = ExpireReport(row.identifier, dry_run, config)
     audit = maintenance_run(
         catalog, row, MaintenanceOperation.EXPIRE_SNAPSHOTS, dry_run=dry_run, settings=asdict(config)
@@ -166,6 +159,9 @@ def expire_snapshots(
         if not dry_run:
             # Record what is on storage before any of it can disappear (the event log equals storage).
             reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
+        # Tags past their retention first, as Java's commit does before expiring snapshots: the snapshots
+        # only they kept may then expire in this run.
+        report.expired_tags = expire_tags(table, now_ms=now_ms, dry_run=dry_run)
         keep_files = pending_commit_files(catalog.events, row.table_id)
         _expire(table, config, report, keep_files, now_ms=now_ms, progress=progress)
         run.record(
@@ -180,6 +176,7 @@ def expire_snapshots(
                 "deleted_data_files": len(report.deleted_data_files),
                 "deleted_metadata_files": len(report.deleted_metadata_files),
                 "kept_referenced": report.kept_referenced,
+                "expired_tags": report.expired_tags,
                 **refused_payload(report.refused_paths),
                 "note": report.note,
             },
@@ -256,7 +253,8 @@ def _expire(
     expiring = [sm.snapshot(sid) for sid in range(earliest, end) if sm.snapshot_exists(sid)]
     retained = [sm.snapshot(sid) for sid in range(end, latest + 1) if sm.snapshot_exists(sid)]
     progress(f"{report.table}: expiring snapshots {earliest}..{end - 1}, keeping {end}..{latest}")
-    keep = _KeepSet.build(table, retained, tag_snapshots(table), keep_files)
+    # a branch's snapshots and tags read the table's own manifests and data files: kept like main's tags
+    keep = _KeepSet.build(table, retained, [*tag_snapshots(table), *branch_snapshots(table)], keep_files)
     paths = FilePaths(table)
 
     data = _data_candidates(table, [*expiring[1:], retained[0]], expiring, paths)

@@ -3,8 +3,9 @@ expiration, orphan cleanup and recovery.
 
 A snapshot references its manifest lists (base, delta, changelog), the manifests they list, its index
 manifest and the index files listed there, its statistics file, and the data/changelog files (plus
-their extra files) named by the manifests' entries. Tags (``tag/tag-<name>``) are snapshots too. A
-commit still in flight references the files named by the CommitMessages of its ``prepared`` event.
+their extra files) named by the manifests' entries. Tags (``tag/tag-<name>``) are snapshots too, and so
+are the snapshots and tags of every branch (``branch/branch-<name>/``). A commit still in flight
+references the files named by the CommitMessages of its ``prepared`` event.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from paimon_meta.model.manifest import (
 )
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.serde.json import snapshot_from_json
-from paimon_meta.table.paths import join_path
+from paimon_meta.table.paths import SNAPSHOT_DIR, SNAPSHOT_PREFIX, join_path
 from paimon_meta.table.read.manifest_merge import merge_entries
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.tags import TAG_DIR, TAG_PREFIX
@@ -178,6 +179,27 @@ def tag_snapshots(table: FileStoreTable) -> list[Snapshot]:
         if not name.startswith(TAG_PREFIX):
             continue
         out.append(snapshot_from_json(table.file_io.read(status.path), path=status.path))
+    return out
+
+
+def branch_snapshots(table: FileStoreTable) -> list[Snapshot]:
+    """Every snapshot the table's branches hold: the snapshot files and tag files under
+    ``branch/branch-<name>/`` (a branch's manifests and data files are the table's own). What a crashed
+    drop left (no schema any more) counts too: its files are kept until the directory is gone.
+
+    Raises:
+        CorruptMetadataError: a snapshot or tag file cannot be decoded (never guessed around).
+    """
+    out = []
+    for status in table.file_io.list_recursive(join_path(table.path, BRANCH_DIR)):
+        parent, _, name = status.path.rpartition("/")
+        kind = parent.rsplit("/", 1)[-1]
+        if (
+            kind == SNAPSHOT_DIR
+            and name.startswith(SNAPSHOT_PREFIX)
+            and name[len(SNAPSHOT_PREFIX) :].isdigit()
+        ) or (kind == TAG_DIR and name.startswith(TAG_PREFIX)):
+            out.append(snapshot_from_json(table.file_io.read(status.path), path=status.path))
     return out
 
 

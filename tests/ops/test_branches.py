@@ -23,6 +23,7 @@ from paimon_meta.errors import (
 from paimon_meta.metastore.statistics import table_statistics
 from paimon_meta.ops import branches as branch_ops
 from paimon_meta.ops import tags as tag_ops
+from paimon_meta.ops.expire import expire_snapshots
 from paimon_meta.table.paths import branch_path
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
@@ -192,3 +193,21 @@ def test_fast_forward_refusals(catalog: MetastoreCatalog) -> None:
         branch_ops.fast_forward(catalog, TABLE, "empty")
     assert read_keys(catalog) == [1, 11]
     assert catalog.table_row(TABLE).latest_snapshot_id == 2
+
+
+def test_main_expiration_keeps_what_branches_read(catalog: MetastoreCatalog) -> None:
+    """Main overwrites the rows a branch was made from and expires every snapshot but its latest; the
+    branch (made from a tag since deleted, with a commit of its own) reads all its rows afterwards,
+    while files only main's expired snapshots used are deleted."""
+    table = _main(catalog, 2)
+    tag_ops.create_tag(catalog, TABLE, "t2", 2)
+    branch_ops.create_branch(catalog, TABLE, "b1", "t2")
+    tag_ops.delete_tag(catalog, TABLE, "t2")
+    commit_on_branch(table, "b1", [7])
+    assert write(catalog, [100], overwrite=True) == 3  # deletes main's files of keys 1 and 11
+    assert write(catalog, [101]) == 4
+    report = expire_snapshots(catalog, TABLE, retain_min=1, time_retained_ms=0)
+    assert report.expired == [1, 2, 3]
+    assert report.deleted_metadata_files  # main's own lists and manifests of snapshot 1 went
+    assert _branch_keys(catalog, "b1") == [1, 7, 11]
+    assert read_keys(catalog) == [100, 101]

@@ -14,7 +14,7 @@ from sqlalchemy.exc import DBAPIError
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
-from paimon_meta.errors import CorruptMetadataError, UnsupportedError
+from paimon_meta.errors import CorruptMetadataError
 from paimon_meta.ops.common import operator_identity
 from paimon_meta.ops.expire import ExpireConfig, expire_snapshots, plan_end
 from paimon_meta.ops.orphans import remove_orphan_files
@@ -278,8 +278,9 @@ def test_a_failed_maintenance_run_is_recorded_with_its_error(catalog: MetastoreC
         conn.execute(text("DELETE FROM paimon_maintenance_events"))
 
 
-def test_expire_refuses_a_table_with_branches(catalog: MetastoreCatalog) -> None:
-    """A branch made from a snapshot reads files expiration would not keep: refused, nothing deleted."""
+def test_expire_keeps_what_a_branch_reads(catalog: MetastoreCatalog) -> None:
+    """A branch made from a snapshot (as Java copies it) reads that snapshot's manifest lists, which main's
+    expiration would otherwise delete with the snapshot: they are kept, and the branch still reads."""
     table = create(catalog)
     for keys in ([1], [2], [3]):
         write(catalog, keys)
@@ -288,7 +289,9 @@ def test_expire_refuses_a_table_with_branches(catalog: MetastoreCatalog) -> None
     for sub, name in (("schema", "schema-0"), ("snapshot", "snapshot-1")):
         source = table.file_io.join(table.path, sub, name)
         table.file_io.create_if_absent(table.file_io.join(branch, sub, name), table.file_io.read(source))
-    before = sorted(s.path for s in table.file_io.list_recursive(table.path))
-    with pytest.raises(UnsupportedError, match="b1"):
-        expire_snapshots(catalog, TABLE, retain_min=1, retain_max=1, time_retained_ms=0)
-    assert sorted(s.path for s in table.file_io.list_recursive(table.path)) == before
+    report = expire_snapshots(catalog, TABLE, retain_min=1, retain_max=1, time_retained_ms=0)
+    assert report.expired == [1, 2]
+    assert table.snapshot_manager.list_snapshot_ids() == [3]
+    on_branch = catalog.get_table(TABLE).branch("b1").new_read_builder()
+    rows = on_branch.new_read().to_arrow(on_branch.new_scan().plan().splits())
+    assert rows.column("k").to_pylist() == [1]
