@@ -150,6 +150,54 @@ class BranchAlreadyExistsError(AlreadyExistsError):
     resource = "branch"
 
 
+class ViewNotFoundError(NotFoundError):
+    """No view with that identifier."""
+
+    resource = "view"
+
+
+class ViewAlreadyExistsError(AlreadyExistsError):
+    """A view with that identifier (or a table with that name in its database) already exists."""
+
+    resource = "view"
+
+
+class DialectNotFoundError(NotFoundError):
+    """A view change names a SQL dialect the view has no query for."""
+
+    resource = "dialect"
+
+
+class DialectAlreadyExistsError(AlreadyExistsError):
+    """A view change adds a SQL dialect the view already has a query for."""
+
+    resource = "dialect"
+
+
+class FunctionNotFoundError(NotFoundError):
+    """No function with that identifier."""
+
+    resource = "function"
+
+
+class FunctionAlreadyExistsError(AlreadyExistsError):
+    """A function with that identifier already exists."""
+
+    resource = "function"
+
+
+class DefinitionNotFoundError(NotFoundError):
+    """A function change names a definition the function does not have."""
+
+    resource = "definition"
+
+
+class DefinitionAlreadyExistsError(AlreadyExistsError):
+    """A function change adds a definition the function already has."""
+
+    resource = "definition"
+
+
 class PrincipalNotFoundError(NotFoundError):
     """No service principal with that name."""
 

@@ -41,6 +41,7 @@ from paimon_meta.errors import (
 )
 from paimon_meta.io import get_file_io, resolve_location, scheme_of
 from paimon_meta.io.base import FileIO
+from paimon_meta.metastore.catalog_objects import CatalogObjects
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
 from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow
@@ -114,6 +115,8 @@ class MetastoreCatalog:
         self._file_ios_lock = threading.Lock()
         self.registry = Registry(engine, catalog_key=options.get(CATALOG_KEY, "jdbc"))
         self.events = EventLog(engine)
+        #: Views and functions of the catalog (their rows, versions and events).
+        self.objects = CatalogObjects(self.registry)
         self.lock = MetastoreLock(engine)
         self.lock_settings = LockSettings(
             lease_seconds=int(options.get(LOCK_LEASE, "30")),

@@ -532,6 +532,106 @@ class RollbackSchemaRequest(_Request):
     schema_id: int = Field(ge=0, le=2**63 - 1)
 
 
+# ---- views and functions -------------------------------------------------------------------------------
+
+
+class ViewSchemaBody(_Model):
+    """The protocol's ``ViewSchema`` (fields as Paimon ``DataField`` JSON)."""
+
+    fields: list[JsonObject] = Field(default_factory=list)
+    query: str
+    dialects: dict[str, str] = Field(default_factory=dict)
+    comment: str | None = None
+    options: dict[str, str] = Field(default_factory=dict)
+
+
+class CreateViewRequest(_Request):
+    identifier: Identifier
+    schema_: ViewSchemaBody = Field(alias="schema")
+
+
+class AlterViewRequest(_Request):
+    """``changes``: ViewChange objects, each with an ``action`` (applied by the catalog)."""
+
+    changes: list[JsonObject]
+
+
+class GetViewResponse(_Model):
+    id: str
+    name: str
+    schema_: ViewSchemaBody = Field(alias="schema")
+    owner: str | None = None
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+
+class ListViewsResponse(_Model):
+    views: list[str]
+    next_page_token: str | None
+
+
+class ListViewDetailsResponse(_Model):
+    view_details: list[GetViewResponse]
+    next_page_token: str | None
+
+
+class ListViewsGloballyResponse(_Model):
+    views: list[Identifier]
+    next_page_token: str | None
+
+
+class CreateFunctionRequest(_Request):
+    """The protocol's ``CreateFunctionRequest``: definitions are checked by the catalog (``type`` file,
+    sql or lambda)."""
+
+    name: str
+    input_params: list[JsonObject] | None = None
+    return_params: list[JsonObject] | None = None
+    deterministic: bool = False
+    definitions: dict[str, JsonObject] | None = None
+    comment: str | None = None
+    options: dict[str, str] | None = None
+
+
+class AlterFunctionRequest(_Request):
+    """``changes``: FunctionChange objects, each with an ``action`` (applied by the catalog)."""
+
+    changes: list[JsonObject]
+
+
+class GetFunctionResponse(_Model):
+    uuid: str
+    name: str
+    input_params: list[dict[str, Any]] | None = None
+    return_params: list[dict[str, Any]] | None = None
+    deterministic: bool
+    definitions: dict[str, dict[str, Any]]
+    comment: str | None = None
+    options: dict[str, str]
+    owner: str | None = None
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+
+
+class ListFunctionsResponse(_Model):
+    functions: list[str]
+    next_page_token: str | None
+
+
+class ListFunctionDetailsResponse(_Model):
+    function_details: list[GetFunctionResponse]
+    next_page_token: str | None
+
+
+class ListFunctionsGloballyResponse(_Model):
+    functions: list[Identifier]
+    next_page_token: str | None
+
+
 # ---- operations ----------------------------------------------------------------------------------------
 
 

@@ -42,6 +42,21 @@ BRANCH = f"{BRANCHES}/{{branch}}"
 RENAME_BRANCH = f"{BRANCH}/rename"
 FORWARD_BRANCH = f"{BRANCH}/forward"
 
+# ---- views and functions -------------------------------------------------------------------------------
+#: A database's views (list with GET, create with POST), with their details, one view; every view of the
+#: catalog; renaming one (across databases too).
+VIEWS = f"{DATABASE}/views"
+VIEW_DETAILS = f"{DATABASE}/view-details"
+VIEW = f"{VIEWS}/{{view}}"
+VIEWS_GLOBALLY = f"{CATALOG}/views"
+RENAME_VIEW = f"{CATALOG}/views/rename"
+#: A database's functions (list with GET, create with POST), with their details, one function; every
+#: function of the catalog.
+FUNCTIONS = f"{DATABASE}/functions"
+FUNCTION_DETAILS = f"{DATABASE}/function-details"
+FUNCTION = f"{FUNCTIONS}/{{function}}"
+FUNCTIONS_GLOBALLY = f"{CATALOG}/functions"
+
 # ---- the control plane (our extension) -----------------------------------------------------------------
 COMMIT_MESSAGES = f"{TABLE}/commit-messages"
 FILTER_COMMITTED = f"{TABLE}/filter-committed"
@@ -73,21 +88,6 @@ NOT_SERVED: tuple[tuple[str, str, str], ...] = (
     ("POST", f"{PARTITIONS}/list-by-filter", "listPartitionsByFilter"),
     ("GET", f"{TABLE}/consumers", "listConsumers"),
     ("POST", f"{TABLE}/consumers/reset", "resetConsumer"),
-    ("GET", f"{DATABASE}/views", "listViews"),
-    ("POST", f"{DATABASE}/views", "createView"),
-    ("GET", f"{DATABASE}/view-details", "listViewDetails"),
-    ("GET", f"{CATALOG}/views", "listViewsGlobally"),
-    ("GET", f"{DATABASE}/views/{{view}}", "getView"),
-    ("POST", f"{DATABASE}/views/{{view}}", "alterView"),
-    ("DELETE", f"{DATABASE}/views/{{view}}", "dropView"),
-    ("POST", f"{CATALOG}/views/rename", "renameView"),
-    ("GET", f"{DATABASE}/functions", "listFunctions"),
-    ("POST", f"{DATABASE}/functions", "createFunction"),
-    ("GET", f"{DATABASE}/function-details", "listFunctionDetails"),
-    ("GET", f"{CATALOG}/functions", "listFunctionsGlobally"),
-    ("GET", f"{DATABASE}/functions/{{function}}", "getFunction"),
-    ("POST", f"{DATABASE}/functions/{{function}}", "alterFunction"),
-    ("DELETE", f"{DATABASE}/functions/{{function}}", "dropFunction"),
 )
 #: How many operations the spec has (the served ones are the service's routes under ``/v1``).
 SPEC_OPERATIONS = 56
@@ -111,6 +111,9 @@ DATABASE_NAME_PATTERN = "databaseNamePattern"
 TABLE_NAME_PATTERN = "tableNamePattern"
 PARTITION_NAME_PATTERN = "partitionNamePattern"
 TAG_NAME_PREFIX = "tagNamePrefix"
+#: View and function listings' name patterns (SQL LIKE).
+VIEW_NAME_PATTERN = "viewNamePattern"
+FUNCTION_NAME_PATTERN = "functionNamePattern"
 #: ``TABLE_DETAILS``: only tables of this type (the schema's ``type`` option).
 TABLE_TYPE = "tableType"
 #: ``EVENTS``: the events of one commit.

@@ -45,9 +45,11 @@ from paimon_meta.service import (
     routes_catalog,
     routes_commits,
     routes_common,
+    routes_functions,
     routes_table,
     routes_tables,
     routes_unserved,
+    routes_views,
 )
 from paimon_meta.service.auth import Require, log_text, token_of
 from paimon_meta.service.auth import log as auth_log
@@ -107,6 +109,8 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_access.router)
     app.include_router(routes_branches.router)
     app.include_router(routes_tables.router)
+    app.include_router(routes_views.router)
+    app.include_router(routes_functions.router)
     app.include_router(routes_unserved.router)  # last: the spec's operations not served yet (501)
     _install_ops(app)
     _install_middleware(app, settings)

@@ -68,6 +68,23 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/v1/{prefix}/tables/id/{tableId}"): (None, "catalog"),
     ("POST", f"{D}/register"): ("admin", "database"),
     ("POST", f"{T}/rollback-schema"): ("admin", "table"),
+    # Views and functions: reads need read on the database, changes admin on it (as creating a table);
+    # catalog-wide listings filter by the caller's grants, renaming a view checks both databases.
+    ("GET", f"{D}/views"): ("read", "database"),
+    ("POST", f"{D}/views"): ("admin", "database"),
+    ("GET", f"{D}/view-details"): ("read", "database"),
+    ("GET", "/v1/{prefix}/views"): (None, "catalog"),
+    ("GET", f"{D}/views/{{view}}"): ("read", "database"),
+    ("POST", f"{D}/views/{{view}}"): ("admin", "database"),
+    ("DELETE", f"{D}/views/{{view}}"): ("admin", "database"),
+    ("POST", "/v1/{prefix}/views/rename"): (None, "catalog"),
+    ("GET", f"{D}/functions"): ("read", "database"),
+    ("POST", f"{D}/functions"): ("admin", "database"),
+    ("GET", f"{D}/function-details"): ("read", "database"),
+    ("GET", "/v1/{prefix}/functions"): (None, "catalog"),
+    ("GET", f"{D}/functions/{{function}}"): ("read", "database"),
+    ("POST", f"{D}/functions/{{function}}"): ("admin", "database"),
+    ("DELETE", f"{D}/functions/{{function}}"): ("admin", "database"),
     # Operations: the metrics name every table; the document and its viewers need a token.
     ("GET", "/metrics"): ("admin", "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),

@@ -1,0 +1,108 @@
+"""What the view and function routes share: page sizes and tokens, which databases a caller's grants let
+it read (the filter of a catalog-wide listing, applied in the query so pages stay full), and the
+protocol's bodies built from the catalog's rows. No IO here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from paimon_meta.db.models import Privilege
+from paimon_meta.errors import ValidationError
+from paimon_meta.metastore.catalog_objects import Audit, FunctionRow, ViewRow
+from paimon_meta.metastore.principals import Access
+from paimon_meta.model.catalog_objects import params_json
+from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.rest import models
+from paimon_meta.service import convert
+
+#: A page's size when the caller names none (pypaimon's unpaged listings follow ``nextPageToken``).
+DEFAULT_PAGE = 100
+
+Item = TypeVar("Item")
+
+
+def limit_of(max_results: int | None) -> int:
+    """``maxResults`` checked (1..``convert.MAX_PAGE``), or the default page size."""
+    limit = DEFAULT_PAGE if max_results is None else max_results
+    if not 0 < limit <= convert.MAX_PAGE:
+        raise ValidationError(f"maxResults must be between 1 and {convert.MAX_PAGE}", field="maxResults")
+    return limit
+
+
+def _token_name(value: str) -> str:
+    try:
+        return validate_identifier("name", value)
+    except ValidationError:
+        raise ValidationError("pageToken is not one this server issued", field="pageToken") from None
+
+
+def after_in(database: str, page_token: str | None) -> tuple[str, str] | None:
+    """Where a database's listing resumes: its page token is the last name of the previous page."""
+    return None if not page_token else (database, _token_name(page_token))
+
+
+def after_globally(page_token: str | None) -> tuple[str, str] | None:
+    """Where a catalog-wide listing resumes: its page token is the last ``database.name`` listed."""
+    if not page_token:
+        return None
+    database, sep, name = page_token.partition(".")
+    if not sep:
+        raise ValidationError("pageToken is not one this server issued", field="pageToken")
+    return _token_name(database), _token_name(name)
+
+
+def readable_databases(access: Access) -> set[str] | None:
+    """The databases whose views and functions ``access`` may read: None for all of them (a catalog
+    grant), else those with a database-wide read grant (a grant on one table reaches no view)."""
+    if access.allows(Privilege.READ):
+        return None
+    named = {g.scope.database for g in access.grants if g.scope.database is not None}
+    return {d for d in named if access.allows(Privilege.READ, d)}
+
+
+def page(
+    fetch: Callable[[int], Sequence[Item]], limit: int, token: Callable[[Item], str]
+) -> tuple[list[Item], str | None]:
+    """A page of at most ``limit`` items and its next token (null on the last page), from ``fetch(n)``
+    answering up to ``n`` items in order (one more is asked for, to know whether another page follows)."""
+    items = list(fetch(limit + 1))
+    if len(items) <= limit:
+        return items, None
+    return items[:limit], token(items[limit - 1])
+
+
+def _audit(audit: Audit) -> dict[str, Any]:
+    return {
+        "owner": audit.created_by or convert.SERVICE_OWNER,
+        "created_at": convert.millis(audit.created_at),
+        "created_by": audit.created_by or convert.SERVICE_OWNER,
+        "updated_at": convert.millis(audit.updated_at),
+        "updated_by": audit.updated_by or convert.SERVICE_OWNER,
+    }
+
+
+def view_response(row: ViewRow) -> models.GetViewResponse:
+    """``GetViewResponse``; ``id`` is the view's uuid (``view-<n>`` for a view Java inserted)."""
+    schema = row.schema.to_json()
+    return models.GetViewResponse(
+        id=str(row.view_uuid) if row.view_uuid is not None else f"view-{row.view_id}",
+        name=row.name,
+        schema=models.ViewSchemaBody(**schema),
+        **_audit(row.audit),
+    )
+
+
+def function_response(row: FunctionRow) -> models.GetFunctionResponse:
+    spec = row.spec
+    return models.GetFunctionResponse(
+        uuid=str(row.function_uuid),
+        name=row.name,
+        input_params=params_json(spec.input_params),
+        return_params=params_json(spec.return_params),
+        deterministic=spec.deterministic,
+        definitions={k: dict(v) for k, v in spec.definitions.items()},
+        comment=spec.comment,
+        options=dict(spec.options),
+        **_audit(row.audit),
+    )
