@@ -351,12 +351,13 @@ def _rows_by_partition(catalog: MetastoreCatalog) -> dict[str, list[int]]:
     return {p: sorted(ks) for p, ks in sorted(out.items())}
 
 
-@pytest.mark.parametrize("mode", ["dynamic", "static"])
+@pytest.mark.parametrize("mode", ["dynamic", "static", "several"])
 def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(
     catalog: MetastoreCatalog, mode: str
 ) -> None:
     """The prepared event records the resolved overwrite spec, so recovery replaces exactly what the dead
-    writer would have: the partitions of its files (dynamic) or everything its spec names (static)."""
+    writer would have: the partitions of its files (dynamic) or everything its spec names (static; several:
+    every partition one of its specs names, as a drop of partitions commits)."""
     table = _partitioned(catalog)
     committer(table, "loader").commit(
         _prepare_parts(table, {p: range(i * 10, i * 10 + 10) for i, p in enumerate("abc")}, "loader"), 1
@@ -365,8 +366,10 @@ def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(
     spec: dict[str, str] | OverwriteSpec
     if mode == "dynamic":
         messages, spec = _prepare_parts(table, {"a": range(100, 103), "c": range(200, 201)}, USER), {}
-    else:
+    elif mode == "static":
         messages, spec = [], OverwriteSpec.static({"p": "b"})
+    else:
+        messages, spec = [], OverwriteSpec.partitions([{"p": "a"}, {"p": "c"}])
     with crash_at("before_publish"), pytest.raises(Crash):
         committer(table, USER).commit(messages, IDENTIFIER, overwrite=spec)
     [prepared] = [
@@ -375,6 +378,7 @@ def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(
     assert prepared["payload"]["overwrite"] == {
         "partition": {"p": "b"} if mode == "static" else {},
         "dynamic": mode == "dynamic",
+        **({"anyOf": [{"p": "a"}, {"p": "c"}]} if mode == "several" else {}),
     }
 
     report = recover_table(catalog, PARTITIONED, older_than_seconds=0)
@@ -385,8 +389,10 @@ def test_a_crashed_overwrite_is_finished_with_its_recorded_scope(
     assert snapshot.commit_kind is CommitKind.OVERWRITE and snapshot.commit_user == USER
     if mode == "dynamic":
         assert _rows_by_partition(catalog) == {"a": [100, 101, 102], "b": list(range(10, 20)), "c": [200]}
-    else:
+    elif mode == "static":
         assert _rows_by_partition(catalog) == {"a": list(range(10)), "c": list(range(20, 30))}
+    else:
+        assert _rows_by_partition(catalog) == {"b": list(range(10, 20))}
     assert_consistent(catalog, PARTITIONED)
     # The dead writer, coming back, deduplicates against the finished commit.
     again = committer(catalog.get_table(PARTITIONED), USER).commit(messages, IDENTIFIER, overwrite=spec)

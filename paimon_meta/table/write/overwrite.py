@@ -18,7 +18,7 @@ An :class:`OverwriteSpec` is the resolved decision. It is recorded with the comm
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,11 +32,25 @@ class OverwriteSpec:
     """The scope of one OVERWRITE.
 
     ``partition``: column -> value (values compare as strings, as Java's partition spec); ``{}`` names
-    the whole table. ``dynamic``: replace only the partitions the new files are in.
+    the whole table. ``dynamic``: replace only the partitions the new files are in. ``any_of``: several
+    partition specs, a partition matching any of them is replaced (static only, with ``partition``
+    ``{}``: Java's ``truncatePartitions``, one OVERWRITE dropping several partitions).
     """
 
     partition: Mapping[str, str] = field(default_factory=dict)
     dynamic: bool = False
+    any_of: tuple[Mapping[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.any_of and (self.partition or self.dynamic):
+            raise ValidationError("an overwrite of several partitions is static and names no other partition")
+
+    @staticmethod
+    def partitions(specs: Sequence[Mapping[str, Any]]) -> OverwriteSpec:
+        """A static overwrite of every partition matching one of ``specs`` (each a non-empty spec)."""
+        if not specs or not all(specs):
+            raise ValidationError("an overwrite of several partitions names at least one non-empty spec")
+        return OverwriteSpec(any_of=tuple(_as_strings(s) for s in specs))
 
     @staticmethod
     def static(partition: Mapping[str, Any] | None = None) -> OverwriteSpec:
@@ -48,17 +62,21 @@ class OverwriteSpec:
         ``dynamic-partition-overwrite`` option (dynamic applies to partitioned tables only)."""
         if isinstance(spec, OverwriteSpec):
             dynamic = spec.dynamic and bool(schema.partition_keys)
-            resolved = OverwriteSpec(_as_strings(spec.partition), dynamic)
+            resolved = OverwriteSpec(_as_strings(spec.partition), dynamic, spec.any_of)
         else:
             dynamic = bool(schema.partition_keys) and schema.core_options.dynamic_partition_overwrite
             resolved = OverwriteSpec(_as_strings(spec), dynamic)
-        unknown = sorted(set(resolved.partition) - set(schema.partition_keys))
+        named = set(resolved.partition).union(*(set(s) for s in resolved.any_of))
+        unknown = sorted(named - set(schema.partition_keys))
         if unknown:
             raise ValidationError(f"overwrite names non-partition columns {unknown}", fields=unknown)
         return resolved
 
     def to_json(self) -> dict[str, Any]:
-        return {"partition": dict(self.partition), "dynamic": self.dynamic}
+        out: dict[str, Any] = {"partition": dict(self.partition), "dynamic": self.dynamic}
+        if self.any_of:
+            out["anyOf"] = [dict(s) for s in self.any_of]
+        return out
 
     @staticmethod
     def from_json(data: Any) -> OverwriteSpec:
@@ -69,7 +87,12 @@ class OverwriteSpec:
             or not isinstance(data.get("dynamic"), bool)
         ):
             raise ValidationError(f"not an overwrite spec: {data!r}")
-        return OverwriteSpec(_as_strings(data["partition"]), data["dynamic"])
+        any_of = data.get("anyOf", [])
+        if not isinstance(any_of, list) or not all(isinstance(s, Mapping) for s in any_of):
+            raise ValidationError(f"not an overwrite spec: {data!r}")
+        return OverwriteSpec(
+            _as_strings(data["partition"]), data["dynamic"], tuple(_as_strings(s) for s in any_of)
+        )
 
 
 class PartitionMatcher:
@@ -82,12 +105,13 @@ class PartitionMatcher:
         self._memo: dict[bytes, bool] = {}
 
     def matches(self, partition: bytes) -> bool:
-        if not self.spec.partition:
+        if not self.spec.partition and not self.spec.any_of:
             return True
         hit = self._memo.get(partition)
         if hit is None:
             values = dict(zip(self._keys, deserialize_row(partition, self._types)))
-            hit = all(str(values[k]) == v for k, v in self.spec.partition.items())
+            specs = self.spec.any_of or (self.spec.partition,)
+            hit = any(all(str(values[k]) == v for k, v in s.items()) for s in specs)
             self._memo[partition] = hit
         return hit
 
