@@ -11,7 +11,7 @@ from httpx import Response
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.ops import tags as tag_ops
 from tests.fixtures.service import make_principal
-from tests.service.helpers import P, auth, seed
+from tests.service.helpers import P, auth, commit_body, seed
 
 pytestmark = pytest.mark.postgres
 
@@ -50,3 +50,20 @@ def test_branch_routes(service_catalog: MetastoreCatalog, service_client: TestCl
     assert service_client.post(f"{B}/b2/forward", json={}, headers=h).status_code == 200
     assert service_client.delete(f"{B}/b2", headers=h).status_code == 200
     assert service_client.get(B, headers=h).json() == {"branches": []}
+
+
+def test_a_branch_identifier_is_refused_not_read_as_main(
+    service_catalog: MetastoreCatalog, service_client: TestClient
+) -> None:
+    """pypaimon names a branch's table ``t$branch_b1`` in the path (reading or committing on a branch);
+    until commits on a branch are served, that is a 400, never main's table or a commit onto main."""
+    base = seed(service_catalog)
+    h = auth(make_principal(service_catalog, "etl", [("admin", None, None)]))
+    assert service_client.post(B, json={"branch": "b1"}, headers=h).status_code == 200
+    branch_table = f"{P}/databases/db/tables/t%24branch_b1"
+    for answer in (
+        service_client.get(branch_table, headers=h),
+        service_client.post(f"{branch_table}/commit", json=commit_body(base), headers=h),
+    ):
+        assert answer.status_code == 400 and "invalid table name" in answer.json()["message"], answer.text
+    assert service_catalog.table_row("db.t").latest_snapshot_id == 1
