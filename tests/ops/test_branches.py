@@ -211,3 +211,30 @@ def test_main_expiration_keeps_what_branches_read(catalog: MetastoreCatalog) -> 
     assert report.deleted_metadata_files  # main's own lists and manifests of snapshot 1 went
     assert _branch_keys(catalog, "b1") == [1, 7, 11]
     assert read_keys(catalog) == [100, 101]
+
+
+def test_fast_forward_interrupted_after_its_transaction_is_finished_by_running_it_again(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies after the new timeline is recorded and before storage changed: main still holds
+    the snapshots being removed. Running fast-forward again (its reconcile deletes them, as the next
+    lock holder's would) ends where one uninterrupted run ends."""
+    table = _main(catalog, 3)
+    tag_ops.create_tag(catalog, TABLE, "t2", 2)
+    branch_ops.create_branch(catalog, TABLE, "b1", "t2")
+    commit_on_branch(table, "b1", [100])
+
+    def crash(*_args: object) -> None:
+        raise OSError("killed")
+
+    monkeypatch.setattr(branch_ops, "apply_fast_forward", crash)
+    with pytest.raises(OSError):
+        branch_ops.fast_forward(catalog, TABLE, "b1")
+    assert SnapshotManager(table.file_io, table.path).list_snapshot_ids() == [1, 2, 3]
+    assert (catalog.table_row(TABLE).latest_snapshot_id, catalog.table_row(TABLE).timeline) == (2, 1)
+    monkeypatch.undo()
+    report = branch_ops.fast_forward(catalog, TABLE, "b1")
+    assert (report.removed_snapshots, report.added_snapshots, report.timeline) == ([], [3], 1)
+    assert read_keys(catalog) == [1, 11, 100]
+    assert catalog.table_row(TABLE).latest_snapshot_id == 3
+    assert write(catalog, [200]) == 4
