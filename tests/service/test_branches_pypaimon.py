@@ -44,12 +44,15 @@ cat.create_database("shop", False)
 schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())])
 options = {"bucket": "1", "bucket-key": "k"}
 cat.create_table("shop.t", Schema.from_pyarrow_schema(schema, options=options), False)
-for batch in ([1, 2], [3]):
+def commit(batch):
     wb = cat.get_table("shop.t").new_batch_write_builder()
     w, c = wb.new_write(), wb.new_commit()
     w.write_arrow(pa.Table.from_pylist([{"k": k, "v": str(k)} for k in batch], schema=schema))
     c.commit(w.prepare_commit())
     w.close(); c.close()
+
+commit([1, 2])
+commit([3])
 cat.create_tag("shop.t", "first", snapshot_id=1)
 out = {}
 cat.create_branch("shop.t", "b1", "first")
@@ -71,6 +74,8 @@ out["forward_missing"] = refusal(lambda: cat.fast_forward("shop.t", "nope"))
 out["before_forward"] = keys(cat.get_table("shop.t"))
 cat.fast_forward("shop.t", "b2")
 out["after_forward"] = keys(cat.get_table("shop.t"))
+commit([9])  # main goes on from the branch's snapshot: snapshot 2 again, in the new timeline
+out["after_commit"] = keys(cat.get_table("shop.t"))
 cat.drop_branch("shop.t", "empty")
 out["dropped"] = cat.list_branches("shop.t")
 print(json.dumps(out))
@@ -99,12 +104,16 @@ def test_pypaimon_manages_branches(
         assert out["rename_taken"] == "BranchAlreadyExistException"
         # the branch was made from snapshot 1: main is that snapshot again (Java's fast-forward)
         assert (out["before_forward"], out["after_forward"]) == ([1, 2, 3], [1, 2])
+        assert out["after_commit"] == [1, 2, 9]
         assert out["dropped"] == ["b2"]
         location = catalog.location_of(catalog.table_row("shop.t"))
         io = catalog.table_file_io(location)
         assert SnapshotManager(io, branch_path(location, "b2")).list_snapshot_ids() == [1]
-        assert SnapshotManager(io, location).list_snapshot_ids() == [1]
-        assert catalog.table_row("shop.t").latest_snapshot_id == 1
+        assert SnapshotManager(io, location).list_snapshot_ids() == [1, 2]
+        assert (catalog.table_row("shop.t").latest_snapshot_id, catalog.table_row("shop.t").timeline) == (
+            2,
+            1,
+        )
         with catalog.engine.connect() as conn:
             runs = conn.execute(
                 text(
