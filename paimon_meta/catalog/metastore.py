@@ -197,10 +197,18 @@ class MetastoreCatalog:
 
     @_metastore_call
     def create_table_from_schema(
-        self, identifier: str, table_schema: TableSchema, *, ignore_if_exists: bool = False
+        self,
+        identifier: str,
+        table_schema: TableSchema,
+        *,
+        ignore_if_exists: bool = False,
+        written_by_clients: bool = False,
     ) -> FileStoreTable:
         """Create a table from a complete ``schema-0`` (the REST catalog's create). The database must
-        exist. Options the readers and writers do not implement are refused before anything is written."""
+        exist. Options this library's readers and writers do not implement are refused before anything
+        is written, unless ``written_by_clients`` (the service: its clients write and read the data, the
+        service publishes their snapshots): then only what is not a valid Paimon table is refused, and
+        an operation of ours that would need what is not implemented refuses when it runs."""
         db, name = split_identifier(identifier)
         if not self.registry.database_exists(db):
             raise DatabaseNotFoundError(f"database {db!r} does not exist", database=db)
@@ -213,7 +221,10 @@ class MetastoreCatalog:
                 return self.get_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
-        FileStoreTable.check_schema(table_schema)
+        if written_by_clients:
+            FileStoreTable.check_client_schema(table_schema)
+        else:
+            FileStoreTable.check_schema(table_schema)
         # options that place files keep them in the table, or under a root the catalog allows
         check_placement_options(
             table_schema.options,

@@ -8,6 +8,7 @@ only the deleted tag kept become orphans, which ``remove-orphan-files`` deletes 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
@@ -18,6 +19,7 @@ from paimon_meta.table.tags import TagManager, validate_tag_name
 
 if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
+    from paimon_meta.table.table import FileStoreTable
 
 
 def create_tag(
@@ -27,8 +29,10 @@ def create_tag(
     snapshot_id: int | None = None,
     *,
     principal: str | None = None,
+    time_retained_ms: int | None = None,
 ) -> Snapshot:
-    """Tag ``snapshot_id`` (default: the latest snapshot) as ``name``; returns the tagged snapshot.
+    """Tag ``snapshot_id`` (default: the latest snapshot) as ``name``; returns the tagged snapshot. With
+    ``time_retained_ms`` the tag expires that long after now (snapshot expiration deletes it).
 
     Raises:
         ValidationError: a bad tag name.
@@ -37,7 +41,7 @@ def create_tag(
     """
     validate_tag_name(name)
     row, table = resolve_table(catalog, identifier)
-    settings = {"tag": name, "snapshot_id": snapshot_id}
+    settings = {"tag": name, "snapshot_id": snapshot_id, "time_retained_ms": time_retained_ms}
     with (
         maintenance_run(
             catalog,
@@ -57,7 +61,7 @@ def create_tag(
                 snapshot_id=sid,
             )
         snapshot = snapshots.snapshot(sid)
-        TagManager(table.file_io, table.path).create(name, snapshot)
+        TagManager(table.file_io, table.path).create(name, snapshot, time_retained_ms=time_retained_ms)
         run.record(MaintenanceEventType.FINISHED, {"tag": name, "snapshot_id": sid})
     return snapshot
 
@@ -88,3 +92,15 @@ def tags_of(catalog: MetastoreCatalog, identifier: str) -> TagManager:
     row = catalog.table_row(identifier)
     location = catalog.location_of(row)
     return TagManager(catalog.table_file_io(location), location)
+
+
+def expire_tags(table: FileStoreTable, *, now_ms: int | None = None, dry_run: bool = False) -> list[str]:
+    """Delete the tags whose ``tagTimeRetained`` has passed (Java's ``TagTimeExpire``); the caller holds
+    the table's lock. Returns their names (``dry_run``: the ones that would go)."""
+    tags = TagManager(table.file_io, table.path)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    expired = [name for name in tags.names() if tags.get(name).expired(now)]
+    if not dry_run:
+        for name in expired:
+            tags.delete(name)
+    return expired

@@ -271,7 +271,9 @@ class CreateTagRequest(_Request):
     #: storage refuses it only after the catalog has accepted it.
     tag_name: str = Field(max_length=251)
     snapshot_id: BigInt | None = None
-    time_retained: str | None = None
+    #: ``1d``, ``12h``, ``30m``: the tag expires that long after it is made.
+    time_retained: str | None = Field(default=None, max_length=64)
+    ignore_if_exists: bool = False
 
 
 class ListTagsResponse(_Model):

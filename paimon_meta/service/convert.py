@@ -18,6 +18,7 @@ from paimon_meta.model.types import ArrayType, DataField, DataType, MapType, Mul
 from paimon_meta.rest import models
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
 from paimon_meta.table import schema_change
+from paimon_meta.table.option_policy import check_table_type
 
 #: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").
 SERVICE_OWNER = "paimon_meta"
@@ -91,6 +92,9 @@ def _fields(raw: Sequence[Any], where: str) -> list[DataField]:
 def table_schema(body: models.SchemaBody) -> TableSchema:
     """``schema-0`` for a create-table request: the client's field ids kept, ``highestFieldId``
     computed over nested types too."""
+    # the table's kind first: an object table has no columns of its own, and "no columns" would misname
+    # why it is refused
+    check_table_type(body.options)
     fields = _fields(body.fields, "schema.fields")
     if not fields:
         raise ValidationError("schema.fields must name at least one column", field="schema.fields")
@@ -158,6 +162,23 @@ def schema_changes(raw: Sequence[dict[str, Any]]) -> list[schema_change.SchemaCh
                 schema_change.UpdateColumnComment(
                     _one_name(change, action), _text(change, "newComment", action, nullable=True)
                 )
+            )
+        elif action == "updateColumnType":
+            try:
+                new_type = parse_type(change.get("newDataType"))
+            except ValidationError as e:
+                raise ValidationError(
+                    f"updateColumnType.newDataType: {e.message}", field="newDataType"
+                ) from e
+            keep = change.get("keepNullability", False)
+            if not isinstance(keep, bool):
+                raise ValidationError(
+                    f"updateColumnType.keepNullability must be a boolean, got {keep!r}",
+                    field="keepNullability",
+                )
+            # Java's casts decide (table.casting): a change old files cannot be read through is a 400
+            out.append(
+                schema_change.UpdateColumnType(_one_name(change, action), new_type, keep_nullability=keep)
             )
         elif isinstance(action, str) and action:
             raise UnsupportedError(f"schema change {action!r} is not supported by this catalog")

@@ -189,7 +189,11 @@ def create_table(request: Request, database: str, body: models.CreateTableReques
     if body.identifier.database != database:
         raise_field("identifier.database", f"{body.identifier.database!r} is not the path's {database!r}")
     identifier = table_identifier(database, body.identifier.object)
-    catalog_of(request).create_table_from_schema(identifier, convert.table_schema(body.schema_))
+    # The clients write and read the data: options only our own reader or writer lacks are refused by
+    # those operations, not at create (the table is pypaimon's or Java's to use).
+    catalog_of(request).create_table_from_schema(
+        identifier, convert.table_schema(body.schema_), written_by_clients=True
+    )
     return Response(status_code=200)
 
 

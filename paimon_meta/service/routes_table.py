@@ -9,9 +9,16 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitRequest
 from paimon_meta.db.models import Privilege
-from paimon_meta.errors import SnapshotNotFoundError, TableNotFoundError, UnsupportedError, ValidationError
+from paimon_meta.errors import (
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    TagAlreadyExistsError,
+    UnsupportedError,
+    ValidationError,
+)
 from paimon_meta.metastore.principals import Access
 from paimon_meta.metastore.statistics import TableStatistics, list_partitions, table_statistics
+from paimon_meta.model.options import parse_duration_ms
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops import rollback as rollback_ops
 from paimon_meta.ops import tags as tag_ops
@@ -29,6 +36,7 @@ from paimon_meta.service.routes_common import (
     PREFIX,
     UNSUPPORTED,
 )
+from paimon_meta.table.tags import java_duration_text
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
@@ -195,15 +203,32 @@ def create_tag(
     body: models.CreateTagRequest,
     access: Annotated[Access, WRITE],
 ) -> Response:
+    """Tag a snapshot (default the latest); ``timeRetained`` (``1d``, ``12h``, ``30m``) makes it expire
+    that long after now, when snapshot expiration runs (Java's ``TagTimeExpire``). ``ignoreIfExists``:
+    a taken name answers 200 and changes nothing."""
+    retained = None
     if body.time_retained is not None:
-        raise UnsupportedError("tags with timeRetained are not supported (they would never expire)")
-    tag_ops.create_tag(
-        catalog_of(request),
-        table_identifier(database, table),
-        body.tag_name,
-        body.snapshot_id,
-        principal=access.principal,
-    )
+        try:
+            retained = parse_duration_ms(body.time_retained, key="timeRetained")
+        except ValidationError:
+            raise ValidationError(
+                f"timeRetained: {body.time_retained!r} is not a duration (e.g. 1d, 12h, 30m)",
+                field="timeRetained",
+            ) from None
+        if retained <= 0:
+            raise ValidationError("timeRetained: must be longer than zero", field="timeRetained")
+    try:
+        tag_ops.create_tag(
+            catalog_of(request),
+            table_identifier(database, table),
+            body.tag_name,
+            body.snapshot_id,
+            principal=access.principal,
+            time_retained_ms=retained,
+        )
+    except TagAlreadyExistsError:
+        if not body.ignore_if_exists:
+            raise
     return Response(status_code=200)
 
 
@@ -226,8 +251,12 @@ def list_tags(
 @router.get(paths.TAG, response_model=models.GetTagResponse, tags=["tags"], dependencies=[READ])
 def get_tag(request: Request, database: str, table: str, tag: str) -> models.GetTagResponse:
     found = tag_ops.tags_of(catalog_of(request), table_identifier(database, table)).get(tag)
+    retained = None if found.time_retained_ms is None else java_duration_text(found.time_retained_ms)
     return models.GetTagResponse(
-        tag_name=found.name, snapshot=convert.snapshot_json(found.snapshot), tag_create_time=found.created_ms
+        tag_name=found.name,
+        snapshot=convert.snapshot_json(found.snapshot),
+        tag_create_time=found.created_ms,
+        tag_time_retained=retained,
     )
 
 

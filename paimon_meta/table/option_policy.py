@@ -650,6 +650,30 @@ def check_main_branch(options: Mapping[str, str]) -> None:
         )
 
 
+FILE_FORMAT = "file.format"
+CHANGELOG_FILE_FORMAT = "changelog-file.format"
+#: The data file formats of Paimon tables (Java's FileFormat factories for tables in Paimon's layout;
+#: csv, json and text are formats of format tables). Which of them this library reads is its reader's
+#: business (``table.read``): a format it cannot decode is refused when a read opens such a file.
+DATA_FILE_FORMATS = frozenset({"orc", "parquet", "avro", "lance"})
+
+#: The ``type`` values that are Paimon tables (snapshots, manifests, data files in Paimon's layout).
+PAIMON_TABLE_TYPES = frozenset({"table", "materialized-table"})
+
+
+def check_table_type(options: Mapping[str, str]) -> None:
+    """``UnsupportedError`` naming the type when ``options`` describe a table that is not a Paimon table
+    (``format-table``, ``object-table``, ``iceberg-table``, ``lance-table``, ...)."""
+    kind = (options.get(TABLE_TYPE) or TABLE_TYPE_DEFAULT).strip().lower()
+    if kind not in PAIMON_TABLE_TYPES:
+        raise UnsupportedError(
+            f"table option {TABLE_TYPE}={kind!r}: only Paimon tables "
+            f"({', '.join(sorted(PAIMON_TABLE_TYPES))}) are kept by this catalog",
+            option=TABLE_TYPE,
+            value=kind,
+        )
+
+
 def check_read_options(options: Mapping[str, str]) -> None:
     """``UnsupportedError`` naming an option that changes what a read returns and is not implemented."""
     check_options(options, for_write=False)

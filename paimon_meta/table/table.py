@@ -41,7 +41,16 @@ from paimon_meta.table.manifests import (
     SCAN_MANIFEST_PARALLELISM,
     ManifestReader,
 )
-from paimon_meta.table.option_policy import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH
+from paimon_meta.table.option_policy import (
+    BRANCH,
+    CHANGELOG_FILE_FORMAT,
+    DATA_FILE_FORMATS,
+    FILE_FORMAT,
+    MAIN_BRANCH,
+    SCAN_FALLBACK_BRANCH,
+    check_main_branch,
+    check_table_type,
+)
 from paimon_meta.table.paths import BRANCH_DIR, BRANCH_PREFIX, TablePaths, branch_path, join_path
 from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
@@ -165,6 +174,30 @@ class FileStoreTable:
         schema.trimmed_primary_keys  # noqa: B018
         schema.core_options.check_numbers()
         check_writable(schema)
+
+    @staticmethod
+    def check_client_schema(schema: TableSchema) -> None:
+        """Refuse a new table's schema that is not a valid Paimon table (bad keys, bucket settings or
+        numbers: ``ValidationError``) or not a Paimon table at all (``type``: ``UnsupportedError``), for a
+        table whose data its clients write and read (the REST catalog's): what paimon_meta's own reader
+        and writer do not implement is refused by those operations when they run, naming the option,
+        not here (the service publishes the clients' snapshots without opening their data files)."""
+        schema.bucket_keys  # noqa: B018 - validates the bucket keys against the fields
+        schema.trimmed_primary_keys  # noqa: B018
+        schema.core_options.check_numbers()
+        check_table_type(schema.options)
+        check_main_branch(schema.options)
+        for key in (FILE_FORMAT, CHANGELOG_FILE_FORMAT):
+            value = (schema.options.get(key) or "").strip().lower()
+            if value and value not in DATA_FILE_FORMATS:
+                raise ValidationError(
+                    f"{key}={value!r} is not a file format of Paimon tables "
+                    f"({', '.join(sorted(DATA_FILE_FORMATS))})",
+                    option=key,
+                )
+        buckets = schema.core_options.bucket
+        if buckets == 0 or buckets < -2:
+            raise ValidationError(f"bucket={buckets} is not a valid bucket number", option="bucket")
 
     def _with_options(self, schema: TableSchema) -> TableSchema:
         if not self.dynamic_options:

@@ -92,7 +92,7 @@ def _ours(catalog: MetastoreCatalog) -> str:
     """Our table, tagged and expired past ``t2``; returns its path."""
     _write(catalog, "db.t", COMMITS)
     create_tag(catalog, "db.t", "t2", 2)
-    create_tag(catalog, "db.t", "t4")
+    create_tag(catalog, "db.t", "t4", time_retained_ms=7 * 86_400_000)  # Java parses its retention
     assert expire_snapshots(catalog, "db.t", retain_min=1, time_retained_ms=0).expired == [1, 2, 3]
     table = catalog.get_table("db.t")
     assert table.snapshot_manager.list_snapshot_ids() == [4]

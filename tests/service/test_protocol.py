@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.errors import UnsupportedError
 from paimon_meta.table.read.scan import FileStoreScan
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.tags import TagManager
@@ -124,14 +125,31 @@ def test_tables_create_get_alter_rename_drop(
     assert got["schema"]["fields"][-1] == {"id": 4, "name": "extra", "type": "STRING"}
     # one ALTER, one schema file
     assert SchemaManager(service_catalog.file_io, got["path"]).list_ids() == [0, 1]
-    unsupported = [{"action": "updateColumnType", "fieldNames": ["extra"], "newDataType": "INT"}]
+    # updateColumnType through Java's casts: INT -> BIGINT widens; STRING -> INT is refused (400) unless
+    # explicit casts are allowed (they are by default: a string column may become INT, cast on read)
+    widen = [
+        {"action": "updateColumnType", "fieldNames": ["extra"], "newDataType": "INT", "keepNullability": True}
+    ]
+    assert service_client.post(
+        f"{P}/databases/db/tables/t", json={"changes": widen}, headers=admin
+    ).is_success
+    got = service_client.get(f"{P}/databases/db/tables/t", headers=admin).json()
+    assert got["schemaId"] == 2 and got["schema"]["fields"][-1]["type"] == "INT"
+    to_array = [{"action": "updateColumnType", "fieldNames": ["extra"], "newDataType": "ARRAY<INT>"}]
+    body = _error(
+        service_client.post(f"{P}/databases/db/tables/t", json={"changes": to_array}, headers=admin), 400
+    )
+    assert "cannot be converted" in body["message"]
+    of_key = [{"action": "updateColumnType", "fieldNames": ["id"], "newDataType": "STRING"}]
+    _error(service_client.post(f"{P}/databases/db/tables/t", json={"changes": of_key}, headers=admin), 400)
+    unsupported = [{"action": "dropPrimaryKey"}]
     body = _error(
         service_client.post(f"{P}/databases/db/tables/t", json={"changes": unsupported}, headers=admin), 501
     )
-    assert "updateColumnType" in body["message"]
+    assert "dropPrimaryKey" in body["message"]
     immutable = [{"action": "setOption", "key": "bucket", "value": "4"}]
     _error(service_client.post(f"{P}/databases/db/tables/t", json={"changes": immutable}, headers=admin), 400)
-    assert SchemaManager(service_catalog.file_io, got["path"]).list_ids() == [0, 1]
+    assert SchemaManager(service_catalog.file_io, got["path"]).list_ids() == [0, 1, 2]
 
     listed = service_client.get(f"{P}/databases/db/tables", params={"tableNamePattern": "t%"}, headers=admin)
     assert listed.json() == {"tables": ["t"], "nextPageToken": None}
@@ -146,19 +164,36 @@ def test_tables_create_get_alter_rename_drop(
     )
 
 
-def test_unwritable_table_is_refused_by_name(service_client: TestClient, admin: dict[str, str]) -> None:
+def test_a_table_our_writer_cannot_write_is_served_and_refused_by_our_writer(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin: dict[str, str]
+) -> None:
+    """Its clients write it (pypaimon, Java): the service creates it and publishes their snapshots; this
+    library's own writer refuses it by the option's name when asked to write."""
     service_client.post(f"{P}/databases", json={"name": "db"}, headers=admin)
-    body = _create_table_body("pu")
-    body["schema"]["options"] = {
-        "bucket": "2",
-        "merge-engine": "aggregation",
-        "aggregation.remove-record-on-delete": "true",
+    tables = {
+        "pu": {"bucket": "2", "merge-engine": "aggregation", "aggregation.remove-record-on-delete": "true"},
+        "dyn": {"bucket": "-1"},  # a primary-key table with dynamic buckets
+        "av": {"bucket": "2", "file.format": "avro"},
+        "de": {"bucket": "2", "data-evolution.enabled": "true"},
     }
-    assert (
-        "aggregation.remove-record-on-delete"
-        in _error(service_client.post(f"{P}/databases/db/tables", json=body, headers=admin), 501)["message"]
-    )
-    _error(service_client.get(f"{P}/databases/db/tables/pu", headers=admin), 404)
+    for name, options in tables.items():
+        body = _create_table_body(name)
+        body["schema"]["options"] = options
+        assert service_client.post(f"{P}/databases/db/tables", json=body, headers=admin).is_success, name
+        assert (
+            service_client.get(f"{P}/databases/db/tables/{name}", headers=admin).json()["schema"]["options"][
+                "bucket"
+            ]
+            == options["bucket"]
+        )
+    for name, option in (
+        ("pu", "aggregation.remove-record-on-delete"),
+        ("dyn", "bucket"),
+        ("de", "data-evolution"),
+    ):
+        table = service_catalog.get_table(f"db.{name}")
+        with pytest.raises(UnsupportedError, match=option):
+            table.new_batch_write_builder().new_write()
 
 
 def test_snapshot_before_and_after_commits(
@@ -356,8 +391,24 @@ def test_a_refused_table_feature_is_a_documented_501(
 ) -> None:
     service_client.post(f"{P}/databases", json={"name": "db"}, headers=admin)
     body = _create_table_body("t")
+    body["schema"]["options"] = {"bucket": "2", "type": "format-table", "file.format": "csv"}
+    assert (
+        "type='format-table'"
+        in _error(service_client.post(f"{P}/databases/db/tables", json=body, headers=admin), 501)["message"]
+    )
+    # an object table has no columns of its own: refused for its type, not for "no columns"
+    body["schema"] = {"fields": [], "options": {"type": "object-table"}}
+    assert (
+        "object-table"
+        in _error(service_client.post(f"{P}/databases/db/tables", json=body, headers=admin), 501)["message"]
+    )
+    # not a Paimon table's file format at all: the caller's mistake
+    body = _create_table_body("t")
     body["schema"]["options"] = {"bucket": "2", "file.format": "nope"}
-    _error(service_client.post(f"{P}/databases/db/tables", json=body, headers=admin), 501)
+    assert (
+        "file.format='nope'"
+        in _error(service_client.post(f"{P}/databases/db/tables", json=body, headers=admin), 400)["message"]
+    )
     doc = service_client.get("/openapi.json", headers=admin).json()
     assert "501" in doc["paths"]["/v1/{prefix}/databases/{database}/tables"]["post"]["responses"]
     assert service_catalog.list_tables("db") == []
@@ -516,7 +567,15 @@ def test_tags(service_client: TestClient, service_catalog: MetastoreCatalog, adm
         == "SNAPSHOT"
     )
     _error(service_client.post(url, json={"tagName": "123"}, headers=admin), 400)  # numeric: a snapshot id
-    _error(service_client.post(url, json={"tagName": "t", "timeRetained": "1 d"}, headers=admin), 501)
+    _error(service_client.post(url, json={"tagName": "t", "timeRetained": "a while"}, headers=admin), 400)
+    assert service_client.post(
+        url, json={"tagName": "first", "ignoreIfExists": True}, headers=admin
+    ).is_success
+    kept = {"tagName": "kept", "snapshotId": 1, "timeRetained": "1d"}
+    assert service_client.post(url, json=kept, headers=admin).is_success
+    retained = service_client.get(f"{url}/kept", headers=admin).json()
+    assert retained["tagTimeRetained"] == "PT24H" and retained["tagCreateTime"] > 0
+    assert service_client.delete(f"{url}/kept", headers=admin).is_success
     assert service_client.get(url, headers=admin).json() == {
         "tags": ["first", "latest"],
         "nextPageToken": None,
@@ -544,6 +603,8 @@ def test_tags(service_client: TestClient, service_catalog: MetastoreCatalog, adm
     assert [tuple(r) for r in runs] == [
         ("create_tag", "admin"),
         ("create_tag", "admin"),
+        ("create_tag", "admin"),  # "kept", with its retention
+        ("delete_tag", "admin"),
         ("delete_tag", "admin"),
     ]
 

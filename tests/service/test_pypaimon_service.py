@@ -576,7 +576,14 @@ w, c = wb.new_write(), wb.new_commit()
 w.write_arrow(batch(1, 0))
 c.commit(w.prepare_commit())
 w.close(); c.close()
-out = {"path": table.table_path if hasattr(table, "table_path") else None}
+out = {}
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
+cat.create_tag("gone.a", "daily", time_retained="1d")
+cat.create_tag("gone.a", "daily", ignore_if_exists=True)
+out["tag"] = cat.get_tag("gone.a", "daily").tag_time_retained
+cat.alter_table("gone.a", [SchemaChange.update_column_type("n", AtomicType("BIGINT"))])
+out["n"] = [str(f.type) for f in cat.get_table("gone.a").fields if f.name == "n"]
 try:
     cat.drop_database("gone", cascade=False)
     out["plain"] = "dropped"
@@ -591,12 +598,19 @@ print(json.dumps(out))
 
 
 def test_drop_database_with_cascade_drops_its_tables(rig: Rig) -> None:
-    """pypaimon's ``drop_database(cascade=True)`` sends a plain DELETE and expects the server to drop the
-    tables (Java's RESTCatalog does the same): the tables, their files and the database are gone, each
-    table drop recorded with the principal; without cascade pypaimon refuses by itself."""
+    """First, tables this library's writer does not write (dynamic bucket, Avro) served to pypaimon;
+    then ``create_tag(time_retained=...)`` and ``update_column_type``. pypaimon's
+    ``drop_database(cascade=True)`` sends a plain DELETE and expects the server to drop the tables (Java's
+    RESTCatalog does the same): the tables, their files and the database are gone, each table drop
+    recorded with the principal; without cascade pypaimon refuses by itself."""
     server = rig.spawn()
+    # first, on the same server: tables only pypaimon writes are created, committed and read back
+    written = run_pypaimon(CLIENT_WRITTEN_TABLES, server.base, rig.token, python=rig.python)
+    assert written == {"dyn": 2 * ROWS_PER_COMMIT, "av": 2 * ROWS_PER_COMMIT}, written
     got = run_pypaimon(CASCADE_DROP, server.base, rig.token, python=rig.python)
     assert got["plain"] == "ValueError" and got["before"] == ["a", "b"], got
+    # on the way: a tag with a retention, and a column type changed through Java's casts
+    assert got["tag"] == "PT24H" and got["n"] == ["BIGINT"], got  # nullable now: no keepNullability
     assert "gone" not in got["after"], got
     catalog = rig.catalog()
     try:
@@ -617,3 +631,29 @@ def test_drop_database_with_cascade_drops_its_tables(rig: Rig) -> None:
         ]
     finally:
         catalog.close()
+
+
+#: argv: uri token. Tables this library's own writer does not write (a primary-key table with dynamic
+#: buckets, Avro data files) created, written, committed and read by pypaimon through the service.
+CLIENT_WRITTEN_TABLES = (
+    _PRELUDE
+    + _ROWS
+    + r"""
+cat = rest_catalog(sys.argv[1], sys.argv[2])
+cat.create_database("free", True)
+out = {}
+TABLES = (("dyn", {"bucket": "-1"}, ["pid", "n", "k"]), ("av", {"bucket": "1", "file.format": "avro"}, None))
+for name, options, keys in TABLES:
+    schema = Schema.from_pyarrow_schema(SCHEMA, primary_keys=keys, options=options)
+    cat.create_table("free." + name, schema, False)
+    table = cat.get_table("free." + name)
+    for n in range(2):
+        wb = table.new_batch_write_builder()
+        w, c = wb.new_write(), wb.new_commit()
+        w.write_arrow(batch(1, n))
+        c.commit(w.prepare_commit())
+        w.close(); c.close()
+    out[name] = len(read_rows(cat.get_table("free." + name)))
+print(json.dumps(out))
+"""
+)
