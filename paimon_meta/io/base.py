@@ -144,6 +144,12 @@ class FileIO(abc.ABC):
     def delete(self, path: str) -> None:
         """Delete the object; deleting an absent object is not an error."""
 
+    def prune_directories(self, directory: str) -> None:  # noqa: B027 - no-op where directories are implied
+        """Remove ``directory`` and every directory below it that holds no file, deepest first. Where
+        directories exist on their own (a local disk) they outlive their files, and Java reads some
+        directories as things (``BranchManager.branches()`` lists ``branch/branch-*`` directories); on
+        object stores a directory is only implied by its files, so there is nothing to do."""
+
     def join(self, base: str, *parts: str) -> str:
         """``base/part/...``; see :func:`join_uri`."""
         return join_uri(base, *parts)

@@ -221,6 +221,9 @@ class FaultInjectingFileIO(FileIO):
     def delete(self, path: str) -> None:
         self._call("delete", path, lambda: self._inner.delete(path))
 
+    def prune_directories(self, directory: str) -> None:
+        self._call("prune_directories", directory, lambda: self._inner.prune_directories(directory))
+
     def join(self, base: str, *parts: str) -> str:
         return self._inner.join(base, *parts)
 

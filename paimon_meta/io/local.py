@@ -481,3 +481,13 @@ class LocalFileIO(FileIO):
                 os.unlink(local_path(path))
             except FileNotFoundError:
                 return
+
+    def prune_directories(self, directory: str) -> None:
+        with _os_errors("prune_directories", directory):
+            for current, _dirs, _files in os.walk(local_path(directory), topdown=False):
+                try:
+                    os.rmdir(current)
+                except OSError as e:
+                    # a file (or a directory just created into) is there: kept
+                    if e.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                        raise

@@ -179,6 +179,8 @@ class BranchManager:
         files = self._schemas_last([s.path for s in self.file_io.list_recursive(root)], root)
         for path in files:
             self.file_io.delete(path)
+        # Java lists branches by directory: an empty branch-<name> left on a local disk is a branch to it
+        self.file_io.prune_directories(root)
         return len(files)
 
     @staticmethod

@@ -2,7 +2,8 @@
 
 We create branch ``b1`` from a tag and an empty branch ``empty`` (``ops.branches``); Java lists each
 branch's tags, writes to both branches and reads main and the branches; we read the same. We then
-fast-forward main to ``b1``; Java reads main as the branch, commits on top of it, and we read that too.
+drop ``empty`` and rename a branch, then fast-forward main to ``b1``; Java reads main as the branch,
+commits on top of it (we read that too), and creates branches with the names we dropped and renamed away.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ def test_java_uses_our_branches(
             assert_same_rows(expected, _ours(ours), ours.branch_name)
             assert_same_rows(canonical_java(answer["rows"]), _ours(ours), ours.branch_name)
 
+        # dropped and renamed here, gone for Java too (it lists branches by directory): it makes them anew
+        branch_ops.drop_branch(catalog, TABLE, "empty")
+        branch_ops.create_branch(catalog, TABLE, "old")
+        branch_ops.rename_branch(catalog, TABLE, "old", "new")
         report = branch_ops.fast_forward(catalog, TABLE, "b1")
         assert (report.removed_snapshots, report.added_snapshots) == ([2], [2])
         answers = _java(
@@ -90,6 +95,8 @@ def test_java_uses_our_branches(
                 {"op": "read", "table": path},
                 {"op": "write", "table": path, "rows": _rows(8)},
                 {"op": "read", "table": path},
+                {"op": "create_branch", "table": path, "branch": "empty"},
+                {"op": "create_branch", "table": path, "branch": "old"},
             ],
         )
         assert_same_rows(canonical_java(answers[0]["rows"]), _rows(1, 7), "main fast-forwarded")
