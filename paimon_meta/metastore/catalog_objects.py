@@ -199,6 +199,17 @@ def lock_object_name(conn: Connection, catalog_key: str, database: str, name: st
     )
 
 
+def view_exists(conn: Connection, catalog_key: str, database: str, name: str) -> bool:
+    """Whether ``database.name`` is a view: what a table create or rename must refuse (Java's
+    ``JdbcCatalog`` does), after taking :func:`lock_object_name` for the name in the same transaction."""
+    query = exists().where(
+        PaimonView.catalog_key == catalog_key,
+        PaimonView.database_name == database,
+        PaimonView.view_name == name,
+    )
+    return bool(conn.execute(select(query)).scalar())
+
+
 def name_range(pattern: str | None) -> tuple[str, str | None] | None:
     """The ``[low, high)`` range of names (byte order) a SQL LIKE ``pattern`` can match, from its
     literal prefix (the characters before the first ``%`` or ``_``); None when it has none."""

@@ -17,6 +17,7 @@ from paimon_meta.metastore.catalog_objects import (
     drop_database_objects,
     lock_object_name,
     name_range,
+    view_exists,
 )
 from paimon_meta.metastore.registry import Registry
 from paimon_meta.model.catalog_objects import FunctionSpec, ViewSchema
@@ -147,3 +148,13 @@ def test_a_view_and_a_table_created_at_once(objects: CatalogObjects) -> None:
     thread.join(10)
     assert len(outcome) == 1 and isinstance(outcome[0], ViewAlreadyExistsError)
     assert not isinstance(outcome[0], TableAlreadyExistsError)
+
+
+def test_view_exists(objects: CatalogObjects) -> None:
+    objects.create_view("db", "v", SCHEMA, principal="p")
+    objects.create_function("db", "f", FunctionSpec(), principal="p")
+    with objects.engine.connect() as conn:
+        assert view_exists(conn, objects.catalog_key, "db", "v")
+        assert not view_exists(conn, objects.catalog_key, "db2", "v")
+        assert not view_exists(conn, objects.catalog_key, "db", "f")
+        assert not view_exists(conn, "other-key", "db", "v")
