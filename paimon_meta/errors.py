@@ -126,6 +126,18 @@ class SnapshotNotFoundError(NotFoundError):
     resource = "snapshot"
 
 
+class PartitionNotFoundError(NotFoundError):
+    """No such partition on the table (neither registered nor holding data)."""
+
+    resource = "partition"
+
+
+class PartitionAlreadyExistsError(AlreadyExistsError):
+    """A partition being created is already registered or holds data."""
+
+    resource = "partition"
+
+
 class TagNotFoundError(NotFoundError):
     """No tag with that name."""
 

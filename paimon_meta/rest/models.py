@@ -256,11 +256,75 @@ class Partition(_Model):
     last_file_creation_time: int
     total_buckets: int | None = None
     done: bool = False
+    created_at: int | None = None
+    created_by: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
 
 
 class ListPartitionsResponse(_Model):
     partitions: list[Partition]
     next_page_token: str | None
+
+
+# ---- partitions lifecycle, snapshots by version, consumers ---------------------------------------------
+
+#: A partition spec: partition column -> value text (Java's ``Map<String, String>``).
+PartitionSpec = dict[str, str]
+
+
+class CreatePartitionsRequest(_Request):
+    partition_specs: list[PartitionSpec]
+    ignore_if_exists: bool = True
+    partition_statistics: list[PartitionStatisticsBody] | None = None
+    replace_statistics: bool | None = None
+
+
+class CreatePartitionsResponse(_Model):
+    created: list[PartitionSpec]
+    existed: list[PartitionSpec]
+
+
+class DropPartitionsRequest(_Request):
+    partition_specs: list[PartitionSpec]
+    ignore_if_not_exists: bool = True
+
+
+class DropPartitionsResponse(_Model):
+    dropped: list[PartitionSpec]
+    missing: list[PartitionSpec]
+
+
+class MarkDonePartitionsRequest(_Request):
+    specs: list[PartitionSpec] = Field(default_factory=list)
+
+
+class ListPartitionsByNamesRequest(_Request):
+    specs: list[PartitionSpec] = Field(default_factory=list)
+
+
+class GetVersionSnapshotResponse(_Model):
+    snapshot: dict[str, Any]
+
+
+class ListSnapshotsResponse(_Model):
+    snapshots: list[dict[str, Any]]
+    next_page_token: str | None
+
+
+class ConsumerInfo(_Model):
+    consumer_id: str
+    next_snapshot: int
+
+
+class ListConsumersResponse(_Model):
+    consumers: list[ConsumerInfo]
+    next_page_token: str | None
+
+
+class ResetConsumerRequest(_Request):
+    consumer_id: str = Field(min_length=1, max_length=246)
+    next_snapshot_id: BigInt | None = None
 
 
 # ---- tags ----------------------------------------------------------------------------------------------

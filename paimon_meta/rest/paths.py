@@ -36,6 +36,16 @@ ROLLBACK_SCHEMA = f"{TABLE}/rollback-schema"
 PARTITIONS = f"{TABLE}/partitions"
 TAGS = f"{TABLE}/tags"
 TAG = f"{TAGS}/{{tag}}"
+#: Snapshots by version (an id, a tag name, ``LATEST`` or ``EARLIEST``) and the paged list.
+SNAPSHOTS = f"{TABLE}/snapshots"
+SNAPSHOT_VERSION = f"{SNAPSHOTS}/{{version}}"
+#: The partition lifecycle (``PARTITIONS``: list with GET, create with POST).
+DROP_PARTITIONS = f"{PARTITIONS}/drop"
+MARK_DONE_PARTITIONS = f"{PARTITIONS}/mark"
+PARTITIONS_BY_NAMES = f"{PARTITIONS}/list-by-names"
+#: Streaming readers' progress (``consumer/consumer-<id>``).
+CONSUMERS = f"{TABLE}/consumers"
+RESET_CONSUMER = f"{CONSUMERS}/reset"
 #: A table's branches (``branch/branch-<name>``): list with GET, create with POST; one branch.
 BRANCHES = f"{TABLE}/branches"
 BRANCH = f"{BRANCHES}/{{branch}}"
@@ -79,15 +89,7 @@ SNAPSHOT_RECORDINGS = f"{TABLE}/snapshot-recordings"
 #: error body naming the operation (pypaimon raises ``NotImplementedException`` with it), never a bare
 #: 404 that a client would read as "no such table". The other 22 are the routes above.
 NOT_SERVED: tuple[tuple[str, str, str], ...] = (
-    ("GET", f"{TABLE}/snapshots/{{version}}", "getVersionSnapshot"),
-    ("GET", f"{TABLE}/snapshots", "listSnapshots"),
-    ("POST", PARTITIONS, "createPartitions"),
-    ("POST", f"{PARTITIONS}/drop", "dropPartitions"),
-    ("POST", f"{PARTITIONS}/mark", "markDonePartitions"),
-    ("POST", f"{PARTITIONS}/list-by-names", "listPartitionsByNames"),
     ("POST", f"{PARTITIONS}/list-by-filter", "listPartitionsByFilter"),
-    ("GET", f"{TABLE}/consumers", "listConsumers"),
-    ("POST", f"{TABLE}/consumers/reset", "resetConsumer"),
 )
 #: How many operations the spec has (the served ones are the service's routes under ``/v1``).
 SPEC_OPERATIONS = 56

@@ -46,6 +46,8 @@ from paimon_meta.service import (
     routes_commits,
     routes_common,
     routes_functions,
+    routes_partitions,
+    routes_snapshots,
     routes_table,
     routes_tables,
     routes_unserved,
@@ -107,6 +109,8 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
     app.include_router(routes_access.router)
+    app.include_router(routes_partitions.router)
+    app.include_router(routes_snapshots.router)
     app.include_router(routes_branches.router)
     app.include_router(routes_tables.router)
     app.include_router(routes_views.router)

@@ -13,11 +13,10 @@ from paimon_meta.errors import (
     SnapshotNotFoundError,
     TableNotFoundError,
     TagAlreadyExistsError,
-    UnsupportedError,
     ValidationError,
 )
 from paimon_meta.metastore.principals import Access
-from paimon_meta.metastore.statistics import TableStatistics, list_partitions, table_statistics
+from paimon_meta.metastore.statistics import TableStatistics, table_statistics
 from paimon_meta.model.options import parse_duration_ms
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.ops import rollback as rollback_ops
@@ -134,56 +133,6 @@ def commit_table(
         state.metrics.commits.labels(outcome=outcome).inc()
         state.metrics.commit_latency.observe(time.monotonic() - started)
     return models.CommitTableResponse(success=result.success)
-
-
-@router.get(
-    paths.PARTITIONS,
-    response_model=models.ListPartitionsResponse,
-    tags=["partitions"],
-    dependencies=[READ],
-    responses=UNSUPPORTED,
-)
-def list_table_partitions(
-    request: Request,
-    database: str,
-    table: str,
-    max_results: MaxResults = None,
-    page_token: PageToken = None,
-    pattern: Annotated[
-        str | None, Query(alias=paths.PARTITION_NAME_PATTERN, max_length=convert.MAX_PATTERN)
-    ] = None,
-) -> models.ListPartitionsResponse:
-    """Partitions with their totals, from the statistics the commit path keeps (no manifest scan).
-    501 when they miss a snapshot (another engine's): the client then scans the manifests itself."""
-    catalog = catalog_of(request)
-    row = catalog.table_row(table_identifier(database, table))
-    if not table_statistics(catalog.engine, row.table_id).complete:
-        raise UnsupportedError(
-            "partition statistics of this table miss a snapshot published outside the catalog; "
-            "list its partitions from the manifests"
-        )
-    partitions = {_partition_name(p.spec): p for p in list_partitions(catalog.engine, row.table_id)}
-    names, token = convert.page(
-        list(partitions), max_results=max_results, page_token=page_token, pattern=pattern
-    )
-    return models.ListPartitionsResponse(
-        partitions=[
-            models.Partition(
-                spec=partitions[n].spec,
-                record_count=partitions[n].record_count,
-                file_size_in_bytes=partitions[n].file_size_in_bytes,
-                file_count=partitions[n].file_count,
-                last_file_creation_time=partitions[n].last_file_creation_time,
-                total_buckets=partitions[n].total_buckets,
-            )
-            for n in names
-        ],
-        next_page_token=token,
-    )
-
-
-def _partition_name(spec: dict[str, str]) -> str:
-    return "/".join(f"{k}={v}" for k, v in spec.items())
 
 
 # ---- tags ----------------------------------------------------------------------------------------------

@@ -85,6 +85,16 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{D}/functions/{{function}}"): ("read", "database"),
     ("POST", f"{D}/functions/{{function}}"): ("admin", "database"),
     ("DELETE", f"{D}/functions/{{function}}"): ("admin", "database"),
+    # Partitions, snapshots, consumers: reads need read; registering, dropping (an OVERWRITE commit),
+    # marking done and resetting a consumer need write, as a writer's job does each of them.
+    ("POST", f"{T}/partitions"): ("write", "table"),
+    ("POST", f"{T}/partitions/drop"): ("write", "table"),
+    ("POST", f"{T}/partitions/mark"): ("write", "table"),
+    ("POST", f"{T}/partitions/list-by-names"): ("read", "table"),
+    ("GET", f"{T}/snapshots/{{version}}"): ("read", "table"),
+    ("GET", f"{T}/snapshots"): ("read", "table"),
+    ("GET", f"{T}/consumers"): ("read", "table"),
+    ("POST", f"{T}/consumers/reset"): ("write", "table"),
     # Operations: the metrics name every table; the document and its viewers need a token.
     ("GET", "/metrics"): ("admin", "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),

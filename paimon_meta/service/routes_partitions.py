@@ -1,0 +1,177 @@
+"""The partition lifecycle of one table: list, create, drop, mark done, list by names.
+
+Reading needs ``read`` on the table. Creating, dropping and marking partitions done need ``write``: a
+drop is an OVERWRITE commit (what a writer may commit anyway), and a registration or a done mark is
+what a writer's job records when it starts or finishes a partition (Java's ``PartitionMarkDone`` runs
+in the writer).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from paimon_meta.db.models import Privilege
+from paimon_meta.errors import UnsupportedError
+from paimon_meta.metastore.principals import Access
+from paimon_meta.ops import partitions as partition_ops
+from paimon_meta.rest import models, paths
+from paimon_meta.service import convert
+from paimon_meta.service.auth import Require
+from paimon_meta.service.deps import catalog_of, table_identifier
+from paimon_meta.service.retry import RetryingRoute
+from paimon_meta.service.routes_common import (
+    BEARER,
+    CONFLICT,
+    ERRORS,
+    NO_BODY,
+    OUTCOME_UNKNOWN,
+    PREFIX,
+    UNSUPPORTED,
+)
+
+router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
+
+READ = Depends(Require(Privilege.READ, "table"))
+WRITE = Depends(Require(Privilege.WRITE, "table"))
+MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
+PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
+
+
+def _body(p: partition_ops.PartitionInfo) -> models.Partition:
+    return models.Partition(
+        spec=p.spec,
+        record_count=p.record_count,
+        file_size_in_bytes=p.file_size_in_bytes,
+        file_count=p.file_count,
+        last_file_creation_time=p.last_file_creation_time,
+        total_buckets=p.total_buckets,
+        done=p.done,
+        created_at=p.created_at,
+        created_by=p.created_by,
+        updated_at=p.updated_at,
+        updated_by=p.updated_by,
+    )
+
+
+@router.get(
+    paths.PARTITIONS,
+    response_model=models.ListPartitionsResponse,
+    tags=["partitions"],
+    dependencies=[READ],
+    responses=UNSUPPORTED,
+)
+def list_table_partitions(
+    request: Request,
+    database: str,
+    table: str,
+    max_results: MaxResults = None,
+    page_token: PageToken = None,
+    pattern: Annotated[
+        str | None, Query(alias=paths.PARTITION_NAME_PATTERN, max_length=convert.MAX_PATTERN)
+    ] = None,
+) -> models.ListPartitionsResponse:
+    """Partitions holding data (totals from the statistics the commit path keeps: no manifest scan)
+    and registered ones (zero totals until data arrives), with their done marks. 501 when the totals
+    miss a snapshot (another engine's): the client then scans the manifests itself."""
+    listed = partition_ops.list_partitions(catalog_of(request), table_identifier(database, table))
+    by_name = {p.name: p for p in listed}
+    names, token = convert.page(
+        list(by_name), max_results=max_results, page_token=page_token, pattern=pattern
+    )
+    return models.ListPartitionsResponse(partitions=[_body(by_name[n]) for n in names], next_page_token=token)
+
+
+@router.post(
+    paths.PARTITIONS,
+    response_model=models.CreatePartitionsResponse,
+    tags=["partitions"],
+    responses={**CONFLICT, **UNSUPPORTED},
+)
+def create_partitions(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.CreatePartitionsRequest,
+    access: Annotated[Access, WRITE],
+) -> models.CreatePartitionsResponse:
+    """Register empty partitions; those already registered or holding data are ``existed`` (409
+    ``PARTITION`` with ``ignoreIfExists: false``, nothing registered then)."""
+    if body.partition_statistics is not None or body.replace_statistics is not None:
+        raise UnsupportedError(
+            "createPartitions with partitionStatistics/replaceStatistics is not supported: this catalog "
+            "keeps partition totals from the commits themselves"
+        )
+    created, existed = partition_ops.create_partitions(
+        catalog_of(request),
+        table_identifier(database, table),
+        body.partition_specs,
+        ignore_if_exists=body.ignore_if_exists,
+        principal=access.principal,
+    )
+    return models.CreatePartitionsResponse(created=created, existed=existed)
+
+
+@router.post(
+    paths.DROP_PARTITIONS,
+    response_model=models.DropPartitionsResponse,
+    tags=["partitions"],
+    responses={**CONFLICT, **OUTCOME_UNKNOWN},
+)
+def drop_partitions(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.DropPartitionsRequest,
+    access: Annotated[Access, WRITE],
+) -> models.DropPartitionsResponse:
+    """One OVERWRITE snapshot removing the named partitions' files (a spec may name a prefix of the
+    partition keys), then their registrations; specs naming nothing are ``missing`` (404 ``PARTITION``
+    with ``ignoreIfNotExists: false``, nothing dropped then)."""
+    result = partition_ops.drop_partitions(
+        catalog_of(request),
+        table_identifier(database, table),
+        body.partition_specs,
+        ignore_if_not_exists=body.ignore_if_not_exists,
+        principal=access.principal,
+    )
+    return models.DropPartitionsResponse(dropped=result.dropped, missing=result.missing)
+
+
+@router.post(
+    paths.MARK_DONE_PARTITIONS,
+    tags=["partitions"],
+    response_class=Response,
+    responses={**NO_BODY, **UNSUPPORTED},
+)
+def mark_done_partitions(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.MarkDonePartitionsRequest,
+    access: Annotated[Access, WRITE],
+) -> Response:
+    """Mark partitions done (listed as ``done``) and perform the table's ``partition.mark-done-action``
+    (``success-file``, ``done-partition``, ``mark-event``; 501 naming ``http-report`` or ``custom``)."""
+    partition_ops.mark_done_partitions(
+        catalog_of(request), table_identifier(database, table), body.specs, principal=access.principal
+    )
+    return Response(status_code=200)
+
+
+@router.post(
+    paths.PARTITIONS_BY_NAMES,
+    response_model=models.ListPartitionsResponse,
+    tags=["partitions"],
+    dependencies=[READ],
+    responses=UNSUPPORTED,
+)
+def list_partitions_by_names(
+    request: Request, database: str, table: str, body: models.ListPartitionsByNamesRequest
+) -> models.ListPartitionsResponse:
+    """The named partitions (full specs) that exist, in the order asked; unknown ones left out."""
+    found = partition_ops.partitions_by_names(
+        catalog_of(request), table_identifier(database, table), body.specs
+    )
+    return models.ListPartitionsResponse(partitions=[_body(p) for p in found], next_page_token=None)
