@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Engine, delete, exists, func, insert, select, text, tuple_, update
 from sqlalchemy.exc import IntegrityError
@@ -44,7 +44,6 @@ from paimon_meta.errors import (
     ViewAlreadyExistsError,
     ViewNotFoundError,
 )
-from paimon_meta.metastore.registry import Registry
 from paimon_meta.model.catalog_objects import (
     FunctionSpec,
     ViewSchema,
@@ -54,6 +53,10 @@ from paimon_meta.model.catalog_objects import (
 )
 from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.model.types import DataField
+
+if TYPE_CHECKING:
+    # Only a type here: the registry may import this module's name lock and view check.
+    from paimon_meta.metastore.registry import Registry
 
 
 @dataclass(frozen=True, slots=True)
