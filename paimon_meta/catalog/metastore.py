@@ -25,6 +25,7 @@ import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.commit.coordinator import CommitCoordinator
 from paimon_meta.commit.metastore.guard import LockSettings, MetastoreGuard
 from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitter
@@ -344,10 +345,33 @@ class MetastoreCatalog:
         return row if row.location is None else None
 
     @_metastore_call
-    def get_table(self, identifier: str) -> FileStoreTable:
-        """The table, wired to commit through the metastore guard."""
+    def create_metadata_table(self, identifier: str, table_schema: TableSchema) -> TableRow:
+        """Register a format, object or Iceberg table: metadata only, nothing written to storage
+        (:mod:`paimon_meta.catalog.metadata_tables`)."""
+        db, _ = split_identifier(identifier)
+        if not self.registry.database_exists(db):
+            raise DatabaseNotFoundError(f"database {db!r} does not exist", database=db)
+        return metadata_tables.create(self, identifier, table_schema)
+
+    @_metastore_call
+    def table_metadata(self, identifier: str) -> tuple[TableRow, TableSchema, str]:
+        """(row, current schema, location) of any registered table: a Paimon table's schema from
+        storage, a metadata-only table's from its row."""
         db, name = split_identifier(identifier)
         row = self.registry.get_table_row(db, name)
+        if row.table_schema is not None:
+            return row, metadata_tables.schema_of(row), self.location_of(row)
+        table = self.get_table(identifier)
+        return row, table.schema, table.path
+
+    @_metastore_call
+    def get_table(self, identifier: str) -> FileStoreTable:
+        """The table, wired to commit through the metastore guard (``UnsupportedError`` naming the type
+        for a table kept as metadata only: it has no Paimon layout to open)."""
+        db, name = split_identifier(identifier)
+        row = self.registry.get_table_row(db, name)
+        if row.table_schema is not None:
+            raise metadata_tables.refuse(row)
         location = self.location_of(row)
         table = FileStoreTable.load(self.table_file_io(location), location)
         table.committer_factory = self._committer_factory(row)
@@ -364,7 +388,8 @@ class MetastoreCatalog:
         """Unregister the table and (``purge``, Java's behaviour) delete its files."""
         db, name = split_identifier(identifier)
         row = self.registry.drop_table_row(db, name)
-        if purge:
+        if purge and not (row.table_schema is not None and metadata_tables.is_external(self, row)):
+            # an external format/object/Iceberg table's files are its owner's: only its row goes
             location = self.location_of(row)
             file_io = self.table_file_io(location)
             for status in file_io.list_recursive(location):
@@ -442,6 +467,8 @@ class MetastoreCatalog:
         )
         with self._table_lock(db, name, "alter"):
             row = self.registry.get_table_row(db, name)
+            if row.table_schema is not None:
+                return metadata_tables.alter(self, row, changes)
             table = self.get_table(identifier)
             schema = schema_change.alter(table, changes)
             self.registry.set_schema_id(row.table_id, schema.id)

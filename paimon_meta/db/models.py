@@ -213,6 +213,9 @@ class PaimonTable(Base):
     stats_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
     # Bumped by every rollback (migration 0003): snapshot ids after the rollback's target are new again.
     timeline: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # The schema of a table the catalog keeps as metadata only (format, object, Iceberg tables; migration
+    # 0008), as Paimon's schema JSON; NULL for Paimon tables, whose schemas are on storage.
+    table_schema: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 

@@ -30,6 +30,7 @@ from paimon_meta.errors import (
     SnapshotPointerConflictError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    TableRowChangedError,
     ValidationError,
 )
 from paimon_meta.metastore.lock import DEFAULT_CATALOG_KEY, lock_id_for
@@ -78,6 +79,9 @@ class TableRow:
     created_at: datetime
     updated_at: datetime
     timeline: int = 0
+    #: The schema JSON of a table the catalog keeps as metadata only (format, object, Iceberg tables);
+    #: None for Paimon tables, whose schemas are on storage.
+    table_schema: dict[str, Any] | None = None
 
     @property
     def identifier(self) -> str:
@@ -104,12 +108,13 @@ class TableRow:
             created_at=m["created_at"],
             updated_at=m["updated_at"],
             timeline=m.get("timeline", 0),
+            table_schema=m.get("table_schema"),
         )
 
 
 TABLE_ROW_COLUMNS = (
     "table_id, catalog_key, database_name, table_name, location, table_uuid, schema_id, "
-    "latest_snapshot_id, created_at, updated_at, timeline"
+    "latest_snapshot_id, created_at, updated_at, timeline, table_schema"
 )
 # One round trip on a plain session (no transaction, planned once per connection): the hot lookup of
 # every service request that names a table.
@@ -347,9 +352,11 @@ class Registry:
         table_uuid: uuid.UUID,
         schema_id: int,
         *,
+        table_schema: Mapping[str, Any] | None = None,
         conn: Connection | None = None,
     ) -> TableRow:
-        """Register a table whose storage exists at ``location`` (pointer starts at NULL).
+        """Register a table whose storage exists at ``location`` (pointer starts at NULL); a table the
+        catalog keeps as metadata only carries its schema JSON in ``table_schema``.
 
         Raises:
             ValidationError: bad names, empty location, negative schema id.
@@ -376,6 +383,7 @@ class Registry:
                             location=location,
                             table_uuid=table_uuid,
                             schema_id=schema_id,
+                            table_schema=None if table_schema is None else dict(table_schema),
                         )
                         .returning(*PaimonTable.__table__.c)
                     ).one()
@@ -600,6 +608,35 @@ class Registry:
                 update(PaimonTable)
                 .where(PaimonTable.table_id == table_id)
                 .values(schema_id=func.greatest(func.coalesce(PaimonTable.schema_id, 0), schema_id))
+            )
+
+    def replace_table_schema(
+        self,
+        table_id: int,
+        expected_schema_id: int,
+        table_schema: Mapping[str, Any],
+        *,
+        conn: Connection | None = None,
+    ) -> None:
+        """Store a metadata-only table's next schema (id ``expected_schema_id + 1``), by compare-and-set on
+        the schema id: two concurrent ALTERs cannot both build on the same schema.
+
+        Raises:
+            TableRowChangedError: the table's schema changed (or it was dropped) meanwhile.
+        """
+        with self._tx(conn) as c:
+            done = c.execute(
+                update(PaimonTable)
+                .where(PaimonTable.table_id == table_id, PaimonTable.schema_id == expected_schema_id)
+                .values(
+                    table_schema=dict(table_schema), schema_id=expected_schema_id + 1, updated_at=func.now()
+                )
+                .returning(PaimonTable.table_id)
+            ).first()
+        if done is None:
+            raise TableRowChangedError(
+                f"table {table_id}'s schema is no longer {expected_schema_id}; read it again",
+                table_id=table_id,
             )
 
     def roll_back_schema_id(self, table_id: int, schema_id: int, *, conn: Connection | None = None) -> None:

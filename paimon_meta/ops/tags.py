@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import SnapshotNotFoundError
 from paimon_meta.model.snapshot import Snapshot
@@ -88,8 +89,11 @@ def delete_tag(catalog: MetastoreCatalog, identifier: str, name: str, *, princip
 
 def tags_of(catalog: MetastoreCatalog, identifier: str) -> TagManager:
     """The tags of table ``identifier`` on storage, where its registry row places it (the table itself
-    is not loaded). ``TableNotFoundError`` if there is no such table."""
+    is not loaded). ``TableNotFoundError`` if there is no such table; ``UnsupportedError`` naming the type
+    for a table kept as metadata only (it has no tags)."""
     row = catalog.table_row(identifier)
+    if row.table_schema is not None:
+        raise metadata_tables.refuse(row)
     location = catalog.location_of(row)
     return TagManager(catalog.table_file_io(location), location)
 

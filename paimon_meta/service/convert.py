@@ -18,7 +18,7 @@ from paimon_meta.model.types import ArrayType, DataField, DataType, MapType, Mul
 from paimon_meta.rest import models
 from paimon_meta.serde.json import snapshot_from_json, snapshot_to_json
 from paimon_meta.table import schema_change
-from paimon_meta.table.option_policy import check_table_type
+from paimon_meta.table.option_policy import table_type
 
 #: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").
 SERVICE_OWNER = "paimon_meta"
@@ -52,13 +52,16 @@ def table_response_id(row: TableRow) -> str:
     return str(row.table_uuid) if row.table_uuid is not None else f"{TABLE_ID_PREFIX}{row.table_id}"
 
 
-def table_response(row: TableRow, schema: TableSchema, location: str) -> models.GetTableResponse:
+def table_response(
+    row: TableRow, schema: TableSchema, location: str, *, external: bool = False
+) -> models.GetTableResponse:
+    """``external``: the table's files are not the catalog's (a drop leaves them)."""
     return models.GetTableResponse(
         id=table_response_id(row),
         database=row.database,
         name=row.name,
         path=location,
-        is_external=False,
+        is_external=external,
         schema_id=schema.id,
         schema=schema_body(schema),
         owner=SERVICE_OWNER,
@@ -92,13 +95,12 @@ def _fields(raw: Sequence[Any], where: str) -> list[DataField]:
 def table_schema(body: models.SchemaBody) -> TableSchema:
     """``schema-0`` for a create-table request: the client's field ids kept, ``highestFieldId``
     computed over nested types too."""
-    # the table's kind first: an object table has no columns of its own, and "no columns" would misname
-    # why it is refused
-    check_table_type(body.options)
     fields = _fields(body.fields, "schema.fields")
-    if not fields:
+    # an object table has no columns of its own (its rows are the files' metadata); every other table
+    # names at least one
+    if not fields and table_type(body.options) != "object-table":
         raise ValidationError("schema.fields must name at least one column", field="schema.fields")
-    highest = max(max(f.id, _max_id(f.type)) for f in fields)
+    highest = max((max(f.id, _max_id(f.type)) for f in fields), default=-1)
     return TableSchema(
         id=0,
         fields=tuple(fields),

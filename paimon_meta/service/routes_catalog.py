@@ -8,6 +8,7 @@ from urllib.parse import unquote_plus
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import NotFoundError, ValidationError
 from paimon_meta.metastore.principals import Access
@@ -191,9 +192,11 @@ def create_table(request: Request, database: str, body: models.CreateTableReques
     identifier = table_identifier(database, body.identifier.object)
     # The clients write and read the data: options only our own reader or writer lacks are refused by
     # those operations, not at create (the table is pypaimon's or Java's to use).
-    catalog_of(request).create_table_from_schema(
-        identifier, convert.table_schema(body.schema_), written_by_clients=True
-    )
+    schema = convert.table_schema(body.schema_)
+    if metadata_tables.is_metadata_only(schema):  # format, object, Iceberg: their files are the clients'
+        catalog_of(request).create_metadata_table(identifier, schema)
+    else:
+        catalog_of(request).create_table_from_schema(identifier, schema, written_by_clients=True)
     return Response(status_code=200)
 
 
@@ -205,10 +208,8 @@ def create_table(request: Request, database: str, body: models.CreateTableReques
 )
 def get_table(request: Request, database: str, table: str) -> models.GetTableResponse:
     catalog = catalog_of(request)
-    identifier = table_identifier(database, table)
-    row = catalog.table_row(identifier)
-    loaded = catalog.get_table(identifier)
-    return convert.table_response(row, loaded.schema, loaded.path)
+    row, schema, location = catalog.table_metadata(table_identifier(database, table))
+    return convert.table_response(row, schema, location, external=metadata_tables.is_external(catalog, row))
 
 
 @router.post(

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import TableNotFoundError, ValidationError
@@ -115,13 +116,11 @@ def list_table_details(
     loaded: dict[int, models.GetTableResponse] = {}
 
     def keep(row: TableRow) -> bool:
-        table = catalog.get_table(row.identifier)
-        if (
-            table_type
-            and table.schema.options.get(TABLE_TYPE, TABLE_TYPE_DEFAULT).lower() != table_type.lower()
-        ):
+        _, schema, location = catalog.table_metadata(row.identifier)
+        if table_type and schema.options.get(TABLE_TYPE, TABLE_TYPE_DEFAULT).lower() != table_type.lower():
             return False
-        loaded[row.table_id] = convert.table_response(row, table.schema, table.path)
+        external = metadata_tables.is_external(catalog, row)
+        loaded[row.table_id] = convert.table_response(row, schema, location, external=external)
         return True
 
     rows, more = _visible_page(
@@ -201,8 +200,8 @@ def get_table_by_id(
         raise missing from None
     if not access.allows(Privilege.READ, row.database, row.name):
         raise missing
-    table = catalog.get_table(row.identifier)
-    return convert.table_response(row, table.schema, table.path)
+    _, schema, location = catalog.table_metadata(row.identifier)
+    return convert.table_response(row, schema, location, external=metadata_tables.is_external(catalog, row))
 
 
 @router.post(

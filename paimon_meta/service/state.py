@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
@@ -450,6 +451,8 @@ class ServiceState:
         across commits: manifests are immutable and never renamed). One per location and latest schema
         on storage (listed each time: another engine may have altered the table); its snapshot cache
         follows the table's timeline (see ``SnapshotManager.observe_timeline``)."""
+        if row.table_schema is not None:
+            raise metadata_tables.refuse(row)
         location = self.catalog.location_of(row)
         with self._lock:
             schemas = self._schema_managers.get(location)
@@ -476,7 +479,9 @@ class ServiceState:
     def snapshot_manager(self, row: TableRow) -> SnapshotManager:
         """One manager per table location (its cache of immutable snapshot files is shared by
         requests, and by the table objects commits use: what a commit-messages request published is
-        in it)."""
+        in it). A table kept as metadata only has none: refused naming its type."""
+        if row.table_schema is not None:
+            raise metadata_tables.refuse(row)
         manager = self._manager_at(self.catalog.location_of(row))
         # The row's timeline (read for this request): its cached snapshots are of the table as it is now
         # (a rollback, through any replica, reuses the ids above its target). Commits check again under

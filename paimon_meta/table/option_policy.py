@@ -661,10 +661,22 @@ DATA_FILE_FORMATS = frozenset({"orc", "parquet", "avro", "lance"})
 PAIMON_TABLE_TYPES = frozenset({"table", "materialized-table"})
 
 
+#: The ``type`` values of tables a catalog keeps as metadata only: their files are their clients'
+#: (plain Parquet/CSV/JSON/ORC/text directories, objects, Iceberg metadata), never a Paimon layout.
+CATALOG_ONLY_TABLE_TYPES = frozenset({"format-table", "object-table", "iceberg-table"})
+#: The file formats of format tables (Java's and pypaimon's ``FormatTable.Format``).
+FORMAT_TABLE_FORMATS = frozenset({"orc", "parquet", "csv", "json", "text"})
+
+
+def table_type(options: Mapping[str, str]) -> str:
+    """The table's ``type`` (lower case, ``table`` when unset)."""
+    return (options.get(TABLE_TYPE) or TABLE_TYPE_DEFAULT).strip().lower()
+
+
 def check_table_type(options: Mapping[str, str]) -> None:
     """``UnsupportedError`` naming the type when ``options`` describe a table that is not a Paimon table
     (``format-table``, ``object-table``, ``iceberg-table``, ``lance-table``, ...)."""
-    kind = (options.get(TABLE_TYPE) or TABLE_TYPE_DEFAULT).strip().lower()
+    kind = table_type(options)
     if kind not in PAIMON_TABLE_TYPES:
         raise UnsupportedError(
             f"table option {TABLE_TYPE}={kind!r}: only Paimon tables "

@@ -606,7 +606,13 @@ def test_drop_database_with_cascade_drops_its_tables(rig: Rig) -> None:
     server = rig.spawn()
     # first, on the same server: tables only pypaimon writes are created, committed and read back
     written = run_pypaimon(CLIENT_WRITTEN_TABLES, server.base, rig.token, python=rig.python)
-    assert written == {"dyn": 2 * ROWS_PER_COMMIT, "av": 2 * ROWS_PER_COMMIT}, written
+    assert written == {
+        "dyn": 2 * ROWS_PER_COMMIT,
+        "av": 2 * ROWS_PER_COMMIT,
+        "csv": ["FormatTable", ROWS_PER_COMMIT],
+    }, written
+    csv_files = list(Path(rig.warehouse, "free.db", "csv").rglob("*.csv"))
+    assert csv_files and not Path(rig.warehouse, "free.db", "csv", "schema").exists(), csv_files
     got = run_pypaimon(CASCADE_DROP, server.base, rig.token, python=rig.python)
     assert got["plain"] == "ValueError" and got["before"] == ["a", "b"], got
     # on the way: a tag with a retention, and a column type changed through Java's casts
@@ -654,6 +660,17 @@ for name, options, keys in TABLES:
         c.commit(w.prepare_commit())
         w.close(); c.close()
     out[name] = len(read_rows(cat.get_table("free." + name)))
+# a format table: plain CSV files pypaimon writes and reads in the directory the catalog names
+fmt = Schema.from_pyarrow_schema(SCHEMA, options={"type": "format-table", "file.format": "csv"})
+cat.create_table("free.csv", fmt, False)
+table = cat.get_table("free.csv")
+wb = table.new_batch_write_builder()
+w, c = wb.new_write(), wb.new_commit()
+w.write_arrow(batch(1, 0))
+c.commit(w.prepare_commit())
+w.close(); c.close()
+rb = cat.get_table("free.csv").new_read_builder()
+out["csv"] = [type(table).__name__, rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows]
 print(json.dumps(out))
 """
 )
