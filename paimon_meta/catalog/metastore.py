@@ -416,9 +416,10 @@ class MetastoreCatalog:
         return self.registry.get_database(validate_identifier("database", name))
 
     @_metastore_call
-    def drop_database(self, name: str) -> None:
-        """Unregister an empty database (its tables must be dropped first)."""
-        self.registry.drop_database(validate_identifier("database", name))
+    def drop_database(self, name: str, *, principal: str | None = None) -> dict[str, list[str]]:
+        """Unregister a database without tables (its tables must be dropped first), with its views and
+        functions; returns those by kind."""
+        return self.registry.drop_database(validate_identifier("database", name), principal=principal)
 
     @_metastore_call
     def alter_database(

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, delete, exists, func, insert, select, text, tuple_, update
 from sqlalchemy.exc import IntegrityError
@@ -54,9 +54,17 @@ from paimon_meta.model.catalog_objects import (
 from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.model.types import DataField
 
-if TYPE_CHECKING:
-    # Only a type here: the registry may import this module's name lock and view check.
-    from paimon_meta.metastore.registry import Registry
+
+class Registry(Protocol):
+    """What this module needs of :class:`paimon_meta.metastore.registry.Registry`, which imports this
+    module (its name lock, view check and database drop): no import back, not even for types."""
+
+    catalog_key: str
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def database_exists(self, name: str, *, conn: Connection | None = None) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)

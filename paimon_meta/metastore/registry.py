@@ -33,6 +33,7 @@ from paimon_meta.errors import (
     TableRowChangedError,
     ValidationError,
 )
+from paimon_meta.metastore.catalog_objects import drop_database_objects, lock_object_name, view_exists
 from paimon_meta.metastore.lock import DEFAULT_CATALOG_KEY, lock_id_for
 from paimon_meta.model.identifier import validate_identifier
 
@@ -268,8 +269,13 @@ class Registry:
         props.pop(_JAVA_EXISTS_KEY, None)
         return DatabaseRow(None, self.catalog_key, name, location, props)
 
-    def drop_database(self, name: str, *, conn: Connection | None = None) -> None:
-        """Unregister an empty database (ours and Java's property rows).
+    def drop_database(
+        self, name: str, *, principal: str | None = None, conn: Connection | None = None
+    ) -> dict[str, list[str]]:
+        """Unregister a database without tables (ours and Java's property rows), with its views and
+        functions (each a ``dropped`` event naming ``principal``), in one transaction: a view or
+        function created concurrently either lands before and goes with it or finds no database.
+        Returns the dropped views and functions by kind.
 
         Raises:
             DatabaseNotFoundError: unknown database.
@@ -280,6 +286,7 @@ class Registry:
                 raise DatabaseNotFoundError(f"database {name!r} does not exist", database=name)
             if self.list_table_rows(name, conn=c):
                 raise ValidationError(f"database {name!r} is not empty: drop its tables first", database=name)
+            dropped = drop_database_objects(c, self.catalog_key, name, principal=principal)
             key = self.catalog_key
             c.execute(
                 delete(PaimonDatabase).where(
@@ -291,6 +298,7 @@ class Registry:
                     PaimonDatabaseProperty.catalog_key == key, PaimonDatabaseProperty.database_name == name
                 )
             )
+        return dropped
 
     def alter_database(
         self,
@@ -372,6 +380,12 @@ class Registry:
         with self._tx(conn) as c:
             if not self.database_exists(database, conn=c):
                 raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
+            # Java's JdbcCatalog refuses a table with a view's name; a view create takes the same lock.
+            lock_object_name(c, self.catalog_key, database, name)
+            if view_exists(c, self.catalog_key, database, name):
+                raise TableAlreadyExistsError(
+                    f"a view {database}.{name} has that name", table=f"{database}.{name}"
+                )
             try:
                 with c.begin_nested():
                     row = c.execute(
@@ -575,6 +589,11 @@ class Registry:
             if not self.database_exists(new_database, conn=c):
                 raise DatabaseNotFoundError(
                     f"database {new_database!r} does not exist", database=new_database
+                )
+            lock_object_name(c, self.catalog_key, new_database, new_name)
+            if view_exists(c, self.catalog_key, new_database, new_name):
+                raise TableAlreadyExistsError(
+                    f"a view {new_database}.{new_name} has that name", table=f"{new_database}.{new_name}"
                 )
             try:
                 with c.begin_nested():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +29,6 @@ from paimon_meta.table.tags import TagManager
 
 if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
-
-#: Removes a database's other catalog objects (views, functions) before the database row goes.
-DatabaseObjectsDropper = Callable[[str], Any]
 
 _CHANGELOG_PREFIX = "changelog-"
 
@@ -95,30 +91,25 @@ class DatabaseDrop:
     database: str
     run_id: str
     tables: list[str]
+    views: list[str]
+    functions: list[str]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def drop_database(
-    catalog: MetastoreCatalog,
-    name: str,
-    *,
-    principal: str | None = None,
-    drop_objects: DatabaseObjectsDropper | None = None,
-) -> DatabaseDrop:
-    """Drop ``name`` with everything in it: each table as :func:`drop_table` does, then the database's
-    other objects (``drop_objects``), then the database (``DatabaseNotFoundError`` if unknown)."""
+def drop_database(catalog: MetastoreCatalog, name: str, *, principal: str | None = None) -> DatabaseDrop:
+    """Drop ``name`` with everything in it: each table as :func:`drop_table` does, then, in one
+    transaction, its views and functions (each a ``dropped`` event) and the database
+    (``DatabaseNotFoundError`` if unknown)."""
     validate_identifier("database", name)
     run_id = str(uuid.uuid4())
     dropped = []
     for row in catalog.registry.list_table_rows(name):
         drop_table(catalog, row.identifier, principal=principal, database_drop=run_id)
         dropped.append(row.name)
-    if drop_objects is not None:
-        drop_objects(name)
-    catalog.drop_database(name)
-    return DatabaseDrop(name, run_id, dropped)
+    objects = catalog.drop_database(name, principal=principal)
+    return DatabaseDrop(name, run_id, dropped, objects.get("view", []), objects.get("function", []))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.errors import TableAlreadyExistsError
 from paimon_meta.ops import audit
 from paimon_meta.table import schema_change
 from paimon_meta.table.snapshots import SchemaManager
 from tests.fixtures.service import make_principal
 from tests.service.helpers import SCHEMA, P, auth, seed
+from tests.service.test_views import view_body
 
 pytestmark = pytest.mark.postgres
 
@@ -293,6 +295,17 @@ def test_dropping_a_database_drops_its_tables_each_recorded(
     service_catalog.create_table("keep.k", SCHEMA)
     locations = [service_catalog.get_table(i).path for i in ("db.t", "db.u")]
     admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
+    for name in ("v1", "v2"):
+        made = service_client.post(f"{P}/databases/db/views", json=view_body("db", name), headers=admin)
+        assert made.is_success, made.text
+    assert service_client.post(
+        f"{P}/databases/keep/views", json=view_body("keep", "kv"), headers=admin
+    ).is_success
+    # a table may not take a view's name (Java's JdbcCatalog refuses it), by create or by rename
+    with pytest.raises(TableAlreadyExistsError, match=r"a view db\.v1"):
+        service_catalog.create_table("db.v1", SCHEMA)
+    with pytest.raises(TableAlreadyExistsError, match=r"a view db\.v2"):
+        service_catalog.rename_table("db.u", "db.v2")
     writer = auth(make_principal(service_catalog, "w", [("write", "db", None)]))
     assert service_client.delete(f"{P}/databases/db", headers=writer).status_code == 403
     assert service_catalog.list_tables("db") == ["t", "u"]
@@ -319,5 +332,17 @@ def test_dropping_a_database_drops_its_tables_each_recorded(
             .all()
         )
     assert len(drops) == 1 and drops[0]  # one database drop, named by each of its table drops
+    # its views went with it, each a dropped event naming the principal; another database's stayed
+    assert service_client.get(f"{P}/views", headers=admin).json()["views"] == [
+        {"database": "keep", "object": "kv"}
+    ]
+    with service_catalog.engine.connect() as conn:
+        events = conn.execute(
+            text(
+                "SELECT identifier, principal FROM paimon_catalog_object_events "
+                "WHERE event_type = 'dropped' ORDER BY identifier"
+            )
+        ).all()
+    assert [tuple(e) for e in events] == [("db.v1", "root"), ("db.v2", "root")]
     gone = service_client.delete(f"{P}/databases/db", headers=admin)
     assert gone.status_code == 404 and gone.json()["resourceType"] == "DATABASE"
