@@ -13,8 +13,9 @@
   registers the ``<last value>.done`` partition, ``mark-event`` is the recorded mark itself (it is what
   Java's ``MarkPartitionDoneEventAction`` asks a REST catalog for); ``http-report`` and ``custom`` run
   code or calls this server does not make: refused by name (501) before anything is recorded.
-* **list** joins the totals the commit path keeps (``paimon_partition_statistics``) with the
-  registrations, named ``k=v/k2=v2`` in the table's partition-key order, the order listings page by.
+* **list** (all, by names, by a serialized predicate) joins the totals the commit path keeps
+  (``paimon_partition_statistics``) with the registrations, named ``k=v/k2=v2`` in the table's
+  partition-key order, the order listings page by.
 
 Each change is one maintenance run in the event log (``started``/``finished`` with what it did).
 """
@@ -42,6 +43,7 @@ from paimon_meta.metastore.statistics import list_partitions as partition_statis
 from paimon_meta.metastore.statistics import table_statistics
 from paimon_meta.model.partition_statistics import partition_key
 from paimon_meta.ops.common import maintenance_run, resolve_table
+from paimon_meta.table.partition_filter import parse_partition_filter
 from paimon_meta.table.paths import escape_path_name, join_path
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.overwrite import OverwriteSpec
@@ -168,6 +170,15 @@ def partitions_by_names(
             seen.add(key)
             out.append(by_key[key])
     return out
+
+
+def partitions_by_filter(catalog: MetastoreCatalog, identifier: str, filter_text: str) -> list[PartitionInfo]:
+    """The partitions Java's serialized predicate ``filter_text`` may match, sorted by name: a superset
+    where :mod:`paimon_meta.table.partition_filter` cannot decide (the protocol allows it; clients
+    evaluate the predicate again). ``ValidationError`` naming ``filter`` for one it cannot read."""
+    row, table = resolve_table(catalog, identifier)
+    test = parse_partition_filter(filter_text, table.schema, table.options.partition_default_name)
+    return [p for p in _listing(catalog, row) if test(p.spec)]
 
 
 # ---- create --------------------------------------------------------------------------------------------

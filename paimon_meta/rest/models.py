@@ -303,6 +303,14 @@ class ListPartitionsByNamesRequest(_Request):
     specs: list[PartitionSpec] = Field(default_factory=list)
 
 
+class ListPartitionsByFilterRequest(_Request):
+    #: Java's ``JsonSerdeUtil.toFlatJson(predicate)`` over the partition columns.
+    filter: str = Field(max_length=1 << 20)
+    partition_name_pattern: str | None = None
+    max_results: int | None = None
+    page_token: str | None = None
+
+
 class GetVersionSnapshotResponse(_Model):
     snapshot: dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""The partition lifecycle of one table: list, create, drop, mark done, list by names.
+"""The partition lifecycle of one table: list, create, drop, mark done, list by names and by filter.
 
 Reading needs ``read`` on the table. Creating, dropping and marking partitions done need ``write``: a
 drop is an OVERWRITE commit (what a writer may commit anyway), and a registration or a done mark is
@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from paimon_meta.db.models import Privilege
-from paimon_meta.errors import UnsupportedError
+from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.metastore.principals import Access
 from paimon_meta.ops import partitions as partition_ops
 from paimon_meta.rest import models, paths
@@ -175,3 +175,34 @@ def list_partitions_by_names(
         catalog_of(request), table_identifier(database, table), body.specs
     )
     return models.ListPartitionsResponse(partitions=[_body(p) for p in found], next_page_token=None)
+
+
+@router.post(
+    paths.PARTITIONS_BY_FILTER,
+    response_model=models.ListPartitionsResponse,
+    tags=["partitions"],
+    dependencies=[READ],
+    responses=UNSUPPORTED,
+)
+def list_partitions_by_filter(
+    request: Request, database: str, table: str, body: models.ListPartitionsByFilterRequest
+) -> models.ListPartitionsResponse:
+    """A page of the partitions a serialized Paimon predicate may match (a superset where it cannot
+    decide, as the protocol allows), paged by name as the listing; ``maxResults`` missing or 0: up to
+    the server's page limit."""
+    if body.partition_name_pattern is not None and len(body.partition_name_pattern) > convert.MAX_PATTERN:
+        raise ValidationError(
+            f"partitionNamePattern is longer than {convert.MAX_PATTERN} characters",
+            field="partitionNamePattern",
+        )
+    found = partition_ops.partitions_by_filter(
+        catalog_of(request), table_identifier(database, table), body.filter
+    )
+    by_name = {p.name: p for p in found}
+    names, token = convert.page(
+        list(by_name),
+        max_results=body.max_results or convert.MAX_PAGE,
+        page_token=body.page_token,
+        pattern=body.partition_name_pattern,
+    )
+    return models.ListPartitionsResponse(partitions=[_body(by_name[n]) for n in names], next_page_token=token)

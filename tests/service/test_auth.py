@@ -91,6 +91,7 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", f"{T}/partitions/drop"): ("write", "table"),
     ("POST", f"{T}/partitions/mark"): ("write", "table"),
     ("POST", f"{T}/partitions/list-by-names"): ("read", "table"),
+    ("POST", f"{T}/partitions/list-by-filter"): ("read", "table"),
     ("GET", f"{T}/snapshots/{{version}}"): ("read", "table"),
     ("GET", f"{T}/snapshots"): ("read", "table"),
     ("GET", f"{T}/consumers"): ("read", "table"),

@@ -52,6 +52,7 @@ PROTOCOL_SERVED = {
     ("POST", paths.DROP_PARTITIONS),
     ("POST", paths.MARK_DONE_PARTITIONS),
     ("POST", paths.PARTITIONS_BY_NAMES),
+    ("POST", paths.PARTITIONS_BY_FILTER),
     ("GET", paths.SNAPSHOT_VERSION),
     ("GET", paths.SNAPSHOTS),
     ("GET", paths.CONSUMERS),
@@ -112,7 +113,8 @@ def test_each_answers_501_naming_the_operation(service_catalog: MetastoreCatalog
 def test_served_and_not_served_are_the_spec_once_each() -> None:
     served = {(m.upper(), p) for p, item in document()["paths"].items() for m in item}
     not_served = {(m, t) for m, t, _ in paths.NOT_SERVED}
-    assert len(not_served) == len(paths.NOT_SERVED) == 1
+    listed = paths.NOT_SERVED  # a length check narrows this name's type, not paths.NOT_SERVED's
+    assert len(not_served) == len(listed) == 0
     assert not_served <= served  # documented (answering 501)
     served_elsewhere = {
         (method, route.path)

@@ -292,3 +292,51 @@ def test_drop_several_partitions_by_prefixes_in_one_commit(service_catalog: Meta
     assert latest is not None and latest.id == 2 and latest.commit_kind is CommitKind.OVERWRITE  # one commit
     rows = table.new_read_builder().new_read().to_arrow(table.new_read_builder().new_scan().plan().splits())
     assert rows.to_pydict()["k"] == [2]
+
+
+def _leaf(function: str, *literals: str) -> dict[str, Any]:
+    return {
+        "kind": "LEAF",
+        "transform": {"name": "FIELD_REF", "fieldRef": {"index": 0, "name": "p", "type": "STRING"}},
+        "function": function,
+        "literals": list(literals),
+    }
+
+
+def test_list_by_filter_pages_the_matches(rig: Any) -> None:
+    _, client, writer, reader = rig
+    client.post(f"{T}/partitions", json={"partitionSpecs": [{"p": "c"}, {"p": "d"}]}, headers=writer)
+    pages, token = [], None
+    while True:
+        body: dict[str, Any] = {"filter": json.dumps(_leaf("IN", "a", "c", "d")), "maxResults": 2}
+        answer = client.post(
+            f"{T}/partitions/list-by-filter",
+            json=body | ({"pageToken": token} if token else {}),
+            headers=reader,
+        )
+        assert answer.status_code == 200, answer.text
+        pages.append([p["spec"]["p"] for p in answer.json()["partitions"]])
+        token = answer.json()["nextPageToken"]
+        if token is None:
+            break
+    assert pages == [["a", "c"], ["d"]]
+    patterned = client.post(
+        f"{T}/partitions/list-by-filter",
+        json={"filter": json.dumps(_leaf("NOT_EQUAL", "b")), "partitionNamePattern": "p=c%", "maxResults": 0},
+        headers=reader,
+    )
+    assert [p["spec"] for p in patterned.json()["partitions"]] == [{"p": "c"}]
+    for filter_text, words in (
+        ("{", "filter is not JSON"),
+        (json.dumps({**_leaf("EQUAL", "x"), "function": "NOPE"}), "NOPE"),
+    ):
+        bad = client.post(f"{T}/partitions/list-by-filter", json={"filter": filter_text}, headers=reader)
+        assert bad.status_code == 400 and words in bad.json()["message"], bad.text
+    unknown = _leaf("EQUAL", "x")
+    unknown["transform"]["fieldRef"]["name"] = "v"
+    refused = client.post(
+        f"{T}/partitions/list-by-filter", json={"filter": json.dumps(unknown)}, headers=reader
+    )
+    assert refused.status_code == 400 and "not a partition key" in refused.json()["message"]
+    missing = client.post(f"{T}/partitions/list-by-filter", json={}, headers=reader)
+    assert missing.status_code == 400 and "filter" in missing.json()["message"]
