@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import SnapshotNotFoundError, ValidationError
 from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
+from paimon_meta.ops.snapshots import paimon_table_row
 from paimon_meta.table.consumers import ConsumerManager, validate_consumer_id
 
 if TYPE_CHECKING:
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 
 def consumers_of(catalog: MetastoreCatalog, identifier: str) -> ConsumerManager:
     """The consumers of table ``identifier`` where its registry row places it (``TableNotFoundError``
-    if there is no such table)."""
-    row = catalog.table_row(identifier)
+    if there is no such table, ``UnsupportedError`` for a table kept as metadata only)."""
+    row = paimon_table_row(catalog, identifier)
     location = catalog.location_of(row)
     return ConsumerManager(catalog.table_file_io(location), location)
 

@@ -43,6 +43,7 @@ from paimon_meta.metastore.statistics import list_partitions as partition_statis
 from paimon_meta.metastore.statistics import table_statistics
 from paimon_meta.model.partition_statistics import partition_key
 from paimon_meta.ops.common import maintenance_run, resolve_table
+from paimon_meta.ops.snapshots import paimon_table_row
 from paimon_meta.table.partition_filter import parse_partition_filter
 from paimon_meta.table.paths import escape_path_name, join_path
 from paimon_meta.table.table import FileStoreTable
@@ -114,8 +115,7 @@ def list_partitions(catalog: MetastoreCatalog, identifier: str) -> list[Partitio
         UnsupportedError: the kept totals miss a snapshot published outside the catalog (a client then
             lists the partitions from the manifests itself).
     """
-    row = catalog.table_row(identifier)
-    return _listing(catalog, row)
+    return _listing(catalog, paimon_table_row(catalog, identifier))
 
 
 def _listing(catalog: MetastoreCatalog, row: TableRow) -> list[PartitionInfo]:

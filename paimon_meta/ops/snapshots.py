@@ -13,15 +13,32 @@ never lists the snapshot directory; a snapshot expired while the page is read is
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.errors import SnapshotNotFoundError, TagNotFoundError, ValidationError
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
 from paimon_meta.table.tags import TagManager, validate_tag_name
 
+if TYPE_CHECKING:
+    from paimon_meta.catalog.metastore import MetastoreCatalog
+    from paimon_meta.metastore.registry import TableRow
+
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 #: Snapshots per page when the client names no ``maxResults``.
 DEFAULT_PAGE = 100
+
+
+def paimon_table_row(catalog: MetastoreCatalog, identifier: str) -> TableRow:
+    """The registry row of a Paimon table (``TableNotFoundError`` if none; ``UnsupportedError`` naming
+    the type for a format, object or Iceberg table, which has no snapshots, consumers or partitions
+    here)."""
+    row = catalog.table_row(identifier)
+    if row.table_schema is not None:
+        raise metadata_tables.refuse(row)
+    return row
 
 
 def snapshot_at(snapshots: SnapshotManager, tags: TagManager, identifier: str, version: str) -> Snapshot:

@@ -117,7 +117,7 @@ def create_partitions(
     paths.DROP_PARTITIONS,
     response_model=models.DropPartitionsResponse,
     tags=["partitions"],
-    responses={**CONFLICT, **OUTCOME_UNKNOWN},
+    responses={**CONFLICT, **OUTCOME_UNKNOWN, **UNSUPPORTED},
 )
 def drop_partitions(
     request: Request,

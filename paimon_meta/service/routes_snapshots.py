@@ -20,7 +20,7 @@ from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, ERRORS, NO_BODY, PREFIX
+from paimon_meta.service.routes_common import BEARER, ERRORS, NO_BODY, PREFIX, UNSUPPORTED
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
@@ -35,6 +35,7 @@ PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
     response_model=models.GetVersionSnapshotResponse,
     tags=["snapshots"],
     dependencies=[READ],
+    responses=UNSUPPORTED,
 )
 def get_version_snapshot(
     request: Request, database: str, table: str, version: str
@@ -43,14 +44,18 @@ def get_version_snapshot(
     when it names none."""
     catalog = catalog_of(request)
     identifier = table_identifier(database, table)
-    row = catalog.table_row(identifier)
+    row = snapshot_ops.paimon_table_row(catalog, identifier)
     snapshots = state_of(request).snapshot_manager(row)
     found = snapshot_ops.snapshot_at(snapshots, tag_ops.tags_of(catalog, identifier), identifier, version)
     return models.GetVersionSnapshotResponse(snapshot=convert.snapshot_json(found))
 
 
 @router.get(
-    paths.SNAPSHOTS, response_model=models.ListSnapshotsResponse, tags=["snapshots"], dependencies=[READ]
+    paths.SNAPSHOTS,
+    response_model=models.ListSnapshotsResponse,
+    tags=["snapshots"],
+    dependencies=[READ],
+    responses=UNSUPPORTED,
 )
 def list_snapshots(
     request: Request,
@@ -61,7 +66,7 @@ def list_snapshots(
 ) -> models.ListSnapshotsResponse:
     """The table's snapshots, oldest first (as Java lists them), ``maxResults`` per page (default
     100); the token is the last id of the previous page."""
-    row = catalog_of(request).table_row(table_identifier(database, table))
+    row = snapshot_ops.paimon_table_row(catalog_of(request), table_identifier(database, table))
     page, token = snapshot_ops.snapshot_page(
         state_of(request).snapshot_manager(row),
         max_results=max_results,
@@ -74,7 +79,11 @@ def list_snapshots(
 
 
 @router.get(
-    paths.CONSUMERS, response_model=models.ListConsumersResponse, tags=["consumers"], dependencies=[READ]
+    paths.CONSUMERS,
+    response_model=models.ListConsumersResponse,
+    tags=["consumers"],
+    dependencies=[READ],
+    responses=UNSUPPORTED,
 )
 def list_consumers(
     request: Request,
@@ -96,7 +105,7 @@ def list_consumers(
     paths.RESET_CONSUMER,
     tags=["consumers"],
     response_class=Response,
-    responses=NO_BODY,
+    responses={**NO_BODY, **UNSUPPORTED},
 )
 def reset_consumer(
     request: Request,

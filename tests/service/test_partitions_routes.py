@@ -340,3 +340,38 @@ def test_list_by_filter_pages_the_matches(rig: Any) -> None:
     assert refused.status_code == 400 and "not a partition key" in refused.json()["message"]
     missing = client.post(f"{T}/partitions/list-by-filter", json={}, headers=reader)
     assert missing.status_code == 400 and "filter" in missing.json()["message"]
+
+
+def test_a_table_kept_as_metadata_only_is_refused_by_its_type(rig: Any) -> None:
+    """A format table has no snapshots, consumers or Paimon partitions here: 501 naming its type, never
+    an empty listing that reads as 'no partitions'."""
+    catalog, client, _, _ = rig
+    admin = auth(make_principal(catalog, "admin", [("admin", None, None)]))
+    schema = {
+        "fields": [{"id": 0, "name": "id", "type": "INT"}, {"id": 1, "name": "p", "type": "STRING"}],
+        "partitionKeys": ["p"],
+        "primaryKeys": [],
+        "options": {"type": "format-table", "file.format": "csv"},
+    }
+    created = client.post(
+        f"{P}/databases/db/tables",
+        json={"identifier": {"database": "db", "object": "csv"}, "schema": schema},
+        headers=admin,
+    )
+    assert created.is_success, created.text
+    csv = f"{P}/databases/db/tables/csv"
+    for method, path, body in (
+        ("GET", "partitions", None),
+        ("POST", "partitions", {"partitionSpecs": [{"p": "a"}]}),
+        ("POST", "partitions/drop", {"partitionSpecs": [{"p": "a"}]}),
+        ("POST", "partitions/mark", {"specs": [{"p": "a"}]}),
+        ("POST", "partitions/list-by-names", {"specs": [{"p": "a"}]}),
+        ("POST", "partitions/list-by-filter", {"filter": json.dumps(_leaf("EQUAL", "a"))}),
+        ("GET", "snapshots", None),
+        ("GET", "snapshots/LATEST", None),
+        ("GET", "consumers", None),
+        ("POST", "consumers/reset", {"consumerId": "c", "nextSnapshotId": 1}),
+    ):
+        answer = client.request(method, f"{csv}/{path}", json=body, headers=admin)
+        assert answer.status_code == 501 and "format-table" in answer.json()["message"], (path, answer.text)
+    assert _registered(catalog) == 0
