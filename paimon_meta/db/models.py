@@ -72,6 +72,7 @@ __all__ = [
     "PartitionStatistics",
     "Principal",
     "Privilege",
+    "TableBranch",
     "TableTimeline",
     "Token",
 ]
@@ -266,11 +267,13 @@ class CommitEventRecord(Base):
         ),
         Index("ix_paimon_commit_events_commit", "commit_id", "event_id"),
         Index("ix_paimon_commit_events_table", "table_id", "event_id"),
-        Index("ix_paimon_commit_events_dedupe", "table_id", "commit_user", "commit_identifier"),
-        # The database backstop of "no snapshot is published twice".
+        Index("ix_paimon_commit_events_dedupe", "table_id", "branch", "commit_user", "commit_identifier"),
+        # The database backstop of "no snapshot is published twice" (per branch: a branch's snapshot ids
+        # overlap main's; per timeline: a rollback, or a branch's new incarnation, reuses ids).
         Index(
             "uq_paimon_commit_events_table_snapshot",
             "table_id",
+            "branch",
             "timeline",
             "snapshot_id",
             unique=True,
@@ -303,8 +306,11 @@ class CommitEventRecord(Base):
     )
     duration_ms: Mapped[float | None] = mapped_column(Double)
     principal: Mapped[str | None] = mapped_column(Text)
-    # The table's timeline when a publishing event was written (rollbacks start new ones).
+    # The table's timeline when a publishing event was written (rollbacks start new ones); on a branch,
+    # the branch's (see TableBranch).
     timeline: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # The branch committed to (migration 0009): 'main', or a branch of the table.
+    branch: Mapped[str] = mapped_column(Text, server_default=text("'main'"))
 
 
 class LockEventRecord(Base):
@@ -533,6 +539,29 @@ class TableTimeline(Base):
     removed_uuids: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     principal: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class TableBranch(Base):
+    """A branch's snapshot pointer (migration 0009), for every branch but main (whose pointer is
+    ``paimon_tables.latest_snapshot_id``). ``timeline``: the branch's incarnation, one no commit event
+    of this (table, branch) used before it was created (a name dropped and created again, or renamed
+    onto, starts its snapshot ids over), so the commit log's unique index holds across incarnations."""
+
+    __tablename__ = "paimon_table_branches"
+    __table_args__ = (
+        CheckConstraint("branch <> 'main'", name="not_main"),
+        CheckConstraint(
+            "latest_snapshot_id IS NULL OR latest_snapshot_id >= 1", name="latest_snapshot_id_positive"
+        ),
+        CheckConstraint("timeline >= 0", name="timeline_non_negative"),
+    )
+
+    table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    branch: Mapped[str] = mapped_column(Text, primary_key=True)
+    latest_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
+    timeline: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
 
 # ---- views and functions (migration 0005) --------------------------------------------------------------

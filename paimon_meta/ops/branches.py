@@ -15,6 +15,9 @@ so it is a rollback as far as the metastore is concerned (:mod:`paimon_meta.ops.
    snapshots are recorded (``external``) and the pointer moves to the branch's latest; the partition
    statistics are set to the new latest snapshot's totals.
 5. Record the run. Files only main's removed snapshots used become orphans (``remove-orphan-files``).
+
+Create, drop and rename keep the branch's pointer row (:mod:`paimon_meta.metastore.branches`) in step,
+after storage; fast-forward leaves the branch (and its row) as it was: only main moves.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from paimon_meta.commit.changes import partition_deltas
 from paimon_meta.commit.metastore.guard import reconcile
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.metastore.branches import drop_branch_row, put_branch, rename_branch_row
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import replace_statements
 from paimon_meta.metastore.timelines import snapshot_identity, start_timeline
@@ -101,6 +105,8 @@ def create_branch(
     ):
         snapshot = BranchManager(table.file_io, table.path).create(name, from_tag)
         sid = None if snapshot is None else snapshot.id
+        with catalog.engine.begin() as conn:  # after storage (metastore.branches B2)
+            put_branch(conn, row.table_id, name, sid)
         run.record(
             MaintenanceEventType.FINISHED,
             {"branch": name, "snapshot_id": sid},
@@ -119,6 +125,8 @@ def drop_branch(
         table_lock(catalog, row, "drop-branch"),
     ):
         deleted = BranchManager(table.file_io, table.path).drop(name)
+        with catalog.engine.begin() as conn:
+            drop_branch_row(conn, row.table_id, name)
         run.record(
             MaintenanceEventType.FINISHED,
             {"branch": name, "files": deleted},
@@ -144,6 +152,8 @@ def rename_branch(
         table_lock(catalog, row, "rename-branch"),
     ):
         moved = BranchManager(table.file_io, table.path).rename(name, to)
+        with catalog.engine.begin() as conn:
+            rename_branch_row(conn, row.table_id, name, to)
         run.record(
             MaintenanceEventType.FINISHED,
             {"branch": name, "to_branch": to, "files": moved},
