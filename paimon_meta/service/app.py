@@ -23,11 +23,13 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -50,7 +52,6 @@ from paimon_meta.service import (
     routes_snapshots,
     routes_table,
     routes_tables,
-    routes_unserved,
     routes_views,
 )
 from paimon_meta.service.auth import Require, log_text, token_of
@@ -115,10 +116,29 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_tables.router)
     app.include_router(routes_views.router)
     app.include_router(routes_functions.router)
-    app.include_router(routes_unserved.router)  # last: the spec's operations not served yet (501)
+    _name_spec_operations(app)
     _install_ops(app)
     _install_middleware(app, settings)
     return app
+
+
+_SPEC_OPERATION_IDS = {(method, template): operation for method, template, operation in paths.SPEC_OPERATIONS}
+
+
+def _name_spec_operations(app: FastAPI) -> None:
+    """Name each route of the protocol by the spec's operationId in the served document (one route per
+    operation: ``tests/service/test_spec_operations.py``)."""
+    stack: list[Any] = list(app.routes)
+    while stack:
+        route = stack.pop()
+        included = getattr(route, "original_router", None)  # FastAPI keeps an included router as one entry
+        if included is not None:
+            stack.extend(included.routes)
+        elif isinstance(route, APIRoute):
+            for method in route.methods or ():
+                operation = _SPEC_OPERATION_IDS.get((method, route.path))
+                if operation is not None:
+                    route.operation_id = operation
 
 
 def _connect(settings: ServiceSettings) -> ServiceState:

@@ -87,12 +87,15 @@ def auth_table_query(
     body: models.AuthTableQueryRequest | None = None,
 ) -> models.AuthTableQueryResponse:
     """The row filters and column masks the caller must apply when reading ``select`` (all columns
-    when absent). This catalog keeps neither yet, so both are empty for any principal with ``read``;
-    a selected column the table does not have is refused (400 naming it)."""
+    when absent). This catalog keeps neither yet, so both are empty for any principal with ``read`` on
+    a table that exists (404 ``TABLE`` otherwise); a selected column the table does not have is refused
+    (400 naming it)."""
     identifier = table_identifier(database, table)
     select = body.select if body is not None else None
+    # the table must exist (404 TABLE otherwise), whatever the selection
+    _, schema, _ = catalog_of(request).table_metadata(identifier)
     if select:
-        columns = {f.name for f in catalog_of(request).get_table(identifier).schema.fields}
+        columns = {f.name for f in schema.fields}
         unknown = [c for c in select if c not in columns]
         if unknown:
             raise ValidationError(

@@ -61,7 +61,6 @@ KNOWN = {
     "database": ["db"],
     "table": ["t", "u"],
     "tag": ["first"],
-    # the operations not served yet (501) take these too
     "branch": ["b1"],
     "view": ["v1"],
     "function": ["f1"],

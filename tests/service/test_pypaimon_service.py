@@ -521,44 +521,6 @@ def test_sigkill_after_snapshot_then_client_retry(rig: Rig) -> None:
         catalog.close()
 
 
-#: argv: uri token. Calls operations of the protocol the service does not serve yet; prints, per call,
-#: the exception's class and message (pypaimon maps a 501 to NotImplementedException; a bare 404 would
-#: have become "table/database does not exist").
-NOT_SERVED_CALLS = (
-    _PRELUDE
-    + r"""
-from pypaimon.common.identifier import Identifier
-cat = rest_catalog(sys.argv[1], sys.argv[2])
-calls = {
-    "listBranches": lambda: cat.list_branches(Identifier.from_string("shop.events")),
-    "createBranch": lambda: cat.create_branch(Identifier.from_string("shop.events"), "b1", None),
-    "listFunctions": lambda: cat.list_functions("shop"),
-    "createPartitions": lambda: cat.create_partitions(Identifier.from_string("shop.events"), [{"k": "1"}]),
-}
-out = {}
-for name, call in calls.items():
-    try:
-        call()
-        out[name] = ["no error", ""]
-    except Exception as e:
-        out[name] = [type(e).__name__, str(e)]
-print(json.dumps(out))
-"""
-)
-
-
-def test_operations_not_served_yet_are_named_not_misread(rig: Rig) -> None:
-    """A pypaimon call of an operation the service does not serve (branches, functions, partitions'
-    lifecycle) raises NotImplementedException naming the operation, not TableNotExistException or
-    DatabaseNotExistException (what a bare 404 became)."""
-    server = rig.spawn()
-    run_pypaimon(CREATE_EVENTS_TABLE, server.base, rig.token, "events", python=rig.python)
-    got = run_pypaimon(NOT_SERVED_CALLS, server.base, rig.token, python=rig.python)
-    for operation, (kind, message) in got.items():
-        assert kind == "NotImplementedException", (operation, kind, message)
-        assert operation in message and "not served" in message, (operation, message)
-
-
 #: argv: uri token. A database with two tables (one written), a refused plain drop (pypaimon checks for
 #: tables itself), then ``drop_database(cascade=True)``, which sends the plain DELETE and expects the
 #: server to drop the tables.
