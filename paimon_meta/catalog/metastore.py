@@ -498,11 +498,14 @@ class MetastoreCatalog:
         self, row: TableRow, table: FileStoreTable, *, principal: str | None = None
     ) -> SnapshotCommitter:
         """A committer of client-built snapshots (the REST ``commit``) for one request; ``table``: the
-        table object of ``row`` (its schema and roots check what the snapshot names)."""
-        return SnapshotCommitter(self._guard(row, table.snapshot_manager, principal), table)
+        table object of ``row`` (its schema and roots check what the snapshot names); commits go to its
+        branch."""
+        return SnapshotCommitter(
+            self._guard(row, table.snapshot_manager, principal, branch=table.branch_name), table
+        )
 
     def _guard(
-        self, row: TableRow, snapshots: SnapshotManager, principal: str | None = None
+        self, row: TableRow, snapshots: SnapshotManager, principal: str | None = None, *, branch: str = "main"
     ) -> MetastoreGuard:
         return MetastoreGuard(
             engine=self.engine,
@@ -514,6 +517,7 @@ class MetastoreCatalog:
             lock_id=self.registry.lock_id(row.database, row.name),
             settings=self.lock_settings,
             principal=principal,
+            branch=branch,
         )
 
     # ---- plumbing ----------------------------------------------------------------------------------

@@ -113,3 +113,37 @@ def rename_branch_row(conn: Connection, table_id: int, branch: str, to: str) -> 
         drop_branch_row(conn, table_id, to)
         return None
     return put_branch(conn, table_id, to, moved.latest_snapshot_id)
+
+
+# ---- the commit path's statements (plain psycopg paramstyle) ----------------------------------------
+
+#: A branch's pointer (no row: none recorded).
+BRANCH_POINTER_SQL = (
+    "SELECT latest_snapshot_id FROM paimon_table_branches "  # (a comment keeps the formatter from joining)
+    "WHERE table_id = %(table_id)s AND branch = %(branch)s"
+)
+#: The branch pointer's compare-and-set ``expected_prev`` -> ``new_snapshot_id``; returns the table_id iff
+#: it moved (the commit path's record makes its ``snapshot_published`` event depend on that row).
+ADVANCE_BRANCH_POINTER_SQL = (
+    "UPDATE paimon_table_branches SET latest_snapshot_id = %(new_snapshot_id)s, updated_at = now() "
+    "WHERE table_id = %(table_id)s AND branch = %(branch)s "
+    "AND latest_snapshot_id IS NOT DISTINCT FROM %(expected_prev)s::bigint "
+    "RETURNING table_id"
+)
+
+
+def advance_branch_pointer(
+    conn: Connection, table_id: int, branch: str, expected_prev: int | None, new_snapshot_id: int
+) -> bool:
+    """Compare-and-set ``branch``'s pointer (reconcile's form of :data:`ADVANCE_BRANCH_POINTER_SQL`, run
+    in the transaction that records the snapshot); False if it was not ``expected_prev``."""
+    _not_main(branch)
+    result = conn.execute(
+        text(
+            "UPDATE paimon_table_branches SET latest_snapshot_id = :new, updated_at = now() "
+            "WHERE table_id = :table_id AND branch = :branch "
+            "AND latest_snapshot_id IS NOT DISTINCT FROM CAST(:prev AS bigint)"
+        ),
+        {"new": new_snapshot_id, "table_id": table_id, "branch": branch, "prev": expected_prev},
+    )
+    return result.rowcount == 1

@@ -84,6 +84,7 @@ _COMMIT_EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("duration_ms", "double precision"),
     ("principal", "text"),
     ("timeline", "integer"),
+    ("branch", "text"),
 )
 
 
@@ -134,13 +135,23 @@ LIVE_SNAPSHOT_SQL = (
     "WHERE tl.table_id = e.table_id AND tl.timeline > e.timeline), e.snapshot_id)"
 )
 #: Dedupe lookup in psycopg's paramstyle (see :meth:`EventLog.find_published`): the snapshot id that
-#: holds (user, identifier, kind) on a table, if any. Uses ``ix_paimon_commit_events_dedupe``.
+#: holds (user, identifier, kind) on a table's main branch, if any (ix_paimon_commit_events_dedupe).
 FIND_PUBLISHED_SQL = (  # constant SQL text; values are parameters
     "SELECT e.snapshot_id FROM paimon_commit_events e "  # noqa: S608
-    "WHERE e.table_id = %(table_id)s AND e.commit_user = %(commit_user)s "
+    "WHERE e.table_id = %(table_id)s AND e.branch = 'main' AND e.commit_user = %(commit_user)s "
     "AND e.commit_identifier = %(commit_identifier)s AND e.commit_kind = %(commit_kind)s "
     "AND e.event_type IN ('snapshot_published', 'recovered', 'external') AND e.snapshot_id IS NOT NULL "
     f"AND {LIVE_SNAPSHOT_SQL} "
+    "ORDER BY e.event_id LIMIT 1"
+)
+#: The same on a branch other than main (migration 0009), in the branch's current timeline
+#: ``%(timeline)s`` (its incarnation: an earlier one's snapshots are not this branch's).
+FIND_PUBLISHED_ON_BRANCH_SQL = (  # constant SQL text; values are parameters
+    "SELECT e.snapshot_id FROM paimon_commit_events e "
+    "WHERE e.table_id = %(table_id)s AND e.branch = %(branch)s AND e.commit_user = %(commit_user)s "
+    "AND e.commit_identifier = %(commit_identifier)s AND e.commit_kind = %(commit_kind)s "
+    "AND e.event_type IN ('snapshot_published', 'recovered', 'external') AND e.snapshot_id IS NOT NULL "
+    "AND e.timeline = %(timeline)s "
     "ORDER BY e.event_id LIMIT 1"
 )
 
@@ -157,6 +168,8 @@ class CommitRef:
     commit_kind: CommitKind
     # Who asked for the commit (a service principal); None for library and engine commits.
     principal: str | None = None
+    # The branch committed to (migration 0009).
+    branch: str = "main"
 
     @classmethod
     def new(
@@ -168,10 +181,18 @@ class CommitRef:
         commit_identifier: int,
         commit_kind: CommitKind,
         principal: str | None = None,
+        branch: str = "main",
     ) -> CommitRef:
         """A ref with a fresh random ``commit_id``."""
         return cls(
-            uuid.uuid4(), table_id, table_identifier, commit_user, commit_identifier, commit_kind, principal
+            uuid.uuid4(),
+            table_id,
+            table_identifier,
+            commit_user,
+            commit_identifier,
+            commit_kind,
+            principal,
+            branch,
         )
 
 
@@ -237,6 +258,7 @@ class CommitEvent:
             "duration_ms": self.duration_ms,
             "principal": ref.principal,
             "timeline": self.timeline,
+            "branch": ref.branch,
         }
 
 
@@ -450,6 +472,7 @@ class StoredCommitEvent:
             m["commit_identifier"],
             CommitKind(m["commit_kind"]),
             m.get("principal"),
+            m.get("branch", "main"),
         )
         return cls(
             event_id=m["event_id"],
@@ -600,18 +623,23 @@ class EventLog:
         with self._reading(conn) as c:
             return [StoredCommitEvent.from_row(r) for r in c.execute(query)]
 
-    def pending_commits(self, table_id: int, *, conn: Connection | None = None) -> list[PendingCommit]:
-        """Commits of ``table_id`` that were prepared and have no terminal event, oldest first.
+    def pending_commits(
+        self, table_id: int, *, branch: str | None = None, conn: Connection | None = None
+    ) -> list[PendingCommit]:
+        """Commits of ``table_id`` (on ``branch``; None: on any) that were prepared and have no terminal
+        event, oldest first.
 
         Each carries its latest ``prepared`` event (with the CommitMessages bytes).
         """
         ev = CommitEventRecord
         terminal = [t.value for t in TERMINAL_COMMIT_EVENT_TYPES]
         finished = select(ev.commit_id).where(ev.table_id == table_id, ev.event_type.in_(terminal))
+        on_branch = [] if branch is None else [ev.branch == branch]
         latest_prepared = (
             select(func.max(ev.event_id))
             .where(
                 ev.table_id == table_id,
+                *on_branch,
                 ev.event_type == CommitEventType.PREPARED.value,
                 ev.commit_id.not_in(finished),
             )
@@ -657,7 +685,7 @@ class EventLog:
         *,
         conn: Connection | None = None,
     ) -> StoredCommitEvent | None:
-        """The event that put (user, identifier, kind) into a snapshot of a table, if any (dedupe):
+        """The event that put (user, identifier, kind) into a snapshot of a table's main branch (dedupe):
         ``snapshot_published``, ``recovered`` with a snapshot (published, recorded late) or ``external``
         (written by another engine). All three carry the snapshot id."""
         aliased = CommitEventRecord.__table__.alias("e")  # LIVE_SNAPSHOT_SQL names it "e"
@@ -666,6 +694,7 @@ class EventLog:
             select(aliased)
             .where(
                 ev.table_id == table_id,
+                ev.branch == "main",  # main's timelines: LIVE_SNAPSHOT_SQL
                 ev.commit_user == commit_user,
                 ev.commit_identifier == commit_identifier,
                 ev.commit_kind == commit_kind.value,

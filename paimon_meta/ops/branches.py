@@ -70,6 +70,15 @@ def list_branches(catalog: MetastoreCatalog, identifier: str) -> list[str]:
     return BranchManager(catalog.table_file_io(location), location).names()
 
 
+def branch_table(catalog: MetastoreCatalog, identifier: str, name: str) -> tuple[TableRow, FileStoreTable]:
+    """The registry row of ``identifier`` and its branch ``name`` as reads and commits on the branch see
+    it (the branch's schema and snapshots, the table's manifests and data). ``BranchNotFoundError`` if
+    there is no such branch; ``TableNotFoundError`` if no such table."""
+    row, table = resolve_table(catalog, identifier)
+    BranchManager(table.file_io, table.path).require(name)
+    return row, table.branch(name)
+
+
 def _audited(
     catalog: MetastoreCatalog,
     row: TableRow,

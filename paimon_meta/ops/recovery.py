@@ -276,7 +276,8 @@ def _plan(
     now = db_now(engine)
     decisions = [
         _decide(catalog, lock_id, p, now=now, grace=grace, on_storage=on_storage or {})
-        for p in catalog.events.pending_commits(row.table_id)
+        # main's: a branch's pending commits are its own reconcile's (their snapshot ids are the branch's)
+        for p in catalog.events.pending_commits(row.table_id, branch="main")
     ]
     claimed: dict[int, uuid.UUID] = {}
     for d in decisions:  # oldest first: one snapshot on storage is recorded on one commit only
@@ -405,7 +406,7 @@ def _unrecorded_snapshots(
 
 
 def _pending_keys(catalog: MetastoreCatalog, row: TableRow) -> set[tuple[str, int, CommitKind]]:
-    refs = [p.prepared.ref for p in catalog.events.pending_commits(row.table_id)]
+    refs = [p.prepared.ref for p in catalog.events.pending_commits(row.table_id, branch="main")]
     return {(r.commit_user, r.commit_identifier, r.commit_kind) for r in refs}
 
 

@@ -22,6 +22,7 @@ from fastapi import Request
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.metastore.principals import Access
+from paimon_meta.service.deps import table_of_object
 from paimon_meta.service.errors import ForbiddenError, NotAuthenticatedError
 from paimon_meta.service.state import ServiceState
 
@@ -80,6 +81,8 @@ class Require:
             return access
         database = request.path_params.get("database") if self.scope != "catalog" else None
         table = request.path_params.get("table") if self.scope == "table" else None
+        if table is not None:
+            table = table_of_object(table)  # a branch (t$branch_b1) is guarded by its table's grants
         if not access.allows(self.privilege, database, table):
             target = (
                 "the catalog" if database is None else database if table is None else f"{database}.{table}"

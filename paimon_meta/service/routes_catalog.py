@@ -11,13 +11,15 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from paimon_meta.catalog import metadata_tables
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import NotFoundError, ValidationError
+from paimon_meta.metastore.branches import MAIN
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.ops import branches as branch_ops
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, NO_BODY, PREFIX, UNSUPPORTED
@@ -207,8 +209,15 @@ def create_table(request: Request, database: str, body: models.CreateTableReques
     dependencies=[PREFIX, READ_TABLE],
 )
 def get_table(request: Request, database: str, table: str) -> models.GetTableResponse:
+    """The table; for ``t$branch_NAME`` (pypaimon's branch identifier) its branch NAME: the branch's
+    latest schema at the table's path (404 ``BRANCH`` without one)."""
     catalog = catalog_of(request)
-    row, schema, location = catalog.table_metadata(table_identifier(database, table))
+    identifier, branch = table_and_branch(database, table)
+    if branch != MAIN:
+        row, on_branch = branch_ops.branch_table(catalog, identifier, branch)
+        external = metadata_tables.is_external(catalog, row)
+        return convert.table_response(row, on_branch.schema, on_branch.path, external=external)
+    row, schema, location = catalog.table_metadata(identifier)
     return convert.table_response(row, schema, location, external=metadata_tables.is_external(catalog, row))
 
 

@@ -15,16 +15,18 @@ from paimon_meta.errors import (
     TagAlreadyExistsError,
     ValidationError,
 )
+from paimon_meta.metastore.branches import MAIN
 from paimon_meta.metastore.principals import Access
 from paimon_meta.metastore.statistics import TableStatistics, table_statistics
 from paimon_meta.model.options import parse_duration_ms
 from paimon_meta.model.snapshot import Snapshot
+from paimon_meta.ops import branches as branch_ops
 from paimon_meta.ops import rollback as rollback_ops
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
     BEARER,
@@ -35,6 +37,7 @@ from paimon_meta.service.routes_common import (
     PREFIX,
     UNSUPPORTED,
 )
+from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.tags import java_duration_text
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
@@ -53,9 +56,19 @@ PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
     responses=UNSUPPORTED,
 )
 def get_snapshot(request: Request, database: str, table: str) -> models.GetTableSnapshotResponse:
-    """The latest snapshot on storage with the table's totals; 404 ``SNAPSHOT`` when it has none."""
+    """The latest snapshot on storage with the table's totals; 404 ``SNAPSHOT`` when it has none. Of a
+    branch for ``t$branch_NAME`` (404 ``BRANCH`` without one), its totals read from its manifests (the
+    kept statistics are main's)."""
     catalog = catalog_of(request)
-    identifier = table_identifier(database, table)
+    identifier, branch = table_and_branch(database, table)
+    if branch != MAIN:
+        on_branch = branch_ops.branch_table(catalog, identifier, branch)[1]
+        latest = on_branch.snapshot_manager.latest_snapshot()
+        if latest is None:
+            raise SnapshotNotFoundError(
+                f"branch {branch!r} of {identifier} has no snapshot yet", resource_name=identifier
+            )
+        return _snapshot_response(latest, _scanned_statistics(on_branch, latest))
     row = catalog.table_row(identifier)
     snapshots = state_of(request).snapshot_manager(row)
     latest = snapshots.latest_snapshot()
@@ -63,7 +76,11 @@ def get_snapshot(request: Request, database: str, table: str) -> models.GetTable
         raise SnapshotNotFoundError(f"table {identifier} has no snapshot yet", resource_name=identifier)
     stats = table_statistics(catalog.engine, row.table_id)
     if not stats.complete:
-        stats = _scanned_statistics(request, identifier, latest)
+        stats = _scanned_statistics(catalog.get_table(identifier), latest)
+    return _snapshot_response(latest, stats)
+
+
+def _snapshot_response(latest: Snapshot, stats: TableStatistics) -> models.GetTableSnapshotResponse:
     return models.GetTableSnapshotResponse(
         snapshot=models.TableSnapshot(
             snapshot=convert.snapshot_json(latest),
@@ -75,10 +92,9 @@ def get_snapshot(request: Request, database: str, table: str) -> models.GetTable
     )
 
 
-def _scanned_statistics(request: Request, identifier: str, latest: Snapshot) -> TableStatistics:
+def _scanned_statistics(table: FileStoreTable, latest: Snapshot) -> TableStatistics:
     """Totals read from the manifests, for a table whose kept statistics miss a snapshot (one another
-    engine published, or one from before the statistics were kept)."""
-    table = catalog_of(request).get_table(identifier)
+    engine published, or one from before the statistics were kept), or a branch's."""
     files = table.new_read_builder().with_snapshot(latest.id).new_scan().file_store_scan.plan_files()
     return TableStatistics(
         record_count=sum(e.file.row_count for e in files),
@@ -104,10 +120,11 @@ def commit_table(
     access: Annotated[Access, WRITE],
 ) -> models.CommitTableResponse:
     """Commit a snapshot the client built (see ``paimon_meta.commit.metastore.snapshot_commit``): ``success:
-    false`` when its base is no longer the latest snapshot (the client rebuilds and retries)."""
+    false`` when its base is no longer the latest snapshot (the client rebuilds and retries). To branch
+    NAME for ``t$branch_NAME`` (pypaimon's branch identifier), under the table's lock."""
     state = state_of(request)
     catalog = catalog_of(request)
-    identifier = table_identifier(database, table)
+    identifier, branch = table_and_branch(database, table)
     row = catalog.table_row(identifier)
     table_id = convert.table_response_id(row)
     if body.table_id is not None and body.table_id != table_id:
@@ -116,8 +133,12 @@ def commit_table(
             resource_name=identifier,
         )
     snapshot = convert.commit_snapshot(body)
-    state.snapshot_manager(row)  # observes the row's timeline for the shared manager
-    committer = catalog.snapshot_committer(row, state.commit_table(row), principal=access.principal)
+    if branch == MAIN:
+        state.snapshot_manager(row)  # observes the row's timeline for the shared manager
+        commit_to = state.commit_table(row)
+    else:
+        commit_to = branch_ops.branch_table(catalog, identifier, branch)[1]
+    committer = catalog.snapshot_committer(row, commit_to, principal=access.principal)
     started = time.monotonic()
     outcome = "failed"
     try:

@@ -66,7 +66,7 @@ from typing import Any
 
 import psycopg
 import sqlalchemy.exc
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
@@ -81,8 +81,17 @@ from paimon_meta.errors import (
     TableNotFoundError,
     TableRowChangedError,
 )
+from paimon_meta.metastore.branches import (
+    ADVANCE_BRANCH_POINTER_SQL,
+    BRANCH_POINTER_SQL,
+    MAIN,
+    advance_branch_pointer,
+    branch_pointer,
+    put_branch,
+)
 from paimon_meta.metastore.deferred import ReleaseOutcome, connection_lost
 from paimon_meta.metastore.events import (
+    FIND_PUBLISHED_ON_BRANCH_SQL,
     FIND_PUBLISHED_SQL,
     Aborted,
     CommitEvent,
@@ -135,6 +144,38 @@ _RECORD = ServerStatement(
     f"WITH cas AS ({ADVANCE_POINTER_SQL}) {_PUBLISHED_INSERT} RETURNING event_id",
     (("table_id", "int8"), ("expected_prev", "int8"), ("new_snapshot_id", "int8"), *_PUBLISHED_TYPES),
 )
+# On a branch other than main (migration 0009): the branch's pointer row (absent: created by reconcile,
+# see MetastoreSession.latest_snapshot_id) and the dedupe lookup in the branch's current timeline.
+_BRANCH_POINTER_AND_PUBLISHED = ServerStatement(
+    "paimon_commit_branch_pointer",
+    "SELECT b.latest_snapshot_id AS pointer, coalesce(b.timeline, 0) AS timeline, "
+    "b.branch IS NOT NULL AS has_branch_row, (SELECT e.snapshot_id FROM paimon_commit_events e "
+    "WHERE e.table_id = t.table_id AND e.branch = %(branch)s AND e.commit_user = %(commit_user)s "
+    "AND e.commit_identifier = %(commit_identifier)s AND e.commit_kind = %(commit_kind)s "
+    "AND e.event_type IN ('snapshot_published', 'recovered', 'external') AND e.snapshot_id IS NOT NULL "
+    "AND e.timeline = b.timeline ORDER BY e.event_id LIMIT 1) AS published, "
+    "t.catalog_key, t.database_name, t.table_name, t.location "
+    "FROM paimon_tables t LEFT JOIN paimon_table_branches b "
+    "ON b.table_id = t.table_id AND b.branch = %(branch)s WHERE t.table_id = %(table_id)s",
+    (
+        ("table_id", "int8"),
+        ("branch", "text"),
+        ("commit_user", "text"),
+        ("commit_identifier", "int8"),
+        ("commit_kind", "text"),
+    ),
+)
+_BRANCH_RECORD = ServerStatement(
+    "paimon_commit_branch_record",
+    f"WITH cas AS ({ADVANCE_BRANCH_POINTER_SQL}) {_PUBLISHED_INSERT} RETURNING event_id",
+    (
+        ("table_id", "int8"),
+        ("branch", "text"),
+        ("expected_prev", "int8"),
+        ("new_snapshot_id", "int8"),
+        *_PUBLISHED_TYPES,
+    ),
+)
 
 
 # A commit whose connection died while it waited for the lock waits on a fresh one: first retry after
@@ -177,8 +218,10 @@ def reconcile(
     snapshots: SnapshotManager,
     *,
     exclude: uuid.UUID | None = None,
+    branch: str = MAIN,
 ) -> list[tuple[int, str]]:
-    """Record every snapshot on storage newer than the table pointer. Call it holding the table lock.
+    """Record every snapshot on storage newer than the table pointer (``branch``'s: ``snapshots`` is
+    then that branch's manager). Call it holding the table lock.
 
     A snapshot is recorded ``recovered`` on the pending commit of its (user, identifier, kind) -- the
     oldest such one if several (a commit and its re-sends) -- and ``external`` if none. ``exclude``:
@@ -190,27 +233,44 @@ def reconcile(
     forward, by compare-and-set, in the transaction that records each snapshot.
     """
     engine = registry.engine
-    current = registry.get_table_row_by_id(table_row.table_id)
-    pointer = current.latest_snapshot_id or 0
+    current: TableRow | None = None
+    if branch != MAIN:
+        pointer, timeline = _branch_pointer_or_new(engine, table_row.table_id, branch, snapshots)
+    else:
+        current = registry.get_table_row_by_id(table_row.table_id)
+        pointer, timeline = current.latest_snapshot_id or 0, current.timeline
     latest = snapshots.latest_snapshot_id()
     if latest is None or latest <= pointer:
         return []
-    if current.timeline > 0:
+    if current is not None and timeline > 0:  # main's rollbacks (a branch's timeline is its incarnation)
         latest = _finish_rollback(engine, current, snapshots, pointer, latest)
         if latest is None or latest <= pointer:
             return []
-    pending, rest = _pending_by_key(events, table_row, exclude)
+    pending, rest = _pending_by_key(events, table_row, exclude, branch)
+
+    def advance(conn: Connection, sid: int) -> None:
+        prev = sid - 1 if sid > 1 else None
+        if branch == MAIN:
+            Registry.advance_pointer(conn, table_row.table_id, prev, sid)
+        elif not advance_branch_pointer(conn, table_row.table_id, branch, prev, sid):
+            raise SnapshotPointerConflictError(
+                f"{table_row.identifier} branch {branch!r}: pointer is not {prev}",
+                table_id=table_row.table_id,
+                expected=prev,
+                new=sid,
+            )
+
     recorded: list[tuple[int, str]] = []
     for sid in range(pointer + 1, latest + 1):
         if not snapshots.snapshot_exists(sid):
             # Expired while the metastore was not looking: nothing to record, but the pointer must pass it.
             with engine.begin() as conn:
-                Registry.advance_pointer(conn, table_row.table_id, sid - 1 if sid > 1 else None, sid)
+                advance(conn, sid)
             continue
         snap = snapshots.snapshot(sid)
         match = rest.get(snap.uuid or "") or pending.get(snap.dedupe_key)
         with engine.begin() as conn:
-            Registry.advance_pointer(conn, table_row.table_id, sid - 1 if sid > 1 else None, sid)
+            advance(conn, sid)
             if match is not None:
                 events.append(
                     conn,
@@ -221,7 +281,7 @@ def reconcile(
                         reason="snapshot found on storage without its published event",
                         snapshot_id=sid,
                         payload=_snapshot_payload(snap),
-                        timeline=current.timeline,
+                        timeline=timeline,
                     ),
                 )
                 recorded.append((sid, "recovered"))
@@ -232,26 +292,42 @@ def reconcile(
                     commit_user=snap.commit_user,
                     commit_identifier=snap.commit_identifier,
                     commit_kind=snap.commit_kind,
+                    branch=branch,
                 )
                 external = External(
-                    ref=ref, snapshot_id=sid, payload=_snapshot_payload(snap), timeline=current.timeline
+                    ref=ref, snapshot_id=sid, payload=_snapshot_payload(snap), timeline=timeline
                 )
                 events.append(conn, external)
                 recorded.append((sid, "external"))
     if recorded:
-        log.info("reconciled %s: %s", table_row.identifier, recorded)
+        log.info("reconciled %s (branch %s): %s", table_row.identifier, branch, recorded)
     return recorded
 
 
+def _branch_pointer_or_new(
+    engine: Engine, table_id: int, branch: str, snapshots: SnapshotManager
+) -> tuple[int, int]:
+    """``branch``'s (pointer or 0, timeline); a branch made before migration 0009 (or whose row a crash
+    left out: metastore.branches B2) gets its row here, under the lock, pointing before its earliest
+    snapshot on storage but one: the snapshot it was made from is not a commit on it, later ones are
+    recorded by the caller (``external``)."""
+    with engine.begin() as conn:
+        row = branch_pointer(conn, table_id, branch)
+        if row is None:
+            earliest = snapshots.earliest_snapshot_id()
+            row = put_branch(conn, table_id, branch, earliest)
+    return row.latest_snapshot_id or 0, row.timeline
+
+
 def _pending_by_key(
-    events: EventLog, table_row: TableRow, exclude: uuid.UUID | None
+    events: EventLog, table_row: TableRow, exclude: uuid.UUID | None, branch: str = MAIN
 ) -> tuple[dict[tuple[str, int, CommitKind], PendingCommit], dict[str, PendingCommit]]:
     """The table's pending commits (but ``exclude``) as reconcile matches them to snapshots: a REST
     commit by its snapshot's uuid (a REST client reuses one (user, identifier, kind) for many commits,
     and a retry is a new commit), every other commit by its (user, identifier, kind), the oldest first."""
     pending: dict[tuple[str, int, CommitKind], PendingCommit] = {}
     rest: dict[str, PendingCommit] = {}
-    for p in events.pending_commits(table_row.table_id):  # oldest first
+    for p in events.pending_commits(table_row.table_id, branch=branch):  # oldest first
         if p.prepared.ref.commit_id == exclude:
             continue
         uuid_of_rest = rest_snapshot_uuid(p.prepared.payload)
@@ -301,6 +377,8 @@ class MetastoreSession(GuardSession):
     conn: RawConnection
     pointer: int | None = None
     timeline: int = 0  # read with the pointer; a rollback (which takes this lock) is what changes it
+    # False: a branch without its pointer row yet (reconcile makes it before anything is decided).
+    branch_row: bool = True
     # Snapshot holding this session's own (user, identifier, kind), from the last lookup.
     published_as: int | None = None
     held_back: list[Statement] = field(default_factory=list)
@@ -355,6 +433,7 @@ class MetastoreSession(GuardSession):
             )
         self.pointer, self.published_as = row["pointer"], row["published"]
         self.timeline = row["timeline"]
+        self.branch_row = row.get("has_branch_row", True)
 
     def latest_snapshot_id(self) -> int | None:
         snapshots = self.guard.snapshots
@@ -362,7 +441,8 @@ class MetastoreSession(GuardSession):
         # can only be ahead of it by snapshots another engine (or a crashed writer) created: one
         # existence check finds out. Only then reconcile (the log must equal storage before anything
         # is decided) and redo the lookup.
-        if not snapshots.snapshot_exists((self.pointer or 0) + 1):
+        # (A branch without its pointer row gets one from reconcile first.)
+        if self.branch_row and not snapshots.snapshot_exists((self.pointer or 0) + 1):
             return self.pointer
         reconcile(
             self.guard.registry,
@@ -370,6 +450,7 @@ class MetastoreSession(GuardSession):
             self.guard.table_row,
             snapshots,
             exclude=self.ref.commit_id,
+            branch=self.guard.branch,
         )
         self.load_pointer()
         return self.pointer
@@ -381,12 +462,14 @@ class MetastoreSession(GuardSession):
         if (user, identifier, kind) == (ref.commit_user, ref.commit_identifier, ref.commit_kind):
             return self.published_as
         row = self.conn.execute(
-            FIND_PUBLISHED_SQL,
+            FIND_PUBLISHED_SQL if ref.branch == MAIN else FIND_PUBLISHED_ON_BRANCH_SQL,
             {
                 "table_id": ref.table_id,
                 "commit_user": user,
                 "commit_identifier": identifier,
                 "commit_kind": kind.value,
+                "branch": ref.branch,
+                "timeline": self.timeline,
             },
         ).fetchone()
         return None if row is None else int(row["snapshot_id"])
@@ -508,6 +591,10 @@ class MetastoreSession(GuardSession):
         event = SnapshotPublished(
             ref=self.ref, attempt=attempt, snapshot_id=snapshot.id, payload=details, timeline=self.timeline
         )
+        if self.ref.branch != MAIN:
+            # The partition statistics are main's: a branch's commit leaves them as they are.
+            params = {**cas_params, "branch": self.ref.branch, **commit_event_params(event, key="p_")}
+            return [_BRANCH_RECORD.bind(params)]
         record = _RECORD.bind({**cas_params, **commit_event_params(event, key="p_")})
         stats = (
             []
@@ -521,7 +608,7 @@ class MetastoreSession(GuardSession):
         compare-and-set returned (none: the pointer was not where this snapshot expected it)."""
         if not cas_rows:
             prev = snapshot.id - 1 if snapshot.id > 1 else None
-            actual = self.conn.execute(POINTER_SQL, {"table_id": self.ref.table_id}).fetchone()
+            actual = self.conn.execute(*self.guard.pointer_sql()).fetchone()
             raise SnapshotPointerConflictError(
                 f"table {self.ref.table_identifier}: pointer is "
                 f"{None if actual is None else actual['latest_snapshot_id']}, expected {prev}",
@@ -590,9 +677,28 @@ class MetastoreGuard(CommitGuard):
     _unsent: dict[str, CommitEvent] = field(default_factory=dict)
     # Group commit: while set, sessions take (or reuse) the hold's lease instead of their own.
     hold: LockHold | None = None
+    # The branch committed to (migration 0009): ``snapshots`` is its manager, its pointer is its row of
+    # paimon_table_branches (main: paimon_tables'), its events carry it; the lock stays the table's.
+    branch: str = MAIN
+
+    def pointer_sql(self) -> tuple[str, dict[str, Any]]:
+        """The committed-to branch's pointer (column ``latest_snapshot_id``; no row: none)."""
+        if self.branch == MAIN:
+            return POINTER_SQL, {"table_id": self.table_row.table_id}
+        return BRANCH_POINTER_SQL, {"table_id": self.table_row.table_id, "branch": self.branch}
 
     def pointer_query(self, ref: CommitRef) -> Statement:
         """The pointer and the dedupe lookup of ``ref``'s (user, identifier, kind), as one query."""
+        if ref.branch != MAIN:
+            return _BRANCH_POINTER_AND_PUBLISHED.bind(
+                {
+                    "table_id": ref.table_id,
+                    "branch": ref.branch,
+                    "commit_user": ref.commit_user,
+                    "commit_identifier": ref.commit_identifier,
+                    "commit_kind": ref.commit_kind.value,
+                },
+            )
         return _POINTER_AND_PUBLISHED.bind(
             {
                 "table_id": ref.table_id,
@@ -622,6 +728,7 @@ class MetastoreGuard(CommitGuard):
             record.commit_identifier,
             record.kind,
             self.principal,
+            self.branch,
         )
         self._refs[record.commit_id] = ref
         self._started[record.commit_id] = time.monotonic()
@@ -888,7 +995,7 @@ class _DeferredRecording:
 
     def statements_in(self, conn: RawConnection) -> list[Statement]:
         """In the retrier's transaction, the lease validated: what to commit with the release."""
-        rows = run_batch(conn, [(POINTER_SQL, {"table_id": self.guard.table_row.table_id})])[0]
+        rows = run_batch(conn, [self.guard.pointer_sql()])[0]
         pointer = rows[0]["latest_snapshot_id"] if rows else None
         first, last = self.snapshot_ids[0], self.snapshot_ids[-1]
         if pointer == (first - 1 if first > 1 else None):
@@ -945,7 +1052,9 @@ class _DeferredRecording:
             return "left_to_holder"
         try:
             with lease:
-                recorded = reconcile(guard.registry, guard.events, guard.table_row, guard.snapshots)
+                recorded = reconcile(
+                    guard.registry, guard.events, guard.table_row, guard.snapshots, branch=guard.branch
+                )
         except Exception:
             log.warning(
                 "%s: deferred recording handed over: reconciling failed; the table's next lock holder or "

@@ -58,11 +58,13 @@ from paimon_meta.commit.metastore.guard import MetastoreGuard
 from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
 from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import (
+    BranchNotFoundError,
     CommitOutcomeUnknownError,
     CorruptMetadataError,
     FileNotFound,
     ValidationError,
 )
+from paimon_meta.metastore.branches import MAIN
 from paimon_meta.metastore.events import CommitRef, PreparedSnapshot
 from paimon_meta.model.manifest import ManifestEntry
 from paimon_meta.model.partition_statistics import PartitionDelta
@@ -70,7 +72,6 @@ from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.serde.json import snapshot_to_json
 from paimon_meta.table.containment import TableRoots, name_problem
 from paimon_meta.table.live_files import readded
-from paimon_meta.table.snapshots import SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -109,10 +110,11 @@ def _file_names(snapshot: Snapshot) -> list[tuple[str, str]]:
     return [(field, name) for field, name in named if name is not None]
 
 
-def validate_snapshot_files(snapshots: SnapshotManager, snapshot: Snapshot) -> None:
+def validate_snapshot_files(table: FileStoreTable, snapshot: Snapshot) -> None:
     """Step 1: every file the snapshot names is a plain name in ``<table>/manifest/`` and exists, and
-    its schema exists. Raises ``ValidationError`` naming the field."""
-    file_io, paths = snapshots.file_io, snapshots.paths
+    its schema exists (on the table's branch: a branch has its own ``schema/``). Raises
+    ``ValidationError`` naming the field."""
+    file_io, paths = table.file_io, table.paths
     for field, name in _file_names(snapshot):
         problem = name_problem(name)
         if problem is not None:
@@ -126,7 +128,7 @@ def validate_snapshot_files(snapshots: SnapshotManager, snapshot: Snapshot) -> N
                 f"snapshot.{field} names {name!r}, which is not in {paths.manifest_dir}",
                 field=f"snapshot.{field}",
             )
-    if snapshot.schema_id < 0 or not file_io.exists(paths.schema_path(snapshot.schema_id)):
+    if snapshot.schema_id < 0 or not file_io.exists(table.schema_manager.schema_path(snapshot.schema_id)):
         raise ValidationError(
             f"snapshot.schemaId {snapshot.schema_id} is not a schema of the table", field="snapshot.schemaId"
         )
@@ -154,7 +156,7 @@ class SnapshotCommitter:
         or published), ``LockError`` subclasses (lock not had: nothing published) or
         ``CommitOutcomeUnknownError`` (the snapshot may be on storage: the client must re-read)."""
         snap = request.snapshot
-        validate_snapshot_files(self.snapshots, snap)
+        validate_snapshot_files(self.table, snap)
         delta = self._validated_entries(snap)
         seen = self._precheck_id(request)
         # The new manifests of the base list are decoded and checked here, outside the lock, against the
@@ -174,6 +176,7 @@ class SnapshotCommitter:
             commit_identifier=snap.commit_identifier,
             commit_kind=snap.commit_kind,
             principal=self.guard.principal,
+            branch=self.guard.branch,
         )
         commit_id = str(ref.commit_id)
         self.guard.prepared_snapshot(
@@ -209,6 +212,14 @@ class SnapshotCommitter:
     ) -> SnapshotCommitResult:
         snap = request.snapshot
         with self.guard.session(commit_id, 1) as session:
+            if self.guard.branch != MAIN and not self.file_io.exists(
+                self.table.schema_manager.schema_path(snap.schema_id)
+            ):
+                # dropped (under this lock) since step 1: nothing may be published into its directory
+                raise BranchNotFoundError(
+                    f"table {self.guard.table_row.identifier} has no branch {self.guard.branch!r}",
+                    resource_name=self.guard.branch,
+                )
             latest_id = session.latest_snapshot_id()
             # A rollback reuses the ids above its target: nothing cached under another timeline is the base.
             self.snapshots.observe_timeline(session.timeline)
