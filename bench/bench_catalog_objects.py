@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_commit import load, scratch_database  # noqa: E402
 from bench_rest_service import servers  # noqa: E402
+from paged_walk import page_ms, walk  # noqa: E402
 
 import paimon_meta  # noqa: E402
 from paimon_meta.model.catalog_objects import FunctionSpec, ViewSchema  # noqa: E402
@@ -53,29 +54,6 @@ FUNCTION = FunctionSpec(
     deterministic=True,
     definitions={"spark": {"type": "sql", "definition": "CAST(k AS STRING)"}},
 )
-
-
-def _ms(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-
-def walk(
-    client: httpx.Client, path: str, key: str, token: str, *, page: int, params: dict[str, str]
-) -> tuple[int, list[float]]:
-    """(objects, per-page seconds) of one walk through every page."""
-    items, times, cursor = 0, [], None
-    while True:
-        query: dict[str, Any] = {**params, "maxResults": page} | ({"pageToken": cursor} if cursor else {})
-        t0 = time.perf_counter()
-        answer = client.get(path, params=query, headers={"Authorization": f"Bearer {token}"})
-        times.append(time.perf_counter() - t0)
-        answer.raise_for_status()
-        body = answer.json()
-        items += len(body[key])
-        cursor = body["nextPageToken"]
-        if cursor is None:
-            return items, times
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,8 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     results[f"{name}/{who}"] = {
                         "items": items,
                         "pages_per_walk": len(times),
-                        "page_ms_p50": _ms(per_page, 0.5),
-                        "page_ms_p99": _ms(per_page, 0.99),
+                        "page_ms_p50": page_ms(per_page, 0.5),
+                        "page_ms_p99": page_ms(per_page, 0.99),
                     }
                     print(name, who, results[f"{name}/{who}"], flush=True)
     results["load"] = load()

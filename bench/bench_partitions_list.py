@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_commit import load, scratch_database  # noqa: E402
 from bench_rest_service import servers  # noqa: E402
+from paged_walk import page_ms, walk  # noqa: E402
 
 import paimon_meta  # noqa: E402
 from paimon_meta.ops import partitions as partition_ops  # noqa: E402
@@ -46,27 +47,6 @@ from tests.fixtures.service import make_principal  # noqa: E402
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("day", pa.string())])
 TABLE = "/v1/paimon/databases/bench/tables/t"
-
-
-def _ms(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-
-def walk(client: httpx.Client, token: str, *, page: int, params: dict[str, str]) -> tuple[int, list[float]]:
-    """(partitions, per-page seconds) of one walk through every page of ``GET .../partitions``."""
-    items, times, cursor = 0, [], None
-    while True:
-        query: dict[str, Any] = {**params, "maxResults": page} | ({"pageToken": cursor} if cursor else {})
-        t0 = time.perf_counter()
-        answer = client.get(f"{TABLE}/partitions", params=query, headers={"Authorization": f"Bearer {token}"})
-        times.append(time.perf_counter() - t0)
-        answer.raise_for_status()
-        body = answer.json()
-        items += len(body["partitions"])
-        cursor = body["nextPageToken"]
-        if cursor is None:
-            return items, times
 
 
 def by_names(client: httpx.Client, token: str, names: list[str], *, page: int) -> tuple[int, list[float]]:
@@ -126,16 +106,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "listPartitions?partitionNamePattern=day=d009%": {"partitionNamePattern": "day=d009%"},
             }
             for name, params in listings.items():
-                walk(client, token, page=args.page, params=params)  # warm the server once
+                walk(
+                    client, f"{TABLE}/partitions", "partitions", token, page=args.page, params=params
+                )  # warm the server once
                 per_page: list[float] = []
                 for _ in range(args.sweeps):
-                    items, times = walk(client, token, page=args.page, params=params)
+                    items, times = walk(
+                        client, f"{TABLE}/partitions", "partitions", token, page=args.page, params=params
+                    )
                     per_page += times
                 results[name] = {
                     "items": items,
                     "pages_per_walk": len(times),
-                    "page_ms_p50": _ms(per_page, 0.5),
-                    "page_ms_p99": _ms(per_page, 0.99),
+                    "page_ms_p50": page_ms(per_page, 0.5),
+                    "page_ms_p99": page_ms(per_page, 0.99),
                 }
                 print(name, results[name], flush=True)
             by_names(client, token, days, page=args.page)
@@ -146,8 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["listPartitionsByNames"] = {
                 "items": items,
                 "requests_per_walk": len(times),
-                "request_ms_p50": _ms(per_request, 0.5),
-                "request_ms_p99": _ms(per_request, 0.99),
+                "request_ms_p50": page_ms(per_request, 0.5),
+                "request_ms_p99": page_ms(per_request, 0.99),
             }
             print("listPartitionsByNames", results["listPartitionsByNames"], flush=True)
     results["load"] = load()
