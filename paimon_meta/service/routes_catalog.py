@@ -209,8 +209,8 @@ def create_table(request: Request, database: str, body: models.CreateTableReques
     dependencies=[PREFIX, READ_TABLE],
 )
 def get_table(request: Request, database: str, table: str) -> models.GetTableResponse:
-    """The table; for ``t$branch_NAME`` (pypaimon's branch identifier) its branch NAME: the branch's
-    latest schema at the table's path (404 ``BRANCH`` without one)."""
+    # For t$branch_NAME (pypaimon's branch identifier): branch NAME, its latest schema at the table's path
+    # (404 BRANCH without one). A comment, not a docstring: that would change the served document.
     catalog = catalog_of(request)
     identifier, branch = table_and_branch(database, table)
     if branch != MAIN:

@@ -56,12 +56,12 @@ PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
     responses=UNSUPPORTED,
 )
 def get_snapshot(request: Request, database: str, table: str) -> models.GetTableSnapshotResponse:
-    """The latest snapshot on storage with the table's totals; 404 ``SNAPSHOT`` when it has none. Of a
-    branch for ``t$branch_NAME`` (404 ``BRANCH`` without one), its totals read from its manifests (the
-    kept statistics are main's)."""
+    """The latest snapshot on storage with the table's totals; 404 ``SNAPSHOT`` when it has none."""
     catalog = catalog_of(request)
     identifier, branch = table_and_branch(database, table)
     if branch != MAIN:
+        # t$branch_NAME: the branch's latest (404 BRANCH without one), its totals read from its manifests
+        # (the kept statistics are main's). (Not in the docstring: that is the served document's text.)
         on_branch = branch_ops.branch_table(catalog, identifier, branch)[1]
         latest = on_branch.snapshot_manager.latest_snapshot()
         if latest is None:
@@ -120,8 +120,8 @@ def commit_table(
     access: Annotated[Access, WRITE],
 ) -> models.CommitTableResponse:
     """Commit a snapshot the client built (see ``paimon_meta.commit.metastore.snapshot_commit``): ``success:
-    false`` when its base is no longer the latest snapshot (the client rebuilds and retries). To branch
-    NAME for ``t$branch_NAME`` (pypaimon's branch identifier), under the table's lock."""
+    false`` when its base is no longer the latest snapshot (the client rebuilds and retries)."""
+    # t$branch_NAME (pypaimon's branch identifier) commits to branch NAME, under the table's lock.
     state = state_of(request)
     catalog = catalog_of(request)
     identifier, branch = table_and_branch(database, table)
