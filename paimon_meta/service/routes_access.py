@@ -6,22 +6,19 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 
 from paimon_meta.db.models import AccessLevel, Privilege
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.io.sts import vendable
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, UNSUPPORTED
+from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, READ_TABLE, UNSUPPORTED
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
-
-READ = Depends(Require(Privilege.READ, "table"))
 
 
 @router.get(
@@ -34,7 +31,7 @@ def get_table_token(
     request: Request,
     database: str,
     table: str,
-    access: Annotated[Access, READ],
+    access: Annotated[Access, READ_TABLE],
     level: Annotated[Literal["read", "write"] | None, Query(alias="access")] = None,
 ) -> models.GetTableTokenResponse:
     """Storage credentials limited to the table's location: read-only for a principal with ``read``,
@@ -83,7 +80,7 @@ def auth_table_query(
     request: Request,
     database: str,
     table: str,
-    access: Annotated[Access, READ],
+    access: Annotated[Access, READ_TABLE],
     body: models.AuthTableQueryRequest | None = None,
 ) -> models.AuthTableQueryResponse:
     """The row filters and column masks the caller must apply when reading ``select`` (all columns

@@ -8,23 +8,17 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.model.identifier import split_identifier
 from paimon_meta.ops import audit
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX
+from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, READ_TABLE, MaxResults, PageToken
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
-
-READ = Depends(Require(Privilege.READ, "table"))
-MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
-PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
 
 def _next(returned: int, limit: int, offset: int) -> str | None:
@@ -36,7 +30,7 @@ def _next(returned: int, limit: int, offset: int) -> str | None:
     paths.REGISTRY,
     response_model=models.TableRegistryResponse,
     tags=["audit"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
 )
 def get_registry(request: Request, database: str, table: str) -> models.TableRegistryResponse:
     """The table's registry row: the pointer, schema id and location as the metastore has them."""
@@ -56,7 +50,7 @@ def get_registry(request: Request, database: str, table: str) -> models.TableReg
     paths.EVENTS,
     response_model=models.ListCommitEventsResponse,
     tags=["audit"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
 )
 def list_commit_events(
     request: Request,
@@ -85,7 +79,7 @@ def list_commit_events(
     paths.LOCK_EVENTS,
     response_model=models.ListLockEventsResponse,
     tags=["audit"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
 )
 def list_lock_events(
     request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None
@@ -105,7 +99,7 @@ def list_lock_events(
     paths.MAINTENANCE_RUNS,
     response_model=models.ListMaintenanceRunsResponse,
     tags=["audit"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
 )
 def list_maintenance_runs(
     request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None
@@ -125,7 +119,7 @@ def list_maintenance_runs(
     paths.SNAPSHOT_RECORDINGS,
     response_model=models.ListSnapshotRecordingsResponse,
     tags=["audit"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
 )
 def list_snapshot_recordings(
     request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None

@@ -25,18 +25,18 @@ from paimon_meta.service.routes_common import (
     ERRORS,
     NO_BODY,
     PREFIX,
+    READ_TABLE,
     UNSUPPORTED,
+    WRITE_TABLE,
 )
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
-READ = Depends(Require(Privilege.READ, "table"))
-WRITE = Depends(Require(Privilege.WRITE, "table"))
 ADMIN = Depends(Require(Privilege.ADMIN, "table"))
 
 
 @router.get(
-    paths.BRANCHES, response_model=models.ListBranchesResponse, tags=["branches"], dependencies=[READ]
+    paths.BRANCHES, response_model=models.ListBranchesResponse, tags=["branches"], dependencies=[READ_TABLE]
 )
 def list_branches(request: Request, database: str, table: str) -> models.ListBranchesResponse:
     """Every branch of the table but main, sorted (not paged, as Java's ``listBranches``)."""
@@ -47,7 +47,7 @@ def list_branches(request: Request, database: str, table: str) -> models.ListBra
 @router.post(
     paths.BRANCHES,
     tags=["branches"],
-    dependencies=[WRITE],
+    dependencies=[WRITE_TABLE],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
@@ -56,7 +56,7 @@ def create_branch(
     database: str,
     table: str,
     body: models.CreateBranchRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, WRITE_TABLE],
 ) -> Response:
     """Create a branch from main's latest schema, or from ``fromTag`` (its snapshot, tag and schemas):
     409 ``BRANCH`` when the name is taken, 404 ``TAG`` when the tag does not exist."""
@@ -73,12 +73,12 @@ def create_branch(
 @router.delete(
     paths.BRANCH,
     tags=["branches"],
-    dependencies=[WRITE],
+    dependencies=[WRITE_TABLE],
     response_class=Response,
     responses=NO_BODY,
 )
 def drop_branch(
-    request: Request, database: str, table: str, branch: str, access: Annotated[Access, WRITE]
+    request: Request, database: str, table: str, branch: str, access: Annotated[Access, WRITE_TABLE]
 ) -> Response:
     """Drop the branch (its directory); 404 ``BRANCH`` when there is none."""
     branch_ops.drop_branch(
@@ -90,7 +90,7 @@ def drop_branch(
 @router.post(
     paths.RENAME_BRANCH,
     tags=["branches"],
-    dependencies=[WRITE],
+    dependencies=[WRITE_TABLE],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
@@ -100,7 +100,7 @@ def rename_branch(
     table: str,
     branch: str,
     body: models.RenameBranchRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, WRITE_TABLE],
 ) -> Response:
     """Rename the branch to ``toBranch``: 404 ``BRANCH`` when it does not exist, 409 when the new name is
     taken."""

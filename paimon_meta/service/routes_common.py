@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPBearer
 
-from paimon_meta.rest import models
+from paimon_meta.db.models import Privilege
+from paimon_meta.rest import models, paths
+from paimon_meta.service.auth import Require
+from paimon_meta.service.convert import MAX_PATTERN
 from paimon_meta.service.deps import catalog_of
 
 Responses = dict[int | str, dict[str, Any]]
@@ -105,3 +108,20 @@ async def catalog_prefix(
 
 #: Declares and checks ``{prefix}`` on routes under ``/v1/{prefix}/``.
 PREFIX = Depends(catalog_prefix)
+
+
+# ---- the grants routes declare (tests/service/test_auth.py lists every route's) ------------------------
+#: Any valid token: the handler filters or checks the grants itself.
+AUTHENTICATED = Depends(Require(None))
+ADMIN_CATALOG = Depends(Require(Privilege.ADMIN, "catalog"))
+READ_DATABASE = Depends(Require(Privilege.READ, "database"))
+ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
+READ_TABLE = Depends(Require(Privilege.READ, "table"))
+WRITE_TABLE = Depends(Require(Privilege.WRITE, "table"))
+ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
+
+# ---- the query parameters of listings ------------------------------------------------------------------
+MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
+PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
+DatabasePattern = Annotated[str | None, Query(alias=paths.DATABASE_NAME_PATTERN, max_length=MAX_PATTERN)]
+TablePattern = Annotated[str | None, Query(alias=paths.TABLE_NAME_PATTERN, max_length=MAX_PATTERN)]

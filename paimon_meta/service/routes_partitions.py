@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.metastore.principals import Access
 from paimon_meta.ops import partitions as partition_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
@@ -28,15 +26,14 @@ from paimon_meta.service.routes_common import (
     NO_BODY,
     OUTCOME_UNKNOWN,
     PREFIX,
+    READ_TABLE,
     UNSUPPORTED,
+    WRITE_TABLE,
+    MaxResults,
+    PageToken,
 )
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
-
-READ = Depends(Require(Privilege.READ, "table"))
-WRITE = Depends(Require(Privilege.WRITE, "table"))
-MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
-PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
 
 def _body(p: partition_ops.PartitionInfo) -> models.Partition:
@@ -59,7 +56,7 @@ def _body(p: partition_ops.PartitionInfo) -> models.Partition:
     paths.PARTITIONS,
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
     responses=UNSUPPORTED,
 )
 def list_table_partitions(
@@ -94,7 +91,7 @@ def create_partitions(
     database: str,
     table: str,
     body: models.CreatePartitionsRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, WRITE_TABLE],
 ) -> models.CreatePartitionsResponse:
     """Register empty partitions; those already registered or holding data are ``existed`` (409
     ``PARTITION`` with ``ignoreIfExists: false``, nothing registered then)."""
@@ -124,7 +121,7 @@ def drop_partitions(
     database: str,
     table: str,
     body: models.DropPartitionsRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, WRITE_TABLE],
 ) -> models.DropPartitionsResponse:
     """One OVERWRITE snapshot removing the named partitions' files (a spec may name a prefix of the
     partition keys), then their registrations; specs naming nothing are ``missing`` (404 ``PARTITION``
@@ -150,7 +147,7 @@ def mark_done_partitions(
     database: str,
     table: str,
     body: models.MarkDonePartitionsRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, WRITE_TABLE],
 ) -> Response:
     """Mark partitions done (listed as ``done``) and perform the table's ``partition.mark-done-action``
     (``success-file``, ``done-partition``, ``mark-event``; 501 naming ``http-report`` or ``custom``)."""
@@ -164,7 +161,7 @@ def mark_done_partitions(
     paths.PARTITIONS_BY_NAMES,
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
     responses=UNSUPPORTED,
 )
 def list_partitions_by_names(
@@ -181,7 +178,7 @@ def list_partitions_by_names(
     paths.PARTITIONS_BY_FILTER,
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
     responses=UNSUPPORTED,
 )
 def list_partitions_by_filter(

@@ -8,33 +8,36 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.metastore.principals import Access
 from paimon_meta.ops import consumers as consumer_ops
 from paimon_meta.ops import snapshots as snapshot_ops
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, ERRORS, NO_BODY, PREFIX, UNSUPPORTED
+from paimon_meta.service.routes_common import (
+    BEARER,
+    ERRORS,
+    NO_BODY,
+    PREFIX,
+    READ_TABLE,
+    UNSUPPORTED,
+    WRITE_TABLE,
+    MaxResults,
+    PageToken,
+)
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
-
-READ = Depends(Require(Privilege.READ, "table"))
-WRITE = Depends(Require(Privilege.WRITE, "table"))
-MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
-PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
 
 @router.get(
     paths.SNAPSHOT_VERSION,
     response_model=models.GetVersionSnapshotResponse,
     tags=["snapshots"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
     responses=UNSUPPORTED,
 )
 def get_version_snapshot(
@@ -54,7 +57,7 @@ def get_version_snapshot(
     paths.SNAPSHOTS,
     response_model=models.ListSnapshotsResponse,
     tags=["snapshots"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
     responses=UNSUPPORTED,
 )
 def list_snapshots(
@@ -82,7 +85,7 @@ def list_snapshots(
     paths.CONSUMERS,
     response_model=models.ListConsumersResponse,
     tags=["consumers"],
-    dependencies=[READ],
+    dependencies=[READ_TABLE],
     responses=UNSUPPORTED,
 )
 def list_consumers(
@@ -112,7 +115,7 @@ def reset_consumer(
     database: str,
     table: str,
     body: models.ResetConsumerRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, WRITE_TABLE],
 ) -> Response:
     """Set a consumer's next snapshot (a kept snapshot or the one after the latest; else 404
     ``SNAPSHOT``), or remove the consumer when ``nextSnapshotId`` is absent; under the table's lock."""

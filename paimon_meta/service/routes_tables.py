@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from paimon_meta.catalog import metadata_tables
 from paimon_meta.catalog.metastore import MetastoreCatalog
@@ -23,24 +23,28 @@ from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, NO_BODY, PREFIX, UNSUPPORTED
+from paimon_meta.service.routes_common import (
+    ADMIN_DATABASE,
+    ADMIN_TABLE,
+    AUTHENTICATED,
+    BEARER,
+    CONFLICT,
+    ERRORS,
+    NO_BODY,
+    PREFIX,
+    UNSUPPORTED,
+    DatabasePattern,
+    MaxResults,
+    PageToken,
+    TablePattern,
+)
 from paimon_meta.table.option_policy import TABLE_TYPE, TABLE_TYPE_DEFAULT
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
-AUTHENTICATED = Depends(Require(None))
-ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
-ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
-MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
-PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
-TablePattern = Annotated[str | None, Query(alias=paths.TABLE_NAME_PATTERN, max_length=convert.MAX_PATTERN)]
-DatabasePattern = Annotated[
-    str | None, Query(alias=paths.DATABASE_NAME_PATTERN, max_length=convert.MAX_PATTERN)
-]
 #: A page's size when the caller names none (details read one schema file per table).
 DEFAULT_PAGE = 100
 #: Rows read per batch while filling a page with tables the caller may read.

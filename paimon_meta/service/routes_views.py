@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
@@ -21,23 +21,26 @@ from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service import objects_common as common
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, NO_BODY, PREFIX
+from paimon_meta.service.routes_common import (
+    ADMIN_DATABASE,
+    AUTHENTICATED,
+    BEARER,
+    CONFLICT,
+    ERRORS,
+    NO_BODY,
+    PREFIX,
+    READ_DATABASE,
+    DatabasePattern,
+    MaxResults,
+    PageToken,
+)
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS, tags=["views"])
 
-AUTHENTICATED = Depends(Require(None))
-READ_DATABASE = Depends(Require(Privilege.READ, "database"))
-ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
-MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
-PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 ViewPattern = Annotated[str | None, Query(alias=paths.VIEW_NAME_PATTERN, max_length=convert.MAX_PATTERN)]
-DatabasePattern = Annotated[
-    str | None, Query(alias=paths.DATABASE_NAME_PATTERN, max_length=convert.MAX_PATTERN)
-]
 
 
 def _view_page(
