@@ -48,7 +48,7 @@ _MAINTENANCE = text(
 )
 _RECORDED = text(
     "SELECT snapshot_id, event_type, commit_id FROM paimon_commit_events "
-    "WHERE table_id = :table_id AND snapshot_id IS NOT NULL "
+    "WHERE table_id = :table_id AND branch = 'main' AND snapshot_id IS NOT NULL "
     "AND event_type IN ('snapshot_published', 'external', 'recovered') ORDER BY event_id"
     " LIMIT :limit OFFSET :offset"
 )
@@ -125,8 +125,9 @@ Recorded = dict[int, tuple[str, str]]
 def recording_events(
     engine: Engine, table_id: int, *, limit: int | None = None, offset: int = 0
 ) -> list[tuple[int, str, str]]:
-    """(snapshot id, event type, commit id) of the events that recorded snapshots of the table
-    (published, external, recovered), oldest first; ``limit`` None: all after ``offset``."""
+    """(snapshot id, event type, commit id) of the events that recorded snapshots of the table's main
+    branch (published, external, recovered), oldest first; ``limit`` None: all after ``offset``. (A
+    branch's snapshot ids overlap main's: its events are not main's snapshots.)"""
     params = {"table_id": table_id, "limit": limit, "offset": offset}
     with engine.connect() as conn:
         return [(r.snapshot_id, r.event_type, str(r.commit_id)) for r in conn.execute(_RECORDED, params)]

@@ -15,6 +15,7 @@ from paimon_meta.errors import BranchAlreadyExistsError, BranchNotFoundError
 from paimon_meta.metastore.branches import BranchPointer, branch_pointer, branch_pointers
 from paimon_meta.ops import branches as branch_ops
 from paimon_meta.ops import tags as tag_ops
+from paimon_meta.ops.audit import recording_events
 from tests.ops.helpers import TABLE, create, write
 from tests.ops.test_branches import commit_on_branch
 
@@ -104,6 +105,10 @@ def test_the_log_is_unique_per_branch(catalog: MetastoreCatalog) -> None:
             text("SELECT branch FROM paimon_commit_events WHERE event_type = 'snapshot_published' ORDER BY 1")
         ).scalars()
         assert list(branches) == ["b1", "main"]  # the commit path's events are main's by default
+    # the log's record of main's snapshots (the audit's) is main's alone
+    assert [e[:2] for e in recording_events(catalog.engine, catalog.table_row(TABLE).table_id)] == [
+        (1, "snapshot_published")
+    ]
 
 
 def test_main_has_no_row(catalog: MetastoreCatalog) -> None:
