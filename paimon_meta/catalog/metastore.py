@@ -487,11 +487,13 @@ class MetastoreCatalog:
         """A coordinator committing CommitMessages for ``commit_user`` (the control plane's commit), its
         events naming ``principal``. ``row``/``table``: the table's registry row and a table object the
         caller already holds (a service shares one per table and schema, so its manifest caches stay
-        warm); read here otherwise."""
+        warm); read here otherwise. Commits go to ``table``'s branch."""
         row = row or self.table_row(identifier)
         table = table or self.get_table(identifier)
         return CommitCoordinator(
-            table, self._guard(row, table.snapshot_manager, principal), commit_user=commit_user
+            table,
+            self._guard(row, table.snapshot_manager, principal, branch=table.branch_name),
+            commit_user=commit_user,
         )
 
     def snapshot_committer(

@@ -72,7 +72,7 @@ from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_m
 from paimon_meta.serde.json import snapshot_to_json
 from paimon_meta.table.containment import MAX_BIGINT, TableRoots
 from paimon_meta.table.live_files import readded
-from paimon_meta.table.option_policy import check_main_branch
+from paimon_meta.table.option_policy import MAIN_BRANCH, check_main_branch
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.overwrite import OverwriteSpec, PartitionMatcher
 
@@ -194,9 +194,16 @@ class CommitCoordinator:
         commit_user: str,
         retry: RetryPolicy | None = None,
     ) -> None:
-        # Snapshots are published under the table path (main); a table opened on another branch is
-        # refused here, before anything is written, rather than committed to main.
-        check_main_branch(table.schema.options)
+        # Snapshots are published where the guard publishes (main, unless a metastore guard names a
+        # branch, with the table opened on that branch); a table opened on another branch is refused
+        # here, before anything is written, rather than committed to main.
+        if table.branch_name != guard.branch or guard.branch == MAIN_BRANCH:
+            check_main_branch(table.schema.options)
+        if table.branch_name != guard.branch:
+            raise ValidationError(
+                f"a table opened on branch {table.branch_name!r} committed to branch {guard.branch!r}",
+                branch=guard.branch,
+            )
         self.table = table
         self.file_io = table.file_io
         self.table_path = table.path

@@ -86,6 +86,8 @@ class CommitGuard(abc.ABC):
     # (storage only: no metastore to keep it in) is handed empty bytes: serialising thousands of files
     # is a large share of a big commit.
     keeps_messages: bool = True
+    # The branch whose snapshot/ this guard publishes into (the metastore's guard may name another).
+    branch: str = "main"
 
     @abc.abstractmethod
     def prepared(self, record: CommitRecord) -> None:

@@ -442,6 +442,8 @@ class CommitMessagesRequest(_Request):
     overwrite_mode: Literal["dynamic", "static"] | None = None
     properties: dict[str, str] | None = None
     watermark: BigInt | None = None
+    #: The branch committed to (its snapshots under ``branch/branch-NAME/``); absent: main.
+    branch: str | None = Field(default=None, min_length=1, max_length=255)
 
 
 class CommitMessagesResponse(_Model):

@@ -21,9 +21,11 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitResult
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
+from paimon_meta.metastore.branches import MAIN
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.ops import audit
+from paimon_meta.ops import branches as branch_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert
@@ -59,7 +61,8 @@ def commit_messages(
     access: Annotated[Access, WRITE],
 ) -> Response:
     """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
-    if they carry compaction results, exactly as an in-process commit. 409: a conflict (nothing landed);
+    if they carry compaction results, exactly as an in-process commit; to ``branch`` when named (404
+    ``BRANCH`` without one), with its own dedupe, conflicts and events. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
     messages = _messages(body)
     catalog, identifier, state = catalog_of(request), table_identifier(database, table), state_of(request)
@@ -84,10 +87,14 @@ def _commit(
     messages: list[CommitMessage],
     overwrite: dict[str, str] | OverwriteSpec | None,
 ) -> CommitResult:
+    branch = body.branch or MAIN
     while True:
         row, cached = state.commit_row(identifier)
         try:
-            table_object = state.commit_table(row)
+            if branch == MAIN:
+                table_object = state.commit_table(row)
+            else:  # the branch's schema and snapshots; under the table's lock, with the branch's pointer
+                table_object = branch_ops.branch_table(catalog, identifier, branch)[1]
             committer = catalog.message_committer(
                 identifier, body.commit_user, principal=access.principal, row=row, table=table_object
             )
