@@ -146,6 +146,9 @@ PUBLISHING_COMMIT_EVENT_TYPES: tuple[CommitEventType, ...] = (
     CommitEventType.EXTERNAL,
 )
 
+#: The writing transaction's id as a bigint: the change feed's order (migration 0010, metastore/feed.py).
+TXID_DEFAULT = "(pg_current_xact_id())::text::bigint"
+
 #: Sets the principal that lock events written on this connection record (session-level; '' = none).
 PRINCIPAL_SETTING_SQL = "SELECT set_config('paimon_meta.principal', %(principal)s, false)"
 
@@ -266,6 +269,7 @@ class CommitEventRecord(Base):
             name="published_has_snapshot",
         ),
         Index("ix_paimon_commit_events_commit", "commit_id", "event_id"),
+        Index("ix_paimon_commit_events_feed", "txid", "event_id"),
         Index("ix_paimon_commit_events_table", "table_id", "event_id"),
         Index("ix_paimon_commit_events_dedupe", "table_id", "branch", "commit_user", "commit_identifier"),
         # The database backstop of "no snapshot is published twice" (per branch: a branch's snapshot ids
@@ -289,6 +293,7 @@ class CommitEventRecord(Base):
     )
 
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=text(TXID_DEFAULT))
     commit_id: Mapped[uuid.UUID] = mapped_column(Uuid)
     table_id: Mapped[int] = mapped_column(BigInteger)
     table_identifier: Mapped[str] = mapped_column(Text)
@@ -324,9 +329,11 @@ class LockEventRecord(Base):
             name="forced_has_operator",
         ),
         Index("ix_paimon_lock_events_lock", "lock_id", "event_id"),
+        Index("ix_paimon_lock_events_feed", "txid", "event_id"),
     )
 
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=text(TXID_DEFAULT))
     lock_id: Mapped[str] = mapped_column(String(255))
     event_type: Mapped[str] = mapped_column(Text)
     owner: Mapped[str | None] = mapped_column(Text)
@@ -357,6 +364,7 @@ class MaintenanceEventRecord(Base):
         CheckConstraint(_in_list("operation", MaintenanceOperation), name="operation"),
         CheckConstraint(_in_list("event_type", MaintenanceEventType), name="event_type"),
         Index("ix_paimon_maintenance_events_table", "table_id", "event_id"),
+        Index("ix_paimon_maintenance_events_feed", "txid", "event_id"),
         Index(
             "uq_paimon_maintenance_events_run_started",
             "run_id",
@@ -372,6 +380,7 @@ class MaintenanceEventRecord(Base):
     )
 
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=text(TXID_DEFAULT))
     run_id: Mapped[uuid.UUID] = mapped_column(Uuid)
     table_id: Mapped[int] = mapped_column(BigInteger)
     table_identifier: Mapped[str] = mapped_column(Text)

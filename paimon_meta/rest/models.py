@@ -708,6 +708,32 @@ class ListFunctionsGloballyResponse(_Model):
     next_page_token: str | None
 
 
+# ---- the change feed ----------------------------------------------------------------------------------
+
+
+class CloudEvent(_Model):
+    """One event of the feed as a CloudEvents 1.0 JSON object. ``id`` is the event's position in the feed
+    (resume after it with ``pageToken``); ``data.log`` and ``data.eventId`` name the row of the event
+    log it is."""
+
+    specversion: str = "1.0"
+    id: str
+    source: str
+    type: str
+    subject: str
+    time: datetime
+    datacontenttype: str = "application/json"
+    data: dict[str, Any]
+
+
+class ListCatalogEventsResponse(_Model):
+    """Oldest first; ``nextPageToken`` is where to resume (never null: a feed has no last page, an empty
+    one says nothing new yet)."""
+
+    events: list[CloudEvent]
+    next_page_token: str
+
+
 # ---- operations ----------------------------------------------------------------------------------------
 
 

@@ -83,6 +83,8 @@ EVENTS = f"{TABLE}/events"
 LOCK_EVENTS = f"{TABLE}/lock-events"
 MAINTENANCE_RUNS = f"{TABLE}/maintenance-runs"
 SNAPSHOT_RECORDINGS = f"{TABLE}/snapshot-recordings"
+#: The change feed: every table's commit, lock and maintenance events, as CloudEvents, resumable.
+CATALOG_EVENTS = f"{CATALOG}/events"
 
 # ---- the protocol, operation by operation --------------------------------------------------------------
 #: ``(method, template, operationId)`` of every operation of apache/paimon's ``rest-catalog-open-api.yaml``
@@ -173,6 +175,14 @@ FUNCTION_NAME_PATTERN = "functionNamePattern"
 TABLE_TYPE = "tableType"
 #: ``EVENTS``: the events of one commit.
 COMMIT_ID = "commitId"
+#: ``CATALOG_EVENTS`` filters: one table (``db.t``), a database, event kinds (comma-separated), the
+#: principal, a time range (ISO 8601; ``since`` inclusive, ``until`` exclusive).
+FEED_TABLE = "table"
+FEED_DATABASE = "database"
+FEED_KIND = "kind"
+FEED_PRINCIPAL = "principal"
+FEED_SINCE = "since"
+FEED_UNTIL = "until"
 
 
 def expand(template: str, **segments: str) -> str:

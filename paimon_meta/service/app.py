@@ -47,6 +47,7 @@ from paimon_meta.service import (
     routes_catalog,
     routes_commits,
     routes_common,
+    routes_feed,
     routes_functions,
     routes_partitions,
     routes_snapshots,
@@ -116,6 +117,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_tables.router)
     app.include_router(routes_views.router)
     app.include_router(routes_functions.router)
+    app.include_router(routes_feed.router)
     _name_spec_operations(app)
     _install_ops(app)
     _install_middleware(app, settings)

@@ -67,6 +67,8 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/v1/{prefix}/tables/id/{tableId}"): (None, "catalog"),
     ("POST", f"{D}/register"): ("admin", "database"),
     ("POST", f"{T}/rollback-schema"): ("admin", "table"),
+    # The change feed: any token; the events are those of tables the caller may read.
+    ("GET", "/v1/{prefix}/events"): (None, "catalog"),
     # Views and functions: reads need read on the database, changes admin on it (as creating a table);
     # catalog-wide listings filter by the caller's grants, renaming a view checks both databases.
     ("GET", f"{D}/views"): ("read", "database"),
