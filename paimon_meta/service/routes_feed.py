@@ -1,14 +1,29 @@
 """The change feed over HTTP (``GET /v1/{prefix}/events``): every table's commit, lock and maintenance
-events the caller may read, as CloudEvents 1.0, oldest first, resumable from the ``nextPageToken`` of
-the previous answer with nothing lost or repeated (``metastore.feed`` says why). A client polls it; an
-empty page means nothing new yet, and its token is where to ask again."""
+events the caller may read, as CloudEvents 1.0, oldest first, resumable with nothing lost or repeated
+(``metastore.feed`` says why).
+
+Two ways to read it: pages (JSON; resume from the ``nextPageToken`` of the previous answer; an empty
+page means nothing new yet), or, with ``Accept: text/event-stream``, a live stream of Server-Sent Events
+(``id`` the event's position, ``event`` its type, ``data`` the CloudEvent), resumable with the standard
+``Last-Event-ID`` header (or ``pageToken``), with a comment line every ``HEARTBEAT_SECONDS`` so idle
+proxies keep it open. A stream reads the log only when its client has taken what it was sent (the
+server writes no faster than the client reads), so a slow subscriber delays only itself: it holds no
+lock and no transaction, and commits never wait for it. While there is nothing new it looks at the log
+every ``POLL_SECONDS`` (a LISTEN/NOTIFY wake-up is not built yet).
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from sqlalchemy import Engine
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
@@ -23,12 +38,21 @@ router = APIRouter(
     route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS, tags=["change feed"]
 )
 
+#: Seconds between looks at the log while a stream has nothing new, and between heartbeat comments.
+POLL_SECONDS = 0.5
+HEARTBEAT_SECONDS = 15.0
+#: The media type of the live stream.
+EVENT_STREAM = "text/event-stream"
 #: Events per page when the caller names no ``maxResults``.
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 
 
-@router.get(paths.CATALOG_EVENTS, response_model=models.ListCatalogEventsResponse)
+@router.get(
+    paths.CATALOG_EVENTS,
+    response_model=models.ListCatalogEventsResponse,
+    responses={200: {"content": {EVENT_STREAM: {}}, "description": "A page, or the live stream (SSE)."}},
+)
 def list_catalog_events(
     request: Request,
     access: Annotated[Access, AUTHENTICATED],
@@ -40,14 +64,21 @@ def list_catalog_events(
     principal: Annotated[str | None, Query(alias=paths.FEED_PRINCIPAL, max_length=256)] = None,
     since: Annotated[datetime | None, Query(alias=paths.FEED_SINCE)] = None,
     until: Annotated[datetime | None, Query(alias=paths.FEED_UNTIL)] = None,
-) -> models.ListCatalogEventsResponse:
-    """Events after ``pageToken`` (from the start without one) of the tables the caller may read; the
-    filters keep one table (``db.t``), a database, kinds (``snapshot_published,failed``; a maintenance
-    run's are ``<operation>.<started|finished|failed>``), a principal, a time range."""
+) -> models.ListCatalogEventsResponse | Response:
+    """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either) of the tables
+    the caller may read; the filters keep one table (``db.t``), a database, kinds
+    (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``),
+    a principal, a time range. ``Accept: text/event-stream``: the live stream."""
     limit = DEFAULT_PAGE if max_results is None else max_results
     if not 0 < limit <= MAX_PAGE:
         raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
-    after = START if not page_token else Position.parse(page_token)
+    last_event_id = request.headers.get("last-event-id")
+    if page_token:
+        after = Position.parse(page_token)
+    elif last_event_id:
+        after = Position.parse(last_event_id, field="Last-Event-ID")
+    else:
+        after = START
     keep = FeedFilter(
         subject=table,
         database=database,
@@ -56,36 +87,85 @@ def list_catalog_events(
         since=since,
         until=until,
     )
-    catalog = catalog_of(request)
 
     def visible(event: FeedEvent) -> bool:
         return access.allows(Privilege.READ, event.database, event.table)
 
-    events, cursor = read_feed(
+    catalog = catalog_of(request)
+    feed = _Feed(
         catalog.engine,
-        catalog_key=catalog.registry.catalog_key,
-        after=after,
-        limit=limit,
-        keep=keep,
-        visible=visible,
+        catalog.registry.catalog_key,
+        keep,
+        visible,
+        f"/paimon-meta/catalogs/{state_of(request).settings.catalog_name}",
+        limit,
     )
-    source = f"/paimon-meta/catalogs/{state_of(request).settings.catalog_name}"
+    if EVENT_STREAM in request.headers.get("accept", ""):
+        return StreamingResponse(
+            feed.stream(after),
+            media_type=EVENT_STREAM,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    events, cursor = feed.read(after)
     return models.ListCatalogEventsResponse(
-        events=[_cloud_event(e, source) for e in events], next_page_token=cursor.token()
+        events=[feed.cloud_event(e) for e in events], next_page_token=cursor.token()
     )
 
 
-def _cloud_event(event: FeedEvent, source: str) -> models.CloudEvent:
-    return models.CloudEvent(
-        id=event.position.token(),
-        source=source,
-        type=f"org.paimon.{event.log}.{event.kind}",
-        subject=event.subject,
-        time=event.time,
-        data={
-            "log": event.log,
-            "eventId": event.position.event_id,
-            "principal": event.principal,
-            **event.data,
-        },
-    )
+class _Feed:
+    """The feed as one caller may read it: pages, or a live stream of Server-Sent Events."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        catalog_key: str,
+        keep: FeedFilter,
+        visible: Callable[[FeedEvent], bool],
+        source: str,
+        limit: int,
+    ) -> None:
+        self.engine, self.catalog_key, self.keep, self.visible = engine, catalog_key, keep, visible
+        self.source, self.limit = source, limit
+
+    def read(self, after: Position) -> tuple[list[FeedEvent], Position]:
+        return read_feed(
+            self.engine,
+            catalog_key=self.catalog_key,
+            after=after,
+            limit=self.limit,
+            keep=self.keep,
+            visible=self.visible,
+        )
+
+    def cloud_event(self, event: FeedEvent) -> models.CloudEvent:
+        return models.CloudEvent(
+            id=event.position.token(),
+            source=self.source,
+            type=f"org.paimon.{event.log}.{event.kind}",
+            subject=event.subject,
+            time=event.time,
+            data={
+                "log": event.log,
+                "eventId": event.position.event_id,
+                "principal": event.principal,
+                **event.data,
+            },
+        )
+
+    async def stream(self, after: Position) -> AsyncIterator[str]:
+        yield f": paimon-meta change feed after {after.token()}\nretry: 1000\n\n"
+        cursor, quiet_since = after, time.monotonic()
+        while True:
+            # the log is read on a worker thread, between two writes to the client
+            events, cursor = await anyio.to_thread.run_sync(self.read, cursor)
+            for event in events:
+                cloud = self.cloud_event(event)
+                body = cloud.model_dump_json(by_alias=True)
+                yield f"id: {cloud.id}\nevent: {cloud.type}\ndata: {body}\n\n"
+            if events:
+                quiet_since = time.monotonic()
+                continue
+            if time.monotonic() - quiet_since >= HEARTBEAT_SECONDS:
+                yield ": keep-alive\n\n"
+                quiet_since = time.monotonic()
+            await anyio.sleep(POLL_SECONDS)

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.service import routes_feed
 from tests.fixtures.service import make_principal
 from tests.service.helpers import P, auth, seed
 
@@ -69,3 +70,27 @@ def test_the_feed_pages_resumes_and_filters_by_grant(
         answer = service_client.get(f"{P}/events", params=bad, headers=admin)
         assert answer.status_code == 400, (bad, answer.text)
     assert service_client.get(f"{P}/events").status_code == 401
+
+
+def test_an_idle_stream_carries_heartbeats(
+    service_client: TestClient, service_catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(routes_feed, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(routes_feed, "POLL_SECONDS", 0.01)
+    seed(service_catalog, "db.t")
+    admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
+    end = service_client.get(f"{P}/events", params={"maxResults": 1000}, headers=admin).json()[
+        "nextPageToken"
+    ]
+    headers = {**admin, "Accept": "text/event-stream", "Last-Event-ID": end}
+    lines: list[str] = []
+    with service_client.stream("GET", f"{P}/events", headers=headers) as answer:
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        for line in answer.iter_lines():
+            lines.append(line)
+            if line == ": keep-alive":
+                break
+    assert lines[0] == f": paimon-meta change feed after {end}"
+    assert not any(line.startswith("id:") for line in lines)  # nothing after the resume point
+    bad = service_client.get(f"{P}/events", headers={**admin, "Last-Event-ID": "nope"})
+    assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["message"]
