@@ -820,6 +820,22 @@ class RestCatalog:
         )
         return [(row.snapshot_id, row.event_type, str(row.commit_id)) for row in rows]
 
+    def catalog_events(
+        self, *, after: str | None = None, table: str | None = None, limit: int = 100
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The change feed: up to ``limit`` events (CloudEvents, as JSON objects) after position ``after``
+        (None: from the start) of the tables this principal may read (``table``: of one ``db.t``), and
+        the position to ask from next (``GET /v1/{prefix}/events``)."""
+        query: dict[str, Any] = {paths.MAX_RESULTS: limit}
+        if after:
+            query[paths.PAGE_TOKEN] = after
+        if table:
+            query[paths.FEED_TABLE] = table
+        page = self.client.get(
+            self.client.path(paths.CATALOG_EVENTS), models.ListCatalogEventsResponse, query=query
+        )
+        return [e.model_dump(mode="json", by_alias=True) for e in page.events], page.next_page_token
+
     def _log(
         self,
         identifier: str,

@@ -102,6 +102,20 @@ def register(commands: Commands) -> None:
         help="the data-access log instead: storage credentials the commit service vended, newest first "
         "(needs the metastore database, not a service URL)",
     )
+    kinds.add_argument(
+        "--follow",
+        action="store_true",
+        help="the change feed instead: every table's commit, lock and maintenance events as CloudEvents, "
+        "one JSON object a line, from the start (or --after POSITION) and then as they happen, until "
+        "interrupted (or --follow-seconds)",
+    )
+    p.add_argument("--after", metavar="POSITION", help="with --follow: resume after this event id")
+    p.add_argument(
+        "--follow-seconds",
+        type=float,
+        metavar="S",
+        help="with --follow: stop after S seconds (default: never)",
+    )
     p.add_argument("--principal", metavar="NAME", help="with --access: only credentials vended to NAME")
     p.add_argument("--limit", type=positive, default=100, help="latest N events (default 100)")
 
@@ -123,6 +137,10 @@ def _commits(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def _events(ctx: Context, args: argparse.Namespace) -> Output:
+    if (args.after is not None or args.follow_seconds is not None) and not args.follow:
+        raise ValidationError("--after and --follow-seconds go with --follow")
+    if args.follow:
+        return _follow(ctx, args)
     if args.principal is not None and not args.access:
         raise ValidationError("--principal filters the data-access log: use it with --access")
     if args.access and args.commit:
@@ -201,3 +219,47 @@ def _access_rows(ctx: Context, args: argparse.Namespace) -> list[dict[str, Any]]
         }
         for e in events
     ]
+
+
+#: Seconds between looks at the feed while following it and nothing is new.
+FOLLOW_POLL_SECONDS = 0.5
+
+
+def _follow(ctx: Context, args: argparse.Namespace) -> Output:
+    """``events --follow``: the change feed (``metastore.feed``), one CloudEvent a line on stdout as the
+    events come, from the database or through the service (where only the tables the token may read);
+    resumable with ``--after`` (each line's ``id``)."""
+    import json
+    import time
+
+    from paimon_meta.metastore.feed import START, FeedFilter, Position, cloud_event, read_feed
+
+    deadline = None if args.follow_seconds is None else time.monotonic() + args.follow_seconds
+    remote = ctx.remote()
+    printed = 0
+    if remote is None:
+        cat = ctx.catalog()
+        position = START if args.after is None else Position.parse(args.after, field="--after")
+        keep = FeedFilter(subject=args.table)
+    token = args.after
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            if remote is None:
+                events, position = read_feed(
+                    cat.engine,
+                    catalog_key=cat.registry.catalog_key,
+                    after=position,
+                    limit=args.limit,
+                    keep=keep,
+                )
+                lines = [cloud_event(e, cat.registry.catalog_key) for e in events]
+            else:
+                lines, token = remote.catalog_events(after=token, table=args.table, limit=args.limit)
+            for line in lines:
+                print(json.dumps(line, default=str), flush=True)
+            printed += len(lines)
+            if not lines:
+                time.sleep(FOLLOW_POLL_SECONDS)
+    except KeyboardInterrupt:
+        pass
+    return Output({"events": printed}, "")

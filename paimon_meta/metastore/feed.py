@@ -58,6 +58,8 @@ class Position:
 
 #: Before every event.
 START = Position(0, 0, 0)
+#: CloudEvents' ``source`` of a catalog's events (the service's catalog name, or ``--catalog-key``).
+SOURCE_PREFIX = "/paimon-meta/catalogs/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,3 +195,24 @@ def _kept(event: FeedEvent, keep: FeedFilter) -> bool:
         and (keep.since is None or event.time >= keep.since)
         and (keep.until is None or event.time < keep.until)
     )
+
+
+def cloud_event(event: FeedEvent, catalog: str) -> dict[str, Any]:
+    """``event`` as a CloudEvents 1.0 JSON object: ``id`` its position (resume after it), ``type``
+    ``org.paimon.<log>.<kind>``, ``subject`` the table, ``data`` what happened with the log and the row's
+    event id."""
+    return {
+        "specversion": "1.0",
+        "id": event.position.token(),
+        "source": SOURCE_PREFIX + catalog,
+        "type": f"org.paimon.{event.log}.{event.kind}",
+        "subject": event.subject,
+        "time": event.time,
+        "datacontenttype": "application/json",
+        "data": {
+            "log": event.log,
+            "eventId": event.position.event_id,
+            "principal": event.principal,
+            **event.data,
+        },
+    }

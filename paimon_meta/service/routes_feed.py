@@ -27,7 +27,7 @@ from sqlalchemy import Engine
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, read_feed
+from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, cloud_event, read_feed
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.deps import catalog_of, state_of
@@ -97,7 +97,7 @@ def list_catalog_events(
         catalog.registry.catalog_key,
         keep,
         visible,
-        f"/paimon-meta/catalogs/{state_of(request).settings.catalog_name}",
+        state_of(request).settings.catalog_name,
         limit,
     )
     if EVENT_STREAM in request.headers.get("accept", ""):
@@ -121,11 +121,11 @@ class _Feed:
         catalog_key: str,
         keep: FeedFilter,
         visible: Callable[[FeedEvent], bool],
-        source: str,
+        catalog: str,
         limit: int,
     ) -> None:
         self.engine, self.catalog_key, self.keep, self.visible = engine, catalog_key, keep, visible
-        self.source, self.limit = source, limit
+        self.catalog, self.limit = catalog, limit
 
     def read(self, after: Position) -> tuple[list[FeedEvent], Position]:
         return read_feed(
@@ -138,19 +138,7 @@ class _Feed:
         )
 
     def cloud_event(self, event: FeedEvent) -> models.CloudEvent:
-        return models.CloudEvent(
-            id=event.position.token(),
-            source=self.source,
-            type=f"org.paimon.{event.log}.{event.kind}",
-            subject=event.subject,
-            time=event.time,
-            data={
-                "log": event.log,
-                "eventId": event.position.event_id,
-                "principal": event.principal,
-                **event.data,
-            },
-        )
+        return models.CloudEvent.model_validate(cloud_event(event, self.catalog))
 
     async def stream(self, after: Position) -> AsyncIterator[str]:
         yield f": paimon-meta change feed after {after.token()}\nretry: 1000\n\n"

@@ -242,3 +242,29 @@ def test_console_script_over_http_one_line_errors(served: Served) -> None:
     ):
         assert result.returncode == code and result.stdout == "", result
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_follow_prints_the_change_feed_from_the_database_or_the_service(served: Served) -> None:
+    """``events --follow``: one CloudEvent a line, the same events from the database and through the
+    service (paged there by 2: ``_PAGE`` is not used, the feed's pages are its own), resumable with
+    ``--after``; through the service only what the token may read."""
+
+    def follow(run: tuple[int, str, str]) -> list[dict[str, object]]:
+        code, out, err = run
+        assert code == 0, (out, err)
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    from_db = follow(served.db.run("events", "--follow", "--follow-seconds", "1", "--limit", "3"))
+    kinds = {e["type"] for e in from_db}
+    assert {"org.paimon.commit.snapshot_published", "org.paimon.lock.acquired"} <= kinds
+    assert "org.paimon.maintenance.create_tag.finished" in kinds
+    http = follow(served.over_http("events", "--follow", "--follow-seconds", "1", "--limit", "3"))
+    assert [(e["id"], e["type"], e["subject"]) for e in http] == [
+        (e["id"], e["type"], e["subject"]) for e in from_db
+    ]
+    after = str(from_db[2]["id"])
+    resumed = follow(served.db.run("events", "--follow", "--follow-seconds", "0.5", "--after", after))
+    assert [e["id"] for e in resumed] == [e["id"] for e in from_db[3:]]
+    theirs = follow(served.over_http("events", "--follow", "--follow-seconds", "1", token="db-reader"))
+    assert theirs == []  # a reader of `other` sees none of db.t's events (other.u has none yet)
+    assert served.db.run("events", "--after", after)[0] != 0  # --after goes with --follow
