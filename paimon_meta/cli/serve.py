@@ -74,6 +74,12 @@ def register(commands: Commands) -> None:
         "--max-in-flight", type=int, default=256, help="authenticated requests handled at once (default 256)"
     )
     p.add_argument(
+        "--max-feed-streams",
+        type=int,
+        default=512,
+        help="live change-feed streams open at once on this replica (default 512; no in-flight slot each)",
+    )
+    p.add_argument(
         "--max-table-commits",
         type=int,
         default=256,
@@ -196,6 +202,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         auth_failure_refill_seconds=args.auth_failure_refill_seconds,
         metrics_cache_seconds=args.metrics_cache_seconds,
         max_in_flight=args.max_in_flight,
+        max_feed_streams=args.max_feed_streams,
         max_table_commits=args.max_table_commits,
         max_commits=args.max_commits,
         sts=sts,

@@ -58,6 +58,7 @@ from paimon_meta.service import (
 from paimon_meta.service.auth import Require, log_text, token_of
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.retry import repeat
+from paimon_meta.service.routes_feed import EVENT_STREAM
 from paimon_meta.service.state import ServiceSettings, ServiceState
 
 access_log = logging.getLogger("paimon_meta.service.access")
@@ -212,7 +213,10 @@ class _EveryRequest:
                 status = 499  # the client went away while sending its body: nothing to answer
             else:
                 _body_as_json(scope)
-                admitted = service is not None and scope["path"] not in NEVER_SHED
+                # A live change-feed stream lasts as long as its subscriber: bounded by its own count
+                # (routes_feed), not by the in-flight slots it would hold for hours.
+                stream = headers.get("accept", "").startswith(EVENT_STREAM)
+                admitted = service is not None and scope["path"] not in NEVER_SHED and not stream
                 if admitted and service is not None and not service.admit_request():
                     shed = errors.error_response(
                         503,

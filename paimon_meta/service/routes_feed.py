@@ -31,6 +31,7 @@ from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, c
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.deps import catalog_of, state_of
+from paimon_meta.service.errors import OverloadedError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import AUTHENTICATED, BEARER, ERRORS, PREFIX, MaxResults, PageToken
 
@@ -100,9 +101,15 @@ def list_catalog_events(
         state_of(request).settings.catalog_name,
         limit,
     )
-    if EVENT_STREAM in request.headers.get("accept", ""):
+    if request.headers.get("accept", "").startswith(EVENT_STREAM):
+        state = state_of(request)
+        if not state.open_feed_stream():
+            raise OverloadedError(
+                f"this replica has {state.settings.max_feed_streams} change-feed streams open; retry shortly"
+                " or page the feed"
+            )
         return StreamingResponse(
-            feed.stream(after),
+            _closing(feed.stream(after), state.close_feed_stream),
             media_type=EVENT_STREAM,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -157,3 +164,12 @@ class _Feed:
                 yield ": keep-alive\n\n"
                 quiet_since = time.monotonic()
             await anyio.sleep(POLL_SECONDS)
+
+
+async def _closing(stream: AsyncIterator[str], release: Callable[[], None]) -> AsyncIterator[str]:
+    """``stream``, releasing its slot when it ends, however it ends (the client went away: cancelled)."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    finally:
+        release()

@@ -75,6 +75,10 @@ class ServiceSettings:
     max_in_flight: int = 256
     max_table_commits: int = 256
     max_commits: int = 1024
+    # Live change-feed streams (Server-Sent Events) open on this replica: they last as long as their
+    # subscribers, so they do not count against ``max_in_flight`` (which they would fill); beyond this
+    # many a new one is answered 503 + Retry-After.
+    max_feed_streams: int = 512
     # Vended storage credentials (Paimon's data token, README "Vended credentials"): None keeps clients
     # on their own storage options (a local warehouse has nothing to vend).
     sts: StsSettings | None = None
@@ -268,6 +272,7 @@ class ServiceState:
         self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
         self._commit_rows: dict[str, TableRow] = {}
         self._in_flight = 0
+        self._feed_streams = 0
         self._commits = 0
         self._table_commits: dict[str, int] = {}
         self.groups = GroupCommitter(
@@ -307,6 +312,22 @@ class ServiceState:
         with self._lock:
             self._in_flight -= 1
         self.metrics.in_flight.dec()
+
+    def open_feed_stream(self) -> bool:
+        """Take a slot for a live change-feed stream; False when ``max_feed_streams`` are open."""
+        with self._lock:
+            if self._feed_streams >= self.settings.max_feed_streams:
+                full = True
+            else:
+                self._feed_streams += 1
+                full = False
+        if full:
+            self.metrics.shed.labels(bound="feed_streams").inc()
+        return not full
+
+    def close_feed_stream(self) -> None:
+        with self._lock:
+            self._feed_streams -= 1
 
     @contextmanager
     def admit_commit(self, identifier: str) -> Iterator[None]:

@@ -10,6 +10,8 @@ from fastapi.testclient import TestClient
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.service import routes_feed
+from paimon_meta.service.app import create_app
+from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.service import make_principal
 from tests.service.helpers import P, auth, seed
 
@@ -94,3 +96,24 @@ def test_an_idle_stream_carries_heartbeats(
     assert not any(line.startswith("id:") for line in lines)  # nothing after the resume point
     bad = service_client.get(f"{P}/events", headers={**admin, "Last-Event-ID": "nope"})
     assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["message"]
+
+
+def test_streams_are_bounded_by_their_own_count_not_the_in_flight_slots(
+    service_catalog: MetastoreCatalog,
+) -> None:
+    """A stream lasts as long as its subscriber: it takes no in-flight slot (with one slot, a request is
+    still answered while a stream is open), and beyond ``max_feed_streams`` a new stream is a 503."""
+    settings = ServiceSettings(auth_cache_seconds=0, max_in_flight=1, max_feed_streams=1)
+    app = create_app(settings, state=ServiceState(settings, service_catalog))
+    admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
+    stream_headers = {**admin, "Accept": "text/event-stream"}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        with client.stream("GET", f"{P}/events", headers=stream_headers) as first:
+            assert first.status_code == 200
+            assert next(first.iter_lines()).startswith(": paimon-meta change feed")
+            assert client.get(f"{P}/databases", headers=admin).status_code == 200  # the slot is free
+            second = client.get(f"{P}/events", headers=stream_headers)
+            assert second.status_code == 503 and second.headers["Retry-After"], second.text
+        # the first stream's slot is given back when it ends
+        with client.stream("GET", f"{P}/events", headers=stream_headers) as again:
+            assert again.status_code == 200

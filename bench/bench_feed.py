@@ -1,0 +1,157 @@
+"""Benchmark: the change feed under committing clients (issue 27, "Measure").
+
+One ``paimon-meta serve`` over a scratch metastore; ``--clients`` threads each commit ``--commits``
+one-row batches to a table of their own through the library (the metastore guard: what any writer of the
+catalog does). Side by side in one run:
+
+* ``0 subscribers``: commit throughput with nobody reading the feed;
+* ``N subscribers``: the same with ``--subscribers`` live streams (``Accept: text/event-stream``) open
+  and read; one of them times each ``snapshot_published`` event from the event's own ``time`` (the
+  database's clock at insert) to its arrival (this machine's clock: the same machine).
+
+Reported: commits per second and p50/p99 commit latency for both, and the feed's delivery latency p50/p99
+(the stream polls every 0.5 s while idle: that interval bounds the latency when commits are sparse).
+
+Usage::
+
+    python bench/bench_feed.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
+                               [--clients 16] [--commits 20] [--subscribers 50] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_commit import load, scratch_database  # noqa: E402
+from bench_rest_service import servers  # noqa: E402
+from paged_walk import page_ms  # noqa: E402
+
+import paimon_meta  # noqa: E402
+from tests.fixtures.service import make_principal  # noqa: E402
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False)])
+
+
+def commit_all(url: str, warehouse: str, clients: int, commits: int) -> tuple[float, list[float]]:
+    """(wall seconds, per-commit seconds) of ``clients`` threads committing ``commits`` each."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+
+    def client(i: int) -> None:
+        catalog = paimon_meta.connect(url, warehouse)
+        try:
+            table = catalog.get_table(f"db.t{i}")
+            barrier.wait()
+            for n in range(commits):
+                wb = table.new_batch_write_builder()
+                write, commit = wb.new_write(), wb.new_commit()
+                write.write_arrow(pa.table({"k": pa.array([n], pa.int64())}))
+                t0 = time.perf_counter()
+                commit.commit(write.prepare_commit())
+                with lock:
+                    latencies.append(time.perf_counter() - t0)
+                write.close()
+        finally:
+            catalog.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, latencies
+
+
+def subscribe(base: str, token: str, stop: threading.Event, delays: list[float] | None) -> None:
+    """Read a live stream until ``stop``; with ``delays``, time each snapshot_published's delivery."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+    with httpx.stream("GET", f"{base}/v1/paimon/events", headers=headers, timeout=None) as answer:
+        for line in answer.iter_lines():
+            if stop.is_set():
+                return
+            if delays is not None and line.startswith("data: "):
+                event = json.loads(line[len("data: ") :])
+                if event["type"] == "org.paimon.commit.snapshot_published":
+                    sent = datetime.fromisoformat(event["time"]).timestamp()
+                    delays.append(time.time() - sent)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--commits", type=int, default=20)
+    parser.add_argument("--subscribers", type=int, default=50)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {k: getattr(args, k) for k in ("clients", "commits", "subscribers")}
+    with tempfile.TemporaryDirectory() as tmp, scratch_database(args.url) as url:
+        warehouse = str(Path(tmp) / "warehouse")
+        catalog = paimon_meta.connect(url, warehouse)
+        try:
+            for i in range(args.clients):
+                catalog.create_table(f"db.t{i}", SCHEMA)
+            token = make_principal(catalog, "watcher", [("read", None, None)])
+        finally:
+            catalog.close()
+        with servers(url, warehouse, Path(tmp), 1) as (server,):
+            wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
+            results["0_subscribers"] = {
+                "commits_per_s": round(len(latencies) / wall, 1),
+                "commit_ms_p50": page_ms(latencies, 0.5),
+                "commit_ms_p99": page_ms(latencies, 0.99),
+            }
+            print("0 subscribers", results["0_subscribers"], flush=True)
+            # the subscribers start at the end of what is there (nothing but the new commits is timed)
+            stop, delays = threading.Event(), list[float]()
+            readers = [
+                threading.Thread(target=subscribe, args=(server.uri, token, stop, delays if i == 0 else None))
+                for i in range(args.subscribers)
+            ]
+            for r in readers:
+                r.daemon = True
+                r.start()
+            time.sleep(3.0)  # every stream has read the backlog
+            delays.clear()
+            wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
+            time.sleep(2.0)  # the last events arrive
+            stop.set()
+            results[f"{args.subscribers}_subscribers"] = {
+                "commits_per_s": round(len(latencies) / wall, 1),
+                "commit_ms_p50": page_ms(latencies, 0.5),
+                "commit_ms_p99": page_ms(latencies, 0.99),
+                "delivered": len(delays),
+                "feed_ms_p50": page_ms(delays, 0.5) if delays else None,
+                "feed_ms_p99": page_ms(delays, 0.99) if delays else None,
+            }
+            print(f"{args.subscribers} subscribers", results[f"{args.subscribers}_subscribers"], flush=True)
+    results["load"] = load()
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
