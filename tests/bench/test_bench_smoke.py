@@ -109,3 +109,35 @@ def test_one_big_commit_against_pypaimon(pg_server: PgServer, pypaimon_python: P
         "1",
     )
     assert "pypaimon" in out
+
+
+@pytest.mark.postgres
+def test_catalog_listings(pg_server: PgServer) -> None:
+    """Issue 28's listings (tables, views and functions, partitions) page through a real serve."""
+    url = server_url(pg_server)
+    out = run_bench("bench_table_listings.py", "--url", url, "--tables", "12", "--page", "5", "--sweeps", "1")
+    assert '"ListTablesGlobally/admin"' in out and '"items": 12' in out
+    out = run_bench(
+        "bench_catalog_objects.py", "--url", url, "--objects", "6", "--page", "4", "--sweeps", "1"
+    )
+    assert "listViewsGlobally" in out
+    out = run_bench(
+        "bench_partitions_list.py", "--url", url, "--partitions", "10", "--page", "4", "--sweeps", "1"
+    )
+    assert "listPartitions" in out
+
+
+@pytest.mark.postgres
+def test_change_feed(pg_server: PgServer) -> None:
+    out = run_bench(
+        "bench_feed.py",
+        "--url",
+        server_url(pg_server),
+        "--clients",
+        "2",
+        "--commits",
+        "2",
+        "--subscribers",
+        "2",
+    )
+    assert '"2_subscribers"' in out and '"delivered"' in out
