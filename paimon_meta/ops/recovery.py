@@ -244,13 +244,15 @@ def recover_table(
             if d.action == FINISHED:
                 _finish(catalog, row, d, report, progress)  # sets the final action
         # Only now are the outcomes final; the files belong to resolved attempts and no writer other
-        # than a (presumed dead) original one names them, so this needs no table lock.
+        # than a (presumed dead) original one names them, so this needs no table lock. A resolved
+        # commit claims only manifests of its own kind: the other commit of its call (an APPEND's
+        # COMPACT) has its own manifest writer and may still be published by a writer that was frozen.
         dead = [d for d in decisions if d.action in (FINISHED, ABORTED, PUBLISHED)]
         alive = [d for d in decisions if d.action in (SKIPPED, FAILED)]
         report.deleted_files = delete_attempt_files(
             table,
             [(d.pending.prepared.created_at, _commit_files(d)) for d in dead],
-            [_commit_files(d) for d in alive],
+            [_commit_files(d, own_kind=False) for d in alive],
         )
         if report.deleted_files:
             progress(f"{row.identifier}: deleted {len(report.deleted_files)} files of dead attempts")
@@ -529,8 +531,14 @@ def _finish(
     progress(f"{row.identifier}: finished commit {ref.commit_id} as snapshot {sid}")
 
 
-def _commit_files(d: _Decision) -> set[str] | None:
-    """Data file names the commit's messages name (None if they cannot be decoded)."""
+def _commit_files(d: _Decision, *, own_kind: bool = True) -> set[str] | None:
+    """Data file names of the commit's own kind (``own_kind=False``: of all its call's messages, for
+    a commit in flight, whose files are spared: more is safer); None if its messages cannot be decoded.
+
+    Only its kind's part: ``commit()`` stores all of a call's messages with each of its commits, and
+    the COMPACT commit of a call whose APPEND is resolved here may still be published by its writer,
+    with delta manifests written (by their own manifest writer) when the call was prepared. Matching
+    those to the APPEND would delete files a snapshot is about to name (I3)."""
     messages = d.messages
     if messages is None:
         try:
@@ -539,6 +547,8 @@ def _commit_files(d: _Decision) -> set[str] | None:
             return None
         if messages is None:
             return None
+    if own_kind:
+        messages = _messages_of_kind(messages, d.pending.prepared.ref.commit_kind)
     data, _ = message_files(messages)
     return data
 

@@ -21,9 +21,12 @@ import pytest
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.commit import crashpoints
 from paimon_meta.commit.coordinator import CommitCoordinator, CommitResult
 from paimon_meta.io import S3FileIO
 from paimon_meta.metastore.lock import LockLease
+from paimon_meta.model.snapshot import CommitKind
+from paimon_meta.ops.recovery import recover_table
 from tests.torture import workload
 from tests.torture.checker import check_exactly_once, check_table
 from tests.torture.pg import terminate_backends
@@ -135,3 +138,69 @@ def test_frozen_publisher_whose_session_died(
         check_exactly_once(result, "zombie-a", 1, workload.kinds(1))
         check_exactly_once(result, "zombie-a", 0, workload.kinds(0))
         assert not result.violations, f"A: {outcome_a!r}\nB: {outcome_b!r}\n" + "\n".join(result.violations)
+
+
+def test_recovery_spares_the_compaction_of_a_restarted_writers_call(
+    clean_db: str, s3_warehouse: tuple[str, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer process prepared a commit that appends and compacts (two snapshots) and died once its
+    APPEND's ``prepared`` event was recorded. Restarted, it commits the same identifier again: the
+    APPEND is published, then, before its COMPACT is announced, recovery runs. Recovery ends the dead
+    APPEND as a duplicate and deletes the dead attempt's files; the restarted writer's COMPACT delta
+    manifests (written when its call was prepared, by their own manifest writer) must survive, since it
+    publishes them next. (Recovery once matched them to the dead APPEND, whose stored messages carry the
+    compaction too: the table's latest snapshot named a deleted manifest list. Found by the S3 torture
+    run in CI.)"""
+    uri, options = s3_warehouse
+    identifier = workload.COMPACT_EVERY - 1
+    assert workload.kinds(identifier) == (CommitKind.APPEND, CommitKind.COMPACT)
+    with (
+        paimon_meta.connect(clean_db, uri, **options) as cat_dead,
+        paimon_meta.connect(clean_db, uri, **options) as cat_w,
+    ):
+        cat_dead.create_table(
+            workload.TABLE, workload.SCHEMA, partition_keys=["p"], options=workload.TABLE_OPTIONS
+        )
+        writer = _committer(cat_w, "zombie-a")
+        for i in range(identifier):
+            writer.commit(workload.messages(0, i), i)
+        # The process that died: its APPEND's prepared event is recorded (with the lock), nothing else.
+        dead = _committer(cat_dead, "zombie-a")
+        dead_call = dead.prepare(workload.messages(0, identifier), identifier)
+        dead_commit = dead.announce(dead_call)
+        assert dead_commit is not None
+        with dead.guard.session(dead_commit, 1):
+            pass
+        # The restarted writer: stop it right after its APPEND is recorded, before its COMPACT.
+        gate, between = threading.Event(), threading.Event()
+        reached = crashpoints.reached
+
+        def pause_between(point: crashpoints.CrashPoint) -> None:
+            reached(point)
+            if point is crashpoints.CrashPoint.AFTER_EVENT and not between.is_set():
+                between.set()
+                assert gate.wait(60), "never released"
+
+        monkeypatch.setattr(crashpoints, "reached", pause_between)
+        results: dict[str, CommitResult | BaseException] = {}
+
+        def commit_again() -> None:
+            try:
+                results["w"] = writer.commit(workload.messages(0, identifier), identifier)
+            except BaseException as e:
+                results["w"] = e
+
+        thread = threading.Thread(target=commit_again)
+        thread.start()
+        try:
+            assert between.wait(30), "the APPEND was never published"
+            report = recover_table(cat_dead, workload.TABLE, older_than_seconds=0)
+        finally:
+            gate.set()
+            thread.join(60)
+        assert [(c.commit_id, c.action) for c in report.commits] == [(dead_commit, "aborted")], report
+        assert isinstance(results["w"], CommitResult), results["w"]
+        result = check_table(cat_w, workload.TABLE)
+        for i in range(identifier + 1):
+            check_exactly_once(result, "zombie-a", i, workload.kinds(i))
+        assert not result.violations, "\n".join(result.violations)
