@@ -27,6 +27,9 @@ from sqlalchemy import Engine, text
 
 from paimon_meta.errors import ValidationError
 
+#: The channel a transaction that writes events NOTIFYs (a trigger of migration 0011; no payload): a
+#: reader LISTENing on it reads the log at once instead of at its next poll.
+FEED_CHANNEL = "paimon_meta_feed"
 #: The logs, in their order within one transaction's events.
 LOGS = ("commit", "lock", "maintenance")
 _RANK = {name: i for i, name in enumerate(LOGS)}

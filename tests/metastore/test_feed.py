@@ -15,7 +15,7 @@ import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.feed import START, FeedFilter, Position, read_feed
+from paimon_meta.metastore.feed import FEED_CHANNEL, START, FeedFilter, Position, read_feed
 from paimon_meta.ops.tags import create_tag
 from tests.fixtures.service import FAST_LOCK
 
@@ -122,3 +122,25 @@ def test_a_late_committing_transaction_is_neither_lost_nor_repeated(clean_engine
         b.commit()
         seen, _ = read_feed(clean_engine, catalog_key=KEY, after=cursor)
         assert [(e.subject, e.position.event_id) for e in seen] == [("db.d", d_id)]
+
+
+def test_a_committed_event_notifies_feed_readers_and_a_rolled_back_one_does_not(clean_db: str) -> None:
+    """Migration 0011's trigger: the transaction that writes events NOTIFYs FEED_CHANNEL when it commits
+    (once, however many events), and never when it rolls back."""
+    from sqlalchemy import create_engine
+
+    conninfo = libpq_conninfo(create_engine(clean_db).url)
+    with (
+        psycopg.connect(conninfo, autocommit=True) as listener,
+        psycopg.connect(conninfo) as writer,
+    ):
+        listener.execute(f"LISTEN {FEED_CHANNEL}")
+        _lock_event(writer, "t")
+        _lock_event(writer, "t")
+        assert [n for n in listener.notifies(timeout=0.3)] == []  # not before it commits
+        writer.commit()
+        assert [n.channel for n in listener.notifies(timeout=2, stop_after=1)] == [FEED_CHANNEL]
+        assert [n for n in listener.notifies(timeout=0.3)] == []  # one for the transaction
+        _lock_event(writer, "t")
+        writer.rollback()
+        assert [n for n in listener.notifies(timeout=0.5)] == []
