@@ -89,33 +89,45 @@ def list_catalog_events(
         until=until,
     )
 
+    if request.headers.get("accept", "").startswith(EVENT_STREAM):
+        return event_stream_response(request, access, keep, after)
+    feed = _feed(request, access, keep, limit)
+    events, cursor = feed.read(after)
+    return models.ListCatalogEventsResponse(
+        events=[feed.cloud_event(e) for e in events], next_page_token=cursor.token()
+    )
+
+
+def event_stream_response(request: Request, access: Access, keep: FeedFilter, after: Position) -> Response:
+    """The live stream of the events after ``after`` that ``keep`` keeps and ``access`` may read, as
+    Server-Sent Events (the route above; the console's live view). Takes a stream slot of the replica
+    (503 when all are taken) and gives it back however the stream ends."""
+    state = state_of(request)
+    if not state.open_feed_stream():
+        raise OverloadedError(
+            f"this replica has {state.settings.max_feed_streams} change-feed streams open; retry shortly"
+            " or page the feed"
+        )
+    feed = _feed(request, access, keep, DEFAULT_PAGE)
+    return StreamingResponse(
+        _closing(feed.stream(after), state.close_feed_stream),
+        media_type=EVENT_STREAM,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _feed(request: Request, access: Access, keep: FeedFilter, limit: int) -> _Feed:
     def visible(event: FeedEvent) -> bool:
         return access.allows(Privilege.READ, event.database, event.table)
 
     catalog = catalog_of(request)
-    feed = _Feed(
+    return _Feed(
         catalog.engine,
         catalog.registry.catalog_key,
         keep,
         visible,
         state_of(request).settings.catalog_name,
         limit,
-    )
-    if request.headers.get("accept", "").startswith(EVENT_STREAM):
-        state = state_of(request)
-        if not state.open_feed_stream():
-            raise OverloadedError(
-                f"this replica has {state.settings.max_feed_streams} change-feed streams open; retry shortly"
-                " or page the feed"
-            )
-        return StreamingResponse(
-            _closing(feed.stream(after), state.close_feed_stream),
-            media_type=EVENT_STREAM,
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    events, cursor = feed.read(after)
-    return models.ListCatalogEventsResponse(
-        events=[feed.cloud_event(e) for e in events], next_page_token=cursor.token()
     )
 
 
