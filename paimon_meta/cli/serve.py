@@ -80,6 +80,13 @@ def register(commands: Commands) -> None:
         help="live change-feed streams open at once on this replica (default 512; no in-flight slot each)",
     )
     p.add_argument(
+        "--feed-send-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a live change-feed stream may wait for its client to take one write before it is "
+        "ended (the client resumes with its last event id; default 30)",
+    )
+    p.add_argument(
         "--max-table-commits",
         type=int,
         default=256,
@@ -203,6 +210,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         metrics_cache_seconds=args.metrics_cache_seconds,
         max_in_flight=args.max_in_flight,
         max_feed_streams=args.max_feed_streams,
+        feed_send_timeout_seconds=args.feed_send_timeout,
         max_table_commits=args.max_table_commits,
         max_commits=args.max_commits,
         sts=sts,

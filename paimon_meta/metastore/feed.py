@@ -180,7 +180,7 @@ def read_feed(
                 data={k: v for k, v in dict(row["data"]).items() if v is not None},
             )
             cursor = event.position
-            if _kept(event, keep) and (visible is None or visible(event)):
+            if kept(event, keep) and (visible is None or visible(event)):
                 out.append(event)
                 if len(out) == limit:
                     return out, cursor
@@ -189,7 +189,37 @@ def read_feed(
     return out, cursor
 
 
-def _kept(event: FeedEvent, keep: FeedFilter) -> bool:
+def feed_tail(engine: Engine, *, catalog_key: str) -> Position:
+    """The position of the newest event below the horizon (START if none): every event that becomes
+    visible later sorts after it (module docstring), so a reader may start there and miss nothing new."""
+    with engine.connect() as conn:
+        row = conn.execute(_TAIL_SQL, {"catalog_key": catalog_key}).mappings().first()
+    if row is None or row["txid"] is None:
+        return START
+    return Position(int(row["txid"]), int(row["rank"]), int(row["event_id"]))
+
+
+def _last(rank: int, table: str, extra: str = "") -> str:
+    return (
+        f"(SELECT e.txid, {rank} AS rank, e.event_id FROM {table} e, h "  # noqa: S608 - constants
+        f"WHERE e.txid < h.horizon {extra} ORDER BY e.txid DESC, e.event_id DESC LIMIT 1)"
+    )
+
+
+_TAIL_SQL = text(
+    "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon) "  # noqa: S608 - constants
+    "SELECT * FROM ("
+    + _last(0, "paimon_commit_events")
+    + " UNION ALL "
+    + _last(1, "paimon_lock_events", "AND starts_with(e.lock_id, :catalog_key || '.')")
+    + " UNION ALL "
+    + _last(2, "paimon_maintenance_events")
+    + ") f ORDER BY f.txid DESC, f.rank DESC, f.event_id DESC LIMIT 1"
+)
+
+
+def kept(event: FeedEvent, keep: FeedFilter) -> bool:
+    """Whether ``keep`` keeps ``event``."""
     return (
         (keep.subject is None or event.subject == keep.subject)
         and (keep.database is None or event.database == keep.database)

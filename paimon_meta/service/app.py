@@ -87,6 +87,8 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
         finally:
             if own:
                 await anyio.to_thread.run_sync(service.close)
+            else:
+                await anyio.to_thread.run_sync(service.close_feed_hub)
 
     app = FastAPI(
         title="paimon_meta commit service",

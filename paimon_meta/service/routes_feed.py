@@ -6,14 +6,19 @@ Two ways to read it: pages (JSON; resume from the ``nextPageToken`` of the previ
 page means nothing new yet), or, with ``Accept: text/event-stream``, a live stream of Server-Sent Events
 (``id`` the event's position, ``event`` its type, ``data`` the CloudEvent), resumable with the standard
 ``Last-Event-ID`` header (or ``pageToken``), with a comment line every ``HEARTBEAT_SECONDS`` so idle
-proxies keep it open. A stream reads the log only when its client has taken what it was sent (the
-server writes no faster than the client reads), so a slow subscriber delays only itself: it holds no
-lock and no transaction, and commits never wait for it. While there is nothing new it looks at the log
-every ``POLL_SECONDS`` (a LISTEN/NOTIFY wake-up is not built yet).
+proxies keep it open.
+
+Streams share one reader of the log per replica (service.feed_hub: woken by NOTIFY, a ring of the newest
+events in memory); a stream takes its events from the ring, filtered by its own filter and grants, and
+reads the log itself only while it is behind the ring (it resumed from an old id, or its client read
+slowly). A stream writes no faster than its client reads, and one whose client takes no write for
+``feed_send_timeout_seconds`` is ended (its client resumes with the last id it received): a slow
+subscriber holds no lock, no transaction and no buffer, and commits never wait for it.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
@@ -24,22 +29,27 @@ import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Engine
+from starlette.types import Message, Send
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, cloud_event, read_feed
+from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, cloud_event, kept, read_feed
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.deps import catalog_of, state_of
 from paimon_meta.service.errors import OverloadedError
+from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import AUTHENTICATED, BEARER, ERRORS, PREFIX, MaxResults, PageToken
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(
     route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS, tags=["change feed"]
 )
 
-#: Seconds between looks at the log while a stream has nothing new, and between heartbeat comments.
+#: Seconds between reads of the log by a stream that is behind the ring and found nothing new (the hub
+#: was not reading yet); and between heartbeat comments.
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 15.0
 #: The media type of the live stream.
@@ -109,11 +119,45 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
             " or page the feed"
         )
     feed = _feed(request, access, keep, DEFAULT_PAGE)
-    return StreamingResponse(
-        _closing(feed.stream(after), state.close_feed_stream),
-        media_type=EVENT_STREAM,
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    return FeedStreamResponse(
+        _closing(feed.stream(after, state.feed_hub()), state.close_feed_stream),
+        send_timeout=state.settings.feed_send_timeout_seconds,
+        on_drop=state.metrics.feed_streams_dropped.inc,
     )
+
+
+class FeedStreamResponse(StreamingResponse):
+    """A live stream that ends when its client takes no write for ``send_timeout`` seconds (the write
+    waits while the client's socket buffers are full). The client resumes with the last id it got."""
+
+    def __init__(
+        self, content: AsyncIterator[str], *, send_timeout: float, on_drop: Callable[[], None]
+    ) -> None:
+        super().__init__(
+            content,
+            media_type=EVENT_STREAM,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self.send_timeout, self.on_drop = send_timeout, on_drop
+
+    async def stream_response(self, send: Send) -> None:
+        async def timed(message: Message) -> None:
+            with anyio.fail_after(self.send_timeout):
+                await send(message)
+
+        try:
+            await super().stream_response(timed)
+        except TimeoutError:
+            self.on_drop()
+            log.warning(
+                "change feed: a stream's client took nothing for %.0fs: stream ended", self.send_timeout
+            )
+        finally:
+            # End the generator now (its ``finally`` gives the stream's slot back), not when collected.
+            closing = getattr(self.body_iterator, "aclose", None)
+            if closing is not None:
+                with anyio.CancelScope(shield=True):
+                    await closing()
 
 
 def _feed(request: Request, access: Access, keep: FeedFilter, limit: int) -> _Feed:
@@ -159,12 +203,18 @@ class _Feed:
     def cloud_event(self, event: FeedEvent) -> models.CloudEvent:
         return models.CloudEvent.model_validate(cloud_event(event, self.catalog))
 
-    async def stream(self, after: Position) -> AsyncIterator[str]:
+    async def stream(self, after: Position, hub: FeedHub) -> AsyncIterator[str]:
         yield f": paimon-meta change feed after {after.token()}\nretry: 1000\n\n"
         cursor, quiet_since = after, time.monotonic()
         while True:
-            # the log is read on a worker thread, between two writes to the client
-            events, cursor = await anyio.to_thread.run_sync(self.read, cursor)
+            seen = hub.seq
+            shared = hub.after(cursor)
+            if shared is None:
+                # Behind the ring (or the hub has not started): read the log itself, on a worker thread.
+                events, cursor = await anyio.to_thread.run_sync(self.read, cursor)
+            else:
+                ring, cursor = shared
+                events = [e for e in ring if kept(e, self.keep) and self.visible(e)]
             for event in events:
                 cloud = self.cloud_event(event)
                 body = cloud.model_dump_json(by_alias=True)
@@ -172,10 +222,12 @@ class _Feed:
             if events:
                 quiet_since = time.monotonic()
                 continue
-            if time.monotonic() - quiet_since >= HEARTBEAT_SECONDS:
+            idle = time.monotonic() - quiet_since
+            if idle >= HEARTBEAT_SECONDS:
                 yield ": keep-alive\n\n"
-                quiet_since = time.monotonic()
-            await anyio.sleep(POLL_SECONDS)
+                quiet_since, idle = time.monotonic(), 0.0
+            wait = HEARTBEAT_SECONDS - idle
+            await hub.changed(seen, wait if shared is not None else min(wait, POLL_SECONDS))
 
 
 async def _closing(stream: AsyncIterator[str], release: Callable[[], None]) -> AsyncIterator[str]:

@@ -25,6 +25,7 @@ from paimon_meta.metastore.access_events import append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.errors import Answer, OverloadedError
+from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.oidc import OidcSettings, OidcVerifier, is_static_token
 from paimon_meta.service.vending import CredentialVending
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
@@ -79,6 +80,12 @@ class ServiceSettings:
     # subscribers, so they do not count against ``max_in_flight`` (which they would fill); beyond this
     # many a new one is answered 503 + Retry-After.
     max_feed_streams: int = 512
+    # A live stream whose client has not taken one write for this long is ended (it resumes with the
+    # last id it received): a stalled subscriber keeps neither a slot nor memory on the replica.
+    feed_send_timeout_seconds: float = 30.0
+    # The newest events the replica's shared feed reader keeps in memory (service.feed_hub); a stream
+    # further behind reads the log itself until it is back in them.
+    feed_ring_events: int = 10_000
     # Vended storage credentials (Paimon's data token, README "Vended credentials"): None keeps clients
     # on their own storage options (a local warehouse has nothing to vend).
     sts: StsSettings | None = None
@@ -167,6 +174,16 @@ class ServiceMetrics:
         self.commits_admitted = Gauge(
             "paimon_meta_service_commits_admitted",
             "Commits queued or running on this replica.",
+            registry=self.registry,
+        )
+        self.feed_streams = Gauge(
+            "paimon_meta_service_feed_streams",
+            "Live change-feed streams open on this replica.",
+            registry=self.registry,
+        )
+        self.feed_streams_dropped = Counter(
+            "paimon_meta_service_feed_streams_dropped_total",
+            "Live change-feed streams ended because their client took no write for the send timeout.",
             registry=self.registry,
         )
         self.auth_refusals = Counter(
@@ -273,6 +290,7 @@ class ServiceState:
         self._commit_rows: dict[str, TableRow] = {}
         self._in_flight = 0
         self._feed_streams = 0
+        self._feed_hub: FeedHub | None = None
         self._commits = 0
         self._table_commits: dict[str, int] = {}
         self.groups = GroupCommitter(
@@ -323,11 +341,33 @@ class ServiceState:
                 full = False
         if full:
             self.metrics.shed.labels(bound="feed_streams").inc()
+        else:
+            self.metrics.feed_streams.inc()
         return not full
 
     def close_feed_stream(self) -> None:
         with self._lock:
             self._feed_streams -= 1
+        self.metrics.feed_streams.dec()
+
+    def close_feed_hub(self) -> None:
+        """Stop the change feed's reader (the app's shutdown; a new stream would start another)."""
+        with self._lock:
+            hub, self._feed_hub = self._feed_hub, None
+        if hub is not None:
+            hub.close()
+
+    def feed_hub(self) -> FeedHub:
+        """This replica's shared reader of the change feed (service.feed_hub), started on first use."""
+        with self._lock:
+            if self._feed_hub is None:
+                self._feed_hub = FeedHub(
+                    self.catalog.engine,
+                    self.catalog.registry.catalog_key,
+                    capacity=self.settings.feed_ring_events,
+                )
+                self._feed_hub.start()
+            return self._feed_hub
 
     @contextmanager
     def admit_commit(self, identifier: str) -> Iterator[None]:
@@ -526,4 +566,5 @@ class ServiceState:
         self.groups.join(timeout=self.settings.drain_seconds)
         if self.vending is not None:
             self.vending.close()
+        self.close_feed_hub()
         self.catalog.close()

@@ -1,0 +1,219 @@
+"""One change-feed reader per replica: the live streams share it instead of each polling the log.
+
+The hub LISTENs on ``FEED_CHANNEL`` (migration 0011's trigger NOTIFYs it from every transaction that
+writes events) and, when woken or every ``FALLBACK_SECONDS`` (a notification lost while its connection
+was down is caught up then), reads the log after its own position (``read_feed``: every event of the
+catalog, unfiltered) into a ring of the newest ``capacity`` events, then wakes the streams waiting on it.
+
+Invariant (the ring is gap-free): the ring holds every event of the feed after ``start`` up to ``tail``,
+in feed order. It starts empty at the feed's tail (``feed_tail``: every event that becomes visible later
+sorts after it) and is extended only by ``read_feed`` from its own tail, which never skips an event (the
+horizon rule of metastore/feed.py); dropping the oldest events moves ``start`` up to the last dropped.
+Hence a stream at position ``p >= start`` gets from :meth:`FeedHub.after` exactly the events after ``p``
+up to the tail, and a stream behind ``start`` (it resumed from an old id, or fell behind while its
+client read slowly) reads the log itself, page by page, until it is in the ring again.
+
+The log is the source of truth; the hub is only a cache of its newest part. A hub that cannot read the
+log (Postgres is down) retries with backoff; the streams meanwhile wait and send heartbeats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+
+import anyio
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from paimon_meta.db.engine import libpq_conninfo
+from paimon_meta.db.notify import Listener, ListenerPool
+from paimon_meta.metastore.feed import FEED_CHANNEL, FeedEvent, Position, feed_tail, read_feed
+
+log = logging.getLogger(__name__)
+
+#: Seconds between reads of the log when no notification arrives.
+FALLBACK_SECONDS = 1.0
+#: Events the ring keeps (a stream further behind reads the log itself).
+DEFAULT_CAPACITY = 10_000
+#: Events read per query while catching up.
+_READ_BATCH = 1000
+_BACKOFF_START, _BACKOFF_CAP = 0.2, 5.0
+#: How often a waiting reader looks whether it was closed.
+_STOP_CHECK = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class HubStats:
+    """What the hub has done (for metrics and tests)."""
+
+    reads: int
+    events: int
+    wakeups: int
+    failures: int
+    start: Position
+    tail: Position
+    size: int
+
+
+class FeedHub:
+    """The shared reader of one catalog's feed on this replica (module docstring). Thread-safe; its
+    waits are asyncio-native, so a waiting stream holds no worker thread."""
+
+    def __init__(self, engine: Engine, catalog_key: str, *, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self._engine, self._catalog_key, self._capacity = engine, catalog_key, capacity
+        self._listeners = ListenerPool(libpq_conninfo(engine.url), max_idle=1)
+        self._lock = threading.Lock()
+        self._events: list[FeedEvent] = []
+        self._positions: list[Position] = []
+        self._start: Position | None = None  # None until the first read of the tail
+        self._tail: Position | None = None
+        self._seq = 0
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._stop = threading.Event()
+        self._started = False
+        self._thread = threading.Thread(target=self._run, name="paimon-feed-hub", daemon=True)
+        self._reads = self._read_events = self._wakeups = self._failures = 0
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader thread (idempotent)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._started:
+            self._thread.join(timeout)
+        self._listeners.close()
+        self._wake()
+
+    # ---- what streams call ---------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Whether the hub has read the feed's tail (before that, streams read the log themselves)."""
+        return self._start is not None
+
+    def after(self, position: Position) -> tuple[list[FeedEvent], Position] | None:
+        """The ring's events after ``position`` and the position to continue from (the tail, or
+        ``position`` itself when it is ahead of this replica); None when ``position`` is behind the ring
+        (or the hub is not ready): then the caller reads the log itself."""
+        with self._lock:
+            start, tail = self._start, self._tail
+            if start is None or tail is None or position < start:
+                return None
+            if position >= tail:
+                return [], position
+            i = bisect.bisect_right(self._positions, position)
+            return self._events[i:], tail
+
+    @property
+    def seq(self) -> int:
+        """Changes whenever events were added (pass it to :meth:`changed`)."""
+        return self._seq
+
+    async def changed(self, seen: int, timeout: float) -> None:
+        """Return once events were added after ``seen`` (a :attr:`seq`), or after ``timeout`` seconds."""
+        if self._seq != seen:
+            return
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            if self._seq != seen:
+                return
+            self._waiters.add(waiter)
+        try:
+            with anyio.move_on_after(timeout):
+                await waiter[1].wait()
+        finally:
+            with self._lock:
+                self._waiters.discard(waiter)
+
+    def stats(self) -> HubStats:
+        with self._lock:
+            start = self._start or Position(0, 0, 0)
+            tail = self._tail or start
+            return HubStats(
+                self._reads, self._read_events, self._wakeups, self._failures, start, tail, len(self._events)
+            )
+
+    # ---- the reader thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = _BACKOFF_START
+        jitter = random.Random()
+        with self._listeners.listening(FEED_CHANNEL, lazy=True) as listener:
+            while not self._stop.is_set():
+                try:
+                    self._read_once()
+                    backoff = _BACKOFF_START
+                except SQLAlchemyError as e:
+                    self._failures += 1
+                    log.warning("change feed: reading the log failed (retrying in %.1fs): %s", backoff, e)
+                    self._stop.wait(backoff * (0.5 + 0.5 * jitter.random()))
+                    backoff = min(_BACKOFF_CAP, backoff * 2)
+                    continue
+                self._wait(listener)
+
+    def _wait(self, listener: Listener) -> None:
+        """Until a notification, ``FALLBACK_SECONDS`` or :meth:`close` (checked every ``_STOP_CHECK``)."""
+        deadline = time.monotonic() + FALLBACK_SECONDS
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if listener.wait(min(left, _STOP_CHECK)):
+                self._wakeups += 1
+                return
+
+    def _read_once(self) -> None:
+        if self._tail is None:
+            tail = feed_tail(self._engine, catalog_key=self._catalog_key)
+            with self._lock:
+                self._start = self._tail = tail
+        assert self._tail is not None
+        while not self._stop.is_set():
+            events, cursor = read_feed(
+                self._engine, catalog_key=self._catalog_key, after=self._tail, limit=_READ_BATCH
+            )
+            self._reads += 1
+            if cursor == self._tail:
+                return
+            self._append(events, cursor)
+            if len(events) < _READ_BATCH:
+                return
+
+    def _append(self, events: list[FeedEvent], cursor: Position) -> None:
+        with self._lock:
+            self._events.extend(events)
+            self._positions.extend(e.position for e in events)
+            self._tail = cursor
+            excess = len(self._events) - self._capacity
+            if excess > 0:
+                # Trim in chunks (a quarter of the capacity) so appends stay amortised O(1).
+                drop = min(len(self._events), excess + self._capacity // 4)
+                self._start = self._positions[drop - 1]
+                del self._events[:drop]
+                del self._positions[:drop]
+            self._read_events += len(events)
+            self._seq += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        with self._lock:
+            waiters = list(self._waiters)
+        for loop, event in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: the stream is gone
+                loop.call_soon_threadsafe(event.set)
