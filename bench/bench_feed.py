@@ -9,8 +9,10 @@ catalog does). Side by side in one run:
   and read; one of them times each ``snapshot_published`` event from the event's own ``time`` (the
   database's clock at insert) to its arrival (this machine's clock: the same machine).
 
-Reported: commits per second and p50/p99 commit latency for both, and the feed's delivery latency p50/p99
-(the stream polls every 0.5 s while idle: that interval bounds the latency when commits are sparse).
+Reported: commits per second and p50/p99 commit latency for each, and the feed's delivery latency
+p50/p99. A first round with migration 0011's NOTIFY triggers switched off measures what the wake-up
+costs a commit. The subscribers run in a process of their own (parsing 50 streams in the writers'
+process would take their GIL).
 
 Usage::
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import tempfile
 import threading
@@ -43,6 +46,7 @@ from bench_rest_service import servers  # noqa: E402
 from paged_walk import page_ms  # noqa: E402
 
 import paimon_meta  # noqa: E402
+from paimon_meta.metastore.feed import feed_tail  # noqa: E402
 from tests.fixtures.service import make_principal  # noqa: E402
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False)])
@@ -81,9 +85,10 @@ def commit_all(url: str, warehouse: str, clients: int, commits: int) -> tuple[fl
     return time.perf_counter() - t0, latencies
 
 
-def subscribe(base: str, token: str, stop: threading.Event, delays: list[float] | None) -> None:
-    """Read a live stream until ``stop``; with ``delays``, time each snapshot_published's delivery."""
-    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+def subscribe(base: str, token: str, after: str, stop: Any, delays: list[float] | None) -> None:
+    """Read a live stream from ``after`` until ``stop``; with ``delays``, time each snapshot_published's
+    delivery."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream", "Last-Event-ID": after}
     with httpx.stream("GET", f"{base}/v1/paimon/events", headers=headers, timeout=None) as answer:
         for line in answer.iter_lines():
             if stop.is_set():
@@ -93,6 +98,48 @@ def subscribe(base: str, token: str, stop: threading.Event, delays: list[float] 
                 if event["type"] == "org.paimon.commit.snapshot_published":
                     sent = datetime.fromisoformat(event["time"]).timestamp()
                     delays.append(time.time() - sent)
+
+
+def subscribers(base: str, token: str, after: str, signals: tuple[int, Any, Any, Any], out: str) -> None:
+    """A process of its own (so parsing 50 streams does not take the writers' GIL): ``n`` streams; the
+    first's deliveries are timed from ``measure`` on, written to ``out`` when ``stop`` is set."""
+    n, ready, measure, stop = signals
+    delays: list[float] = []
+    readers = [
+        threading.Thread(
+            target=subscribe, args=(base, token, after, stop, delays if i == 0 else None), daemon=True
+        )
+        for i in range(n)
+    ]
+    for r in readers:
+        r.start()
+    ready.set()
+    measure.wait()
+    delays.clear()
+    stop.wait()
+    Path(out).write_text(json.dumps(list(delays)))
+
+
+def set_notify(url: str, enabled: bool) -> None:
+    """Switch migration 0011's NOTIFY triggers (to measure what they cost a commit)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for table in ("paimon_commit_events", "paimon_lock_events", "paimon_maintenance_events"):
+                verb = "ENABLE" if enabled else "DISABLE"
+                conn.execute(text(f"ALTER TABLE {table} {verb} TRIGGER {table}_feed_notify"))
+    finally:
+        engine.dispose()
+
+
+def summary(wall: float, latencies: list[float]) -> dict[str, Any]:
+    return {
+        "commits_per_s": round(len(latencies) / wall, 1),
+        "commit_ms_p50": page_ms(latencies, 0.5),
+        "commit_ms_p99": page_ms(latencies, 0.99),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,31 +163,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             catalog.close()
         with servers(url, warehouse, Path(tmp), 1) as (server,):
+            set_notify(url, False)
+            commit_all(url, warehouse, args.clients, 2)  # warm-up (connections, caches)
             wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
-            results["0_subscribers"] = {
-                "commits_per_s": round(len(latencies) / wall, 1),
-                "commit_ms_p50": page_ms(latencies, 0.5),
-                "commit_ms_p99": page_ms(latencies, 0.99),
-            }
+            results["0_subscribers_no_notify"] = summary(wall, latencies)
+            print("0 subscribers, NOTIFY triggers off", results["0_subscribers_no_notify"], flush=True)
+            set_notify(url, True)
+            wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
+            results["0_subscribers"] = summary(wall, latencies)
             print("0 subscribers", results["0_subscribers"], flush=True)
-            # the subscribers start at the end of what is there (nothing but the new commits is timed)
-            stop, delays = threading.Event(), list[float]()
-            readers = [
-                threading.Thread(target=subscribe, args=(server.uri, token, stop, delays if i == 0 else None))
-                for i in range(args.subscribers)
-            ]
-            for r in readers:
-                r.daemon = True
-                r.start()
-            time.sleep(3.0)  # every stream has read the backlog
-            delays.clear()
+            mp = multiprocessing.get_context("spawn")
+            ready, measure, stop = mp.Event(), mp.Event(), mp.Event()
+            out = str(Path(tmp) / "delays.json")
+            # the subscribers start at the end of what is there (only the new commits are timed)
+            with paimon_meta.connect(url, warehouse) as reader:
+                tail = feed_tail(reader.engine, catalog_key=reader.registry.catalog_key).token()
+            child = mp.Process(
+                target=subscribers,
+                args=(server.uri, token, tail, (args.subscribers, ready, measure, stop), out),
+            )
+            child.start()
+            assert ready.wait(60), "the subscribers did not start"
+            time.sleep(2.0)  # every stream is open
+            measure.set()
+            time.sleep(0.5)
             wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
             time.sleep(2.0)  # the last events arrive
             stop.set()
+            child.join(30)
+            delays = json.loads(Path(out).read_text())
             results[f"{args.subscribers}_subscribers"] = {
-                "commits_per_s": round(len(latencies) / wall, 1),
-                "commit_ms_p50": page_ms(latencies, 0.5),
-                "commit_ms_p99": page_ms(latencies, 0.99),
+                **summary(wall, latencies),
                 "delivered": len(delays),
                 "feed_ms_p50": page_ms(delays, 0.5) if delays else None,
                 "feed_ms_p99": page_ms(delays, 0.99) if delays else None,

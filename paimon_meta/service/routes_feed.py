@@ -203,6 +203,13 @@ class _Feed:
     def cloud_event(self, event: FeedEvent) -> models.CloudEvent:
         return models.CloudEvent.model_validate(cloud_event(event, self.catalog))
 
+    def frame(self, event: FeedEvent) -> str:
+        """``event`` as one Server-Sent Event (the same for every stream of the replica: the hub keeps
+        it for them)."""
+        cloud = self.cloud_event(event)
+        body = cloud.model_dump_json(by_alias=True)
+        return f"id: {cloud.id}\nevent: {cloud.type}\ndata: {body}\n\n"
+
     async def stream(self, after: Position, hub: FeedHub) -> AsyncIterator[str]:
         yield f": paimon-meta change feed after {after.token()}\nretry: 1000\n\n"
         cursor, quiet_since = after, time.monotonic()
@@ -216,9 +223,7 @@ class _Feed:
                 ring, cursor = shared
                 events = [e for e in ring if kept(e, self.keep) and self.visible(e)]
             for event in events:
-                cloud = self.cloud_event(event)
-                body = cloud.model_dump_json(by_alias=True)
-                yield f"id: {cloud.id}\nevent: {cloud.type}\ndata: {body}\n\n"
+                yield hub.render(event, self.frame)
             if events:
                 quiet_since = time.monotonic()
                 continue

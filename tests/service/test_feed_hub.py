@@ -39,10 +39,10 @@ def _lock_events(engine: Engine, n: int, table: str = "t") -> None:
         )
 
 
-def _until(predicate: Any, timeout: float = 10.0) -> None:
+def _until(predicate: Any, timeout: float = 10.0, context: Any = None) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
-        assert time.monotonic() < deadline, "timed out"
+        assert time.monotonic() < deadline, f"timed out: {context() if context else ''}"
         time.sleep(0.02)
 
 
@@ -84,7 +84,7 @@ def test_the_ring_keeps_the_newest_events_without_a_gap(
     for _ in range(4):  # several reads, each appending and trimming
         _lock_events(engine, 7)
         time.sleep(0.05)
-    _until(lambda: hub.stats().events == 28)
+    _until(lambda: hub.stats().events == 28, context=hub.stats)
     stats = hub.stats()
     assert stats.size <= 10 and stats.start > start
     assert hub.after(start) is None  # behind the ring: the stream reads the log itself
