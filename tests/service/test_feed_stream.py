@@ -6,6 +6,7 @@ idle streams carry heartbeats."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -117,5 +118,68 @@ def test_live_events_and_resume_across_a_replica_kill(
         assert rest[: len(seen) - middle - 1] == seen[middle + 1 :]  # nothing lost, nothing repeated
         new_ids = [i for i, _ in rest[len(seen) - middle - 1 :]]
         assert new_ids and not set(new_ids) & set(ids)
+    finally:
+        catalog.close()
+
+
+def _stalled_subscriber(server: ServiceProcess, token: str) -> socket.socket:
+    """A live stream whose client reads the answer's head and then nothing (tiny receive buffer)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", server.port))
+    sock.sendall(
+        (
+            "GET /v1/paimon/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+        ).encode()
+    )
+    assert sock.recv(1024).startswith(b"HTTP/1.1 200")
+    return sock
+
+
+def _metric(server: ServiceProcess, token: str, name: str) -> float:
+    answer = httpx.get(f"{server.base}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    text = answer.text
+    values = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " ")]
+    assert values, f"{name} not in /metrics"
+    return values[0]
+
+
+def test_a_stalled_subscriber_slows_nothing_and_is_dropped(
+    service_processes: list[ServiceProcess], clean_db: str, tmp_path: Path
+) -> None:
+    """A subscriber that stops reading: its replica keeps committing and serving another subscriber
+    while the stalled stream's writes wait; after ``--feed-send-timeout`` the stream is ended (counted),
+    its slot given back, and it can resume with the last id it received."""
+    warehouse = str(tmp_path / "warehouse")
+    catalog = paimon_meta.connect(clean_db, warehouse, **FAST_LOCK)
+    try:
+        token = make_principal(catalog, "root", [("admin", None, None)])
+        catalog.create_table("db.t", SCHEMA)
+        server = spawn_service(
+            service_processes, clean_db, warehouse, tmp_path, args=["--feed-send-timeout", "2"]
+        )
+        stalled = _stalled_subscriber(server, token)
+        # Megabytes of events: more than the socket buffers between the replica and the stalled client
+        # (one lock each: 20,000 acquisitions of one lock make the event-log metrics' scrape crawl).
+        with catalog.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO paimon_lock_events (lock_id, event_type, owner, reason) "
+                "SELECT 'jdbc.db.bulk' || i, 'acquired', 'bulk', repeat('x', 400) FROM generate_series(1, 20000) i"
+            )
+        assert _metric(server, token, "paimon_meta_service_feed_streams") == 1.0
+        # meanwhile the replica answers requests, and another subscriber gets a new commit at once
+        answer = httpx.get(f"{server.base}/v1/paimon/databases", headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+        _commit(catalog, "db.t", 1)
+        tail = _until_published(_stream(server, token), 1)
+        assert tail[-1][1]["subject"] == "db.t"
+        deadline = time.monotonic() + 30
+        while _metric(server, token, "paimon_meta_service_feed_streams_dropped_total") < 1.0:
+            assert time.monotonic() < deadline, "the stalled stream was never ended"
+            time.sleep(0.2)
+        assert _metric(server, token, "paimon_meta_service_feed_streams") == 0.0
+        stalled.close()
     finally:
         catalog.close()
