@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env bench clean spark-cluster-test
+.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env browser bench clean spark-cluster-test
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,8 +43,26 @@ rust-venv:
 java-env:
 	$(PY) tests/interop/java_env.py
 
-## Lint, type-check and the whole test suite (interop, Postgres, S3 and Spark tests included).
-test: venv lint typecheck interop-venv rust-venv java-env
+## Debian's Chromium and ChromeDriver for tests/browser (Playwright drives /usr/bin/chromium; it downloads no
+## browser of its own). Nothing to do when $(CHROMIUM) exists; installed with apt-get when run as root (the package
+## lists refreshed only if the first install fails); otherwise it prints what to install.
+CHROMIUM ?= /usr/bin/chromium
+APT_GET ?= apt-get
+AS_UID ?= $(shell id -u)
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then \
+	  echo "browser: $(CHROMIUM) is there"; \
+	elif [ "$(AS_UID)" = 0 ]; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(APT_GET) install -y chromium chromium-driver \
+	    || { $(APT_GET) update && $(APT_GET) install -y chromium chromium-driver; }; \
+	else \
+	  echo "browser: $(CHROMIUM) is missing; as root: apt-get install -y chromium chromium-driver" \
+	    "(tests/browser is skipped without it, and fails under CI=true)"; \
+	fi
+
+## Lint, type-check and the whole test suite (interop, Postgres, S3, Spark and browser tests included).
+test: venv lint typecheck interop-venv rust-venv java-env browser
 	$(VENV)/bin/pytest tests -q --durations=40
 
 ## tests/spark on a Spark standalone cluster (a master and two workers, stopped at the end) instead of local[2,2].
