@@ -1,0 +1,111 @@
+"""The console (/ui): sign-in and out, the session cookie, each page with data, grant filtering."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.service.console import session
+from tests.fixtures.service import make_principal
+from tests.service.helpers import seed
+
+pytestmark = pytest.mark.postgres
+
+
+def sign_in(client: TestClient, token: str) -> None:
+    r = client.post("/ui/login", data={"token": token}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    assert r.headers["location"] == "/ui/"
+
+
+def count_testid(html: str, name: str) -> int:
+    return len(re.findall(rf'data-testid="{name}"', html))
+
+
+@pytest.fixture
+def admin_token(service_catalog: MetastoreCatalog) -> str:
+    seed(service_catalog)
+    return make_principal(service_catalog, "ops", [("admin", None, None)])
+
+
+def test_sign_in_sets_a_strict_http_only_cookie(service_client: TestClient, admin_token: str) -> None:
+    r = service_client.post("/ui/login", data={"token": admin_token}, follow_redirects=False)
+    assert r.status_code == 303
+    cookie = r.headers["set-cookie"]
+    assert cookie.startswith(f"{session.COOKIE}={admin_token};")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/ui" in cookie
+    assert "Secure" not in cookie  # plain http: a Secure cookie would never be sent back
+    page = service_client.get("/ui/")
+    assert page.status_code == 200
+    assert '<strong data-testid="signed-in-as">ops</strong>' in page.text
+
+
+def test_cookie_is_secure_under_https(service_catalog: MetastoreCatalog, admin_token: str) -> None:
+    from tests.fixtures.service import in_process_client
+
+    with in_process_client(service_catalog) as client:
+        client.base_url = client.base_url.copy_with(scheme="https")
+        r = client.post("/ui/login", data={"token": admin_token}, follow_redirects=False)
+        assert r.status_code == 303
+        assert "; Secure" in r.headers["set-cookie"]
+
+
+def test_bad_token_shows_the_form_again(service_client: TestClient, admin_token: str) -> None:
+    r = service_client.post("/ui/login", data={"token": "pmt_nope"}, follow_redirects=False)
+    assert r.status_code == 401
+    assert 'name="token"' in r.text and "set-cookie" not in r.headers
+    assert service_client.post("/ui/login", data={"token": ""}).status_code == 401
+
+
+def test_pages_need_a_session(service_client: TestClient, admin_token: str) -> None:
+    for path in ("/ui/", "/ui/locks", "/ui/maintenance", "/ui/live", "/ui/tables/db/t"):
+        r = service_client.get(path, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/ui/login", path
+    service_client.cookies.set(session.COOKIE, "pmt_forged")
+    assert service_client.get("/ui/", follow_redirects=False).status_code == 303
+    assert service_client.get("/ui/login").status_code == 200
+    assert service_client.get("/ui/static/console.css").status_code == 200
+
+
+def test_sign_out_clears_the_cookie(service_client: TestClient, admin_token: str) -> None:
+    sign_in(service_client, admin_token)
+    csrf = session.csrf_token(admin_token)
+    assert service_client.post("/ui/logout", data={"csrf_token": "wrong"}).status_code == 403
+    r = service_client.post("/ui/logout", data={"csrf_token": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/login"
+    assert "Max-Age=0" in r.headers["set-cookie"]
+    assert service_client.get("/ui/", follow_redirects=False).status_code == 303
+
+
+def test_overview_and_table_page_show_the_table(service_client: TestClient, admin_token: str) -> None:
+    sign_in(service_client, admin_token)
+    overview = service_client.get("/ui/").text
+    assert count_testid(overview, "overview-table-row") == 1
+    assert "db.t" in overview
+    page = service_client.get("/ui/tables/db/t")
+    assert page.status_code == 200, page.text
+    html = page.text
+    assert '<h1 data-testid="table-title">db.t</h1>' in html
+    assert count_testid(html, "snapshot-chart") == 1
+    assert count_testid(html, "commit-row") == 1
+    assert count_testid(html, "admin-actions") == 1
+    assert count_testid(html, "partition-row") == 2  # p=a, p=b
+    assert '"records": [3]' in html  # the timeline's one snapshot: 3 rows
+
+
+def test_grants_filter_tables_and_hide_admin_actions(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin_token: str
+) -> None:
+    seed(service_catalog, "db.t2")
+    reader = make_principal(service_catalog, "reader", [("read", "db", "t")])
+    sign_in(service_client, reader)
+    overview = service_client.get("/ui/").text
+    assert count_testid(overview, "overview-table-row") == 1
+    assert "db.t2" not in overview
+    page = service_client.get("/ui/tables/db/t").text
+    assert count_testid(page, "admin-actions") == 0
+    assert "/tags" not in page and "/rollback" not in page and "/recover" not in page
+    assert service_client.get("/ui/tables/db/t2").status_code == 403
