@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -77,10 +77,10 @@ class Shots:
     test: str
     taken: list[Path] = field(default_factory=list)
 
-    def take(self, page: Page, name: str) -> Path:
+    def take(self, page: Page, name: str, *, full_page: bool = True) -> Path:
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "page"
         path = self.directory / f"{self.test}--{len(self.taken):02d}-{safe}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         self.taken.append(path)
         return path
 
@@ -102,20 +102,31 @@ def shots(request: pytest.FixtureRequest) -> Shots:
 
 
 @pytest.fixture
-def browser_context(chromium: Browser, shots: Shots) -> Iterator[BrowserContext]:
-    """A fresh browser context (its own cookies); the pages still open at the end are screenshotted."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(15_000)
-    try:
-        yield context
-    finally:
-        for n, page in enumerate(context.pages):
-            if not page.is_closed():
-                try:
-                    shots.take(page, f"end-{n}")
-                except Exception as exc:  # a crashed page must not hide the test's own failure
-                    print(f"no end screenshot of page {n}: {exc}")
+def new_context(chromium: Browser, shots: Shots) -> Iterator[Callable[[], BrowserContext]]:
+    """Fresh browser contexts (each its own cookies: one per signed-in person); the pages still open
+    at the end of the test are screenshotted (``end-<n>``), then the contexts closed."""
+    made: list[BrowserContext] = []
+
+    def make() -> BrowserContext:
+        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(15_000)
+        made.append(context)
+        return context
+
+    yield make
+    pages = [page for context in made for page in context.pages if not page.is_closed()]
+    for n, page in enumerate(pages):
+        try:
+            shots.take(page, f"end-{n}")
+        except Exception as exc:  # a crashed page must not hide the test's own failure
+            print(f"no end screenshot of page {n}: {exc}")
+    for context in made:
         context.close()
+
+
+@pytest.fixture
+def browser_context(new_context: Callable[[], BrowserContext]) -> BrowserContext:
+    return new_context()
 
 
 @dataclass
