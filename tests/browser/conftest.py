@@ -46,9 +46,10 @@ def _missing(reason: str) -> NoReturn:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium() -> Iterator[Browser]:
-    """One headless Chromium for the session (Debian's, driven by Playwright; no browser download)."""
+    """One headless Chromium for the tests of this folder (Debian's, driven by Playwright, which downloads
+    no browser); Playwright's driver and its event loop stop when they are done, before other tests."""
     if not CHROMIUM.exists():
         _missing(
             f"{CHROMIUM} is missing (as root: apt-get install -y chromium chromium-driver; or make browser)"

@@ -3,6 +3,7 @@ events its live view receives, forged actions sent from a page's own context."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -58,6 +59,15 @@ def post_form(page: Page, path: str, fields: dict[str, str]) -> int:
         [path, fields],
     )
     return status
+
+
+def wait_until(page: Page, expression: str, arg: Any = None, timeout: float = 15.0) -> None:
+    """Until ``expression`` (a function of ``arg``) is true in ``page``. Polled from here: the console's
+    Content-Security-Policy forbids the ``eval`` that ``Page.wait_for_function`` needs."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression, arg):
+        assert time.monotonic() < deadline, f"not true within {timeout} s: {expression}"
+        time.sleep(0.05)
 
 
 def live_ids(page: Page) -> list[str]:

@@ -20,6 +20,7 @@ from tests.browser.console_pages import (
     lock_rows,
     post_form,
     sign_in,
+    wait_until,
     written_events,
 )
 from tests.browser.feed_page import feed_ids
@@ -35,7 +36,7 @@ PUBLISHED = "[data-testid=live-event][data-type='org.paimon.commit.snapshot_publ
 
 def _open_live(page: Page, origin: str) -> None:
     page.goto(f"{origin}/ui/live")
-    page.wait_for_function("window.feedOpens >= 1", polling=50)
+    wait_until(page, "() => window.feedOpens >= 1")
 
 
 def _count(page: Page, testid: str) -> int:
@@ -189,7 +190,7 @@ def test_the_live_view_resumes_across_replica_kills_and_a_restart_without_gaps(
 
         # the view got exactly the feed's events after it opened: none lost, none twice, in order
         expected = feed_ids(first.base, console.admin_token)[len(before) :]
-        page.wait_for_function("n => window.feedIds.length >= n", arg=len(expected), polling=50)
+        wait_until(page, "n => window.feedIds.length >= n", len(expected))
         assert live_ids(page) == expected
         assert page.locator("[data-testid=live-event]").count() == len(expected)
         assert page.evaluate("window.feedOpens") == 3
