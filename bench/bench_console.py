@@ -54,7 +54,7 @@ _COMMIT_EVENTS = text(
     " SELECT md5(c.i::text)::uuid, t.table_id, t.ident, e.type, e.attempt, 'bench-user-' || (c.i % 16),"
     "  c.i, 'APPEND', CASE WHEN e.type = 'snapshot_published' THEN 1000000 + c.i END,"
     "  CASE e.type WHEN 'prepared' THEN '{\"source\": \"rest\"}'::jsonb"
-    "   WHEN 'retried' THEN '{\"reason\": \"conflict: latest changed\", \"wait_ms\": 12.5}'::jsonb"
+    '   WHEN \'retried\' THEN \'{"reason": "conflict: latest changed", "wait_ms": 12.5}\'::jsonb'
     "   WHEN 'failed' THEN '{\"reason\": \"lock timeout\"}'::jsonb ELSE '{}'::jsonb END,"
     "  3.5, 'writer', now() - make_interval(secs => (:commits - c.i) * 0.5)"
     " FROM generate_series(1, :commits) AS c(i)"
