@@ -158,6 +158,30 @@ def maintenance_page(
         return [dict(r._mapping) for r in conn.execute(query, params)]
 
 
+# A writer waiting for a table's lock has written its ``prepared`` event (in its first lock attempt's
+# transaction, commit/metastore/guard.py) and nothing after it until it holds the lock.
+_WAITING = text(
+    "SELECT t.id AS table_id, p.commit_id, p.commit_user, p.commit_kind, p.principal, p.created_at,"
+    " (EXTRACT(EPOCH FROM clock_timestamp() - p.created_at))::float8 AS waiting_seconds "
+    "FROM unnest(CAST(:ids AS bigint[])) AS t(id) CROSS JOIN LATERAL ("
+    " SELECT e.commit_id, e.commit_user, e.commit_kind, e.principal, e.created_at, e.event_type,"
+    "  row_number() OVER (PARTITION BY e.commit_id ORDER BY e.event_id DESC) AS newest"
+    " FROM (SELECT * FROM paimon_commit_events r WHERE r.table_id = t.id"
+    "  ORDER BY r.event_id DESC LIMIT :scan) e) p "
+    "WHERE p.newest = 1 AND p.event_type = 'prepared' ORDER BY p.created_at"
+)
+
+
+def waiting_writers(engine: Engine, table_ids: Sequence[int], *, scan: int = 200) -> list[dict[str, Any]]:
+    """Commits of ``table_ids`` whose newest event (among each table's ``scan`` newest) is ``prepared``:
+    writers waiting for the table's lock (or that died waiting, until recovery resolves them), oldest
+    first, with how long they have waited."""
+    if not table_ids:
+        return []
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(_WAITING, {"ids": list(table_ids), "scan": scan})]
+
+
 def recent_waits(
     engine: Engine, lock_ids: Sequence[str], *, scan: int = 10_000, limit: int = 200
 ) -> list[dict[str, Any]]:

@@ -168,6 +168,16 @@ def locks_page(catalog: MetastoreCatalog, access: Access) -> dict[str, Any]:
                 {**asdict(lock), "table": names, "may_release": may_release(catalog, access, lock.lock_id)}
             )
     waits = activity.recent_waits(catalog.engine, [r["lock_id"] for r in rows])
+    ids = {}
+    for r in rows:
+        if r["table"] is not None:
+            try:
+                ids[catalog.registry.get_table_row(*r["table"]).table_id] = r
+            except PaimonMetaError:  # the lock of a table dropped meanwhile
+                continue
+    waiting = activity.waiting_writers(catalog.engine, list(ids))
+    for w in waiting:
+        ids[w["table_id"]].setdefault("waiting", []).append(w)
     return {"locks": rows, "waits": waits}
 
 

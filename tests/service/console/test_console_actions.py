@@ -83,6 +83,21 @@ def dead_holder(catalog: MetastoreCatalog) -> str:
     return lock_id
 
 
+def waiting_writer(catalog: MetastoreCatalog) -> None:
+    """A commit of db.t that wrote its ``prepared`` event and waits for the lock."""
+    row = catalog.registry.get_table_row("db", "t")
+    with catalog.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO paimon_commit_events (commit_id, table_id, table_identifier, event_type,"
+                " commit_user, commit_identifier, commit_kind, payload, principal) VALUES"
+                " (gen_random_uuid(), :id, 'db.t', 'prepared', 'waiting-user', 9, 'APPEND',"
+                " '{\"source\": \"rest\"}', 'writer')"
+            ),
+            {"id": row.table_id},
+        )
+
+
 ACTIONS: list[tuple[str, dict[str, str]]] = [
     (f"{T}/tags", {"tag": "keep-1"}),
     (f"{T}/rollback", {"snapshot_id": "1"}),
@@ -174,6 +189,10 @@ def test_locks_page_and_force_release(
     sign_in(service_client, tokens["reader"])
     page = service_client.get("/ui/locks").text
     assert count_testid(page, "lock-row") == 1
+    assert count_testid(page, "waiting-writer") == 0  # every commit of db.t finished
+    waiting_writer(service_catalog)
+    page = service_client.get("/ui/locks").text
+    assert count_testid(page, "waiting-writer") == 1 and "waiting-user" in page
     assert "writer-1:dead" in page and "heartbeat overdue" in page
     assert count_testid(page, "release-lock") == 0  # read only
     before = logs(service_catalog)
