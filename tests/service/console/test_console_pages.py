@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -11,6 +12,7 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.app import create_app
+from paimon_meta.service.console import routes as console_routes
 from paimon_meta.service.console import session
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.oidc import IdentityProvider, rsa_key
@@ -147,3 +149,35 @@ def test_an_oidc_access_token_signs_in(
         page = client.get("/ui/").text
         assert count_testid(page, "overview-table-row") == 1 and ">user:alice<" in page
         assert client.post("/ui/login", data={"token": idp.token("alice", key=rsa_key())}).status_code == 401
+
+
+def test_pages_say_when_the_scripts_are_not_installed(
+    service_client: TestClient, admin_token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sign_in(service_client, admin_token)
+    assert "make console-assets" not in service_client.get("/ui/tables/db/t").text
+    monkeypatch.setattr(console_routes, "STATIC_DIR", tmp_path)  # no vendor/ there
+    page = service_client.get("/ui/tables/db/t")
+    assert page.status_code == 200 and "make console-assets" in page.text
+    assert "htmx.min.js" in page.text and "<script src" not in page.text.split("</main>")[1]
+    assert count_testid(page.text, "commit-row") == 1  # the tables still render
+
+
+def test_a_metadata_only_table_has_a_page(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin_token: str
+) -> None:
+    body = {
+        "identifier": {"database": "db", "object": "csv"},
+        "schema": {
+            "fields": [{"id": 0, "name": "a", "type": "INT"}],
+            "partitionKeys": [],
+            "primaryKeys": [],
+            "options": {"type": "format-table", "file.format": "csv"},
+        },
+    }
+    bearer = {"Authorization": f"Bearer {admin_token}"}
+    assert service_client.post("/v1/paimon/databases/db/tables", json=body, headers=bearer).is_success
+    sign_in(service_client, admin_token)
+    page = service_client.get("/ui/tables/db/csv")
+    assert page.status_code == 200, page.text
+    assert count_testid(page.text, "table-title") == 1 and count_testid(page.text, "admin-actions") == 0
