@@ -54,7 +54,14 @@ def overview(
         }
         for r in rows
     ]
+    # The catalog's totals name no table, but count every table's commits: for catalog readers only.
+    whole = (
+        activity.catalog_activity(catalog.engine, catalog.registry.catalog_key)
+        if access.allows(Privilege.READ)
+        else None
+    )
     return {
+        "catalog_activity": whole,
         "databases": databases,
         "database": database,
         "tables": tables,

@@ -107,6 +107,9 @@ def test_overview_and_table_page_show_the_table(service_client: TestClient, admi
     overview = service_client.get("/ui/").text
     assert count_testid(overview, "overview-table-row") == 1
     assert "db.t" in overview
+    assert count_testid(overview, "catalog-rate") == 1 and count_testid(overview, "last-commit") == 1
+    assert "0.1</span>" in overview  # the seed's one commit in the last 10 minutes
+    assert "snapshot 1," in overview
     page = service_client.get("/ui/tables/db/t")
     assert page.status_code == 200, page.text
     html = page.text
@@ -127,6 +130,7 @@ def test_grants_filter_tables_and_hide_admin_actions(
     overview = service_client.get("/ui/").text
     assert count_testid(overview, "overview-table-row") == 1
     assert "db.t2" not in overview
+    assert count_testid(overview, "catalog-rate") == 0  # catalog totals: catalog readers only
     page = service_client.get("/ui/tables/db/t").text
     assert count_testid(page, "admin-actions") == 0
     assert "/tags" not in page and "/rollback" not in page and "/recover" not in page
