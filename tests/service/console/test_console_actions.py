@@ -244,3 +244,29 @@ def test_live_view_streams_the_feed(
     service_client.cookies.clear()
     r = service_client.get("/ui/live/events", headers={"Accept": "text/event-stream"}, follow_redirects=False)
     assert r.status_code == 401
+
+
+def test_what_writers_and_operators_wrote_is_escaped(
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, str]
+) -> None:
+    """A commit user, a reason, a tag are written by clients: the pages show them as text."""
+    row = service_catalog.registry.get_table_row("db", "t")
+    evil = "<script>alert(1)</script>"
+    with service_catalog.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO paimon_commit_events (commit_id, table_id, table_identifier, event_type,"
+                " commit_user, commit_identifier, commit_kind, payload) VALUES"
+                " (gen_random_uuid(), :id, 'db.t', 'prepared', :evil, 9, 'APPEND',"
+                " jsonb_build_object('source', 'rest', 'reason', CAST(:evil AS text)))"
+            ),
+            {"id": row.table_id, "evil": evil},
+        )
+    sign_in(service_client, tokens["admin"])
+    csrf = session.csrf_token(tokens["admin"])
+    r = service_client.post(f"{T}/tags", data={"tag": "t1", "reason": evil, "csrf_token": csrf})
+    assert r.status_code == 200
+    for page in (r.text, service_client.get("/ui/maintenance").text):
+        assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    r = service_client.get(f"{T}?done={evil}")
+    assert evil not in r.text
