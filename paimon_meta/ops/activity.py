@@ -107,6 +107,38 @@ _WAITS = text(
 )
 
 
+_CATALOG_RATE = text(
+    "SELECT count(*) FILTER (WHERE r.event_type = 'snapshot_published'"
+    "  AND r.created_at > clock_timestamp() - make_interval(mins => :minutes)) AS published,"
+    " count(*) AS scanned,"
+    " max(r.created_at) FILTER (WHERE r.event_type IN ('snapshot_published', 'external')) AS last_commit_at "
+    "FROM (SELECT e.event_type, e.created_at FROM paimon_commit_events e"
+    " JOIN paimon_tables t ON t.table_id = e.table_id AND t.catalog_key = :catalog_key"
+    " ORDER BY e.event_id DESC LIMIT :scan) r"
+)
+_LAST_COMMIT = text(
+    "SELECT e.table_identifier, e.created_at, e.snapshot_id, e.commit_kind, e.principal"
+    " FROM paimon_commit_events e JOIN paimon_tables t ON t.table_id = e.table_id"
+    " AND t.catalog_key = :catalog_key"
+    " WHERE e.event_type IN ('snapshot_published', 'external') ORDER BY e.event_id DESC LIMIT 1"
+)
+
+
+def catalog_activity(engine: Engine, catalog_key: str, *, scan: int = 5000) -> dict[str, Any]:
+    """The whole catalog's commits per minute over ``RATE_WINDOW_MINUTES`` (among the log's ``scan``
+    newest events of its tables: ``rate_capped`` says the window held more) and its newest commit."""
+    params = {"catalog_key": catalog_key, "minutes": RATE_WINDOW_MINUTES, "scan": scan}
+    with engine.connect() as conn:
+        rate = conn.execute(_CATALOG_RATE, params).one()
+        last = conn.execute(_LAST_COMMIT, {"catalog_key": catalog_key}).one_or_none()
+    published = int(rate.published or 0)
+    return {
+        "commits_per_minute": published / RATE_WINDOW_MINUTES,
+        "rate_capped": int(rate.scanned or 0) >= scan and published > 0,
+        "last_commit": None if last is None else dict(last._mapping),
+    }
+
+
 def last_activity(engine: Engine, table_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """table id -> its newest commit event (time, type, kind, snapshot) and ``commits_per_minute``, the
     snapshots it published in the last ``RATE_WINDOW_MINUTES`` (counted among its ``RATE_SCAN`` newest
@@ -156,6 +188,30 @@ def maintenance_page(
         query = _MAINTENANCE
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(query, params)]
+
+
+# A writer waiting for a table's lock has written its ``prepared`` event (in its first lock attempt's
+# transaction, commit/metastore/guard.py) and nothing after it until it holds the lock.
+_WAITING = text(
+    "SELECT t.id AS table_id, p.commit_id, p.commit_user, p.commit_kind, p.principal, p.created_at,"
+    " (EXTRACT(EPOCH FROM clock_timestamp() - p.created_at))::float8 AS waiting_seconds "
+    "FROM unnest(CAST(:ids AS bigint[])) AS t(id) CROSS JOIN LATERAL ("
+    " SELECT e.commit_id, e.commit_user, e.commit_kind, e.principal, e.created_at, e.event_type,"
+    "  row_number() OVER (PARTITION BY e.commit_id ORDER BY e.event_id DESC) AS newest"
+    " FROM (SELECT * FROM paimon_commit_events r WHERE r.table_id = t.id"
+    "  ORDER BY r.event_id DESC LIMIT :scan) e) p "
+    "WHERE p.newest = 1 AND p.event_type = 'prepared' ORDER BY p.created_at"
+)
+
+
+def waiting_writers(engine: Engine, table_ids: Sequence[int], *, scan: int = 200) -> list[dict[str, Any]]:
+    """Commits of ``table_ids`` whose newest event (among each table's ``scan`` newest) is ``prepared``:
+    writers waiting for the table's lock (or that died waiting, until recovery resolves them), oldest
+    first, with how long they have waited."""
+    if not table_ids:
+        return []
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(_WAITING, {"ids": list(table_ids), "scan": scan})]
 
 
 def recent_waits(

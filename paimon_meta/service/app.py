@@ -305,8 +305,13 @@ def _to_sign_in(scope: Scope, headers: Headers) -> Response:
     """A console request without a valid session: a page is sent to the sign-in form (303), anything
     else (an action, the live stream) is answered 401."""
     if scope["method"] == "GET" and not headers.get("accept", "").startswith(EVENT_STREAM):
-        return RedirectResponse(console_session.LOGIN, status_code=303)
-    return PlainTextResponse("sign in first", status_code=401)
+        response: Response = RedirectResponse(console_session.LOGIN, status_code=303)
+    else:
+        response = PlainTextResponse("sign in first", status_code=401)
+    if console_session.cookie_token(headers) is not None:  # a revoked or expired session: forget it
+        secure = scope.get("scheme") == "https"
+        response.headers["set-cookie"] = console_session.clear_cookie_header(secure=secure)
+    return response
 
 
 def _refusal(service: ServiceState, scope: Scope, status: int, message: str) -> Response:

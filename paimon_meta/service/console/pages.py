@@ -54,7 +54,14 @@ def overview(
         }
         for r in rows
     ]
+    # The catalog's totals name no table, but count every table's commits: for catalog readers only.
+    whole = (
+        activity.catalog_activity(catalog.engine, catalog.registry.catalog_key)
+        if access.allows(Privilege.READ)
+        else None
+    )
     return {
+        "catalog_activity": whole,
         "databases": databases,
         "database": database,
         "tables": tables,
@@ -83,21 +90,29 @@ def table_page(
     """Everything the table page shows, each listing one page."""
     engine = catalog.engine
     identifier = row.identifier
-    table = catalog.get_table(identifier)
-    timeline = activity.snapshot_timeline(table, before=snapshots_before, limit=SNAPSHOTS_PAGE)
+    # A table kept as metadata only (format, object, Iceberg) has no snapshots, tags or schema files.
+    table = catalog.get_table(identifier) if row.table_schema is None else None
+    timeline = (
+        []
+        if table is None
+        else activity.snapshot_timeline(table, before=snapshots_before, limit=SNAPSHOTS_PAGE)
+    )
     commits = activity.commits_page(engine, row.table_id, before=commits_before, limit=COMMITS_PAGE)
     partitions = activity.partitions_page(engine, row.table_id, after=partitions_after)
     lock_id = catalog.registry.lock_id(row.database, row.name)
-    schemas = [table.schema_manager.schema(i) for i in table.schema_manager.list_ids()[-20:]]
-    try:
+    schemas = (
+        []
+        if table is None
+        else [table.schema_manager.schema(i) for i in table.schema_manager.list_ids()[-20:]]
+    )
+    tag_list = []
+    if table is not None:
         tag_manager = tags.tags_of(catalog, identifier)
         tag_list = [
             {"name": n, "snapshot_id": t.snapshot.id, "created_ms": t.created_ms}
             for n in tag_manager.names()[:200]
             for t in [tag_manager.get(n)]
         ]
-    except PaimonMetaError:
-        tag_list = []
     stats = table_statistics(engine, row.table_id)
     return {
         "row": row,
@@ -124,7 +139,7 @@ def table_page(
         "lock": catalog.lock.get_lock(lock_id),
         "lock_id": lock_id,
         "lock_events": list(reversed(audit.lock_events(engine, lock_id=lock_id, limit=EVENTS_PAGE))),
-        "may_write": access.allows(Privilege.WRITE, row.database, row.name),
+        "may_write": table is not None and access.allows(Privilege.WRITE, row.database, row.name),
         "may_admin": access.allows(Privilege.ADMIN, row.database, row.name),
     }
 
@@ -168,6 +183,16 @@ def locks_page(catalog: MetastoreCatalog, access: Access) -> dict[str, Any]:
                 {**asdict(lock), "table": names, "may_release": may_release(catalog, access, lock.lock_id)}
             )
     waits = activity.recent_waits(catalog.engine, [r["lock_id"] for r in rows])
+    ids = {}
+    for r in rows:
+        if r["table"] is not None:
+            try:
+                ids[catalog.registry.get_table_row(*r["table"]).table_id] = r
+            except PaimonMetaError:  # the lock of a table dropped meanwhile
+                continue
+    waiting = activity.waiting_writers(catalog.engine, list(ids))
+    for w in waiting:
+        ids[w["table_id"]].setdefault("waiting", []).append(w)
     return {"locks": rows, "waits": waits}
 
 

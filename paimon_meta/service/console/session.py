@@ -25,8 +25,6 @@ PREFIX = "/ui"
 LOGIN = f"{PREFIX}/login"
 LOGOUT = f"{PREFIX}/logout"
 STATIC = f"{PREFIX}/static"
-#: Console paths answered without a session (the sign-in form; the stylesheet and scripts).
-PUBLIC = (LOGIN, f"{STATIC}/")
 COOKIE = "paimon_meta_console"
 #: The session lasts at most this long in the browser (the token's own expiry still applies).
 COOKIE_MAX_AGE = 8 * 3600
@@ -38,7 +36,9 @@ def is_console(path: str) -> bool:
 
 
 def is_public(path: str) -> bool:
-    return path == LOGIN or path.startswith(f"{STATIC}/")
+    """Console paths answered without a valid session: the sign-in form, signing out (it only clears
+    the cookie, which may hold a token revoked meanwhile), the stylesheet and scripts (no data)."""
+    return path in (LOGIN, LOGOUT) or path.startswith(f"{STATIC}/")
 
 
 def cookie_token(headers: Headers) -> str | None:
