@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import ssl
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
 from paimon_meta.metastore.principals import Principals
@@ -16,7 +19,8 @@ from paimon_meta.service.console import routes as console_routes
 from paimon_meta.service.console import session
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.oidc import IdentityProvider, rsa_key
-from tests.fixtures.service import make_principal
+from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal
+from tests.fixtures.tls import TlsFiles, spawn_tls_service
 from tests.service.helpers import seed
 
 pytestmark = pytest.mark.postgres
@@ -185,3 +189,28 @@ def test_a_metadata_only_table_has_a_page(
     page = service_client.get("/ui/tables/db/csv")
     assert page.status_code == 200, page.text
     assert count_testid(page.text, "table-title") == 1 and count_testid(page.text, "admin-actions") == 0
+
+
+def test_the_cookie_is_secure_on_a_tls_server(
+    clean_db: str,
+    tmp_path: Path,
+    service_processes: list[ServiceProcess],
+    tls_files: TlsFiles,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real ``serve --tls-cert/--tls-key``: the session cookie is ``Secure`` and the session works."""
+    warehouse = str(tmp_path / "wh")
+    with paimon_meta.connect(clean_db, warehouse, **FAST_LOCK) as catalog:
+        token = make_principal(catalog, "ops", [("admin", None, None)])
+    server = spawn_tls_service(
+        service_processes, clean_db, warehouse, tmp_path, files=tls_files, monkeypatch=monkeypatch
+    )
+    with httpx.Client(
+        base_url=server.base, verify=ssl.create_default_context(cafile=str(tls_files.ca))
+    ) as client:
+        r = client.post("/ui/login", data={"token": token})
+        assert r.status_code == 303
+        cookie = r.headers["set-cookie"]
+        assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        page = client.get("/ui/")
+        assert page.status_code == 200 and count_testid(page.text, "signed-in-as") == 1
