@@ -9,7 +9,8 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env bench clean spark-cluster-test
+.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env browser bench clean spark-cluster-test \
+	console-assets
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +18,21 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[s3,embedded,spark,service,dev]'
 	touch $(STAMP)
 
-venv: $(STAMP)
+venv: $(STAMP) console-assets
+
+## The console's browser assets (htmx, uPlot): `npm ci` from the pinned lock file, the dist files copied
+## into the package's static/vendor/ (not committed), served by the service itself (never a CDN).
+CONSOLE := paimon_meta/service/console
+CONSOLE_VENDOR := $(CONSOLE)/static/vendor
+$(CONSOLE_VENDOR)/.stamp: $(CONSOLE)/package.json $(CONSOLE)/package-lock.json
+	cd $(CONSOLE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	mkdir -p $(CONSOLE_VENDOR)
+	cp $(CONSOLE)/node_modules/htmx.org/dist/htmx.min.js $(CONSOLE_VENDOR)/
+	cp $(CONSOLE)/node_modules/uplot/dist/uPlot.iife.min.js $(CONSOLE)/node_modules/uplot/dist/uPlot.min.css \
+	  $(CONSOLE_VENDOR)/
+	touch $@
+
+console-assets: $(CONSOLE_VENDOR)/.stamp
 
 ## The main job: embedded Postgres, a local warehouse, the Spark demo.
 run: venv
@@ -43,8 +58,26 @@ rust-venv:
 java-env:
 	$(PY) tests/interop/java_env.py
 
-## Lint, type-check and the whole test suite (interop, Postgres, S3 and Spark tests included).
-test: venv lint typecheck interop-venv rust-venv java-env
+## Debian's Chromium and ChromeDriver for tests/browser (Playwright drives /usr/bin/chromium; it downloads no
+## browser of its own). Nothing to do when $(CHROMIUM) exists; installed with apt-get when run as root (the package
+## lists refreshed only if the first install fails); otherwise it prints what to install.
+CHROMIUM ?= /usr/bin/chromium
+APT_GET ?= apt-get
+AS_UID ?= $(shell id -u)
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then \
+	  echo "browser: $(CHROMIUM) is there"; \
+	elif [ "$(AS_UID)" = 0 ]; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(APT_GET) install -y chromium chromium-driver \
+	    || { $(APT_GET) update && $(APT_GET) install -y chromium chromium-driver; }; \
+	else \
+	  echo "browser: $(CHROMIUM) is missing; as root: apt-get install -y chromium chromium-driver" \
+	    "(tests/browser is skipped without it, and fails under CI=true)"; \
+	fi
+
+## Lint, type-check and the whole test suite (interop, Postgres, S3, Spark and browser tests included).
+test: venv lint typecheck interop-venv rust-venv java-env browser
 	$(VENV)/bin/pytest tests -q --durations=40
 
 ## tests/spark on a Spark standalone cluster (a master and two workers, stopped at the end) instead of local[2,2].
@@ -62,4 +95,5 @@ bench: venv
 	$(PY) bench/run_all.py
 
 clean:
+	rm -rf $(CONSOLE)/node_modules $(CONSOLE_VENDOR)
 	rm -rf $(VENV) .venv-pypaimon .venv-rust .mypy_cache .ruff_cache .pytest_cache

@@ -128,6 +128,8 @@ class MaintenanceOperation(enum.StrEnum):
     REGISTER_TABLE = "register_table"
     DROP_TABLE = "drop_table"
     ROLLBACK_SCHEMA = "rollback_schema"
+    # Recovery run from the console, with the operator's reason (migration 0013).
+    RECOVER = "recover"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, text
 
 from paimon_meta.commit.metastore.guard import LockSettings, reconcile
+from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import (
     CommitConflictError,
     FileIOError,
@@ -77,6 +78,7 @@ from paimon_meta.ops.common import (
     Progress,
     all_table_identifiers,
     db_now,
+    maintenance_run,
     operator_identity,
     quiet,
     resolve_table,
@@ -214,12 +216,16 @@ def recover_table(
     older_than_seconds: float | None = None,
     dry_run: bool = False,
     progress: Progress = quiet,
+    principal: str | None = None,
+    reason: str | None = None,
 ) -> RecoveryReport:
     """Resolve every pending commit of ``identifier`` (see the module docstring).
 
     ``older_than_seconds`` is the grace period after a commit's last event before it may be finished or
     aborted. ``dry_run`` takes no lock and writes nothing: the report says what would happen
-    (``finished`` then means "would be finished if the conflict check passes").
+    (``finished`` then means "would be finished if the conflict check passes"). ``reason`` (the
+    console's recoveries): the run is also recorded as a ``recover`` maintenance run with ``principal``
+    and the reason (started), then what it resolved (finished) or why it failed.
 
     Raises:
         TableNotFoundError: the table is not registered.
@@ -234,6 +240,34 @@ def recover_table(
         report.reconciled = [(sid, "recovered" if k in keys else "external") for k, sid in beyond.items()]
         _plan(catalog, row, grace, report, dry_run=True, on_storage=beyond)
         return report
+    if reason is None:
+        _recover(catalog, row, table, grace, report, progress=progress)
+        return report
+    settings = {"reason": reason, "grace_seconds": grace}
+    with maintenance_run(
+        catalog, row, MaintenanceOperation.RECOVER, dry_run=False, settings=settings, principal=principal
+    ) as run:
+        _recover(catalog, row, table, grace, report, progress=progress)
+        run.record(
+            MaintenanceEventType.FINISHED,
+            {
+                "reconciled": len(report.reconciled),
+                "commits": {a: report.count(a) for a in sorted({c.action for c in report.commits})},
+                "deleted_files": len(report.deleted_files),
+            },
+        )
+    return report
+
+
+def _recover(
+    catalog: MetastoreCatalog,
+    row: TableRow,
+    table: FileStoreTable,
+    grace: float,
+    report: RecoveryReport,
+    *,
+    progress: Progress,
+) -> None:
     with _recovery_mutex(catalog.engine, row.table_id, catalog.lock_settings.acquire_timeout_seconds):
         with table_lock(catalog, row, "recover", progress=progress):
             report.reconciled = reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
@@ -256,7 +290,6 @@ def recover_table(
         )
         if report.deleted_files:
             progress(f"{row.identifier}: deleted {len(report.deleted_files)} files of dead attempts")
-    return report
 
 
 # ---- deciding -------------------------------------------------------------------------------------------

@@ -55,8 +55,10 @@ def rollback(
     tag: str | None = None,
     from_snapshot: int | None = None,
     principal: str | None = None,
+    reason: str | None = None,
 ) -> RollbackReport:
     """Roll ``identifier`` back to ``snapshot_id`` or to tag ``tag``'s snapshot (exactly one).
+    ``reason``: why (the console asks for one), recorded in the run's settings.
 
     Raises:
         ValidationError: neither or both targets given.
@@ -66,7 +68,9 @@ def rollback(
     if (snapshot_id is None) == (tag is None):
         raise ValidationError("roll back to exactly one of a snapshot id or a tag")
     row, table = resolve_table(catalog, identifier)
-    settings = {"snapshot_id": snapshot_id, "tag": tag, "from_snapshot": from_snapshot}
+    settings: dict[str, Any] = {"snapshot_id": snapshot_id, "tag": tag, "from_snapshot": from_snapshot}
+    if reason is not None:
+        settings["reason"] = reason
     audit = maintenance_run(
         catalog, row, MaintenanceOperation.ROLLBACK, dry_run=False, settings=settings, principal=principal
     )

@@ -31,9 +31,11 @@ def create_tag(
     *,
     principal: str | None = None,
     time_retained_ms: int | None = None,
+    reason: str | None = None,
 ) -> Snapshot:
     """Tag ``snapshot_id`` (default: the latest snapshot) as ``name``; returns the tagged snapshot. With
     ``time_retained_ms`` the tag expires that long after now (snapshot expiration deletes it).
+    ``reason``: why (the console asks for one), recorded in the run's settings.
 
     Raises:
         ValidationError: a bad tag name.
@@ -42,7 +44,13 @@ def create_tag(
     """
     validate_tag_name(name)
     row, table = resolve_table(catalog, identifier)
-    settings = {"tag": name, "snapshot_id": snapshot_id, "time_retained_ms": time_retained_ms}
+    settings: dict[str, object] = {
+        "tag": name,
+        "snapshot_id": snapshot_id,
+        "time_retained_ms": time_retained_ms,
+    }
+    if reason is not None:
+        settings["reason"] = reason
     with (
         maintenance_run(
             catalog,
@@ -67,8 +75,16 @@ def create_tag(
     return snapshot
 
 
-def delete_tag(catalog: MetastoreCatalog, identifier: str, name: str, *, principal: str | None = None) -> int:
-    """Delete tag ``name``; returns the id of the snapshot it kept. ``TagNotFoundError`` if absent."""
+def delete_tag(
+    catalog: MetastoreCatalog,
+    identifier: str,
+    name: str,
+    *,
+    principal: str | None = None,
+    reason: str | None = None,
+) -> int:
+    """Delete tag ``name``; returns the id of the snapshot it kept. ``TagNotFoundError`` if absent.
+    ``reason``: why, recorded in the run's settings."""
     validate_tag_name(name)
     row, table = resolve_table(catalog, identifier)
     with (
@@ -77,7 +93,7 @@ def delete_tag(catalog: MetastoreCatalog, identifier: str, name: str, *, princip
             row,
             MaintenanceOperation.DELETE_TAG,
             dry_run=False,
-            settings={"tag": name},
+            settings={"tag": name} if reason is None else {"tag": name, "reason": reason},
             principal=principal,
         ) as run,
         table_lock(catalog, row, "delete-tag"),

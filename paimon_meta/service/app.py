@@ -8,7 +8,8 @@ Every request passes through one middleware: it assigns a request id (``X-Reques
 client's when it is a short token of safe characters, else a generated one), refuses bodies over
 ``max_body_bytes`` with 413, authenticates the bearer token of every route but ``/healthz`` and
 ``/readyz`` before reading the body (401; 429 with ``Retry-After`` for an address with too many failed
-authentications), reads the body within ``body_timeout_seconds`` (408), treats any body under ``/v1/``
+authentications; a console page without a valid session cookie is sent to the sign-in form), reads the
+body within ``body_timeout_seconds`` (408), treats any body under ``/v1/``
 as JSON whatever its Content-Type (pypaimon sends none), and records the access log line (request id,
 principal, route, status, latency; what the client chose is JSON-quoted) and the request metrics.
 """
@@ -28,7 +29,7 @@ from typing import Any
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import Headers, MutableHeaders
@@ -57,6 +58,8 @@ from paimon_meta.service import (
 )
 from paimon_meta.service.auth import Require, log_text, token_of
 from paimon_meta.service.auth import log as auth_log
+from paimon_meta.service.console import routes as console_routes
+from paimon_meta.service.console import session as console_session
 from paimon_meta.service.retry import repeat
 from paimon_meta.service.routes_feed import EVENT_STREAM
 from paimon_meta.service.state import ServiceSettings, ServiceState
@@ -121,6 +124,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_views.router)
     app.include_router(routes_functions.router)
     app.include_router(routes_feed.router)
+    console_routes.install(app)
     _name_spec_operations(app)
     _install_ops(app)
     _install_middleware(app, settings)
@@ -196,7 +200,13 @@ class _EveryRequest:
         method = scope["method"]
         refused = _refuse_body(headers, method, self.max_body_bytes)
         try:
-            if refused is None and service is not None and scope["path"] not in PUBLIC_PATHS:
+            path = scope["path"]
+            if (
+                refused is None
+                and service is not None
+                and path not in PUBLIC_PATHS
+                and not console_session.is_public(path)
+            ):
                 try:
                     refused = await _authenticate(service, scope, headers)
                 except Exception as e:  # the metastore did not answer: the one exception handler says how
@@ -257,7 +267,12 @@ async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -
     token, or one unknown, revoked or expired), 429 when the client's address failed too often (a token
     that authenticated recently is still let through, and checked)."""
     token = token_of(headers.get("authorization"))
+    console = console_session.is_console(scope["path"])
+    if token is None and console:
+        token = console_session.cookie_token(headers)
     if token is None:
+        if console:
+            return _to_sign_in(scope, headers)
         return _refusal(
             service, scope, 401, "a valid bearer token is required (Authorization: Bearer <token>)"
         )
@@ -280,11 +295,25 @@ async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -
         )
     if access is None:
         service.auth_throttle.failed(address)
-        return _refusal(service, scope, 401, "the bearer token is unknown, revoked or expired")
+        refusal = _refusal(service, scope, 401, "the bearer token is unknown, revoked or expired")
+        return _to_sign_in(scope, headers) if console else refusal
     state = scope["state"]
     state["access"] = access
     state["principal"] = access.principal
     return None
+
+
+def _to_sign_in(scope: Scope, headers: Headers) -> Response:
+    """A console request without a valid session: a page is sent to the sign-in form (303), anything
+    else (an action, the live stream) is answered 401."""
+    if scope["method"] == "GET" and not headers.get("accept", "").startswith(EVENT_STREAM):
+        response: Response = RedirectResponse(console_session.LOGIN, status_code=303)
+    else:
+        response = PlainTextResponse("sign in first", status_code=401)
+    if console_session.cookie_token(headers) is not None:  # a revoked or expired session: forget it
+        secure = scope.get("scheme") == "https"
+        response.headers["set-cookie"] = console_session.clear_cookie_header(secure=secure)
+    return response
 
 
 def _refusal(service: ServiceState, scope: Scope, status: int, message: str) -> Response:

@@ -141,3 +141,23 @@ def test_change_feed(pg_server: PgServer) -> None:
         "2",
     )
     assert '"2_subscribers"' in out and '"delivered"' in out
+
+
+@pytest.mark.postgres
+def test_console_pages(pg_server: PgServer) -> None:
+    """Issue 27's console pages render through a real serve, signed in with the session cookie."""
+    url = server_url(pg_server)
+    out = run_bench(
+        "bench_console.py",
+        "--url",
+        url,
+        "--tables",
+        "12",
+        "--events",
+        "600",
+        "--snapshots",
+        "3",
+        "--requests",
+        "1",
+    )
+    assert '"table_hot/admin"' in out and '"overview/one_table"' in out

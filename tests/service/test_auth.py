@@ -102,9 +102,25 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/openapi.json"): (None, "catalog"),
     ("GET", "/docs"): (None, "catalog"),
     ("GET", "/redoc"): (None, "catalog"),
+    # The console (a session cookie holding a token): pages as the API's reads of the same data; the
+    # overview, locks, maintenance and live pages filter by the caller's grants; releasing a lock checks
+    # admin on the lock's table in the route; tags need write and rollback and recovery admin, as in the
+    # API and the CLI.
+    ("GET", "/ui/"): (None, "catalog"),
+    ("GET", "/ui/tables/{database}/{table}"): ("read", "table"),
+    ("GET", "/ui/locks"): (None, "catalog"),
+    ("GET", "/ui/maintenance"): (None, "catalog"),
+    ("GET", "/ui/live"): (None, "catalog"),
+    ("GET", "/ui/live/events"): (None, "catalog"),
+    ("POST", "/ui/locks/release"): (None, "catalog"),
+    ("POST", "/ui/tables/{database}/{table}/recover"): ("admin", "table"),
+    ("POST", "/ui/tables/{database}/{table}/tags"): ("write", "table"),
+    ("POST", "/ui/tables/{database}/{table}/tags/{tag}/delete"): ("write", "table"),
+    ("POST", "/ui/tables/{database}/{table}/rollback"): ("admin", "table"),
 }
-#: Answered without a token: they say only whether the process is up / ready.
-UNAUTHENTICATED = {"/healthz", "/readyz"}
+#: Answered without a token: they say only whether the process is up / ready; the console's sign-in
+#: form, its sign-out (it only clears the cookie) and its static files (no data).
+UNAUTHENTICATED = {"/healthz", "/readyz", "/ui/login", "/ui/logout", "/ui/static"}
 
 
 def _requirements(route: APIRoute) -> set[tuple[str | None, str]]:

@@ -1,0 +1,218 @@
+"""What each console page shows, read through the ops and metastore functions (no SQL here): plain
+dicts for the templates. Every listing is one bounded page; grants filter what a principal sees."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.db.models import Privilege
+from paimon_meta.errors import PaimonMetaError
+from paimon_meta.metastore.feed import Position
+from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.registry import TableRow
+from paimon_meta.metastore.statistics import table_statistics
+from paimon_meta.ops import activity, audit, locks, tags
+from paimon_meta.service.deps import table_of_object
+
+#: Rows per page of each listing.
+TABLES_PAGE = 50
+COMMITS_PAGE = 50
+SNAPSHOTS_PAGE = 60
+EVENTS_PAGE = 25
+#: Registry rows read per query while filling a page of tables a principal may read.
+_SCAN = 200
+
+
+def overview(
+    catalog: MetastoreCatalog, access: Access, *, database: str | None, after: str | None
+) -> dict[str, Any]:
+    """Databases the principal sees; one page of the tables it may read (keyset after ``db.table``),
+    each with its newest commit event and commits per minute."""
+    databases = [d for d in catalog.registry.list_databases() if access.sees_database(d)]
+    cursor = _split(after)
+    rows: list[TableRow] = []
+    more = False
+    while len(rows) <= TABLES_PAGE:
+        page = catalog.registry.table_rows_page(database=database, after=cursor, limit=_SCAN)
+        rows.extend(r for r in page if access.allows(Privilege.READ, r.database, r.name))
+        if len(page) < _SCAN:
+            break
+        cursor = (page[-1].database, page[-1].name)
+    if len(rows) > TABLES_PAGE:
+        rows, more = rows[:TABLES_PAGE], True
+    activity_of = activity.last_activity(catalog.engine, [r.table_id for r in rows])
+    tables = [
+        {
+            "database": r.database,
+            "name": r.name,
+            "latest_snapshot_id": r.latest_snapshot_id,
+            "updated_at": r.updated_at,
+            **activity_of.get(r.table_id, {}),
+        }
+        for r in rows
+    ]
+    # The catalog's totals name no table, but count every table's commits: for catalog readers only.
+    whole = (
+        activity.catalog_activity(catalog.engine, catalog.registry.catalog_key)
+        if access.allows(Privilege.READ)
+        else None
+    )
+    return {
+        "catalog_activity": whole,
+        "databases": databases,
+        "database": database,
+        "tables": tables,
+        "next": f"{rows[-1].database}.{rows[-1].name}" if more and rows else None,
+        "commits_per_minute": sum(t.get("commits_per_minute") or 0 for t in tables),
+        "rate_window": activity.RATE_WINDOW_MINUTES,
+    }
+
+
+def _split(after: str | None) -> tuple[str, str] | None:
+    if not after or "." not in after:
+        return None
+    database, _, name = after.partition(".")
+    return database, name
+
+
+def table_page(
+    catalog: MetastoreCatalog,
+    access: Access,
+    row: TableRow,
+    *,
+    commits_before: int | None,
+    snapshots_before: int | None,
+    partitions_after: str | None,
+) -> dict[str, Any]:
+    """Everything the table page shows, each listing one page."""
+    engine = catalog.engine
+    identifier = row.identifier
+    # A table kept as metadata only (format, object, Iceberg) has no snapshots, tags or schema files.
+    table = catalog.get_table(identifier) if row.table_schema is None else None
+    timeline = (
+        []
+        if table is None
+        else activity.snapshot_timeline(table, before=snapshots_before, limit=SNAPSHOTS_PAGE)
+    )
+    commits = activity.commits_page(engine, row.table_id, before=commits_before, limit=COMMITS_PAGE)
+    partitions = activity.partitions_page(engine, row.table_id, after=partitions_after)
+    lock_id = catalog.registry.lock_id(row.database, row.name)
+    schemas = (
+        []
+        if table is None
+        else [table.schema_manager.schema(i) for i in table.schema_manager.list_ids()[-20:]]
+    )
+    tag_list = []
+    if table is not None:
+        tag_manager = tags.tags_of(catalog, identifier)
+        tag_list = [
+            {"name": n, "snapshot_id": t.snapshot.id, "created_ms": t.created_ms}
+            for n in tag_manager.names()[:200]
+            for t in [tag_manager.get(n)]
+        ]
+    stats = table_statistics(engine, row.table_id)
+    return {
+        "row": row,
+        "statistics": stats,
+        "timeline": timeline,
+        "timeline_json": json.dumps(
+            {
+                "t": [p.committed_at.timestamp() for p in timeline],
+                "records": [p.records for p in timeline],
+                "files": [p.files for p in timeline],
+                "size": [p.size_bytes for p in timeline],
+                "ids": [p.snapshot_id for p in timeline],
+            }
+        ).replace("<", "\\u003c"),
+        "snapshots_next": timeline[0].snapshot_id if len(timeline) == SNAPSHOTS_PAGE else None,
+        "commits": commits,
+        "commits_next": commits[-1]["position"] if len(commits) == COMMITS_PAGE else None,
+        "attempts": activity.troubled_attempts(engine, row.table_id, limit=EVENTS_PAGE),
+        "partitions": partitions,
+        "partitions_next": partitions[-1]["partition_key"] if len(partitions) == 100 else None,
+        "tags": tag_list,
+        "schemas": list(reversed(schemas)),
+        "maintenance": activity.maintenance_page(engine, [row.table_id], limit=EVENTS_PAGE),
+        "lock": catalog.lock.get_lock(lock_id),
+        "lock_id": lock_id,
+        "lock_events": list(reversed(audit.lock_events(engine, lock_id=lock_id, limit=EVENTS_PAGE))),
+        "may_write": table is not None and access.allows(Privilege.WRITE, row.database, row.name),
+        "may_admin": access.allows(Privilege.ADMIN, row.database, row.name),
+    }
+
+
+def feed_head(catalog: MetastoreCatalog) -> Position:
+    """Where a live view opened now starts reading the change feed."""
+    return activity.feed_head(catalog.engine)
+
+
+def lock_table(catalog: MetastoreCatalog, lock_id: str) -> tuple[str, str] | None:
+    """``(database, table)`` a lock id of this catalog names, else None (another catalog's lock)."""
+    prefix = f"{catalog.registry.catalog_key}."
+    if not lock_id.startswith(prefix):
+        return None
+    database, sep, name = lock_id[len(prefix) :].partition(".")
+    if not sep:
+        return None
+    return database, table_of_object(name)
+
+
+def may_release(catalog: MetastoreCatalog, access: Access, lock_id: str) -> bool:
+    """Releasing a lock needs the admin grant on its table (a lock of no table of this catalog: on
+    the catalog)."""
+    names = lock_table(catalog, lock_id)
+    if names is None:
+        return access.allows(Privilege.ADMIN)
+    return access.allows(Privilege.ADMIN, *names)
+
+
+def locks_page(catalog: MetastoreCatalog, access: Access) -> dict[str, Any]:
+    """The lock rows of tables the principal may read (holders, age, lease left, fencing token, state:
+    a ``heartbeat_overdue`` row is one whose holder lost its connection), and recent waits for them."""
+    rows = []
+    for lock in locks.list_locks(catalog.lock):
+        names = lock_table(catalog, lock.lock_id)
+        visible = (
+            access.allows(Privilege.READ, *names) if names is not None else access.allows(Privilege.READ)
+        )
+        if visible:
+            rows.append(
+                {**asdict(lock), "table": names, "may_release": may_release(catalog, access, lock.lock_id)}
+            )
+    waits = activity.recent_waits(catalog.engine, [r["lock_id"] for r in rows])
+    ids = {}
+    for r in rows:
+        if r["table"] is not None:
+            try:
+                ids[catalog.registry.get_table_row(*r["table"]).table_id] = r
+            except PaimonMetaError:  # the lock of a table dropped meanwhile
+                continue
+    waiting = activity.waiting_writers(catalog.engine, list(ids))
+    for w in waiting:
+        ids[w["table_id"]].setdefault("waiting", []).append(w)
+    return {"locks": rows, "waits": waits}
+
+
+def maintenance_runs(catalog: MetastoreCatalog, access: Access, *, before: int | None) -> dict[str, Any]:
+    """A page of maintenance runs of the tables the principal may read (every table's for a catalog
+    reader; else those of its tables, by id)."""
+    if access.allows(Privilege.READ):
+        runs = activity.maintenance_page(catalog.engine, None, before=before)
+    else:
+        ids = _readable_table_ids(catalog, access)
+        runs = activity.maintenance_page(catalog.engine, ids, before=before)
+    return {"runs": runs, "next": runs[-1]["position"] if len(runs) == 50 else None}
+
+
+def _readable_table_ids(catalog: MetastoreCatalog, access: Access) -> list[int]:
+    ids: list[int] = []
+    cursor: tuple[str, str] | None = None
+    while True:
+        page = catalog.registry.table_rows_page(after=cursor, limit=_SCAN * 5)
+        ids.extend(r.table_id for r in page if access.allows(Privilege.READ, r.database, r.name))
+        if len(page) < _SCAN * 5:
+            return ids
+        cursor = (page[-1].database, page[-1].name)

@@ -1,0 +1,388 @@
+"""The console's routes (``/ui``; not in the OpenAPI document): sign-in, the pages, the live stream and
+the admin actions.
+
+Each route declares the grant it needs exactly as the API's routes do (``Require``; the route-privilege
+test lists them). The middleware has already checked the session's token (``session``). An action
+(POST) is checked in this order, and refused before anything is written: the CSRF token and ``Origin``
+(403), the grant (403), a non-empty ``reason`` (400). Its reason and principal are recorded with the
+event the action writes (a lock's ``force_released`` event; the maintenance run's ``started`` payload).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs, quote
+
+import anyio.to_thread
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from paimon_meta.errors import PaimonMetaError, ValidationError
+from paimon_meta.metastore.feed import START, FeedFilter, Position
+from paimon_meta.metastore.principals import Access
+from paimon_meta.ops import locks, recovery, rollback, tags
+from paimon_meta.service import errors
+from paimon_meta.service.auth import log as auth_log
+from paimon_meta.service.auth import log_text
+from paimon_meta.service.console import pages, session
+from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.errors import ForbiddenError
+from paimon_meta.service.routes_common import ADMIN_TABLE, AUTHENTICATED, READ_TABLE, WRITE_TABLE
+from paimon_meta.service.routes_feed import event_stream_response
+
+HERE = Path(__file__).parent
+STATIC_DIR = HERE / "static"
+#: The assets ``make console-assets`` installs from the npm registry (not committed).
+VENDOR_FILES = ("htmx.min.js", "uPlot.iife.min.js", "uPlot.min.css")
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+
+class ConsoleRoute(APIRoute):
+    """Errors answered as a page (the API's JSON body is for programs): the status the service's one
+    error classification gives, and its message."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (PaimonMetaError, RequestValidationError) as e:
+                answer = errors.classify(e)
+                message = answer.message
+                if isinstance(e, RequestValidationError):
+                    answer = errors.Answer(400, "bad input")
+                    message = str(e.errors()[:1])
+                return render(
+                    request, "error.html", {"status": answer.status, "message": message}, answer.status
+                )
+
+        return route
+
+
+router = APIRouter(prefix=session.PREFIX, route_class=ConsoleRoute, include_in_schema=False)
+
+
+def install(app: FastAPI) -> None:
+    """The console's routes and its static files (``/ui/static``, public: no data in them)."""
+    app.include_router(router)
+    app.mount(session.STATIC, StaticFiles(directory=str(STATIC_DIR), check_dir=False), name="console-static")
+
+
+def vendor_missing() -> list[str]:
+    return [f for f in VENDOR_FILES if not (STATIC_DIR / "vendor" / f).is_file()]
+
+
+def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
+    access: Access | None = request.scope.get("state", {}).get("access")
+    token = session.cookie_token(request.headers)
+    base = {
+        "principal": access.principal if access is not None else None,
+        "csrf": session.csrf_token(token) if token else "",
+        "vendor_missing": vendor_missing(),
+        "prefix": session.PREFIX,
+        "catalog": state_of(request).settings.catalog_name,
+    }
+    response = templates.TemplateResponse(request, name, {**base, **context}, status_code=status)
+    response.headers["cache-control"] = "no-store"
+    response.headers["x-frame-options"] = "DENY"
+    response.headers["content-security-policy"] = (
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"
+    )
+    return response
+
+
+async def run(call: Callable[[], Any]) -> Any:
+    return await anyio.to_thread.run_sync(call)
+
+
+# ---- signing in and out ------------------------------------------------------------------------------
+
+
+@router.get("/login")
+def login_form(request: Request) -> HTMLResponse:
+    return render(request, "login.html", {"error": None})
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    """Check the token as the API would; on success the session cookie holds it (module docstring of
+    ``session``)."""
+    form = await _form(request)
+    token = form.get("token", "").strip()
+    state = state_of(request)
+    access = None
+    if token and session.cookie_safe(token) and session.same_origin(request.headers, request.url.scheme):
+        client = request.client.host if request.client else "-"
+        if state.auth_throttle.retry_after(client):
+            return render(request, "login.html", {"error": "too many failed sign-ins; wait a moment"}, 429)
+        access = await run(functools.partial(state.authenticate, token))
+        if access is None:
+            state.auth_throttle.failed(client)
+    if access is None:
+        auth_log.warning(
+            "refused console sign-in from %s", log_text(request.client.host if request.client else "-")
+        )
+        state.metrics.auth_refusals.labels(reason="unauthenticated").inc()
+        return render(request, "login.html", {"error": "unknown, revoked or expired token"}, 401)
+    response = RedirectResponse(f"{session.PREFIX}/", status_code=303)
+    response.headers["set-cookie"] = session.cookie_header(token, secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    """End the session (the cookie is cleared; the token itself stays valid: revoke it to end it)."""
+    form = await _form(request)
+    token = session.cookie_token(request.headers)
+    if token is not None:
+        _check_csrf(request, token, form)
+    response = RedirectResponse(session.LOGIN, status_code=303)
+    response.headers["set-cookie"] = session.clear_cookie_header(secure=request.url.scheme == "https")
+    return response
+
+
+# ---- pages ----------------------------------------------------------------------------------------------
+
+
+@router.get("/")
+def overview(
+    request: Request,
+    access: Annotated[Access, AUTHENTICATED],
+    database: str | None = None,
+    after: str | None = None,
+) -> HTMLResponse:
+    data = pages.overview(catalog_of(request), access, database=database or None, after=after)
+    return render(request, "overview.html", data)
+
+
+@router.get("/tables/{database}/{table}")
+def table_page(
+    request: Request,
+    database: str,
+    table: str,
+    access: Annotated[Access, READ_TABLE],
+    commits_before: int | None = None,
+    snapshots_before: int | None = None,
+    partitions_after: str | None = None,
+) -> HTMLResponse:
+    catalog = catalog_of(request)
+    row = catalog.table_row(table_identifier(database, table))
+    data = pages.table_page(
+        catalog,
+        access,
+        row,
+        commits_before=commits_before,
+        snapshots_before=snapshots_before,
+        partitions_after=partitions_after,
+    )
+    return render(request, "table.html", data)
+
+
+@router.get("/locks")
+def locks_page(request: Request, access: Annotated[Access, AUTHENTICATED]) -> HTMLResponse:
+    return render(request, "locks.html", pages.locks_page(catalog_of(request), access))
+
+
+@router.get("/maintenance")
+def maintenance_page(
+    request: Request, access: Annotated[Access, AUTHENTICATED], before: int | None = None
+) -> HTMLResponse:
+    return render(
+        request, "maintenance.html", pages.maintenance_runs(catalog_of(request), access, before=before)
+    )
+
+
+@router.get("/live")
+def live_page(
+    request: Request, access: Annotated[Access, AUTHENTICATED], table: str | None = None
+) -> HTMLResponse:
+    return render(request, "live.html", {"table": table or ""})
+
+
+@router.get("/live/events")
+def live_events(
+    request: Request, access: Annotated[Access, AUTHENTICATED], table: str | None = None
+) -> Response:
+    """The change feed's live stream for the live view (``EventSource``; resumes from
+    ``Last-Event-ID``); from now on when the page opens it (``from=start``: from the beginning)."""
+    last = request.headers.get("last-event-id")
+    if last:
+        after = Position.parse(last, field="Last-Event-ID")
+    elif request.query_params.get("from") == "start":
+        after = START
+    else:
+        after = pages.feed_head(catalog_of(request))
+    response = event_stream_response(request, access, FeedFilter(subject=table or None), after)
+    if isinstance(response, StreamingResponse):
+        response.body_iterator = _unnamed(response.body_iterator)
+    return response
+
+
+async def _unnamed(chunks: AsyncIterable[Any]) -> AsyncIterator[str]:
+    """The stream without its ``event:`` lines: the page's ``EventSource.onmessage`` then receives every
+    event (the CloudEvent's ``type`` is in its data)."""
+    async for chunk in chunks:
+        text = chunk if isinstance(chunk, str) else bytes(chunk).decode("utf-8")
+        yield "\n".join(line for line in text.split("\n") if not line.startswith("event: "))
+
+
+# ---- admin actions ------------------------------------------------------------------------------------
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The urlencoded form of a POST (first value of each field)."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+
+def _check_csrf(request: Request, token: str, form: dict[str, str]) -> None:
+    if not session.same_origin(request.headers, request.url.scheme):
+        raise ForbiddenError("the request's Origin is not this console's")
+    if not session.csrf_valid(token, form.get("csrf_token")):
+        raise ForbiddenError("missing or wrong CSRF token (reload the page and try again)")
+
+
+async def csrf_form(request: Request) -> dict[str, str]:
+    """A dependency of every action: the form, once its CSRF token and Origin are checked (403)."""
+    form = await _form(request)
+    token = session.cookie_token(request.headers)
+    if token is None:  # a bearer token, not a session: no browser sent it on a user's behalf
+        if request.headers.get("authorization"):
+            return form
+        raise ForbiddenError("no console session")
+    _check_csrf(request, token, form)
+    return form
+
+
+Form = Annotated[dict[str, str], Depends(csrf_form)]
+
+
+def _reason(form: dict[str, str]) -> str:
+    reason = form.get("reason", "").strip()
+    if not reason:
+        raise ValidationError("every console action needs a reason", field="reason")
+    return reason[:1000]
+
+
+def _back(path: str, note: str) -> RedirectResponse:
+    return RedirectResponse(f"{path}?done={quote(note)}", status_code=303)
+
+
+@router.post("/locks/release")
+async def release_lock(request: Request, form: Form, access: Annotated[Access, AUTHENTICATED]) -> Response:
+    """Force-release a lock (admin on its table): a ``force_released`` lock event with the principal as
+    operator and the reason."""
+    catalog = catalog_of(request)
+    lock_id = form.get("lock_id", "")
+    if not pages.may_release(catalog, access, lock_id):
+        raise ForbiddenError(f"principal {access.principal!r} may not release lock {lock_id!r}")
+    reason = _reason(form)
+    operator = f"{access.principal} (console)"
+    await run(
+        functools.partial(
+            locks.release_lock, catalog.lock, lock_id, reason=reason, force=True, operator=operator
+        )
+    )
+    return _back(f"{session.PREFIX}/locks", f"released {lock_id}")
+
+
+def _table_path(database: str, table: str) -> str:
+    return f"{session.PREFIX}/tables/{quote(database)}/{quote(table)}"
+
+
+@router.post("/tables/{database}/{table}/recover")
+async def recover(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+) -> Response:
+    """Run recovery on the table (its pending commits resolved), recorded as a ``recover`` run."""
+    reason = _reason(form)
+    identifier = table_identifier(database, table)
+    report = await run(
+        functools.partial(
+            recovery.recover_table, catalog_of(request), identifier, principal=access.principal, reason=reason
+        )
+    )
+    return _back(_table_path(database, table), f"recovery: {len(report.commits)} pending commits resolved")
+
+
+@router.post("/tables/{database}/{table}/tags")
+async def create_tag(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, WRITE_TABLE]
+) -> Response:
+    reason = _reason(form)
+    name = form.get("tag", "").strip()
+    raw = form.get("snapshot_id", "").strip()
+    if raw and not raw.isdigit():
+        raise ValidationError("snapshot_id must be a snapshot id", field="snapshot_id")
+    snapshot = await run(
+        functools.partial(
+            tags.create_tag,
+            catalog_of(request),
+            table_identifier(database, table),
+            name,
+            int(raw) if raw else None,
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_table_path(database, table), f"tag {name} created on snapshot {snapshot.id}")
+
+
+@router.post("/tables/{database}/{table}/tags/{tag}/delete")
+async def delete_tag(
+    request: Request, database: str, table: str, tag: str, form: Form, access: Annotated[Access, WRITE_TABLE]
+) -> Response:
+    reason = _reason(form)
+    await run(
+        functools.partial(
+            tags.delete_tag,
+            catalog_of(request),
+            table_identifier(database, table),
+            tag,
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_table_path(database, table), f"tag {tag} deleted")
+
+
+@router.post("/tables/{database}/{table}/rollback")
+async def roll_back(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+) -> Response:
+    reason = _reason(form)
+    raw = form.get("snapshot_id", "").strip()
+    if not raw.isdigit():
+        raise ValidationError("snapshot_id must be a snapshot id", field="snapshot_id")
+    report = await run(
+        functools.partial(
+            rollback.rollback,
+            catalog_of(request),
+            table_identifier(database, table),
+            snapshot_id=int(raw),
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_table_path(database, table), f"rolled back to snapshot {report.target_snapshot_id}")
+
+
+def _human_bytes(n: object) -> str:
+    """``n`` bytes in B/KiB/MiB/GiB/TiB (the templates' ``bytes`` filter)."""
+    value = float(n) if isinstance(n, (int, float)) else 0.0
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+templates.env.filters["bytes"] = _human_bytes

@@ -1,0 +1,216 @@
+"""The console (/ui): sign-in and out, the session cookie, each page with data, grant filtering."""
+
+from __future__ import annotations
+
+import re
+import ssl
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+import paimon_meta
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.db.models import Privilege
+from paimon_meta.metastore.principals import Principals
+from paimon_meta.service.app import create_app
+from paimon_meta.service.console import routes as console_routes
+from paimon_meta.service.console import session
+from paimon_meta.service.state import ServiceSettings, ServiceState
+from tests.fixtures.oidc import IdentityProvider, rsa_key
+from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal
+from tests.fixtures.tls import TlsFiles, spawn_tls_service
+from tests.service.helpers import seed
+
+pytestmark = pytest.mark.postgres
+
+
+def sign_in(client: TestClient, token: str) -> None:
+    r = client.post("/ui/login", data={"token": token}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    assert r.headers["location"] == "/ui/"
+
+
+def count_testid(html: str, name: str) -> int:
+    return len(re.findall(rf'data-testid="{name}"', html))
+
+
+@pytest.fixture
+def admin_token(service_catalog: MetastoreCatalog) -> str:
+    seed(service_catalog)
+    return make_principal(service_catalog, "ops", [("admin", None, None)])
+
+
+def test_sign_in_sets_a_strict_http_only_cookie(service_client: TestClient, admin_token: str) -> None:
+    r = service_client.post("/ui/login", data={"token": admin_token}, follow_redirects=False)
+    assert r.status_code == 303
+    cookie = r.headers["set-cookie"]
+    assert cookie.startswith(f"{session.COOKIE}={admin_token};")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/ui" in cookie
+    assert "Secure" not in cookie  # plain http: a Secure cookie would never be sent back
+    page = service_client.get("/ui/")
+    assert page.status_code == 200
+    assert '<strong data-testid="signed-in-as">ops</strong>' in page.text
+
+
+def test_cookie_is_secure_under_https(service_catalog: MetastoreCatalog, admin_token: str) -> None:
+    from tests.fixtures.service import in_process_client
+
+    with in_process_client(service_catalog) as client:
+        client.base_url = client.base_url.copy_with(scheme="https")
+        r = client.post("/ui/login", data={"token": admin_token}, follow_redirects=False)
+        assert r.status_code == 303
+        assert "; Secure" in r.headers["set-cookie"]
+
+
+def test_bad_token_shows_the_form_again(service_client: TestClient, admin_token: str) -> None:
+    r = service_client.post("/ui/login", data={"token": "pmt_nope"}, follow_redirects=False)
+    assert r.status_code == 401
+    assert 'name="token"' in r.text and "set-cookie" not in r.headers
+    assert service_client.post("/ui/login", data={"token": ""}).status_code == 401
+
+
+def test_pages_need_a_session(service_client: TestClient, admin_token: str) -> None:
+    for path in ("/ui/", "/ui/locks", "/ui/maintenance", "/ui/live", "/ui/tables/db/t"):
+        r = service_client.get(path, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/ui/login", path
+    service_client.cookies.set(session.COOKIE, "pmt_forged")
+    r = service_client.get("/ui/", follow_redirects=False)
+    assert r.status_code == 303 and "Max-Age=0" in r.headers["set-cookie"]  # the stale session is cleared
+    assert service_client.get("/ui/login").status_code == 200
+    assert service_client.get("/ui/static/console.css").status_code == 200
+
+
+def test_sign_out_clears_the_cookie(service_client: TestClient, admin_token: str) -> None:
+    sign_in(service_client, admin_token)
+    csrf = session.csrf_token(admin_token)
+    assert service_client.post("/ui/logout", data={"csrf_token": "wrong"}).status_code == 403
+    r = service_client.post("/ui/logout", data={"csrf_token": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/login"
+    assert "Max-Age=0" in r.headers["set-cookie"]
+    assert service_client.get("/ui/", follow_redirects=False).status_code == 303
+
+
+def test_revoking_the_token_ends_the_session(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin_token: str
+) -> None:
+    sign_in(service_client, admin_token)
+    assert service_client.get("/ui/", follow_redirects=False).status_code == 200
+    Principals(service_catalog.engine).revoke_tokens("ops")
+    assert service_client.get("/ui/", follow_redirects=False).status_code == 303
+    # signing out still works (it only clears the cookie)
+    r = service_client.post(
+        "/ui/logout", data={"csrf_token": session.csrf_token(admin_token)}, follow_redirects=False
+    )
+    assert r.status_code == 303 and "Max-Age=0" in r.headers["set-cookie"]
+
+
+def test_overview_and_table_page_show_the_table(service_client: TestClient, admin_token: str) -> None:
+    sign_in(service_client, admin_token)
+    overview = service_client.get("/ui/").text
+    assert count_testid(overview, "overview-table-row") == 1
+    assert "db.t" in overview
+    assert count_testid(overview, "catalog-rate") == 1 and count_testid(overview, "last-commit") == 1
+    assert "0.1</span>" in overview  # the seed's one commit in the last 10 minutes
+    assert "snapshot 1," in overview
+    page = service_client.get("/ui/tables/db/t")
+    assert page.status_code == 200, page.text
+    html = page.text
+    assert '<h1 data-testid="table-title">db.t</h1>' in html
+    assert count_testid(html, "snapshot-chart") == 1
+    assert count_testid(html, "commit-row") == 1
+    assert count_testid(html, "admin-actions") == 1
+    assert count_testid(html, "partition-row") == 2  # p=a, p=b
+    assert '"records": [3]' in html  # the timeline's one snapshot: 3 rows
+
+
+def test_grants_filter_tables_and_hide_admin_actions(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin_token: str
+) -> None:
+    seed(service_catalog, "db.t2")
+    reader = make_principal(service_catalog, "reader", [("read", "db", "t")])
+    sign_in(service_client, reader)
+    overview = service_client.get("/ui/").text
+    assert count_testid(overview, "overview-table-row") == 1
+    assert "db.t2" not in overview
+    assert count_testid(overview, "catalog-rate") == 0  # catalog totals: catalog readers only
+    page = service_client.get("/ui/tables/db/t").text
+    assert count_testid(page, "admin-actions") == 0
+    assert "/tags" not in page and "/rollback" not in page and "/recover" not in page
+    assert service_client.get("/ui/tables/db/t2").status_code == 403
+
+
+def test_an_oidc_access_token_signs_in(
+    service_catalog: MetastoreCatalog, identity_provider: IdentityProvider
+) -> None:
+    """With ``--oidc-issuer``, the issuer's JWT is pasted into the form (no redirect flow yet)."""
+    seed(service_catalog)
+    idp = identity_provider
+    settings = ServiceSettings(auth_cache_seconds=0, oidc=idp.settings())
+    app = create_app(settings, state=ServiceState(settings, service_catalog))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        jwt = idp.token("alice")
+        sign_in(client, jwt)
+        assert count_testid(client.get("/ui/").text, "overview-table-row") == 0  # no grants yet
+        Principals(service_catalog.engine).grant("user:alice", Privilege.READ, database="db")
+        page = client.get("/ui/").text
+        assert count_testid(page, "overview-table-row") == 1 and ">user:alice<" in page
+        assert client.post("/ui/login", data={"token": idp.token("alice", key=rsa_key())}).status_code == 401
+
+
+def test_pages_say_when_the_scripts_are_not_installed(
+    service_client: TestClient, admin_token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sign_in(service_client, admin_token)
+    assert "make console-assets" not in service_client.get("/ui/tables/db/t").text
+    monkeypatch.setattr(console_routes, "STATIC_DIR", tmp_path)  # no vendor/ there
+    page = service_client.get("/ui/tables/db/t")
+    assert page.status_code == 200 and "make console-assets" in page.text
+    assert "htmx.min.js" in page.text and "<script src" not in page.text.split("</main>")[1]
+    assert count_testid(page.text, "commit-row") == 1  # the tables still render
+
+
+def test_a_metadata_only_table_has_a_page(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin_token: str
+) -> None:
+    body = {
+        "identifier": {"database": "db", "object": "csv"},
+        "schema": {
+            "fields": [{"id": 0, "name": "a", "type": "INT"}],
+            "partitionKeys": [],
+            "primaryKeys": [],
+            "options": {"type": "format-table", "file.format": "csv"},
+        },
+    }
+    bearer = {"Authorization": f"Bearer {admin_token}"}
+    assert service_client.post("/v1/paimon/databases/db/tables", json=body, headers=bearer).is_success
+    sign_in(service_client, admin_token)
+    page = service_client.get("/ui/tables/db/csv")
+    assert page.status_code == 200, page.text
+    assert count_testid(page.text, "table-title") == 1 and count_testid(page.text, "admin-actions") == 0
+
+
+def test_the_cookie_is_secure_on_a_tls_server(
+    clean_db: str,
+    tmp_path: Path,
+    service_processes: list[ServiceProcess],
+    tls_files: TlsFiles,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real ``serve --tls-cert/--tls-key``: the session cookie is ``Secure`` and the session works."""
+    warehouse = str(tmp_path / "wh")
+    with paimon_meta.connect(clean_db, warehouse, **FAST_LOCK) as catalog:
+        token = make_principal(catalog, "ops", [("admin", None, None)])
+    server = spawn_tls_service(
+        service_processes, clean_db, warehouse, tmp_path, files=tls_files, monkeypatch=monkeypatch
+    )
+    with httpx.Client(
+        base_url=server.base, verify=ssl.create_default_context(cafile=str(tls_files.ca))
+    ) as client:
+        r = client.post("/ui/login", data={"token": token})
+        assert r.status_code == 303
+        cookie = r.headers["set-cookie"]
+        assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        page = client.get("/ui/")
+        assert page.status_code == 200 and count_testid(page.text, "signed-in-as") == 1
