@@ -166,7 +166,8 @@ def test_a_stalled_subscriber_slows_nothing_and_is_dropped(
         with catalog.engine.begin() as conn:
             conn.exec_driver_sql(
                 "INSERT INTO paimon_lock_events (lock_id, event_type, owner, reason) "
-                "SELECT 'jdbc.db.bulk' || i, 'acquired', 'bulk', repeat('x', 400) FROM generate_series(1, 20000) i"
+                "SELECT 'jdbc.db.bulk' || i, 'acquired', 'bulk', repeat('x', 400) "
+                "FROM generate_series(1, 20000) i"
             )
         assert _metric(server, token, "paimon_meta_service_feed_streams") == 1.0
         # meanwhile the replica answers requests, and another subscriber gets a new commit at once
