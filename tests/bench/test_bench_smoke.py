@@ -141,3 +141,12 @@ def test_change_feed(pg_server: PgServer) -> None:
         "2",
     )
     assert '"2_subscribers"' in out and '"delivered"' in out
+
+
+@pytest.mark.postgres
+def test_outbox_to_nats(pg_server: PgServer) -> None:
+    from tests.fixtures.nats import require_nats_server
+
+    require_nats_server()
+    out = run_bench("bench_outbox.py", "--url", server_url(pg_server), "--clients", "2", "--commits", "2")
+    assert '"publisher_on"' in out and '"catch_up"' in out and '"events_per_s"' in out
