@@ -20,8 +20,11 @@ from sqlalchemy import Engine, text
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.cli import serve as serve_cli
+from paimon_meta.cli.main import build_parser
 from paimon_meta.errors import ValidationError
 from paimon_meta.metastore.feed import FeedEvent, read_feed
+from paimon_meta.metastore.outbox import lease_key
 from paimon_meta.service.outbox import (
     CATALOG_HEADER,
     NatsOutbox,
@@ -180,6 +183,14 @@ def test_committed_events_reach_the_stream_in_feed_order_each_once(
     assert saved.published == len(feed)
     assert _metric(server, admin, "paimon_meta_outbox_published_total") == len(feed)
     assert _metric(server, admin, "paimon_meta_outbox_leader") == 1
+    # SIGTERM: the publisher stops with the process, cleanly, and its lease is free at once
+    stopping = time.monotonic()
+    assert server.stop() in (0, -signal.SIGTERM)
+    assert time.monotonic() - stopping < 10
+    assert "Traceback" not in server.log_tail(400)
+    key = lease_key(catalog.registry.catalog_key, f"nats:{SUBJECT}")
+    with catalog.engine.connect() as conn:
+        assert conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar() is True
 
 
 def stream_body(nats: NatsServer, seq: int) -> bytes:
@@ -374,3 +385,18 @@ def test_settings_and_subjects() -> None:
             NatsOutboxSettings(url="nats://x", subject=bad)
     with pytest.raises(ValidationError):
         NatsOutboxSettings(url="nats://x", subject="a", stream="a.b")
+
+
+def test_serve_flags() -> None:
+    def settings(*args: str) -> NatsOutboxSettings | None:
+        return serve_cli._events_nats(build_parser().parse_args(["serve", *args]))
+
+    assert settings() is None
+    on = settings("--catalog-name", "sales", "--events-nats", "nats://127.0.0.1:4222")
+    assert on is not None and (on.subject, on.stream) == ("paimon.sales.events", "PAIMON_EVENTS")
+    on = settings("--events-nats", "nats://h", "--events-nats-subject", "a.b", "--events-nats-stream", "S")
+    assert on is not None and (on.url, on.subject, on.stream, on.sink) == ("nats://h", "a.b", "S", "nats:a.b")
+    with pytest.raises(ValidationError, match="--events-nats-subject needs --events-nats"):
+        settings("--events-nats-subject", "a.b")
+    with pytest.raises(ValidationError, match="--events-nats-subject"):
+        settings("--events-nats", "nats://h", "--events-nats-subject", "a.*")
