@@ -6,10 +6,13 @@ metastore. ``--clients`` threads each commit ``--commits`` one-row batches to a 
 the library, while one ``paimon-meta serve`` runs:
 
 * ``publisher off``: serve without ``--events-nats`` (commit throughput, p50/p99 commit latency);
-* ``publisher on``: serve with ``--events-nats``: the same, plus the delivery latency of each
-  ``snapshot_published`` event (its ``time``, the database's clock at insert, to its arrival at a
-  JetStream consumer on this machine), and how long after the last commit the stream held every event;
-* ``catch-up``: the whole feed of both runs published again from the start to a fresh subject and stream
+* ``publisher on, no consumer``: serve with ``--events-nats``, nothing reading the stream;
+* ``publisher on``: the same with a JetStream consumer (in a process of its own) reading the stream,
+  plus the delivery latency of each ``snapshot_published`` event (its ``time``, the database's clock at
+  insert, to its arrival at the consumer on this machine), and how long after the last commit the stream
+  held every event;
+* ``publisher off again``: the first run again (the tables grew; the machine's load drifts);
+* ``catch-up``: the whole feed of the four runs published again from the start to a fresh subject and stream
   by an in-process publisher: events per second of the outbox alone (one event in flight at a time, each
   after the previous one's ack).
 
@@ -214,6 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 backlog = feed_length(catalog)
                 while stream_count(broker.url, STREAM) < backlog:
                     time.sleep(0.05)
+                commits(
+                    results,
+                    "publisher_on_no_consumer",
+                    *commit_all(url, warehouse, args.clients, args.commits),
+                )
+                print("publisher on, no consumer", results["publisher_on_no_consumer"], flush=True)
+                backlog = feed_length(catalog)
                 with Arrivals(broker.url) as arrivals:
                     while arrivals.count() < backlog:
                         time.sleep(0.05)
@@ -232,6 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "stream_complete_after_last_commit_ms": round(drained * 1000, 1),
                 }
             print("publisher on", results["publisher_on"], flush=True)
+            # off again: what the tables' growth and the machine's drift did meanwhile
+            with servers(url, warehouse, Path(tmp), 1):
+                commits(
+                    results, "publisher_off_again", *commit_all(url, warehouse, args.clients, args.commits)
+                )
+            print("publisher off again", results["publisher_off_again"], flush=True)
+            total = feed_length(catalog)
             results["catch_up"] = catch_up(catalog, broker.url, total)
             print("catch-up", results["catch_up"], flush=True)
         finally:

@@ -79,6 +79,9 @@ class OutboxLease:
                 connect_timeout=self._connect_timeout,
                 application_name="paimon_meta_outbox",
             )
+            # A position lost with a crash of the server only makes the next publisher start earlier
+            # (replays the broker drops): its writes need not wait for the WAL's flush.
+            self._conn.execute("SET synchronous_commit TO off")
         try:
             row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()
         except psycopg.Error:

@@ -86,6 +86,8 @@ class NatsOutboxSettings:
     #: Events read, published and then saved as one step.
     batch: int = 100
     poll_seconds: float = 1.0
+    #: After a batch that was not full, wait this long before reading again (events gather meanwhile).
+    gather_seconds: float = 0.05
     lease_retry_seconds: float = 3.0
     publish_timeout_seconds: float = 2.0
     backoff_start_seconds: float = 0.1
@@ -319,9 +321,14 @@ class NatsOutbox:
                 self.metrics.lag.set(_age(events[done]))
                 await self._broker_failed(failure, backoff, lease)
                 resumed = False
-            elif backoff.failures:
-                _log.info("outbox: publishing again after %d failed attempts", backoff.failures)
-                backoff.reset()
+            else:
+                if backoff.failures:
+                    _log.info("outbox: publishing again after %d failed attempts", backoff.failures)
+                    backoff.reset()
+                if len(events) < self.settings.batch:
+                    # Commits are still coming (each of their transactions NOTIFYs): let a few gather
+                    # instead of a feed read and a position write per handful of events.
+                    await self._sleep(self.settings.gather_seconds)
 
     async def _publish(
         self, js: JetStreamContext, events: Sequence[FeedEvent]
