@@ -138,7 +138,7 @@ class OutboxMetrics:
         self.failures = Counter(
             "paimon_meta_outbox_publish_failures_total",
             "Failed attempts of the outbox publisher, by step: connect (or set up the stream), publish, "
-            "metastore.",
+            "metastore, unexpected (a bug: logged with its traceback).",
             ("step",),
             registry=registry,
         )
@@ -231,10 +231,16 @@ class NatsOutbox:
         return True
 
     def _run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        except Exception:  # a bug: say so loudly; the service goes on without publishing
-            _log.exception("outbox: the publisher stopped on an unexpected error")
+        while not self._stopping.is_set():
+            try:
+                asyncio.run(self._main())
+                return
+            except Exception:
+                # A bug (or an event the body cannot be made of): say so loudly, count it and start over
+                # from the saved position after a pause; the service goes on meanwhile.
+                _log.exception("outbox: the publisher failed on an unexpected error; restarting it")
+                self.metrics.failures.labels(step="unexpected").inc()
+                self._stopping.wait(self.settings.lease_retry_seconds)
 
     async def _main(self) -> None:
         s = self.settings

@@ -400,3 +400,28 @@ def test_serve_flags() -> None:
         settings("--events-nats-subject", "a.b")
     with pytest.raises(ValidationError, match="--events-nats-subject"):
         settings("--events-nats", "nats://h", "--events-nats-subject", "a.*")
+
+
+def test_an_unexpected_error_restarts_the_publisher(
+    catalog: MetastoreCatalog, nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paimon_meta.service import outbox as outbox_module
+
+    _commit(catalog, "db.t", 0)
+    events = len(_feed(catalog))
+    calls: list[FeedEvent] = []
+
+    def first_call_fails(event: FeedEvent, catalog_name: str) -> bytes:
+        calls.append(event)
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        return dumps_event(event, catalog_name)
+
+    monkeypatch.setattr(outbox_module, "dumps_event", first_call_fails)
+    outbox, metrics = _outbox(catalog, nats_server)
+    _run_until_caught_up(outbox, metrics, events)
+    assert (
+        metrics.registry.get_sample_value("paimon_meta_outbox_publish_failures_total", {"step": "unexpected"})
+        == 1
+    )
+    _assert_each_once_in_order(_feed(catalog), read_stream(nats_server.url, STREAM))
