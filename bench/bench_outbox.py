@@ -62,7 +62,7 @@ from tests.fixtures.service import free_port  # noqa: E402
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False)])
 SUBJECT = "paimon.paimon.events"
-STREAM = "PAIMON_EVENTS"
+STREAM = "PAIMON_PAIMON_EVENTS"
 
 
 @contextmanager

@@ -94,7 +94,7 @@ def register(commands: Commands) -> None:
     p.add_argument(
         "--events-nats-stream",
         metavar="NAME",
-        help="the JetStream stream, created if missing (default PAIMON_EVENTS)",
+        help="the JetStream stream, created if missing (default PAIMON_<CATALOG NAME>_EVENTS)",
     )
     p.add_argument(
         "--max-table-commits",
@@ -235,7 +235,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
 def _events_nats(args: argparse.Namespace) -> NatsOutboxSettings | None:
     """The outbox's settings the ``--events-nats*`` flags ask for (None without ``--events-nats``)."""
     from paimon_meta.errors import ValidationError
-    from paimon_meta.service.outbox import DEFAULT_STREAM, NatsOutboxSettings, default_subject
+    from paimon_meta.service.outbox import NatsOutboxSettings, default_stream, default_subject
 
     if args.events_nats is None:
         for flag in ("events_nats_subject", "events_nats_stream"):
@@ -246,7 +246,7 @@ def _events_nats(args: argparse.Namespace) -> NatsOutboxSettings | None:
     return NatsOutboxSettings(
         url=args.events_nats,
         subject=args.events_nats_subject or default_subject(args.catalog_name),
-        stream=args.events_nats_stream or DEFAULT_STREAM,
+        stream=args.events_nats_stream or default_stream(args.catalog_name),
     )
 
 

@@ -57,8 +57,6 @@ from paimon_meta.rest import models
 
 _log = logging.getLogger(__name__)
 
-#: The JetStream stream the publisher creates when none is named.
-DEFAULT_STREAM = "PAIMON_EVENTS"
 #: Headers of every message: JetStream's de-duplication id, the payload's type, the catalog key.
 MSG_ID = "Nats-Msg-Id"
 CATALOG_HEADER = "Paimon-Meta-Catalog"
@@ -74,13 +72,20 @@ def default_subject(catalog_name: str) -> str:
     return f"paimon.{catalog_name}.events"
 
 
+def default_stream(catalog_name: str) -> str:
+    """``PAIMON_<CATALOG NAME>_EVENTS`` (other characters than letters, digits, ``-`` and ``_`` as ``_``):
+    one stream per catalog by default, because JetStream de-duplicates ``Nats-Msg-Id`` per stream and
+    two metastores' event ids may coincide."""
+    return "PAIMON_" + re.sub(r"[^A-Za-z0-9_-]", "_", catalog_name).upper() + "_EVENTS"
+
+
 @dataclass(frozen=True, slots=True)
 class NatsOutboxSettings:
     """Where and how the feed is published (README, "The change feed")."""
 
     url: str
     subject: str
-    stream: str = DEFAULT_STREAM
+    stream: str
     #: JetStream drops a repeated ``Nats-Msg-Id`` within this window of the stream the publisher creates.
     duplicate_window_seconds: float = 600.0
     #: Events read, published and then saved as one step.

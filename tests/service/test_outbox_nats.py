@@ -40,7 +40,7 @@ pytestmark = pytest.mark.postgres
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False)])
 SUBJECT = "paimon.paimon.events"  # serve's default for --catalog-name paimon
-STREAM = "PAIMON_EVENTS"
+STREAM = "PAIMON_PAIMON_EVENTS"  # serve's default for --catalog-name paimon
 
 
 def _commit(catalog: MetastoreCatalog, identifier: str, k: int) -> None:
@@ -293,7 +293,9 @@ def test_one_publisher_across_replicas_and_takeover(
 
 def _outbox(catalog: MetastoreCatalog, nats: NatsServer) -> tuple[NatsOutbox, ServiceMetrics]:
     metrics = ServiceMetrics()
-    settings = NatsOutboxSettings(url=nats.url, subject=SUBJECT, poll_seconds=0.2, lease_retry_seconds=0.5)
+    settings = NatsOutboxSettings(
+        url=nats.url, subject=SUBJECT, stream=STREAM, poll_seconds=0.2, lease_retry_seconds=0.5
+    )
     outbox = NatsOutbox(
         catalog.engine,
         catalog_key=catalog.registry.catalog_key,
@@ -382,7 +384,7 @@ def test_settings_and_subjects() -> None:
     assert not subject_covers("paimon.paimon.events.x", SUBJECT)
     for bad in ("", "a..b", "a.*", "a b", "a.>"):
         with pytest.raises(ValidationError):
-            NatsOutboxSettings(url="nats://x", subject=bad)
+            NatsOutboxSettings(url="nats://x", subject=bad, stream="S")
     with pytest.raises(ValidationError):
         NatsOutboxSettings(url="nats://x", subject="a", stream="a.b")
 
@@ -393,7 +395,7 @@ def test_serve_flags() -> None:
 
     assert settings() is None
     on = settings("--catalog-name", "sales", "--events-nats", "nats://127.0.0.1:4222")
-    assert on is not None and (on.subject, on.stream) == ("paimon.sales.events", "PAIMON_EVENTS")
+    assert on is not None and (on.subject, on.stream) == ("paimon.sales.events", "PAIMON_SALES_EVENTS")
     on = settings("--events-nats", "nats://h", "--events-nats-subject", "a.b", "--events-nats-stream", "S")
     assert on is not None and (on.url, on.subject, on.stream, on.sink) == ("nats://h", "a.b", "S", "nats:a.b")
     with pytest.raises(ValidationError, match="--events-nats-subject needs --events-nats"):
