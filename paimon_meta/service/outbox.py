@@ -312,13 +312,7 @@ class NatsOutbox:
                 self.metrics.lag.set(_age(waiting[0]) if waiting else 0.0)
                 resumed = False
                 continue
-            events, _ = await asyncio.to_thread(
-                read_feed,
-                self.engine,
-                catalog_key=self.catalog_key,
-                after=position,
-                limit=self.settings.batch,
-            )
+            events = await asyncio.to_thread(self._read, listener, position)
             if not events:
                 self.metrics.lag.set(0)
                 await asyncio.to_thread(listener.wait, self.settings.poll_seconds)
@@ -340,6 +334,17 @@ class NatsOutbox:
                     # Commits are still coming (each of their transactions NOTIFYs): let a few gather
                     # instead of a feed read and a position write per handful of events.
                     await self._sleep(self.settings.gather_seconds)
+
+    def _read(self, listener: Listener, after: Position) -> list[FeedEvent]:
+        """The next batch after ``after``, once the notifications received so far are dropped (this read
+        sees what they announced; one arriving after it wakes the next wait)."""
+        for _ in range(10_000):
+            if listener.connection is None or not listener.wait(0):
+                break
+        events, _ = read_feed(
+            self.engine, catalog_key=self.catalog_key, after=after, limit=self.settings.batch
+        )
+        return events
 
     async def _publish(
         self, js: JetStreamContext, events: Sequence[FeedEvent]
