@@ -12,4 +12,5 @@ pytest_plugins = [
     "tests.fixtures.oidc",
     "tests.fixtures.tls",
     "tests.fixtures.vending",
+    "tests.fixtures.nats",
 ]

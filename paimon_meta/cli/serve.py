@@ -17,6 +17,7 @@ from paimon_meta.cli.context import Context, Output
 
 if TYPE_CHECKING:
     from paimon_meta.service.oidc import OidcSettings
+    from paimon_meta.service.outbox import NatsOutboxSettings
 
 
 def register(commands: Commands) -> None:
@@ -78,6 +79,22 @@ def register(commands: Commands) -> None:
         type=int,
         default=512,
         help="live change-feed streams open at once on this replica (default 512; no in-flight slot each)",
+    )
+    # The change feed to NATS JetStream (README, "The change feed"): off without --events-nats.
+    p.add_argument(
+        "--events-nats",
+        metavar="URL",
+        help="publish the change feed to NATS JetStream at URL (nats://host:4222); off when absent",
+    )
+    p.add_argument(
+        "--events-nats-subject",
+        metavar="SUBJECT",
+        help="the subject of the events (default paimon.<catalog name>.events)",
+    )
+    p.add_argument(
+        "--events-nats-stream",
+        metavar="NAME",
+        help="the JetStream stream, created if missing (default PAIMON_<CATALOG NAME>_EVENTS)",
     )
     p.add_argument(
         "--feed-send-timeout",
@@ -217,9 +234,28 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         oidc=_oidc(args),
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
+        events_nats=_events_nats(args),
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return Output({"stopped": True}, "")
+
+
+def _events_nats(args: argparse.Namespace) -> NatsOutboxSettings | None:
+    """The outbox's settings the ``--events-nats*`` flags ask for (None without ``--events-nats``)."""
+    from paimon_meta.errors import ValidationError
+    from paimon_meta.service.outbox import NatsOutboxSettings, default_stream, default_subject
+
+    if args.events_nats is None:
+        for flag in ("events_nats_subject", "events_nats_stream"):
+            if getattr(args, flag) is not None:
+                option = "--" + flag.replace("_", "-")
+                raise ValidationError(f"{option} needs --events-nats", option=option)
+        return None
+    return NatsOutboxSettings(
+        url=args.events_nats,
+        subject=args.events_nats_subject or default_subject(args.catalog_name),
+        stream=args.events_nats_stream or default_stream(args.catalog_name),
+    )
 
 
 def _oidc(args: argparse.Namespace) -> OidcSettings | None:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     Sequence,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -63,6 +64,7 @@ __all__ = [
     "MaintenanceEventRecord",
     "MaintenanceEventType",
     "MaintenanceOperation",
+    "OutboxPosition",
     "PaimonDatabase",
     "PaimonDatabaseProperty",
     "PaimonFunction",
@@ -680,3 +682,20 @@ class CatalogObjectEventRecord(Base):
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("clock_timestamp()")
     )
+
+
+class OutboxPosition(Base):
+    """How far the publisher of the change feed to one sink got (migration 0012, service/outbox.py): the
+    feed position (metastore/feed.py) of the last event the broker acknowledged, written only after the
+    ack, only forward, by the holder of the catalog's outbox advisory lock; ``published`` counts events."""
+
+    __tablename__ = "paimon_outbox_positions"
+
+    catalog_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    sink: Mapped[str] = mapped_column(Text, primary_key=True)
+    txid: Mapped[int] = mapped_column(BigInteger)
+    rank: Mapped[int] = mapped_column(SmallInteger)
+    event_id: Mapped[int] = mapped_column(BigInteger)
+    published: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    updated_by: Mapped[str | None] = mapped_column(Text)

@@ -27,6 +27,7 @@ from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.errors import Answer, OverloadedError
 from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.oidc import OidcSettings, OidcVerifier, is_static_token
+from paimon_meta.service.outbox import NatsOutbox, NatsOutboxSettings, OutboxMetrics
 from paimon_meta.service.vending import CredentialVending
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
@@ -96,6 +97,9 @@ class ServiceSettings:
     # (``server.serve`` refuses one alone). None: plain HTTP (behind a TLS-terminating proxy, or local).
     tls_cert: str | None = None
     tls_key: str | None = None
+    # The change feed published to NATS JetStream from an outbox (README "The change feed",
+    # service/outbox.py): None publishes nothing.
+    events_nats: NatsOutboxSettings | None = None
 
 
 def _until(deadline: float, access: Access | None) -> float:
@@ -192,6 +196,8 @@ class ServiceMetrics:
             ("reason",),
             registry=self.registry,
         )
+        #: The change feed's publisher to NATS (``serve --events-nats``); zero without it.
+        self.outbox = OutboxMetrics(self.registry)
 
 
 class AuthThrottle:
@@ -303,6 +309,21 @@ class ServiceState:
             lock_settings=catalog.lock_settings,
             observer=self._observe_group,
         )
+        # Started last: it reads the feed on its own thread and connections, and commits never wait for it.
+        self.outbox = (
+            NatsOutbox(
+                engine,
+                catalog_key=catalog.registry.catalog_key,
+                catalog_name=settings.catalog_name,
+                settings=settings.events_nats,
+                metrics=self.metrics.outbox,
+                holder=self.replica,
+            )
+            if settings.events_nats is not None
+            else None
+        )
+        if self.outbox is not None:
+            self.outbox.start()
 
     def observe_failure(self, answer: Answer) -> None:
         """Count a request answered for a dependency's failure (called by the exception handler)."""
@@ -564,6 +585,9 @@ class ServiceState:
         # In-flight requests had their drain time; a commit still queued then is cut off like any
         # commit of a stopped process (recovery resolves it).
         self.groups.join(timeout=self.settings.drain_seconds)
+        if self.outbox is not None:
+            # After the last commits of this replica: the batch in flight is acked and its position saved.
+            self.outbox.stop(timeout=min(10.0, max(1.0, self.settings.drain_seconds)))
         if self.vending is not None:
             self.vending.close()
         self.close_feed_hub()

@@ -161,3 +161,11 @@ def test_console_pages(pg_server: PgServer) -> None:
         "1",
     )
     assert '"table_hot/admin"' in out and '"overview/one_table"' in out
+
+
+def test_outbox_to_nats(pg_server: PgServer) -> None:
+    from tests.fixtures.nats import require_nats_server
+
+    require_nats_server()
+    out = run_bench("bench_outbox.py", "--url", server_url(pg_server), "--clients", "2", "--commits", "2")
+    assert '"publisher_on"' in out and '"catch_up"' in out and '"events_per_s"' in out
