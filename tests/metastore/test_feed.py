@@ -84,6 +84,18 @@ def test_order_resume_and_filters(clean_db: str, tmp_path: Path) -> None:
         assert kinds == published
         hidden, _ = read_feed(catalog.engine, catalog_key=KEY, visible=lambda e: e.subject != "db.t")
         assert hidden == [e for e in everything if e.subject != "db.t"]
+        by_alice, _ = read_feed(catalog.engine, catalog_key=KEY, keep=FeedFilter(principal="alice"))
+        assert by_alice == runs
+        in_db, _ = read_feed(catalog.engine, catalog_key=KEY, keep=FeedFilter(database="db"))
+        assert in_db == everything
+        assert read_feed(catalog.engine, catalog_key=KEY, keep=FeedFilter(database="other"))[0] == []
+        # a time range: since inclusive, until exclusive, on the event's own time
+        middle = published[2].time
+        since, _ = read_feed(catalog.engine, catalog_key=KEY, keep=FeedFilter(since=middle))
+        until, _ = read_feed(catalog.engine, catalog_key=KEY, keep=FeedFilter(until=middle))
+        assert since == [e for e in everything if e.time >= middle] and published[2] in since
+        assert until == [e for e in everything if e.time < middle] and published[2] not in until
+        assert since and until and len(since) + len(until) == len(everything)
         assert Position.parse(end.token()) == end
         for bad in ("x", "1.2", "1.9.1", "-1.0.0", "1.0.0.0"):
             with pytest.raises(ValidationError):
