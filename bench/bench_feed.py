@@ -10,9 +10,10 @@ catalog does). Side by side in one run:
   database's clock at insert) to its arrival (this machine's clock: the same machine).
 
 Reported: commits per second and p50/p99 commit latency for each, and the feed's delivery latency
-p50/p99. A first round with migration 0011's NOTIFY triggers switched off measures what the wake-up
-costs a commit. The subscribers run in a process of their own (parsing 50 streams in the writers'
-process would take their GIL).
+p50/p99, from the event's time and from the return of the writer's commit call. Rounds with migration
+0011's NOTIFY triggers switched off measure what the wake-up costs a commit (off, on, off, on: a later
+round meets a longer log). The subscribers run in a process of their own (parsing 50 streams in the
+writers' process would take their GIL).
 
 Usage::
 
@@ -52,8 +53,11 @@ from tests.fixtures.service import make_principal  # noqa: E402
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False)])
 
 
-def commit_all(url: str, warehouse: str, clients: int, commits: int) -> tuple[float, list[float]]:
-    """(wall seconds, per-commit seconds) of ``clients`` threads committing ``commits`` each."""
+def commit_all(
+    url: str, warehouse: str, clients: int, commits: int, returned: dict[tuple[str, int], float] | None = None
+) -> tuple[float, list[float]]:
+    """(wall seconds, per-commit seconds) of ``clients`` threads committing ``commits`` each; with
+    ``returned``, when (this machine's clock) each commit call returned, by (table, snapshot id)."""
     latencies: list[float] = []
     lock = threading.Lock()
     barrier = threading.Barrier(clients + 1)
@@ -62,6 +66,7 @@ def commit_all(url: str, warehouse: str, clients: int, commits: int) -> tuple[fl
         catalog = paimon_meta.connect(url, warehouse)
         try:
             table = catalog.get_table(f"db.t{i}")
+            base = table.snapshot_manager.latest_snapshot_id() or 0
             barrier.wait()
             for n in range(commits):
                 wb = table.new_batch_write_builder()
@@ -69,8 +74,11 @@ def commit_all(url: str, warehouse: str, clients: int, commits: int) -> tuple[fl
                 write.write_arrow(pa.table({"k": pa.array([n], pa.int64())}))
                 t0 = time.perf_counter()
                 commit.commit(write.prepare_commit())
+                done = time.time()
                 with lock:
                     latencies.append(time.perf_counter() - t0)
+                    if returned is not None:  # one writer per table: its n-th commit is base + n + 1
+                        returned[(f"db.t{i}", base + n + 1)] = done
                 write.close()
         finally:
             catalog.close()
@@ -85,9 +93,9 @@ def commit_all(url: str, warehouse: str, clients: int, commits: int) -> tuple[fl
     return time.perf_counter() - t0, latencies
 
 
-def subscribe(base: str, token: str, after: str, stop: Any, delays: list[float] | None) -> None:
-    """Read a live stream from ``after`` until ``stop``; with ``delays``, time each snapshot_published's
-    delivery."""
+def subscribe(base: str, token: str, after: str, stop: Any, delays: list[Any] | None) -> None:
+    """Read a live stream from ``after`` until ``stop``; with ``delays``, note each snapshot_published's
+    (subject, snapshot id, event time, arrival time)."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream", "Last-Event-ID": after}
     with httpx.stream("GET", f"{base}/v1/paimon/events", headers=headers, timeout=None) as answer:
         for line in answer.iter_lines():
@@ -97,14 +105,14 @@ def subscribe(base: str, token: str, after: str, stop: Any, delays: list[float] 
                 event = json.loads(line[len("data: ") :])
                 if event["type"] == "org.paimon.commit.snapshot_published":
                     sent = datetime.fromisoformat(event["time"]).timestamp()
-                    delays.append(time.time() - sent)
+                    delays.append((event["subject"], event["data"]["snapshotId"], sent, time.time()))
 
 
 def subscribers(base: str, token: str, after: str, signals: tuple[int, Any, Any, Any], out: str) -> None:
     """A process of its own (so parsing 50 streams does not take the writers' GIL): ``n`` streams; the
     first's deliveries are timed from ``measure`` on, written to ``out`` when ``stop`` is set."""
     n, ready, measure, stop = signals
-    delays: list[float] = []
+    delays: list[Any] = []
     readers = [
         threading.Thread(
             target=subscribe, args=(base, token, after, stop, delays if i == 0 else None), daemon=True
@@ -163,15 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             catalog.close()
         with servers(url, warehouse, Path(tmp), 1) as (server,):
-            set_notify(url, False)
             commit_all(url, warehouse, args.clients, 2)  # warm-up (connections, caches)
-            wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
-            results["0_subscribers_no_notify"] = summary(wall, latencies)
-            print("0 subscribers, NOTIFY triggers off", results["0_subscribers_no_notify"], flush=True)
-            set_notify(url, True)
-            wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
-            results["0_subscribers"] = summary(wall, latencies)
-            print("0 subscribers", results["0_subscribers"], flush=True)
+            # NOTIFY triggers off and on, alternated (a later round meets a longer log: order matters)
+            for label, notify in (("a", False), ("a", True), ("b", False), ("b", True)):
+                set_notify(url, notify)
+                wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
+                name = f"0_subscribers{'' if notify else '_no_notify'}_{label}"
+                results[name] = summary(wall, latencies)
+                print(name, results[name], flush=True)
             mp = multiprocessing.get_context("spawn")
             ready, measure, stop = mp.Event(), mp.Event(), mp.Event()
             out = str(Path(tmp) / "delays.json")
@@ -187,16 +194,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             time.sleep(2.0)  # every stream is open
             measure.set()
             time.sleep(0.5)
-            wall, latencies = commit_all(url, warehouse, args.clients, args.commits)
+            returned: dict[tuple[str, int], float] = {}
+            wall, latencies = commit_all(url, warehouse, args.clients, args.commits, returned)
             time.sleep(2.0)  # the last events arrive
             stop.set()
             child.join(30)
-            delays = json.loads(Path(out).read_text())
+            arrivals = json.loads(Path(out).read_text())
+            # From the event's time (its transaction's start, inside the commit) and from the moment the
+            # writer's commit call returned (what a client sees; negative: the subscriber was first).
+            since_event = [got - sent for _, _, sent, got in arrivals]
+            since_return = [got - returned[(s, i)] for s, i, _, got in arrivals if (s, i) in returned]
             results[f"{args.subscribers}_subscribers"] = {
                 **summary(wall, latencies),
-                "delivered": len(delays),
-                "feed_ms_p50": page_ms(delays, 0.5) if delays else None,
-                "feed_ms_p99": page_ms(delays, 0.99) if delays else None,
+                "delivered": len(arrivals),
+                "feed_ms_p50": page_ms(since_event, 0.5) if since_event else None,
+                "feed_ms_p99": page_ms(since_event, 0.99) if since_event else None,
+                "after_return_ms_p50": page_ms(since_return, 0.5) if since_return else None,
+                "after_return_ms_p99": page_ms(since_return, 0.99) if since_return else None,
             }
             print(f"{args.subscribers} subscribers", results[f"{args.subscribers}_subscribers"], flush=True)
     results["load"] = load()
