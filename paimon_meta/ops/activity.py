@@ -76,18 +76,8 @@ _TROUBLE = text(
     " AND (CAST(:before AS bigint) IS NULL OR e.event_id < :before)"
     " ORDER BY e.event_id DESC LIMIT :limit"
 )
-_MAINTENANCE = text(
-    "SELECT s.event_id AS position, s.run_id, s.table_identifier, s.operation, s.operator, s.principal,"
-    " s.dry_run, s.created_at AS started_at, coalesce(e.event_type, 'unfinished') AS outcome,"
-    " (EXTRACT(EPOCH FROM e.created_at - s.created_at) * 1000)::float8 AS elapsed_ms,"
-    " s.payload AS settings, e.payload AS result "
-    "FROM paimon_maintenance_events s"
-    " LEFT JOIN paimon_maintenance_events e ON e.run_id = s.run_id AND e.event_type <> 'started' "
-    "WHERE s.event_type = 'started' AND s.table_id = ANY(CAST(:ids AS bigint[]))"
-    " AND (CAST(:before AS bigint) IS NULL OR s.event_id < :before) "
-    "ORDER BY s.event_id DESC LIMIT :limit"
-)
-_ALL_MAINTENANCE = text(
+# A run is its ``started`` event with its end (``finished``/``failed``; none while it runs).
+_RUNS = (
     "SELECT s.event_id AS position, s.run_id, s.table_identifier, s.operation, s.operator, s.principal,"
     " s.dry_run, s.created_at AS started_at, coalesce(e.event_type, 'unfinished') AS outcome,"
     " (EXTRACT(EPOCH FROM e.created_at - s.created_at) * 1000)::float8 AS elapsed_ms,"
@@ -95,8 +85,11 @@ _ALL_MAINTENANCE = text(
     "FROM paimon_maintenance_events s"
     " LEFT JOIN paimon_maintenance_events e ON e.run_id = s.run_id AND e.event_type <> 'started' "
     "WHERE s.event_type = 'started' AND (CAST(:before AS bigint) IS NULL OR s.event_id < :before) "
-    "ORDER BY s.event_id DESC LIMIT :limit"
 )
+_MAINTENANCE = text(
+    _RUNS + "AND s.table_id = ANY(CAST(:ids AS bigint[])) ORDER BY s.event_id DESC LIMIT :limit"
+)
+_ALL_MAINTENANCE = text(_RUNS + "ORDER BY s.event_id DESC LIMIT :limit")
 # Writers waiting for a lock: the acquirers that recorded how long they waited are in the log only once
 # they got it, so "waiting" is read from the holder's side: the acquisitions that had to wait recently.
 _WAITS = text(
