@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from paimon_meta.db.engine import libpq_conninfo
@@ -44,6 +44,13 @@ FALLBACK_SECONDS = 1.0
 #: The least time between two reads of the log when notifications keep coming (a read takes every
 #: event committed meanwhile; this bounds the hub's queries under heavy commit load).
 MIN_READ_SECONDS = 0.02
+#: How often the reader looks at the age of the oldest transaction on the server (what holds the feed
+#: back; a metric).
+OLDEST_CHECK_SECONDS = 1.0
+_OLDEST_SQL = text(
+    "SELECT EXTRACT(EPOCH FROM max(clock_timestamp() - xact_start))::float8 FROM pg_stat_activity "
+    "WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()"
+)
 #: Events the ring keeps (a stream further behind reads the log itself).
 DEFAULT_CAPACITY = 10_000
 #: Events read per query while catching up.
@@ -64,6 +71,9 @@ class HubStats:
     start: Position
     tail: Position
     size: int
+    #: Age of the oldest transaction with an id on the Postgres server (that the metastore's role may
+    #: see), as of the last look: events younger than it are held back (metastore/feed.py's horizon).
+    oldest_transaction_seconds: float
 
 
 class FeedHub:
@@ -87,6 +97,7 @@ class FeedHub:
         self._started = False
         self._thread = threading.Thread(target=self._run, name="paimon-feed-hub", daemon=True)
         self._reads = self._read_events = self._wakeups = self._failures = 0
+        self._oldest, self._oldest_at = 0.0, 0.0
 
     # ---- lifecycle --------------------------------------------------------------------------------
 
@@ -163,7 +174,14 @@ class FeedHub:
             start = self._start or Position(0, 0, 0)
             tail = self._tail or start
             return HubStats(
-                self._reads, self._read_events, self._wakeups, self._failures, start, tail, len(self._events)
+                self._reads,
+                self._read_events,
+                self._wakeups,
+                self._failures,
+                start,
+                tail,
+                len(self._events),
+                self._oldest,
             )
 
     # ---- the reader thread ---------------------------------------------------------------------------
@@ -202,6 +220,10 @@ class FeedHub:
                 return
 
     def _read_once(self) -> None:
+        if time.monotonic() - self._oldest_at >= OLDEST_CHECK_SECONDS:
+            with self._engine.connect() as conn:
+                self._oldest = float(conn.execute(_OLDEST_SQL).scalar() or 0.0)
+            self._oldest_at = time.monotonic()
         if self._tail is None:
             tail = feed_tail(self._engine, catalog_key=self._catalog_key)
             with self._lock:

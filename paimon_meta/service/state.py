@@ -185,6 +185,12 @@ class ServiceMetrics:
             "Live change-feed streams open on this replica.",
             registry=self.registry,
         )
+        self.feed_oldest_transaction = Gauge(
+            "paimon_meta_service_feed_oldest_transaction_seconds",
+            "Age of the oldest transaction on the metastore's Postgres server (as the change feed's reader "
+            "last saw it): events committed after it started are delivered only once it ends.",
+            registry=self.registry,
+        )
         self.feed_streams_dropped = Counter(
             "paimon_meta_service_feed_streams_dropped_total",
             "Live change-feed streams ended because their client took no write for the send timeout.",
@@ -388,6 +394,10 @@ class ServiceState:
                     capacity=self.settings.feed_ring_events,
                 )
                 self._feed_hub.start()
+                hub = self._feed_hub
+                self.metrics.feed_oldest_transaction.set_function(
+                    lambda: hub.stats().oldest_transaction_seconds
+                )
             return self._feed_hub
 
     @contextmanager

@@ -183,3 +183,25 @@ def test_a_stream_whose_client_stops_reading_is_ended_and_gives_its_slot_back() 
 
     took = anyio.run(main)
     assert took < 5 and dropped == [1] and closed == ["closed"]
+
+
+def test_the_hub_tells_how_old_the_transaction_holding_the_feed_back_is(
+    hub: FeedHub, service_catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction left open holds back every event committed after it began (the horizon); the hub
+    shows its age (the metric operators watch), and the events arrive once it ends."""
+    monkeypatch.setattr(feed_hub, "OLDEST_CHECK_SECONDS", 0.0)
+    engine = service_catalog.engine
+    with psycopg.connect(libpq_conninfo(engine.url)) as idle:
+        idle.execute("SELECT pg_current_xact_id()")  # a transaction with an id, left open
+        time.sleep(1.2)
+        _lock_events(engine, 2)
+        _until(lambda: hub.stats().oldest_transaction_seconds >= 1.0, context=hub.stats)
+        time.sleep(0.3)
+        assert hub.stats().events == 0  # held back
+        idle.rollback()
+    # (its end notifies nobody: the reader's every-second look finds them; here the fallback is off,
+    # so the next commit's NOTIFY does)
+    _lock_events(engine, 1)
+    _until(lambda: hub.stats().events == 3, context=hub.stats)
+    _until(lambda: hub.stats().oldest_transaction_seconds < 1.0, context=hub.stats)
