@@ -47,7 +47,7 @@ from bench_rest_service import servers  # noqa: E402
 from paged_walk import page_ms  # noqa: E402
 
 import paimon_meta  # noqa: E402
-from paimon_meta.metastore.feed import feed_tail  # noqa: E402
+from paimon_meta.metastore.feed import feed_head  # noqa: E402
 from tests.fixtures.service import make_principal  # noqa: E402
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False)])
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = str(Path(tmp) / "delays.json")
             # the subscribers start at the end of what is there (only the new commits are timed)
             with paimon_meta.connect(url, warehouse) as reader:
-                tail = feed_tail(reader.engine, catalog_key=reader.registry.catalog_key).token()
+                tail = feed_head(reader.engine).token()
             child = mp.Process(
                 target=subscribers,
                 args=(server.uri, token, tail, (args.subscribers, ready, measure, stop), out),

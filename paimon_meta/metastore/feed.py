@@ -189,33 +189,16 @@ def read_feed(
     return out, cursor
 
 
-def feed_tail(engine: Engine, *, catalog_key: str) -> Position:
-    """The position of the newest event below the horizon (START if none): every event that becomes
-    visible later sorts after it (module docstring), so a reader may start there and miss nothing new."""
+def feed_head(engine: Engine) -> Position:
+    """A position at about now: after every event already visible or rolled back, before every event of
+    a transaction still open or yet to start (``(horizon, 0, 0)``: the module docstring's rule), so a
+    reader starting there misses nothing that commits from now on."""
     with engine.connect() as conn:
-        row = conn.execute(_TAIL_SQL, {"catalog_key": catalog_key}).mappings().first()
-    if row is None or row["txid"] is None:
-        return START
-    return Position(int(row["txid"]), int(row["rank"]), int(row["event_id"]))
+        horizon = int(conn.execute(_HORIZON_SQL).scalar_one())
+    return Position(horizon, 0, 0)
 
 
-def _last(rank: int, table: str, extra: str = "") -> str:
-    return (
-        f"(SELECT e.txid, {rank} AS rank, e.event_id FROM {table} e, h "  # noqa: S608 - constants
-        f"WHERE e.txid < h.horizon {extra} ORDER BY e.txid DESC, e.event_id DESC LIMIT 1)"
-    )
-
-
-_TAIL_SQL = text(
-    "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon) "  # noqa: S608 - constants
-    "SELECT * FROM ("
-    + _last(0, "paimon_commit_events")
-    + " UNION ALL "
-    + _last(1, "paimon_lock_events", "AND starts_with(e.lock_id, :catalog_key || '.')")
-    + " UNION ALL "
-    + _last(2, "paimon_maintenance_events")
-    + ") f ORDER BY f.txid DESC, f.rank DESC, f.event_id DESC LIMIT 1"
-)
+_HORIZON_SQL = text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
 
 
 def kept(event: FeedEvent, keep: FeedFilter) -> bool:

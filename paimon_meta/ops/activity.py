@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, text
 
-from paimon_meta.metastore.feed import Position
 from paimon_meta.model.manifest import FileKind
 
 if TYPE_CHECKING:
@@ -285,15 +284,3 @@ def partitions_page(
     params = {"table_id": table_id, "after": after, "limit": limit}
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(_PARTITIONS, params)]
-
-
-_HORIZON = text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-
-
-def feed_head(engine: Engine) -> Position:
-    """A feed position at about now: before every event of a transaction still open or yet to start
-    (the feed's horizon), so a live view opened now misses nothing and replays at most the events of
-    transactions that committed while others were open."""
-    with engine.connect() as conn:
-        horizon = int(conn.execute(_HORIZON).scalar_one())
-    return Position(horizon, 0, 0)

@@ -6,7 +6,7 @@ was down is caught up then), reads the log after its own position (``read_feed``
 catalog, unfiltered) into a ring of the newest ``capacity`` events, then wakes the streams waiting on it.
 
 Invariant (the ring is gap-free): the ring holds every event of the feed after ``start`` up to ``tail``,
-in feed order. It starts empty at the feed's tail (``feed_tail``: every event that becomes visible later
+in feed order. It starts empty at the feed's head (``feed_head``: every event that becomes visible later
 sorts after it) and is extended only by ``read_feed`` from its own tail, which never skips an event (the
 horizon rule of metastore/feed.py); dropping the oldest events moves ``start`` up to the last dropped.
 Hence a stream at position ``p >= start`` gets from :meth:`FeedHub.after` exactly the events after ``p``
@@ -35,7 +35,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.notify import Listener, ListenerPool
-from paimon_meta.metastore.feed import FEED_CHANNEL, FeedEvent, Position, feed_tail, read_feed
+from paimon_meta.metastore.feed import FEED_CHANNEL, FeedEvent, Position, feed_head, read_feed
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ class FeedHub:
                 self._oldest = float(conn.execute(_OLDEST_SQL).scalar() or 0.0)
             self._oldest_at = time.monotonic()
         if self._tail is None:
-            tail = feed_tail(self._engine, catalog_key=self._catalog_key)
+            tail = feed_head(self._engine)
             with self._lock:
                 self._start = self._tail = tail
         assert self._tail is not None

@@ -10,7 +10,6 @@ from typing import Any
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import PaimonMetaError
-from paimon_meta.metastore.feed import Position
 from paimon_meta.metastore.principals import Access
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import table_statistics
@@ -142,11 +141,6 @@ def table_page(
         "may_write": table is not None and access.allows(Privilege.WRITE, row.database, row.name),
         "may_admin": access.allows(Privilege.ADMIN, row.database, row.name),
     }
-
-
-def feed_head(catalog: MetastoreCatalog) -> Position:
-    """Where a live view opened now starts reading the change feed."""
-    return activity.feed_head(catalog.engine)
 
 
 def lock_table(catalog: MetastoreCatalog, lock_id: str) -> tuple[str, str] | None:

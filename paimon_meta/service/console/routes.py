@@ -25,7 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from paimon_meta.errors import PaimonMetaError, ValidationError
-from paimon_meta.metastore.feed import START, FeedFilter, Position
+from paimon_meta.metastore.feed import START, FeedFilter, Position, feed_head
 from paimon_meta.metastore.principals import Access
 from paimon_meta.ops import locks, recovery, rollback, tags
 from paimon_meta.service import errors
@@ -219,7 +219,7 @@ def live_events(
     elif request.query_params.get("from") == "start":
         after = START
     else:
-        after = pages.feed_head(catalog_of(request))
+        after = feed_head(catalog_of(request).engine)  # from now on
     response = event_stream_response(request, access, FeedFilter(subject=table or None), after)
     if isinstance(response, StreamingResponse):
         response.body_iterator = _unnamed(response.body_iterator)
@@ -228,10 +228,16 @@ def live_events(
 
 async def _unnamed(chunks: AsyncIterable[Any]) -> AsyncIterator[str]:
     """The stream without its ``event:`` lines: the page's ``EventSource.onmessage`` then receives every
-    event (the CloudEvent's ``type`` is in its data)."""
-    async for chunk in chunks:
-        text = chunk if isinstance(chunk, str) else bytes(chunk).decode("utf-8")
-        yield "\n".join(line for line in text.split("\n") if not line.startswith("event: "))
+    event (the CloudEvent's ``type`` is in its data). Closing it closes the stream it wraps at once (its
+    ``finally`` gives the stream's slot back)."""
+    try:
+        async for chunk in chunks:
+            text = chunk if isinstance(chunk, str) else bytes(chunk).decode("utf-8")
+            yield "\n".join(line for line in text.split("\n") if not line.startswith("event: "))
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
 
 
 # ---- admin actions ------------------------------------------------------------------------------------
