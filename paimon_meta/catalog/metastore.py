@@ -364,15 +364,21 @@ class MetastoreCatalog:
         table = self.get_table(identifier)
         return row, table.schema, table.path
 
+    def paimon_location(self, row: TableRow) -> str:
+        """Where the Paimon table of ``row`` lives. The one check every path that needs Paimon's layout
+        (snapshots, tags, branches, consumers, partitions, commits) goes through: ``UnsupportedError``
+        naming the type for a table kept as metadata only (format, object, Iceberg), which has none."""
+        if row.table_schema is not None:
+            raise metadata_tables.refuse(row)
+        return self.location_of(row)
+
     @_metastore_call
     def get_table(self, identifier: str) -> FileStoreTable:
         """The table, wired to commit through the metastore guard (``UnsupportedError`` naming the type
         for a table kept as metadata only: it has no Paimon layout to open)."""
         db, name = split_identifier(identifier)
         row = self.registry.get_table_row(db, name)
-        if row.table_schema is not None:
-            raise metadata_tables.refuse(row)
-        location = self.location_of(row)
+        location = self.paimon_location(row)
         table = FileStoreTable.load(self.table_file_io(location), location)
         table.committer_factory = self._committer_factory(row)
         return table

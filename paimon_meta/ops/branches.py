@@ -65,8 +65,7 @@ class FastForwardReport:
 def list_branches(catalog: MetastoreCatalog, identifier: str) -> list[str]:
     """The branches of table ``identifier`` (main not included), sorted; read where its registry row
     places it. ``TableNotFoundError`` if there is no such table."""
-    row = catalog.table_row(identifier)
-    location = catalog.location_of(row)
+    location = catalog.paimon_location(catalog.table_row(identifier))
     return BranchManager(catalog.table_file_io(location), location).names()
 
 

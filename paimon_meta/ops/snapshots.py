@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from paimon_meta.catalog import metadata_tables
 from paimon_meta.errors import SnapshotNotFoundError, TagNotFoundError, ValidationError
 from paimon_meta.model.snapshot import Snapshot
 from paimon_meta.table.snapshots import SnapshotManager
@@ -36,8 +35,7 @@ def paimon_table_row(catalog: MetastoreCatalog, identifier: str) -> TableRow:
     the type for a format, object or Iceberg table, which has no snapshots, consumers or partitions
     here)."""
     row = catalog.table_row(identifier)
-    if row.table_schema is not None:
-        raise metadata_tables.refuse(row)
+    catalog.paimon_location(row)
     return row
 
 

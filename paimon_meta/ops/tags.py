@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from paimon_meta.catalog import metadata_tables
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import SnapshotNotFoundError
 from paimon_meta.model.snapshot import Snapshot
@@ -107,10 +106,7 @@ def tags_of(catalog: MetastoreCatalog, identifier: str) -> TagManager:
     """The tags of table ``identifier`` on storage, where its registry row places it (the table itself
     is not loaded). ``TableNotFoundError`` if there is no such table; ``UnsupportedError`` naming the type
     for a table kept as metadata only (it has no tags)."""
-    row = catalog.table_row(identifier)
-    if row.table_schema is not None:
-        raise metadata_tables.refuse(row)
-    location = catalog.location_of(row)
+    location = catalog.paimon_location(catalog.table_row(identifier))
     return TagManager(catalog.table_file_io(location), location)
 
 

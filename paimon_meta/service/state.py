@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from paimon_meta.catalog import metadata_tables
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
@@ -543,9 +542,7 @@ class ServiceState:
         across commits: manifests are immutable and never renamed). One per location and latest schema
         on storage (listed each time: another engine may have altered the table); its snapshot cache
         follows the table's timeline (see ``SnapshotManager.observe_timeline``)."""
-        if row.table_schema is not None:
-            raise metadata_tables.refuse(row)
-        location = self.catalog.location_of(row)
+        location = self.catalog.paimon_location(row)
         with self._lock:
             schemas = self._schema_managers.get(location)
             if schemas is None:
@@ -572,9 +569,7 @@ class ServiceState:
         """One manager per table location (its cache of immutable snapshot files is shared by
         requests, and by the table objects commits use: what a commit-messages request published is
         in it). A table kept as metadata only has none: refused naming its type."""
-        if row.table_schema is not None:
-            raise metadata_tables.refuse(row)
-        manager = self._manager_at(self.catalog.location_of(row))
+        manager = self._manager_at(self.catalog.paimon_location(row))
         # The row's timeline (read for this request): its cached snapshots are of the table as it is now
         # (a rollback, through any replica, reuses the ids above its target). Commits check again under
         # the lock.

@@ -77,7 +77,7 @@ def test_a_format_table_is_metadata_only(
     assert got["path"] == catalog.table_location("db", "csv") and got["isExternal"] is False
     assert not Path(got["path"]).exists()  # nothing of ours in the directory its clients read
     # what needs Paimon's layout is refused by the table's type
-    for path in ("snapshot", "tags"):
+    for path in ("snapshot", "tags", "branches"):
         answer = client.get(f"{P}/databases/db/tables/csv/{path}", headers=admin)
         assert answer.status_code == 501 and "format-table" in answer.json()["message"], (path, answer.text)
     with pytest.raises(UnsupportedError, match="format-table"):
