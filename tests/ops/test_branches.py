@@ -215,6 +215,26 @@ def test_main_expiration_keeps_what_branches_read(catalog: MetastoreCatalog) -> 
     assert read_keys(catalog) == [100, 101]
 
 
+def test_main_expiration_keeps_what_a_branch_tag_alone_reads(catalog: MetastoreCatalog) -> None:
+    """A branch's tag whose snapshot the branch itself no longer has (its own expiration, as Java's
+    keeps tags) still reads its rows after main expired every snapshot it shared with it: expiration keeps
+    what branch tags name, not only branch snapshots."""
+    table = _main(catalog, 2)
+    tag_ops.create_tag(catalog, TABLE, "t2", 2)
+    branch_ops.create_branch(catalog, TABLE, "b1", "t2")
+    tag_ops.delete_tag(catalog, TABLE, "t2")
+    commit_on_branch(table, "b1", [7])
+    io, root = table.file_io, branch_path(table.path, "b1")
+    io.delete(SnapshotManager(io, root).snapshot_path(2))  # the branch's tag t2 is what holds snapshot 2
+    assert TagManager(io, root).names() == ["t2"]
+    assert write(catalog, [100], overwrite=True) == 3
+    assert write(catalog, [101]) == 4
+    assert expire_snapshots(catalog, TABLE, retain_min=1, time_retained_ms=0).expired == [1, 2, 3]
+    builder = catalog.get_table(TABLE).branch("b1").new_read_builder().with_tag("t2")
+    tagged = builder.new_read().to_arrow(builder.new_scan().plan().splits()).column("k").to_pylist()
+    assert sorted(tagged) == [1, 11]
+
+
 def test_fast_forward_interrupted_after_its_transaction_is_finished_by_running_it_again(
     catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
