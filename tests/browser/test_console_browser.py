@@ -193,6 +193,8 @@ def test_the_live_view_resumes_across_replica_kills_and_a_restart_without_gaps(
         wait_until(page, "n => window.feedIds.length >= n", len(expected))
         assert live_ids(page) == expected
         assert page.locator("[data-testid=live-event]").count() == len(expected)
+        rows = page.locator("[data-testid=live-event]").evaluate_all("rs => rs.map(r => r.dataset.id)")
+        assert rows[::-1] == expected  # the rows shown (newest first) are those events, each once
         assert page.evaluate("window.feedOpens") == 3
     finally:
         proxy.close()

@@ -56,6 +56,7 @@
       var tr = document.createElement("tr");
       tr.setAttribute("data-testid", "live-event");
       tr.setAttribute("data-type", e.type);
+      tr.setAttribute("data-id", m.lastEventId);  // the feed position: resume and gap checks
       cell(tr, new Date(e.time).toLocaleTimeString(), "time");
       cell(tr, e.type.replace(/^org\.paimon\./, ""));
       cell(tr, e.subject);
