@@ -5,7 +5,7 @@ protocol's bodies built from the catalog's rows. No IO here."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
@@ -70,6 +70,58 @@ def page(
     if len(items) <= limit:
         return items, None
     return items[:limit], token(items[limit - 1])
+
+
+class Named(Protocol):
+    """A view's or a function's row, as the listings page it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def identifier(self) -> str: ...
+
+
+Row = TypeVar("Row", bound=Named)
+
+
+def database_page(
+    list_rows: Callable[..., list[Row]],
+    database: str,
+    max_results: int | None,
+    page_token: str | None,
+    pattern: str | None,
+) -> tuple[list[Row], str | None]:
+    """A page of ``database``'s objects by name (``list_rows``: ``list_views`` or ``list_functions`` of
+    the catalog's objects), resumed after the previous page's last name."""
+    validate_identifier("database", database)
+    after = after_in(database, page_token)
+    return page(
+        lambda n: list_rows(database=database, name_pattern=pattern, after=after, limit=n),
+        limit_of(max_results),
+        lambda row: row.name,
+    )
+
+
+def global_page(
+    list_rows: Callable[..., list[Row]],
+    access: Access,
+    max_results: int | None,
+    page_token: str | None,
+    *,
+    database_pattern: str | None,
+    pattern: str | None,
+) -> tuple[list[Row], str | None]:
+    """A page of the objects of every database ``access`` may read, by database then name, resumed
+    after the previous page's last ``database.name``."""
+    after = after_globally(page_token)
+    databases = readable_databases(access)
+    return page(
+        lambda n: list_rows(
+            database_pattern=database_pattern, name_pattern=pattern, databases=databases, after=after, limit=n
+        ),
+        limit_of(max_results),
+        lambda row: row.identifier,
+    )
 
 
 def _audit(audit: Audit) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from paimon_meta.metastore.catalog_objects import FunctionRow
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.catalog_objects import FunctionSpec
 from paimon_meta.model.identifier import validate_identifier
@@ -44,19 +43,6 @@ FunctionPattern = Annotated[
 ]
 
 
-def _function_page(
-    request: Request, database: str, max_results: int | None, page_token: str | None, pattern: str | None
-) -> tuple[list[FunctionRow], str | None]:
-    objects = catalog_of(request).objects
-    validate_identifier("database", database)
-    after = common.after_in(database, page_token)
-    return common.page(
-        lambda n: objects.list_functions(database=database, name_pattern=pattern, after=after, limit=n),
-        common.limit_of(max_results),
-        lambda row: row.name,
-    )
-
-
 @router.get(paths.FUNCTIONS, response_model=models.ListFunctionsResponse, dependencies=[READ_DATABASE])
 def list_functions(
     request: Request,
@@ -66,7 +52,9 @@ def list_functions(
     pattern: FunctionPattern = None,
 ) -> models.ListFunctionsResponse:
     """The names of ``database``'s functions, by name (``functionNamePattern``: SQL LIKE)."""
-    rows, token = _function_page(request, database, max_results, page_token, pattern)
+    rows, token = common.database_page(
+        catalog_of(request).objects.list_functions, database, max_results, page_token, pattern
+    )
     return models.ListFunctionsResponse(functions=[r.name for r in rows], next_page_token=token)
 
 
@@ -81,7 +69,9 @@ def list_function_details(
     pattern: FunctionPattern = None,
 ) -> models.ListFunctionDetailsResponse:
     """``database``'s functions as ``GET`` of each answers it, by name."""
-    rows, token = _function_page(request, database, max_results, page_token, pattern)
+    rows, token = common.database_page(
+        catalog_of(request).objects.list_functions, database, max_results, page_token, pattern
+    )
     return models.ListFunctionDetailsResponse(
         function_details=[common.function_response(r) for r in rows], next_page_token=token
     )
@@ -98,15 +88,13 @@ def list_functions_globally(
 ) -> models.ListFunctionsGloballyResponse:
     """Every function of the databases the caller may read, by database then name; the page token is
     the last ``database.function`` of the previous page."""
-    objects = catalog_of(request).objects
-    after = common.after_globally(page_token)
-    databases = common.readable_databases(access)
-    rows, token = common.page(
-        lambda n: objects.list_functions(
-            database_pattern=database_pattern, name_pattern=pattern, databases=databases, after=after, limit=n
-        ),
-        common.limit_of(max_results),
-        lambda row: row.identifier,
+    rows, token = common.global_page(
+        catalog_of(request).objects.list_functions,
+        access,
+        max_results,
+        page_token,
+        database_pattern=database_pattern,
+        pattern=pattern,
     )
     return models.ListFunctionsGloballyResponse(
         functions=[models.Identifier(database=r.database, object=r.name) for r in rows],

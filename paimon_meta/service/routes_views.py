@@ -14,7 +14,6 @@ from fastapi import APIRouter, Query, Request, Response
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.catalog_objects import ViewRow
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.catalog_objects import ViewSchema
 from paimon_meta.model.identifier import validate_identifier
@@ -43,19 +42,6 @@ router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], res
 ViewPattern = Annotated[str | None, Query(alias=paths.VIEW_NAME_PATTERN, max_length=convert.MAX_PATTERN)]
 
 
-def _view_page(
-    request: Request, database: str, max_results: int | None, page_token: str | None, pattern: str | None
-) -> tuple[list[ViewRow], str | None]:
-    objects = catalog_of(request).objects
-    validate_identifier("database", database)
-    after = common.after_in(database, page_token)
-    return common.page(
-        lambda n: objects.list_views(database=database, name_pattern=pattern, after=after, limit=n),
-        common.limit_of(max_results),
-        lambda row: row.name,
-    )
-
-
 @router.get(paths.VIEWS, response_model=models.ListViewsResponse, dependencies=[READ_DATABASE])
 def list_views(
     request: Request,
@@ -65,7 +51,9 @@ def list_views(
     pattern: ViewPattern = None,
 ) -> models.ListViewsResponse:
     """The names of ``database``'s views, by name (``viewNamePattern``: SQL LIKE)."""
-    rows, token = _view_page(request, database, max_results, page_token, pattern)
+    rows, token = common.database_page(
+        catalog_of(request).objects.list_views, database, max_results, page_token, pattern
+    )
     return models.ListViewsResponse(views=[r.name for r in rows], next_page_token=token)
 
 
@@ -78,7 +66,9 @@ def list_view_details(
     pattern: ViewPattern = None,
 ) -> models.ListViewDetailsResponse:
     """``database``'s views as ``GET`` of each answers it, by name."""
-    rows, token = _view_page(request, database, max_results, page_token, pattern)
+    rows, token = common.database_page(
+        catalog_of(request).objects.list_views, database, max_results, page_token, pattern
+    )
     return models.ListViewDetailsResponse(
         view_details=[common.view_response(r) for r in rows],
         next_page_token=token,
@@ -96,15 +86,13 @@ def list_views_globally(
 ) -> models.ListViewsGloballyResponse:
     """Every view of the databases the caller may read, by database then name; the page token is the
     last ``database.view`` of the previous page."""
-    objects = catalog_of(request).objects
-    after = common.after_globally(page_token)
-    databases = common.readable_databases(access)
-    rows, token = common.page(
-        lambda n: objects.list_views(
-            database_pattern=database_pattern, name_pattern=pattern, databases=databases, after=after, limit=n
-        ),
-        common.limit_of(max_results),
-        lambda row: row.identifier,
+    rows, token = common.global_page(
+        catalog_of(request).objects.list_views,
+        access,
+        max_results,
+        page_token,
+        database_pattern=database_pattern,
+        pattern=pattern,
     )
     return models.ListViewsGloballyResponse(
         views=[models.Identifier(database=r.database, object=r.name) for r in rows], next_page_token=token
