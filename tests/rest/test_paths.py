@@ -7,6 +7,7 @@ from typing import Any
 
 from paimon_meta.rest import paths
 from paimon_meta.service.app import create_app
+from paimon_meta.service.console import session as console_session
 from paimon_meta.service.state import ServiceSettings
 
 
@@ -24,8 +25,12 @@ def _route_paths(routes: list[Any]) -> set[str]:
 
 def test_the_service_serves_every_template_and_nothing_else() -> None:
     served = _route_paths(list(create_app(ServiceSettings()).routes))
+    # The operator console's pages are the browser's, under their own prefix (service/console), not
+    # the protocol's.
+    console = {p for p in served if console_session.is_console(p)}
+    assert console and all(p.startswith(console_session.PREFIX + "/") for p in console)
     # V1 and CATALOG are the roots the other templates are built on, not routes.
-    assert served == _templates() - {paths.V1, paths.CATALOG}
+    assert served - console == _templates() - {paths.V1, paths.CATALOG}
 
 
 def test_expand_encodes_each_name_as_one_segment() -> None:
