@@ -18,6 +18,7 @@ which the broker drops as duplicates (their ids are the same).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 
@@ -148,8 +149,12 @@ class OutboxLease:
         return self._conn
 
     def release(self) -> None:
-        """Give the lease up (closing the session releases the lock)."""
-        self.held = False
+        """Give the lease up: unlock, then close the session. (Closing alone frees the lock only once the
+        server has ended the backend, a moment later: a successor trying at once would be refused.)"""
+        held, self.held = self.held, False
         if self._conn is not None:
+            if held and not self._conn.closed:
+                with contextlib.suppress(psycopg.Error):  # a dead session has released it already
+                    self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
             self._conn.close()
             self._conn = None
