@@ -132,15 +132,19 @@ def holds(
 def decide(
     assignments: Sequence[Assignment], subject: Subject, resource: Resource, access: Access, *, at: datetime
 ) -> Decision:
-    """Whether ``subject`` may perform ``access`` on the catalog object ``resource`` at ``at``, and why.
+    """Whether ``subject`` may perform ``access`` on ``resource`` at ``at``, and why.
 
-    ``assignments`` are the subject's and its memberships' (others are ignored). Raises
-    ``ValidationError`` when ``resource`` is a scope or ``access`` does not apply to it: a check is
-    always of one access on one object.
+    ``resource`` is a catalog object, or a scope (``CATALOG_ALL``, ``DATABASE_ALL``) to ask whether
+    the subject holds ``access`` on all of it, objects created later included (only an assignment on
+    that scope or a wider one does). ``assignments`` are the subject's and its memberships' (others are
+    ignored). Raises ``ValidationError`` for a ``COLUMN`` resource (columns are selected from a table:
+    ask ``SELECT`` on the table and read :attr:`Decision.columns`) or an access the resource does not
+    take.
     """
-    if not resource.is_object:
+    if resource.type is R.COLUMN:
         raise ValidationError(
-            f"a check names a catalog object, not the scope {resource}", resource=str(resource)
+            f"ask SELECT on the table, not on {resource}: the decision carries the column range",
+            resource=str(resource),
         )
     if access not in APPLICABLE[resource.type]:
         raise ValidationError(
