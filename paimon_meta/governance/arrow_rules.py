@@ -283,8 +283,14 @@ def _positions(value: Input, batch: pa.RecordBatch) -> list[int | None]:
 
 
 def _concat_ws(separator: pa.Array, values: Sequence[pa.Array]) -> pa.Array:
-    """``CONCAT_WS``: null when the separator is, null values skipped."""
-    return pc.binary_join_element_wise(*values, separator, null_handling="skip")
+    """``CONCAT_WS``: null when the separator is, null values skipped. Row by row: Arrow's
+    ``binary_join_element_wise(null_handling="skip")`` drops rows whose separator is null (pyarrow 26)."""
+    columns = [_values(v) for v in values]
+    out = [
+        None if sep is None else sep.join(v for v in row if v is not None)
+        for sep, *row in zip(_values(separator), *columns, strict=True)
+    ]
+    return pa.array(out, type=pa.string())
 
 
 def _trim(transform: Transform, batch: pa.RecordBatch, strings: list[pa.Array | None]) -> pa.Array:
