@@ -118,7 +118,7 @@ HANDLER_CHECKS: dict[str, tuple[tuple[Privilege | None, str], tuple[ResourceType
         (Privilege.READ, "table"),
         (R.TABLE, A.SELECT),
     ),
-    "console: a table's write and admin actions are offered": (
+    "console: a table's write actions are offered": (
         (Privilege.WRITE, "table"),
         (R.TABLE, A.UPDATE),
     ),
