@@ -248,7 +248,7 @@ def test_combining_ands_filters_and_refuses_conflicting_masks() -> None:
     # as pypaimon 2.1.0: an /auth answer with a blank rule, a null mask, or not a list is refused
     for filters, masks in [([""], {}), ([], {"f2": ""}), ("x", {}), ([], {"": upper})]:
         with pytest.raises(PolicyRuleError):
-            QueryRules.parse(filters, masks, FIELDS)  # type: ignore[arg-type]
+            QueryRules.parse(filters, masks, FIELDS)
     assert not QueryRules.parse(None, None, FIELDS).restricted
 
 
