@@ -180,31 +180,31 @@ def test_every_route_has_its_paimon_access() -> None:
     assert set(ROUTE_ACCESS) == needs_privilege
 
 
-@pytest.mark.parametrize("route", sorted(ROUTE_ACCESS), ids=" ".join)
-def test_a_route_allows_exactly_whom_it_allowed(route: tuple[str, str]) -> None:
-    privilege, scope = EXPECTED[route]
-    assert privilege is not None
-    check = ROUTE_ACCESS[route]
-    differ = [
-        (grants, target)
-        for grants in GRANT_SETS
-        for target in TARGETS
-        if _legacy_allows(_legacy(grants), Privilege(privilege), scope, *target)
-        != _new_allows(_migrated(grants), check, *target)
-    ]
-    assert not differ, differ[:5]
-
-
-@pytest.mark.parametrize("name", sorted(HANDLER_CHECKS))
-def test_a_handler_check_allows_exactly_whom_it_allowed(name: str) -> None:
-    (privilege, scope), check = HANDLER_CHECKS[name]
-    differ = [
+def _differences(
+    privilege: Privilege | None, scope: str, check: tuple[ResourceType, Access] | str
+) -> list[tuple[object, ...]]:
+    """The (grants, target) pairs on which the legacy check and the Paimon check disagree."""
+    return [
         (grants, target)
         for grants in GRANT_SETS
         for target in TARGETS
         if _legacy_allows(_legacy(grants), privilege, scope, *target)
         != _new_allows(_migrated(grants), check, *target)
     ]
+
+
+@pytest.mark.parametrize("route", sorted(ROUTE_ACCESS), ids=" ".join)
+def test_a_route_allows_exactly_whom_it_allowed(route: tuple[str, str]) -> None:
+    privilege, scope = EXPECTED[route]
+    assert privilege is not None
+    differ = _differences(Privilege(privilege), scope, ROUTE_ACCESS[route])
+    assert not differ, differ[:5]
+
+
+@pytest.mark.parametrize("name", sorted(HANDLER_CHECKS))
+def test_a_handler_check_allows_exactly_whom_it_allowed(name: str) -> None:
+    (privilege, scope), check = HANDLER_CHECKS[name]
+    differ = _differences(privilege, scope, check)
     assert not differ, differ[:5]
 
 
@@ -226,5 +226,7 @@ def test_docs_show_the_table() -> None:
     assert rows == expected
     for name, ((privilege, scope), check) in HANDLER_CHECKS.items():
         legacy = "a grant in it" if privilege is None else f"{privilege.value} on {scope}"
-        paimon = "any assignment in it" if isinstance(check, str) else f"`{check[0].value}` `{check[1].value}`"
+        paimon = (
+            "any assignment in it" if isinstance(check, str) else f"`{check[0].value}` `{check[1].value}`"
+        )
         assert f"| {name} | {legacy} | {paimon} |" in text, name
