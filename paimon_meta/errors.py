@@ -42,6 +42,20 @@ class UnsupportedError(ValidationError):
     """A valid Paimon feature that paimon_meta does not implement (named in the message)."""
 
 
+class PolicyRuleError(ValidationError):
+    """A row filter or column mask (Paimon's predicate or transform JSON) that cannot be applied exactly:
+    malformed JSON, an unknown or unsupported function or transform, the wrong number of arguments, a
+    literal or column of the wrong type, a column the table does not have. Readers refuse to read rather
+    than apply part of a rule (fail closed). Fields: ``rule`` (``row filter`` or ``column mask``),
+    ``reason`` (``json``, ``unknown``, ``unsupported``, ``arity``, ``type``, ``literal``, ``column``,
+    ``conflict``), ``name`` (the function or transform), ``column``, ``at`` (where in the JSON)."""
+
+
+class PolicyConflictError(PolicyRuleError):
+    """Rules that cannot apply together: two masks on one column, a mask computed from a column that is
+    masked too (its raw value would leak through the mask)."""
+
+
 class StorageOptionsMissingError(ValidationError):
     """A store cannot be used because options it needs are missing (e.g. S3 credentials for a table whose
     location is ``s3://``). ``options`` lists the missing option keys, ``uri`` the location."""

@@ -149,6 +149,31 @@ SPEC_OPERATIONS: tuple[tuple[str, str, str], ...] = (
     ("DELETE", FUNCTION, "dropFunction"),
 )
 
+# ---- the management API (apache/paimon rest-management-open-api.yaml; docs/GOVERNANCE.md) -------------
+#: ``(method, template, operationId)`` of the management operations pypaimon 2.1.0 and paimon-rust 0.4.0
+#: call. Not served yet (issue 36, phase B): once routes serve them they become constants of their own
+#: (tests/rest/test_paths.py checks every constant is served).
+MANAGEMENT_OPERATIONS: tuple[tuple[str, str, str], ...] = (
+    ("GET", f"{CATALOG}/permissions", "listPermissions"),
+    ("POST", f"{CATALOG}/permissions/grant", "grantPermission"),
+    ("POST", f"{CATALOG}/permissions/revoke", "revokePermission"),
+    ("GET", f"{TABLE}/policies", "listTablePolicies"),
+    ("POST", f"{TABLE}/policies", "createTablePolicy"),
+    ("POST", f"{TABLE}/policies/drop", "dropTablePolicy"),
+)
+#: ``GET .../permissions`` query: the exact resource (``resourceType`` and its locators), optionally one
+#: principal and one access; ``GET .../policies`` query: a policy type, a principal, a masked column.
+PERMISSION_RESOURCE_TYPE = "resourceType"
+PERMISSION_DATABASE = "database"
+PERMISSION_TABLE = "table"
+PERMISSION_FUNCTION = "function"
+PERMISSION_VIEW = "view"
+PERMISSION_PRINCIPAL = "principal"
+PERMISSION_ACCESS = "access"
+POLICY_TYPE = "type"
+POLICY_PRINCIPAL = "principal"
+POLICY_COLUMN = "column"
+
 # ---- operations (not the protocol's) -------------------------------------------------------------------
 HEALTHZ = "/healthz"
 READYZ = "/readyz"
