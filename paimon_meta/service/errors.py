@@ -38,6 +38,7 @@ from paimon_meta.errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
     CredentialVendingError,
+    FieldTooLargeError,
     FileAlreadyExistsError,
     FileIOError,
     FileNotFound,
@@ -201,6 +202,8 @@ def classify(e: BaseException) -> Answer:
         return Answer(409, e.message, e.resource.upper(), _resource_name(e))
     if isinstance(e, UnsupportedError):
         return Answer(501, e.message)
+    if isinstance(e, FieldTooLargeError):
+        return Answer(413, e.message)
     if isinstance(e, ValidationError):
         return Answer(400, e.message, None, _resource_name(e))
     if isinstance(e, CommitOutcomeUnknownError):
