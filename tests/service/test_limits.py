@@ -153,7 +153,7 @@ def test_functions_refuse_texts_over_their_limits(client: TestClient, admin: dic
     ):
         too_large(client.post(url, json=function_body("f", **members), headers=admin), field)
     assert client.post(url, json=function_body("f"), headers=admin).status_code == 200
-    change = {"action": "setOption", "key": "k", "value": big(limits.VALUE)}
+    change: dict[str, Any] = {"action": "setOption", "key": "k", "value": big(limits.VALUE)}
     too_large(client.post(f"{url}/f", json={"changes": [change]}, headers=admin), "options.k")
     change = {
         "action": "addDefinition",
