@@ -32,6 +32,11 @@ class ValidationError(PaimonMetaError):
     """Input that cannot be accepted: a bad identifier, schema, option, row or CommitMessage."""
 
 
+class FieldTooLargeError(ValidationError):
+    """A text a client chose is over the catalog's limit for it (``model.limits``): ``field`` names it,
+    ``limit`` is its limit in characters (the service answers 413)."""
+
+
 class PathOutsideTableError(ValidationError):
     """A path that a commit, a read, a deletion or a table option names lies outside the table: not under
     its root nor under one of its configured external roots (``path``; ``table``: the table's root;

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from paimon_meta.errors import TableAlreadyExistsError, UnsupportedError, ValidationError
 from paimon_meta.metastore.registry import Registry, TableRow
+from paimon_meta.model import limits
 from paimon_meta.model.identifier import split_identifier
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.json import schema_from_json, schema_to_json
@@ -107,6 +108,7 @@ def create(catalog: MetastoreCatalog, identifier: str, schema: TableSchema) -> T
     """
     db, name = split_identifier(identifier)
     check(schema)
+    limits.check_table(schema)
     location = catalog.table_location(db, name)
     path = (schema.options.get(PATH_OPTION) or "").rstrip("/")
     if path and path != location:
@@ -142,6 +144,7 @@ def alter(
     if table_type(schema.options) != table_type(current.options):
         raise ValidationError("option 'type' cannot be changed on an existing table", option="type")
     check(schema)
+    limits.check_table(schema, current)
     catalog.registry.replace_table_schema(row.table_id, current.id, json.loads(schema_to_json(schema)))
     return schema
 

@@ -46,6 +46,7 @@ from paimon_meta.metastore.catalog_objects import CatalogObjects
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
 from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow
+from paimon_meta.model import limits
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.identifier import split_identifier, validate_identifier
 from paimon_meta.model.schema import TableSchema
@@ -222,6 +223,7 @@ class MetastoreCatalog:
                 return self.get_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
+        limits.check_table(table_schema)
         if written_by_clients:
             FileStoreTable.check_client_schema(table_schema)
         else:

@@ -80,6 +80,28 @@ def register(commands: Commands) -> None:
         default=512,
         help="live change-feed streams open at once on this replica (default 512; no in-flight slot each)",
     )
+    p.add_argument(
+        "--max-feed-streams-per-principal",
+        type=int,
+        default=None,
+        help="live streams one principal may hold on this replica, then 429 (default: a sixteenth of "
+        "--max-feed-streams, at least 1)",
+    )
+    p.add_argument(
+        "--feed-recheck-seconds",
+        type=float,
+        default=5.0,
+        help="an open stream re-checks its principal (token revoked, grants, expiry) at least this often "
+        "(default 5)",
+    )
+    # Behind a proxy (README, "Behind a proxy"): whose X-Forwarded-For / -Proto to believe.
+    p.add_argument(
+        "--forwarded-allow-ips",
+        default="",
+        metavar="IPS",
+        help="comma-separated addresses or networks of proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto are believed (default: none, not even loopback)",
+    )
     # The change feed to NATS JetStream (README, "The change feed"): off without --events-nats.
     p.add_argument(
         "--events-nats",
@@ -227,6 +249,9 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         metrics_cache_seconds=args.metrics_cache_seconds,
         max_in_flight=args.max_in_flight,
         max_feed_streams=args.max_feed_streams,
+        max_feed_streams_per_principal=args.max_feed_streams_per_principal,
+        feed_recheck_seconds=args.feed_recheck_seconds,
+        forwarded_allow_ips=_forwarded_allow_ips(args.forwarded_allow_ips),
         feed_send_timeout_seconds=args.feed_send_timeout,
         max_table_commits=args.max_table_commits,
         max_commits=args.max_commits,
@@ -238,6 +263,27 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return Output({"stopped": True}, "")
+
+
+def _forwarded_allow_ips(raw: str) -> tuple[str, ...]:
+    """The proxies ``--forwarded-allow-ips`` names: addresses or networks (``10.0.0.0/8``), or ``*``
+    (any client: only where nothing but the proxy can reach the port)."""
+    import ipaddress
+
+    from paimon_meta.errors import ValidationError
+
+    out = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for part in out:
+        if part == "*":
+            continue
+        try:
+            ipaddress.ip_network(part, strict=False)
+        except ValueError:
+            raise ValidationError(
+                f"--forwarded-allow-ips: {part!r} is not an address or a network",
+                option="--forwarded-allow-ips",
+            ) from None
+    return out
 
 
 def _events_nats(args: argparse.Namespace) -> NatsOutboxSettings | None:

@@ -59,6 +59,7 @@ from paimon_meta.errors import (
     TableRowChangedError,
     ValidationError,
 )
+from paimon_meta.model import limits
 from paimon_meta.model.binary_row import deserialize_row
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.manifest import (
@@ -275,6 +276,7 @@ class CommitCoordinator:
         nothing can be referenced yet: if the result is never committed its manifests are orphans
         (orphan cleanup removes them)."""
         self._validate(messages)
+        limits.check_options("commit", "properties", properties or {})
         changes = collect_changes(messages, table_buckets=self.schema.num_buckets)
         spec = None if overwrite is None else self._overwrite_spec(overwrite, changes.append)
         plan = self._plan(changes, spec)

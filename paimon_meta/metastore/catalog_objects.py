@@ -23,7 +23,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from sqlalchemy import Connection, Engine, delete, exists, func, insert, select, text, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Text,
+    cast,
+    delete,
+    exists,
+    func,
+    insert,
+    select,
+    text,
+    tuple_,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from paimon_meta.db.models import (
@@ -44,6 +58,7 @@ from paimon_meta.errors import (
     ViewAlreadyExistsError,
     ViewNotFoundError,
 )
+from paimon_meta.model import limits
 from paimon_meta.model.catalog_objects import (
     FunctionSpec,
     ViewSchema,
@@ -134,6 +149,10 @@ class _Kind(Generic[Row, Definition]):
     definition: Callable[[Mapping[Any, Any]], Definition]
     payload: Callable[[Definition], dict[str, Any]]
     row: Callable[[Mapping[Any, Any], Definition], Row]
+    #: Refuses texts over ``model.limits`` (a definition about to be stored, and the one it replaces).
+    check: Callable[[Definition, Definition | None], None]
+    #: The stored definition's size in bytes, in SQL (what a listing page's byte budget counts).
+    size: Callable[[], ColumnElement[int]]
 
     @property
     def kind(self) -> str:
@@ -169,6 +188,11 @@ def _function_spec(m: Mapping[Any, Any]) -> FunctionSpec:
     )
 
 
+def _octets(column: Any) -> ColumnElement[int]:
+    """A column's size as text, in bytes (0 when null)."""
+    return func.coalesce(func.octet_length(cast(column, Text)), 0)
+
+
 VIEWS: _Kind[ViewRow, ViewSchema] = _Kind(
     object_type=CatalogObjectType.VIEW,
     model=PaimonView,
@@ -183,6 +207,8 @@ VIEWS: _Kind[ViewRow, ViewSchema] = _Kind(
     row=lambda m, schema: ViewRow(
         m["view_id"], m["view_uuid"], m["database_name"], m["view_name"], schema, Audit.of(m)
     ),
+    check=limits.check_view,
+    size=lambda: func.octet_length(PaimonView.view_schema),
 )
 FUNCTIONS: _Kind[FunctionRow, FunctionSpec] = _Kind(
     object_type=CatalogObjectType.FUNCTION,
@@ -197,6 +223,14 @@ FUNCTIONS: _Kind[FunctionRow, FunctionSpec] = _Kind(
     payload=lambda spec: {"function": spec.to_json()},
     row=lambda m, spec: FunctionRow(
         m["function_id"], m["function_uuid"], m["database_name"], m["function_name"], spec, Audit.of(m)
+    ),
+    check=limits.check_function,
+    size=lambda: (
+        _octets(PaimonFunction.definitions)
+        + _octets(PaimonFunction.comment)
+        + _octets(PaimonFunction.options)
+        + _octets(PaimonFunction.input_params)
+        + _octets(PaimonFunction.return_params)
     ),
 )
 
@@ -314,6 +348,10 @@ class CatalogObjects:
         return self._get(VIEWS, database, name)
 
     def list_views(self, **query: Any) -> list[ViewRow]:
+        """See :meth:`_page` (the rows only)."""
+        return self._page(VIEWS, **query)[0]
+
+    def page_views(self, **query: Any) -> tuple[list[ViewRow], bool]:
         """See :meth:`_page`."""
         return self._page(VIEWS, **query)
 
@@ -348,6 +386,10 @@ class CatalogObjects:
         return self._get(FUNCTIONS, database, name)
 
     def list_functions(self, **query: Any) -> list[FunctionRow]:
+        """See :meth:`_page` (the rows only)."""
+        return self._page(FUNCTIONS, **query)[0]
+
+    def page_functions(self, **query: Any) -> tuple[list[FunctionRow], bool]:
         """See :meth:`_page`."""
         return self._page(FUNCTIONS, **query)
 
@@ -415,6 +457,7 @@ class CatalogObjects:
     ) -> Row:
         validate_identifier("database", database)
         validate_identifier(kind.kind, name)
+        kind.check(definition, None)
         with self.engine.begin() as conn:
             self._check_target(conn, kind, database, name)
             try:
@@ -460,43 +503,70 @@ class CatalogObjects:
         kind: _Kind[Row, Any],
         *,
         limit: int,
+        budget: int | None = None,
         database: str | None = None,
         database_pattern: str | None = None,
         name_pattern: str | None = None,
         databases: Collection[str] | None = None,
         after: tuple[str, str] | None = None,
-    ) -> list[Row]:
+    ) -> tuple[list[Row], bool]:
         """At most ``limit`` objects ordered by (database, name) after ``after`` (keyset paging on the
         unique index), of ``database`` (``DatabaseNotFoundError`` if unknown) or of every database whose
-        name matches ``database_pattern``, restricted to ``databases`` when given (the caller's grants).
-        Patterns are SQL LIKE with ``%`` and ``_`` and no escape character (``convert.like_match``)."""
+        name matches ``database_pattern``, restricted to ``databases`` when given (the caller's grants);
+        and whether more follow. Patterns are SQL LIKE with ``%`` and ``_`` and no escape character
+        (``convert.like_match``).
+
+        ``budget``: bytes of stored definitions the page may carry. The page stops at the object whose
+        bytes reach it (at least one object, so a page always moves on): its sizes are read first, and
+        only the objects that fit are read whole, so a page of large objects costs this process about
+        ``budget`` plus one object, never ``limit`` of them."""
         model = kind.model
         name_col = kind.column(kind.name_column)
-        query = select(*model.__table__.c).where(model.catalog_key == self.catalog_key)
+        conditions: list[Any] = [model.catalog_key == self.catalog_key]
         if database is not None:
-            query = query.where(model.database_name == database)
+            conditions.append(model.database_name == database)
         if databases is not None:
             if not databases:
-                return []
-            query = query.where(model.database_name.in_(sorted(databases)))
+                return [], False
+            conditions.append(model.database_name.in_(sorted(databases)))
         for column, pattern in ((model.database_name, database_pattern), (name_col, name_pattern)):
             if not pattern:
                 continue
-            query = query.where(column.like(pattern, escape=""))
+            conditions.append(column.like(pattern, escape=""))
             bounds = name_range(pattern)
             if bounds is not None:
                 # The LIKE's literal prefix as an index range (a LIKE with a bound parameter is not one).
-                query = query.where(column >= bounds[0])
+                conditions.append(column >= bounds[0])
                 if bounds[1] is not None:
-                    query = query.where(column < bounds[1])
+                    conditions.append(column < bounds[1])
         if after is not None:
-            query = query.where(tuple_(model.database_name, name_col) > tuple_(after[0], after[1]))
-        query = query.order_by(model.database_name, name_col).limit(limit)
+            conditions.append(tuple_(model.database_name, name_col) > tuple_(after[0], after[1]))
+        order = (model.database_name, name_col)
         with self.engine.connect() as conn:
             if database is not None and not self.registry.database_exists(database, conn=conn):
                 raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
-            rows = conn.execute(query).all()
-        return [kind.row(r._mapping, kind.definition(r._mapping)) for r in rows]
+            take, more = limit, False
+            if budget is not None:
+                sizes = conn.execute(
+                    select(kind.size()).where(*conditions).order_by(*order).limit(limit + 1)
+                ).scalars()
+                take, used = 0, 0
+                for size in sizes:
+                    if take == limit or (take and used >= budget):
+                        more = True
+                        break
+                    take, used = take + 1, used + int(size or 0)
+                if not take:
+                    return [], False
+            rows = conn.execute(
+                select(*model.__table__.c)
+                .where(*conditions)
+                .order_by(*order)
+                .limit(take if budget is not None else take + 1)
+            ).all()
+        if budget is None:
+            more = len(rows) > take
+        return [kind.row(r._mapping, kind.definition(r._mapping)) for r in rows[:take]], more
 
     def _alter(
         self,
@@ -519,6 +589,7 @@ class CatalogObjects:
             changed = apply(current, changes)
             if changed == current:
                 return kind.row(r._mapping, current)
+            kind.check(changed, current)
             m = (
                 conn.execute(
                     update(model)

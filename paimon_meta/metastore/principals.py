@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -135,6 +135,16 @@ class Access:
     def sees_database(self, database: str) -> bool:
         """Whether any grant reaches into ``database`` (for listings: a table grant shows its database)."""
         return any(g.scope.database in (None, database) for g in self.grants)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What :meth:`Principals.standing` found: ``tokens`` maps the hash of each static token still
+    valid to its access (a revoked, expired or unknown one is absent); ``grants`` maps each principal
+    name that still exists to its own grants (a deleted one is absent)."""
+
+    tokens: Mapping[str, Access]
+    grants: Mapping[str, tuple[GrantRow, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +317,46 @@ class Principals:
             return None
         until = rows[0].valid_until
         return Access(rows[0].name, _grants(rows), valid_until=None if until is None else float(until))
+
+    def standing(self, token_hashes: Collection[str], names: Collection[str]) -> Standing:
+        """Where many credentials stand now, in one query (the open streams of a replica re-check
+        their principals with it): each static token of ``token_hashes`` still valid (not revoked, not
+        expired) with its principal and grants, and the grants of each principal of ``names`` that
+        still exists (the users the identity provider signed in and their groups)."""
+        if not token_hashes and not names:
+            return Standing({}, {})
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT t.token_hash, p.name, extract(epoch FROM t.expires_at) AS valid_until,"
+                    " g.privilege, g.database_name, g.table_name"
+                    " FROM paimon_tokens t JOIN paimon_principals p ON p.principal_id = t.principal_id"
+                    " LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
+                    " WHERE t.token_hash = ANY(:hashes) AND t.revoked_at IS NULL"
+                    " AND (t.expires_at IS NULL OR t.expires_at > now())"
+                    " UNION ALL"
+                    " SELECT NULL, p.name, NULL, g.privilege, g.database_name, g.table_name"
+                    " FROM paimon_principals p LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
+                    " WHERE p.name = ANY(:names)"
+                ),
+                {"hashes": sorted(token_hashes), "names": sorted(names)},
+            ).all()
+        by_token: dict[str, list[Row[Any]]] = {}
+        by_name: dict[str, list[Row[Any]]] = {}
+        for r in rows:
+            if r.token_hash is not None:
+                by_token.setdefault(r.token_hash, []).append(r)
+            else:
+                by_name.setdefault(r.name, []).append(r)
+        tokens = {
+            h: Access(
+                rs[0].name,
+                _grants(rs),
+                valid_until=None if rs[0].valid_until is None else float(rs[0].valid_until),
+            )
+            for h, rs in by_token.items()
+        }
+        return Standing(tokens, {name: _grants(rs) for name, rs in by_name.items()})
 
     def sign_in(
         self, user: str, *, groups: Sequence[str] = (), created_by: str, valid_until: float | None = None

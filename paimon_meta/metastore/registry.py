@@ -35,6 +35,7 @@ from paimon_meta.errors import (
 )
 from paimon_meta.metastore.catalog_objects import drop_database_objects, lock_object_name, view_exists
 from paimon_meta.metastore.lock import DEFAULT_CATALOG_KEY, lock_id_for
+from paimon_meta.model import limits
 from paimon_meta.model.identifier import validate_identifier
 
 # Java's JdbcCatalog property keys (DATABASE_EXISTS_PROPERTY, Catalog.DB_LOCATION_PROP).
@@ -312,7 +313,8 @@ class Registry:
 
         Raises:
             DatabaseNotFoundError: unknown database (or one only Java knows: its rows are Java's).
-            ValidationError: a reserved or over-long key or value.
+            ValidationError: a reserved or over-long key or value (``FieldTooLargeError``: more or
+                longer properties than ``model.limits`` lets a database keep).
         """
         for key, value in updates.items():
             if key in (_JAVA_EXISTS_KEY, _JAVA_LOCATION_KEY) or not key or len(key) > 255:
@@ -327,6 +329,7 @@ class Registry:
             if current.database_id is None:
                 raise DatabaseNotFoundError(f"database {name!r} is Java's: alter it from Java", database=name)
             props = {k: v for k, v in current.properties.items() if k not in set(removals)} | dict(updates)
+            limits.check_options("database", "options", props, current.properties)
             key = self.catalog_key
             c.execute(
                 update(PaimonDatabase)

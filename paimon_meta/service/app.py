@@ -72,6 +72,20 @@ API_VERSION = "0.1.0"
 PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ})
 #: Paths admission control never sheds (an operator must see an overloaded replica).
 NEVER_SHED = PUBLIC_PATHS | {paths.METRICS}
+#: The paths of the live streams (the change feed's route, the console's live view): the only requests
+#: admission control leaves to the stream slots, when they ask for a stream (``Accept``).
+STREAM_PATHS = re.compile(re.escape(paths.CATALOG_EVENTS).replace(re.escape("{prefix}"), "[^/]+"))
+
+
+def is_stream_request(method: str, path: str, headers: Headers) -> bool:
+    """Whether the request asks one of the stream routes for a live stream."""
+    return (
+        method == "GET"
+        and headers.get("accept", "").startswith(EVENT_STREAM)
+        and (path == console_session.LIVE_EVENTS or STREAM_PATHS.fullmatch(path) is not None)
+    )
+
+
 #: A client's ``X-Request-Id`` is kept only if it is this (else a generated id is used).
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -225,9 +239,11 @@ class _EveryRequest:
                 status = 499  # the client went away while sending its body: nothing to answer
             else:
                 _body_as_json(scope)
-                # A live change-feed stream lasts as long as its subscriber: bounded by its own count
-                # (routes_feed), not by the in-flight slots it would hold for hours.
-                stream = headers.get("accept", "").startswith(EVENT_STREAM)
+                # A live change-feed stream lasts as long as its subscriber: bounded by its own counts
+                # (service.streams.slots), not by the in-flight slots it would hold for hours. Only
+                # the stream routes themselves: any other request is admitted (or shed) whatever its
+                # Accept header says.
+                stream = is_stream_request(method, scope["path"], headers)
                 admitted = service is not None and scope["path"] not in NEVER_SHED and not stream
                 if admitted and service is not None and not service.admit_request():
                     shed = errors.error_response(
@@ -300,6 +316,7 @@ async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -
     state = scope["state"]
     state["access"] = access
     state["principal"] = access.principal
+    state["credential"] = token  # a live stream re-checks it while it is open (service.streams.rights)
     return None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.metastore.registry import TableRow
+from paimon_meta.model import limits
 from paimon_meta.model.partition_statistics import PartitionDelta
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import Snapshot
@@ -23,6 +24,9 @@ from paimon_meta.table.option_policy import table_type
 #: Who the audit fields of GET table name (pypaimon turns missing ones into the string "None").
 SERVICE_OWNER = "paimon_meta"
 MAX_PAGE = 1000
+#: Bytes of stored definitions (views, functions, table schemas) one listing page carries at most, about:
+#: the page stops at the object that reaches it (at least one per page) and names the next page.
+PAGE_BYTES = 4 << 20
 #: Longest name pattern (``databaseNamePattern``, ``tableNamePattern``, ``partitionNamePattern``).
 MAX_PATTERN = 256
 #: A BIGINT's range: numbers of requests outside it are 400 naming the field (Postgres would refuse them).
@@ -192,10 +196,12 @@ def schema_changes(raw: Sequence[dict[str, Any]]) -> list[schema_change.SchemaCh
 def commit_snapshot(body: models.CommitTableRequest) -> Snapshot:
     """The request's snapshot through the snapshot file parser (typed errors name the member)."""
     try:
-        return snapshot_from_json(json.dumps(body.snapshot))
+        snapshot = snapshot_from_json(json.dumps(body.snapshot))
     except Exception as e:
         message = getattr(e, "message", str(e))
         raise ValidationError(f"snapshot: {message}", field="snapshot") from e
+    limits.check_options("commit", "snapshot.properties", snapshot.properties or {})
+    return snapshot
 
 
 def snapshot_json(snapshot: Snapshot) -> dict[str, Any]:

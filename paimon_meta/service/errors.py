@@ -3,7 +3,8 @@
 Body: ``{message, resourceType, resourceName, code}`` with ``code`` equal to the status (pypaimon lets
 ``code`` win over the status). 400 bad input (naming the field), 401 no valid token, 403 no grant, 404
 with the resource type (``SNAPSHOT`` for "no snapshot yet": a bare 404 reads as "no such table"), 409
-already exists, 413 body too large, 501 not implemented, 502 storage (or STS, vending credentials)
+already exists, 413 body or one of its texts too large (naming the field), 429 a principal at its
+cap of live streams (``Retry-After``), 501 not implemented, 502 storage (or STS, vending credentials)
 refused the server's request (its credentials or configuration: retrying will not help), 500 only
 for a commit whose outcome is unknown (the body says so: re-send the same commit) and for bugs. Never
 a stack trace in a body: an unexpected error is logged with the request id, and the body names only
@@ -37,6 +38,7 @@ from paimon_meta.errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
     CredentialVendingError,
+    FieldTooLargeError,
     FileAlreadyExistsError,
     FileIOError,
     FileNotFound,
@@ -97,6 +99,17 @@ class ForbiddenError(ServiceError):
 
 class PayloadTooLargeError(ServiceError):
     status = 413
+
+
+class TooManyStreamsError(ServiceError):
+    """A principal already holds its share of a replica's live streams: 429 with ``Retry-After`` (a
+    stream of its own must end first; the message names the cap)."""
+
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class OverloadedError(ServiceError):
@@ -177,6 +190,8 @@ def classify(e: BaseException) -> Answer:
     """The answer to an exception a request raised (any exception: driver errors included)."""
     if isinstance(e, OverloadedError):
         return Answer(503, e.message, retry_after=e.retry_after, dependency=e.dependency)
+    if isinstance(e, TooManyStreamsError):
+        return Answer(429, e.message, retry_after=e.retry_after)
     if isinstance(e, ServiceError):
         return Answer(e.status, e.message, e.resource_type, e.resource_name)
     if isinstance(e, NotFoundError):
@@ -187,6 +202,8 @@ def classify(e: BaseException) -> Answer:
         return Answer(409, e.message, e.resource.upper(), _resource_name(e))
     if isinstance(e, UnsupportedError):
         return Answer(501, e.message)
+    if isinstance(e, FieldTooLargeError):
+        return Answer(413, e.message)
     if isinstance(e, ValidationError):
         return Answer(400, e.message, None, _resource_name(e))
     if isinstance(e, CommitOutcomeUnknownError):

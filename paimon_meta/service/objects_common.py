@@ -62,14 +62,13 @@ def readable_databases(access: Access) -> set[str] | None:
 
 
 def page(
-    fetch: Callable[[int], Sequence[Item]], limit: int, token: Callable[[Item], str]
+    fetch: Callable[[int], tuple[Sequence[Item], bool]], limit: int, token: Callable[[Item], str]
 ) -> tuple[list[Item], str | None]:
     """A page of at most ``limit`` items and its next token (null on the last page), from ``fetch(n)``
-    answering up to ``n`` items in order (one more is asked for, to know whether another page follows)."""
-    items = list(fetch(limit + 1))
-    if len(items) <= limit:
-        return items, None
-    return items[:limit], token(items[limit - 1])
+    answering up to ``n`` items in order and whether more follow (it may stop sooner: its byte
+    budget)."""
+    items, more = fetch(limit)
+    return list(items), token(items[-1]) if more and items else None
 
 
 class Named(Protocol):
@@ -85,25 +84,28 @@ Row = TypeVar("Row", bound=Named)
 
 
 def database_page(
-    list_rows: Callable[..., list[Row]],
+    page_rows: Callable[..., tuple[list[Row], bool]],
     database: str,
     max_results: int | None,
     page_token: str | None,
     pattern: str | None,
 ) -> tuple[list[Row], str | None]:
-    """A page of ``database``'s objects by name (``list_rows``: ``list_views`` or ``list_functions`` of
-    the catalog's objects), resumed after the previous page's last name."""
+    """A page of ``database``'s objects by name (``page_rows``: ``page_views`` or ``page_functions`` of
+    the catalog's objects), resumed after the previous page's last name; at most about
+    ``convert.PAGE_BYTES`` of definitions."""
     validate_identifier("database", database)
     after = after_in(database, page_token)
     return page(
-        lambda n: list_rows(database=database, name_pattern=pattern, after=after, limit=n),
+        lambda n: page_rows(
+            database=database, name_pattern=pattern, after=after, limit=n, budget=convert.PAGE_BYTES
+        ),
         limit_of(max_results),
         lambda row: row.name,
     )
 
 
 def global_page(
-    list_rows: Callable[..., list[Row]],
+    page_rows: Callable[..., tuple[list[Row], bool]],
     access: Access,
     max_results: int | None,
     page_token: str | None,
@@ -112,12 +114,18 @@ def global_page(
     pattern: str | None,
 ) -> tuple[list[Row], str | None]:
     """A page of the objects of every database ``access`` may read, by database then name, resumed
-    after the previous page's last ``database.name``."""
+    after the previous page's last ``database.name``; at most about ``convert.PAGE_BYTES`` of
+    definitions."""
     after = after_globally(page_token)
     databases = readable_databases(access)
     return page(
-        lambda n: list_rows(
-            database_pattern=database_pattern, name_pattern=pattern, databases=databases, after=after, limit=n
+        lambda n: page_rows(
+            database_pattern=database_pattern,
+            name_pattern=pattern,
+            databases=databases,
+            after=after,
+            limit=n,
+            budget=convert.PAGE_BYTES,
         ),
         limit_of(max_results),
         lambda row: row.identifier,

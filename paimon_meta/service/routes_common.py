@@ -3,12 +3,12 @@ the service answers: the bearer token (a security scheme), the ``{prefix}`` path
 for another catalog's name), and the error answers with the protocol's error body.
 
 Every error is ``ErrorResponse`` (``service.errors`` maps the error hierarchy to it): 400 bad input (never
-FastAPI's 422), 401 no valid token, 403 no grant, 404 no such resource, 413 body over the limit, other
-4xx refusals of the middleware, 502 storage refused (an operator must act), 503 unavailable (retry after
-``Retry-After``). Routes that change something add 409; routes that publish a snapshot add 500, which
-this service answers only when a commit's outcome is unknown; routes refusing a feature they do not
-implement add 501. Any other 5xx is a bug, and so is a 500, 502 or 503 while the metastore and storage
-answer (``tests/service/test_fuzz_openapi.py`` checks both).
+FastAPI's 422), 401 no valid token, 403 no grant, 404 no such resource, 413 body or one of its texts over
+the limit, other 4xx refusals of the middleware, 502 storage refused (an operator must act), 503
+unavailable (retry after ``Retry-After``). Routes that change something add 409; routes that publish a
+snapshot add 500, which this service answers only when a commit's outcome is unknown; routes refusing a
+feature they do not implement add 501. Any other 5xx is a bug, and so is a 500, 502 or 503 while the
+metastore and storage answer (``tests/service/test_fuzz_openapi.py`` checks both).
 """
 
 from __future__ import annotations
@@ -40,10 +40,14 @@ ERRORS: Responses = {
         "No such catalog, database, table, tag or snapshot (`resourceType` says which; `SNAPSHOT`: the "
         "table has none yet)."
     ),
-    413: _error("The request body is over the server's limit."),
+    413: _error(
+        "The request body is over the server's limit, or one of its texts (a query, a comment, an "
+        "option's value, ...) is over the catalog's limit for it: the message names the field."
+    ),
     "4XX": _error(
         "Other refusals, each with the error body: 405 method not allowed, 408 body not received in "
-        "time, 411 a body without Content-Length, 429 too many failed authentications from this address "
+        "time, 411 a body without Content-Length, 429 too many failed authentications from this address, "
+        "or (the change feed's live stream) the principal holds its cap of streams on this replica "
         "(`Retry-After`)."
     ),
     502: _error(

@@ -29,7 +29,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Engine
-from starlette.types import Message, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
@@ -37,10 +37,11 @@ from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, c
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.deps import catalog_of, state_of
-from paimon_meta.service.errors import OverloadedError
+from paimon_meta.service.errors import NotAuthenticatedError
 from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import AUTHENTICATED, BEARER, ERRORS, PREFIX, MaxResults, PageToken
+from paimon_meta.service.streams.rights import UNCOVERED, WHY, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -113,27 +114,64 @@ def list_catalog_events(
 def event_stream_response(request: Request, access: Access, keep: FeedFilter, after: Position) -> Response:
     """The live stream of the events after ``after`` that ``keep`` keeps and ``access`` may read, as
     Server-Sent Events (the route above; the console's live view). Takes a stream slot of the replica
-    (503 when all are taken) and gives it back however the stream ends."""
+    and of the principal (503 when the replica's are taken, 429 when the principal holds its share) and
+    gives it back however the stream ends. Its principal's rights are re-checked while it is open
+    (service.streams.rights): it ends, saying why, once they no longer let it deliver what it does."""
     state = state_of(request)
-    if not state.open_feed_stream():
-        raise OverloadedError(
-            f"this replica has {state.settings.max_feed_streams} change-feed streams open; retry shortly"
-            " or page the feed"
-        )
+    token: str | None = request.scope.get("state", {}).get("credential")
+    if token is None:  # every stream's request was authenticated by the middleware, which keeps it
+        raise NotAuthenticatedError("a live stream needs a token or a console session")
+    state.open_feed_stream(access.principal)
+    rights = state.stream_rights
+    credential = rights.watch(token, access)
+    covered = _covers(access, keep)
+
+    def verdict() -> Verdict:
+        now = rights.verdict(credential)
+        if now.access is not None and covered and not _covers(now.access, keep):
+            return Verdict(None, UNCOVERED)
+        return now
+
+    def release() -> None:
+        rights.release(credential)
+        state.close_feed_stream(access.principal)
+
+    def ended(reason: str) -> None:
+        state.metrics.feed_streams_ended.labels(reason=reason).inc()
+        log.info("change feed: a stream of %r ended: %s", access.principal, WHY[reason])
+
     feed = _feed(request, access, keep, DEFAULT_PAGE)
     return FeedStreamResponse(
-        _closing(feed.stream(after, state.feed_hub()), state.close_feed_stream),
+        feed.stream(after, state.feed_hub(), verdict, ended, recheck=rights.interval),
         send_timeout=state.settings.feed_send_timeout_seconds,
         on_drop=state.metrics.feed_streams_dropped.inc,
+        release=release,
     )
+
+
+def _covers(access: Access, keep: FeedFilter) -> bool:
+    """Whether ``access`` may read what a stream filtered by ``keep`` delivers: its table, something of
+    its database, or (unfiltered) anything at all."""
+    if keep.subject is not None:
+        database, _, table = keep.subject.partition(".")
+        return access.allows(Privilege.READ, database, table)
+    if keep.database is not None:
+        return access.sees_database(keep.database)
+    return bool(access.grants)
 
 
 class FeedStreamResponse(StreamingResponse):
     """A live stream that ends when its client takes no write for ``send_timeout`` seconds (the write
-    waits while the client's socket buffers are full). The client resumes with the last id it got."""
+    waits while the client's socket buffers are full). The client resumes with the last id it got.
+    ``release`` runs once when the response is over, however it ends (its slots given back)."""
 
     def __init__(
-        self, content: AsyncIterator[str], *, send_timeout: float, on_drop: Callable[[], None]
+        self,
+        content: AsyncIterator[str],
+        *,
+        send_timeout: float,
+        on_drop: Callable[[], None],
+        release: Callable[[], None],
     ) -> None:
         super().__init__(
             content,
@@ -141,6 +179,19 @@ class FeedStreamResponse(StreamingResponse):
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
         self.send_timeout, self.on_drop = send_timeout, on_drop
+        self._release: Callable[[], None] | None = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Give the stream's slots back (once; also when the response never ran)."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     async def stream_response(self, send: Send) -> None:
         async def timed(message: Message) -> None:
@@ -155,7 +206,7 @@ class FeedStreamResponse(StreamingResponse):
                 "change feed: a stream's client took nothing for %.0fs: stream ended", self.send_timeout
             )
         finally:
-            # End the generator now (its ``finally`` gives the stream's slot back), not when collected.
+            # End the generator now, not when collected.
             closing = getattr(self.body_iterator, "aclose", None)
             if closing is not None:
                 with anyio.CancelScope(shield=True):
@@ -163,34 +214,29 @@ class FeedStreamResponse(StreamingResponse):
 
 
 def _feed(request: Request, access: Access, keep: FeedFilter, limit: int) -> _Feed:
-    def visible(event: FeedEvent) -> bool:
-        return access.allows(Privilege.READ, event.database, event.table)
-
     catalog = catalog_of(request)
     return _Feed(
         catalog.engine,
         catalog.registry.catalog_key,
         keep,
-        visible,
+        access,
         state_of(request).settings.catalog_name,
         limit,
     )
 
 
 class _Feed:
-    """The feed as one caller may read it: pages, or a live stream of Server-Sent Events."""
+    """The feed as one caller may read it: pages, or a live stream of Server-Sent Events. ``access``:
+    what the caller may read (a stream replaces it with its principal's rights as they are now)."""
 
     def __init__(
-        self,
-        engine: Engine,
-        catalog_key: str,
-        keep: FeedFilter,
-        visible: Callable[[FeedEvent], bool],
-        catalog: str,
-        limit: int,
+        self, engine: Engine, catalog_key: str, keep: FeedFilter, access: Access, catalog: str, limit: int
     ) -> None:
-        self.engine, self.catalog_key, self.keep, self.visible = engine, catalog_key, keep, visible
+        self.engine, self.catalog_key, self.keep, self.access = engine, catalog_key, keep, access
         self.catalog, self.limit = catalog, limit
+
+    def visible(self, event: FeedEvent) -> bool:
+        return self.access.allows(Privilege.READ, event.database, event.table)
 
     def read(self, after: Position) -> tuple[list[FeedEvent], Position]:
         return read_feed(
@@ -212,36 +258,60 @@ class _Feed:
         body = cloud.model_dump_json(by_alias=True)
         return f"id: {cloud.id}\nevent: {cloud.type}\ndata: {body}\n\n"
 
-    async def stream(self, after: Position, hub: FeedHub) -> AsyncIterator[str]:
+    async def stream(
+        self,
+        after: Position,
+        hub: FeedHub,
+        verdict: Callable[[], Verdict],
+        ended: Callable[[str], None],
+        *,
+        recheck: float,
+    ) -> AsyncIterator[str]:
+        """The events after ``after``. Before each write of events (and at least every ``recheck``
+        seconds while idle) ``verdict()`` says under which rights to send: events are filtered by them,
+        nothing is sent while they are not re-checked, and the stream ends with a comment saying why
+        when they no longer allow it (``ended(reason)`` is told)."""
         yield f": paimon-meta change feed after {after.token()}\nretry: 1000\n\n"
         cursor, quiet_since = after, time.monotonic()
         while True:
-            seen = hub.seq
-            shared = hub.after(cursor)
-            if shared is None:
-                # Behind the ring (or the hub has not started): read the log itself, on a worker thread.
-                events, cursor = await anyio.to_thread.run_sync(self.read, cursor)
-            else:
-                ring, cursor = shared
-                events = [e for e in ring if kept(e, self.keep) and self.visible(e)]
-            if events:
-                # A write per chunk of events, not per event (the send costs more than the event).
+            now = verdict()
+            if now.ended is not None:
+                ended(now.ended)
+                yield f": stream ended: {WHY[now.ended]}\n\n"
+                return
+            seen, sent = hub.seq, False
+            if now.access is not None:
+                self.access = now.access
+                shared = hub.after(cursor)
+                if shared is None:
+                    # Behind the ring (or the hub has not started): read the log itself, on a worker
+                    # thread.
+                    events, reached = await anyio.to_thread.run_sync(self.read, cursor)
+                else:
+                    ring, reached = shared
+                    events = [e for e in ring if kept(e, self.keep)]
+                # A write per chunk of events, not per event (the send costs more than the event); the
+                # rights are looked at again before each (a slow client's chunks are minutes apart).
                 for i in range(0, len(events), _EVENTS_PER_WRITE):
-                    yield "".join(hub.render(e, self.frame) for e in events[i : i + _EVENTS_PER_WRITE])
-                quiet_since = time.monotonic()
-                continue
+                    if i:
+                        now = verdict()
+                        if now.access is None:  # resume after the last event sent, once allowed
+                            reached = events[i - 1].position
+                            break
+                        self.access = now.access
+                    chunk = [e for e in events[i : i + _EVENTS_PER_WRITE] if self.visible(e)]
+                    if chunk:
+                        yield "".join(hub.render(e, self.frame) for e in chunk)
+                        sent = True
+                cursor = reached
+                if sent:
+                    quiet_since = time.monotonic()
+                    continue
+            else:
+                shared = None
             idle = time.monotonic() - quiet_since
             if idle >= HEARTBEAT_SECONDS:
                 yield ": keep-alive\n\n"
                 quiet_since, idle = time.monotonic(), 0.0
-            wait = HEARTBEAT_SECONDS - idle
+            wait = min(HEARTBEAT_SECONDS - idle, recheck)
             await hub.changed(seen, wait if shared is not None else min(wait, POLL_SECONDS))
-
-
-async def _closing(stream: AsyncIterator[str], release: Callable[[], None]) -> AsyncIterator[str]:
-    """``stream``, releasing its slot when it ends, however it ends (the client went away: cancelled)."""
-    try:
-        async for chunk in stream:
-            yield chunk
-    finally:
-        release()

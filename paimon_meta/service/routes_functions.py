@@ -53,7 +53,7 @@ def list_functions(
 ) -> models.ListFunctionsResponse:
     """The names of ``database``'s functions, by name (``functionNamePattern``: SQL LIKE)."""
     rows, token = common.database_page(
-        catalog_of(request).objects.list_functions, database, max_results, page_token, pattern
+        catalog_of(request).objects.page_functions, database, max_results, page_token, pattern
     )
     return models.ListFunctionsResponse(functions=[r.name for r in rows], next_page_token=token)
 
@@ -70,7 +70,7 @@ def list_function_details(
 ) -> models.ListFunctionDetailsResponse:
     """``database``'s functions as ``GET`` of each answers it, by name."""
     rows, token = common.database_page(
-        catalog_of(request).objects.list_functions, database, max_results, page_token, pattern
+        catalog_of(request).objects.page_functions, database, max_results, page_token, pattern
     )
     return models.ListFunctionDetailsResponse(
         function_details=[common.function_response(r) for r in rows], next_page_token=token
@@ -89,7 +89,7 @@ def list_functions_globally(
     """Every function of the databases the caller may read, by database then name; the page token is
     the last ``database.function`` of the previous page."""
     rows, token = common.global_page(
-        catalog_of(request).objects.list_functions,
+        catalog_of(request).objects.page_functions,
         access,
         max_results,
         page_token,

@@ -68,9 +68,10 @@ def _visible_page(
     database_pattern: str | None = None,
     table_pattern: str | None = None,
     keep: Callable[[TableRow], bool] = lambda _row: True,
+    full: Callable[[], bool] = lambda: False,
 ) -> tuple[list[TableRow], bool]:
-    """Up to ``limit`` rows the caller may read (and ``keep`` keeps), after ``after``; and whether more
-    follow."""
+    """Up to ``limit`` rows the caller may read (and ``keep`` keeps), after ``after``, fewer once
+    ``full()`` says the page is (its byte budget); and whether more follow."""
     out: list[TableRow] = []
     cursor = after
     while True:
@@ -82,10 +83,13 @@ def _visible_page(
             limit=_BATCH,
         )
         for row in batch:
-            if access.allows(Privilege.READ, row.database, row.name) and keep(row):
-                if len(out) == limit:
+            if access.allows(Privilege.READ, row.database, row.name):
+                if out and full():  # before reading another table's schema
                     return out, True
-                out.append(row)
+                if keep(row):
+                    if len(out) == limit:
+                        return out, True
+                    out.append(row)
         if len(batch) < _BATCH:
             return out, False
         cursor = (batch[-1].database, batch[-1].name)
@@ -106,7 +110,8 @@ def list_table_details(
     table_type: Annotated[str | None, Query(alias=paths.TABLE_TYPE, max_length=64)] = None,
 ) -> models.ListTableDetailsResponse:
     """The tables of ``database`` the caller may read, each as ``GET`` of the table answers it (one schema
-    read per table), by name; ``tableType`` keeps those of that type (the schema's ``type`` option)."""
+    read per table), by name; ``tableType`` keeps those of that type (the schema's ``type`` option). A
+    page stops early, with its next page's token, once its tables' JSON reaches a byte budget."""
     catalog = catalog_of(request)
     validate_identifier("database", database)
     if not access.sees_database(database):  # as the table listing: a table grant shows its database
@@ -118,13 +123,17 @@ def list_table_details(
     convert.check_pattern(pattern, paths.TABLE_NAME_PATTERN)
     after = None if not page_token else (database, _name_token(page_token))
     loaded: dict[int, models.GetTableResponse] = {}
+    used = 0
 
     def keep(row: TableRow) -> bool:
+        nonlocal used
         _, schema, location = catalog.table_metadata(row.identifier)
         if table_type and schema.options.get(TABLE_TYPE, TABLE_TYPE_DEFAULT).lower() != table_type.lower():
             return False
         external = metadata_tables.is_external(catalog, row)
-        loaded[row.table_id] = convert.table_response(row, schema, location, external=external)
+        response = convert.table_response(row, schema, location, external=external)
+        used += len(response.model_dump_json(by_alias=True))
+        loaded[row.table_id] = response
         return True
 
     rows, more = _visible_page(
@@ -135,6 +144,7 @@ def list_table_details(
         database=database,
         table_pattern=pattern,
         keep=keep,
+        full=lambda: used >= convert.PAGE_BYTES,
     )
     return models.ListTableDetailsResponse(
         table_details=[loaded[r.table_id] for r in rows],

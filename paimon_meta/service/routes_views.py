@@ -52,7 +52,7 @@ def list_views(
 ) -> models.ListViewsResponse:
     """The names of ``database``'s views, by name (``viewNamePattern``: SQL LIKE)."""
     rows, token = common.database_page(
-        catalog_of(request).objects.list_views, database, max_results, page_token, pattern
+        catalog_of(request).objects.page_views, database, max_results, page_token, pattern
     )
     return models.ListViewsResponse(views=[r.name for r in rows], next_page_token=token)
 
@@ -67,7 +67,7 @@ def list_view_details(
 ) -> models.ListViewDetailsResponse:
     """``database``'s views as ``GET`` of each answers it, by name."""
     rows, token = common.database_page(
-        catalog_of(request).objects.list_views, database, max_results, page_token, pattern
+        catalog_of(request).objects.page_views, database, max_results, page_token, pattern
     )
     return models.ListViewDetailsResponse(
         view_details=[common.view_response(r) for r in rows],
@@ -87,7 +87,7 @@ def list_views_globally(
     """Every view of the databases the caller may read, by database then name; the page token is the
     last ``database.view`` of the previous page."""
     rows, token = common.global_page(
-        catalog_of(request).objects.list_views,
+        catalog_of(request).objects.page_views,
         access,
         max_results,
         page_token,

@@ -12,6 +12,10 @@ connection whose request line and headers take longer than ``header_timeout_seco
 byte (or from the connection's opening), and answers 400 and closes one whose headers exceed
 ``max_header_bytes``. The body's limits are the app's (``service.app``: 413, 408).
 
+Proxies (``forwarded_allow_ips``, README "Behind a proxy"): ``X-Forwarded-For`` and
+``X-Forwarded-Proto`` are believed only from the addresses named; by default from none, so the client's
+address (the failed-token throttle's key, the access log's) is the connection's.
+
 TLS (``tls_cert``/``tls_key``, README "TLS"): uvicorn serves HTTPS with the certificate chain and key,
 which are loaded once before serving (a missing, unreadable or mismatched file stops ``serve`` with an
 error naming the flag and the file, not a traceback); a plain-HTTP request to the port fails the TLS
@@ -158,6 +162,10 @@ def serve(
         http=protocol_for(settings),
         timeout_keep_alive=max(1, int(settings.keep_alive_seconds)),
         limit_concurrency=settings.max_connections,
+        # X-Forwarded-For/-Proto believed only from the proxies named (uvicorn's default believes any
+        # loopback client, which could then pick the address the failed-token throttle counts).
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=list(settings.forwarded_allow_ips) or None,
         ssl_certfile=settings.tls_cert if tls else None,
         ssl_keyfile=settings.tls_key if tls else None,
     )

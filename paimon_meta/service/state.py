@@ -23,14 +23,18 @@ from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
-from paimon_meta.service.errors import Answer, OverloadedError
+from paimon_meta.service.errors import Answer, OverloadedError, TooManyStreamsError
 from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.oidc import OidcSettings, OidcVerifier, is_static_token
 from paimon_meta.service.outbox import NatsOutbox, NatsOutboxSettings, OutboxMetrics
+from paimon_meta.service.streams.rights import StreamRights
+from paimon_meta.service.streams.slots import Full, StreamSlots
 from paimon_meta.service.vending import CredentialVending
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
+#: What a principal at its stream cap is told to wait (a stream of its own must end first).
+STREAM_RETRY_AFTER_SECONDS = 5
 #: Seconds; request latencies from sub-millisecond reads to lock timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -80,6 +84,12 @@ class ServiceSettings:
     # subscribers, so they do not count against ``max_in_flight`` (which they would fill); beyond this
     # many a new one is answered 503 + Retry-After.
     max_feed_streams: int = 512
+    # Of those, at most this many held by one principal (None: a sixteenth of ``max_feed_streams``, at
+    # least 1): beyond it a new one of that principal is answered 429 + Retry-After.
+    max_feed_streams_per_principal: int | None = None
+    # An open stream re-checks its principal (token revoked, grants, expiry) at least this often
+    # (service/streams/rights.py): one query per replica for all its streams.
+    feed_recheck_seconds: float = 5.0
     # A live stream whose client has not taken one write for this long is ended (it resumes with the
     # last id it received): a stalled subscriber keeps neither a slot nor memory on the replica.
     feed_send_timeout_seconds: float = 30.0
@@ -99,6 +109,17 @@ class ServiceSettings:
     # The change feed published to NATS JetStream from an outbox (README "The change feed",
     # service/outbox.py): None publishes nothing.
     events_nats: NatsOutboxSettings | None = None
+    # Proxies whose ``X-Forwarded-For``/``X-Forwarded-Proto`` are believed (README "Behind a proxy"):
+    # addresses or networks; empty: none, so a client cannot choose the address the failed-token
+    # throttle counts it under.
+    forwarded_allow_ips: tuple[str, ...] = ()
+
+    @property
+    def feed_streams_per_principal(self) -> int:
+        """The per-principal cap on live streams (the setting, or its default share)."""
+        if self.max_feed_streams_per_principal is not None:
+            return self.max_feed_streams_per_principal
+        return max(1, self.max_feed_streams // 16)
 
 
 def _until(deadline: float, access: Access | None) -> float:
@@ -188,6 +209,13 @@ class ServiceMetrics:
             "paimon_meta_service_feed_oldest_transaction_seconds",
             "Age of the oldest transaction on the metastore's Postgres server (as the change feed's reader "
             "last saw it): events committed after it started are delivered only once it ends.",
+            registry=self.registry,
+        )
+        self.feed_streams_ended = Counter(
+            "paimon_meta_service_feed_streams_ended_total",
+            "Live change-feed streams ended because their principal's rights changed, by reason "
+            "(revoked, expired, grants, unverified).",
+            ("reason",),
             registry=self.registry,
         )
         self.feed_streams_dropped = Counter(
@@ -300,7 +328,8 @@ class ServiceState:
         self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
         self._commit_rows: dict[str, TableRow] = {}
         self._in_flight = 0
-        self._feed_streams = 0
+        self.stream_slots = StreamSlots(settings.max_feed_streams, settings.feed_streams_per_principal)
+        self.stream_rights = StreamRights(self.principals.standing, interval=settings.feed_recheck_seconds)
         self._feed_hub: FeedHub | None = None
         self._commits = 0
         self._table_commits: dict[str, int] = {}
@@ -357,31 +386,43 @@ class ServiceState:
             self._in_flight -= 1
         self.metrics.in_flight.dec()
 
-    def open_feed_stream(self) -> bool:
-        """Take a slot for a live change-feed stream; False when ``max_feed_streams`` are open."""
-        with self._lock:
-            if self._feed_streams >= self.settings.max_feed_streams:
-                full = True
-            else:
-                self._feed_streams += 1
-                full = False
-        if full:
-            self.metrics.shed.labels(bound="feed_streams").inc()
-        else:
-            self.metrics.feed_streams.inc()
-        return not full
+    def open_feed_stream(self, principal: str) -> None:
+        """Take a slot for a live change-feed stream of ``principal``; give it back with
+        :meth:`close_feed_stream`.
 
-    def close_feed_stream(self) -> None:
-        with self._lock:
-            self._feed_streams -= 1
+        Raises:
+            TooManyStreamsError: the principal holds ``feed_streams_per_principal`` streams here (429).
+            OverloadedError: ``max_feed_streams`` are open here (503).
+        """
+        full = self.stream_slots.take(principal)
+        if full is None:
+            self.metrics.feed_streams.inc()
+            return
+        self.metrics.shed.labels(bound=full.value).inc()
+        if full is Full.PRINCIPAL:
+            cap = self.settings.feed_streams_per_principal
+            raise TooManyStreamsError(
+                f"principal {principal!r} has {cap} change-feed streams open on this replica, its cap "
+                f"(--max-feed-streams-per-principal {cap}): end one, or page the feed",
+                retry_after=STREAM_RETRY_AFTER_SECONDS,
+            )
+        raise OverloadedError(
+            f"this replica has {self.settings.max_feed_streams} change-feed streams open; retry shortly"
+            " or page the feed"
+        )
+
+    def close_feed_stream(self, principal: str) -> None:
+        self.stream_slots.give_back(principal)
         self.metrics.feed_streams.dec()
 
     def close_feed_hub(self) -> None:
-        """Stop the change feed's reader (the app's shutdown; a new stream would start another)."""
+        """Stop the change feed's reader and the re-check of the streams' rights (the app's shutdown;
+        a new stream would start another reader)."""
         with self._lock:
             hub, self._feed_hub = self._feed_hub, None
         if hub is not None:
             hub.close()
+        self.stream_rights.close()
 
     def feed_hub(self) -> FeedHub:
         """This replica's shared reader of the change feed (service.feed_hub), started on first use."""

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from paimon_meta.errors import CommitFailedError, TableNotFoundError, ValidationError
+from paimon_meta.model import limits
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import ArrayType, DataField, DataType, MapType, MultisetType, RowType
 from paimon_meta.table.casting.casts import can_cast
@@ -268,6 +269,7 @@ def _commit(source: _SchemaSource, change: Callable[[TableSchema], TableSchema])
             raise TableNotFoundError(f"no schema file under {source.schemas.paths.schema_dir}")
         new = change(latest)
         new.core_options.check_numbers()  # a SetOption Java would refuse is refused here too
+        limits.check_table(new, latest)
         if source.schemas.commit_new_schema(new):
             return new
     raise CommitFailedError(f"gave up after {MAX_ATTEMPTS} concurrent schema changes", attempts=MAX_ATTEMPTS)

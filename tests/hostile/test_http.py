@@ -439,6 +439,32 @@ def test_failed_authentications_are_throttled_per_address(
     assert 'paimon_meta_service_auth_refusals_total{reason="throttled"} 2.0' in metrics
 
 
+def test_a_forwarded_address_from_loopback_does_not_escape_the_throttle(
+    clean_db: str, tmp_path: Path
+) -> None:
+    """uvicorn believed ``X-Forwarded-For`` from any loopback client, so a guesser on the host rotated it
+    and each guess came from a fresh address. Now no proxy is believed unless ``--forwarded-allow-ips``
+    names it; then its header names the client, as a deployment behind a proxy needs."""
+    catalog = paimon_meta.connect(clean_db, str(tmp_path / "warehouse"), **FAST_LOCK)
+    catalog.close()
+
+    def guesses(base: str) -> list[int]:
+        return [
+            httpx.get(
+                f"{base}/v1/paimon/databases",
+                headers={"Authorization": f"Bearer pmt_guess_{i}", "X-Forwarded-For": f"198.51.100.{i}"},
+                timeout=DEADLINE,
+            ).status_code
+            for i in range(6)
+        ]
+
+    throttle = ("--auth-failure-burst", "2", "--auth-failure-refill-seconds", "600")
+    with served(clean_db, tmp_path, *throttle) as base:
+        assert guesses(base) == [401, 401, 429, 429, 429, 429]
+    with served(clean_db, tmp_path, *throttle, "--forwarded-allow-ips", "127.0.0.1") as base:
+        assert guesses(base) == [401] * 6  # each from the address its trusted proxy names
+
+
 def test_the_throttle_forgets_addresses_beyond_its_bound() -> None:
     from paimon_meta.service.state import AuthThrottle
 

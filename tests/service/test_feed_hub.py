@@ -149,10 +149,12 @@ def test_a_stream_behind_the_ring_catches_up_from_the_log_then_follows_the_ring(
 
 def test_a_stream_whose_client_stops_reading_is_ended_and_gives_its_slot_back() -> None:
     """The write to a client that takes nothing blocks; after the send timeout the stream ends, its
-    generator is closed at once (its ``finally`` runs: the slot is given back) and the drop is counted.
+    generator is closed at once (its ``finally`` runs), its slots are given back (once) and the drop is
+    counted.
     Other streams and commits never wait for it: the stream holds no lock, transaction or buffer."""
     closed: list[str] = []
     dropped: list[int] = []
+    released: list[int] = []
 
     async def events() -> AsyncIterator[str]:
         try:
@@ -164,7 +166,12 @@ def test_a_stream_whose_client_stops_reading_is_ended_and_gives_its_slot_back() 
             closed.append("closed")
 
     async def main() -> float:
-        response = FeedStreamResponse(events(), send_timeout=0.3, on_drop=lambda: dropped.append(1))
+        response = FeedStreamResponse(
+            events(),
+            send_timeout=0.3,
+            on_drop=lambda: dropped.append(1),
+            release=lambda: released.append(1),
+        )
         sent: list[dict[str, Any]] = []
         blocked = asyncio.Event()
 
@@ -184,7 +191,7 @@ def test_a_stream_whose_client_stops_reading_is_ended_and_gives_its_slot_back() 
         return time.monotonic() - started
 
     took = anyio.run(main)
-    assert took < 5 and dropped == [1] and closed == ["closed"]
+    assert took < 5 and dropped == [1] and closed == ["closed"] and released == [1]
 
 
 def test_the_hub_tells_how_old_the_transaction_holding_the_feed_back_is(

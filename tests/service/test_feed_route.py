@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -16,6 +18,8 @@ from tests.fixtures.service import make_principal
 from tests.service.helpers import P, auth, seed
 
 pytestmark = pytest.mark.postgres
+
+EVENT = "text/event-stream"
 
 
 def _walk(client: TestClient, headers: dict[str, str], page: int, **params: Any) -> tuple[list[Any], str]:
@@ -106,14 +110,68 @@ def test_streams_are_bounded_by_their_own_count_not_the_in_flight_slots(
     settings = ServiceSettings(auth_cache_seconds=0, max_in_flight=1, max_feed_streams=1)
     app = create_app(settings, state=ServiceState(settings, service_catalog))
     admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
+    other = auth(make_principal(service_catalog, "other", [("admin", None, None)]))
     stream_headers = {**admin, "Accept": "text/event-stream"}
     with TestClient(app, raise_server_exceptions=False) as client:
         with client.stream("GET", f"{P}/events", headers=stream_headers) as first:
             assert first.status_code == 200
             assert next(first.iter_lines()).startswith(": paimon-meta change feed")
             assert client.get(f"{P}/databases", headers=admin).status_code == 200  # the slot is free
-            second = client.get(f"{P}/events", headers=stream_headers)
+            second = client.get(f"{P}/events", headers={**other, "Accept": "text/event-stream"})
             assert second.status_code == 503 and second.headers["Retry-After"], second.text
         # the first stream's slot is given back when it ends
         with client.stream("GET", f"{P}/events", headers=stream_headers) as again:
             assert again.status_code == 200
+
+
+def test_one_principal_holds_at_most_its_share_of_the_streams(service_catalog: MetastoreCatalog) -> None:
+    """One reader could open every ``--max-feed-streams`` slot and lock the others out of the feed and
+    the live view: beyond its cap a principal's new stream is 429 naming the cap, with Retry-After."""
+    assert ServiceSettings(max_feed_streams=512).feed_streams_per_principal == 32  # the default share
+    assert ServiceSettings(max_feed_streams=8).feed_streams_per_principal == 1
+    settings = ServiceSettings(auth_cache_seconds=0, max_feed_streams=8, max_feed_streams_per_principal=2)
+    app = create_app(settings, state=ServiceState(settings, service_catalog))
+    greedy = {**auth(make_principal(service_catalog, "greedy", [("read", None, None)])), "Accept": EVENT}
+    other = {**auth(make_principal(service_catalog, "other", [("read", None, None)])), "Accept": EVENT}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        with client.stream("GET", f"{P}/events", headers=greedy) as first:
+            assert first.status_code == 200
+            with client.stream("GET", "/ui/live/events", headers=greedy) as second:  # the live view counts
+                assert second.status_code == 200
+                with client.stream("GET", f"{P}/events", headers=greedy) as third:  # a stream if let in
+                    assert third.status_code == 429
+                    assert "--max-feed-streams-per-principal 2" in json.loads(third.read())["message"]
+                    assert int(third.headers["Retry-After"]) >= 1
+                with client.stream("GET", f"{P}/events", headers=other) as theirs:
+                    assert theirs.status_code == 200  # another principal is not locked out
+        # a stream that ended gives its principal's slot back
+        with client.stream("GET", f"{P}/events", headers=greedy) as again:
+            assert again.status_code == 200
+
+
+def test_only_the_stream_routes_skip_admission_control(service_catalog: MetastoreCatalog) -> None:
+    """``Accept: text/event-stream`` on any request skipped ``--max-in-flight`` (30 concurrent
+    table-details with it against one slot: none shed). Only the feed's route and the live view's
+    stream are left to the stream slots."""
+    seed(service_catalog, "db.t")
+    settings = ServiceSettings(auth_cache_seconds=0, max_in_flight=1)
+    state = ServiceState(settings, service_catalog)
+    admin = {**auth(make_principal(service_catalog, "root", [("admin", None, None)])), "Accept": EVENT}
+    with TestClient(create_app(settings, state=state), raise_server_exceptions=False) as client:
+        assert state.admit_request()  # the one in-flight slot is taken for the whole test
+        try:
+            with ThreadPoolExecutor(30) as pool:
+                answers = list(
+                    pool.map(
+                        lambda _: client.get(f"{P}/databases/db/table-details", headers=admin), range(30)
+                    )
+                )
+            assert [a.status_code for a in answers] == [503] * 30, [a.text for a in answers[:3]]
+            assert all(a.headers["Retry-After"] for a in answers)
+            # another route with the header: shed as well
+            assert client.get(f"{P}/databases", headers=admin).status_code == 503
+            # the streams themselves are not
+            with client.stream("GET", f"{P}/events", headers=admin) as stream:
+                assert stream.status_code == 200
+        finally:
+            state.request_done()

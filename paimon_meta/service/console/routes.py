@@ -31,7 +31,7 @@ from paimon_meta.ops import locks, recovery, rollback, tags
 from paimon_meta.service import errors
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.auth import log_text
-from paimon_meta.service.console import pages, session
+from paimon_meta.service.console import notices, pages, session
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.routes_common import ADMIN_TABLE, AUTHENTICATED, READ_TABLE, WRITE_TABLE
@@ -89,6 +89,7 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
         "vendor_missing": vendor_missing(),
         "prefix": session.PREFIX,
         "catalog": state_of(request).settings.catalog_name,
+        "notice": notices.message(request.query_params),
     }
     response = templates.TemplateResponse(request, name, {**base, **context}, status_code=status)
     response.headers["cache-control"] = "no-store"
@@ -144,7 +145,7 @@ async def logout(request: Request) -> Response:
     token = session.cookie_token(request.headers)
     if token is not None:
         _check_csrf(request, token, form)
-    response = RedirectResponse(session.LOGIN, status_code=303)
+    response = RedirectResponse(notices.url(session.LOGIN, "signed-out"), status_code=303)
     response.headers["set-cookie"] = session.clear_cookie_header(secure=request.url.scheme == "https")
     return response
 
@@ -207,7 +208,7 @@ def live_page(
     return render(request, "live.html", {"table": table or ""})
 
 
-@router.get("/live/events")
+@router.get(session.LIVE_EVENTS.removeprefix(session.PREFIX))
 def live_events(
     request: Request, access: Annotated[Access, AUTHENTICATED], table: str | None = None
 ) -> Response:
@@ -228,8 +229,8 @@ def live_events(
 
 async def _unnamed(chunks: AsyncIterable[Any]) -> AsyncIterator[str]:
     """The stream without its ``event:`` lines: the page's ``EventSource.onmessage`` then receives every
-    event (the CloudEvent's ``type`` is in its data). Closing it closes the stream it wraps at once (its
-    ``finally`` gives the stream's slot back)."""
+    event (the CloudEvent's ``type`` is in its data); its comments, the last one saying why a stream
+    ended included, pass as they are. Closing it closes the stream it wraps at once."""
     try:
         async for chunk in chunks:
             text = chunk if isinstance(chunk, str) else bytes(chunk).decode("utf-8")
@@ -278,8 +279,9 @@ def _reason(form: dict[str, str]) -> str:
     return reason[:1000]
 
 
-def _back(path: str, note: str) -> RedirectResponse:
-    return RedirectResponse(f"{path}?done={quote(note)}", status_code=303)
+def _back(path: str, code: str, n: int | None = None) -> RedirectResponse:
+    """Back to ``path``, which then says ``code``'s fixed message (console.notices)."""
+    return RedirectResponse(notices.url(path, code, n), status_code=303)
 
 
 @router.post("/locks/release")
@@ -297,7 +299,7 @@ async def release_lock(request: Request, form: Form, access: Annotated[Access, A
             locks.release_lock, catalog.lock, lock_id, reason=reason, force=True, operator=operator
         )
     )
-    return _back(f"{session.PREFIX}/locks", f"released {lock_id}")
+    return _back(f"{session.PREFIX}/locks", "lock-released")
 
 
 def _table_path(database: str, table: str) -> str:
@@ -316,7 +318,7 @@ async def recover(
             recovery.recover_table, catalog_of(request), identifier, principal=access.principal, reason=reason
         )
     )
-    return _back(_table_path(database, table), f"recovery: {len(report.commits)} pending commits resolved")
+    return _back(_table_path(database, table), "recovered", len(report.commits))
 
 
 @router.post("/tables/{database}/{table}/tags")
@@ -339,7 +341,7 @@ async def create_tag(
             reason=reason,
         )
     )
-    return _back(_table_path(database, table), f"tag {name} created on snapshot {snapshot.id}")
+    return _back(_table_path(database, table), "tag-created", snapshot.id)
 
 
 @router.post("/tables/{database}/{table}/tags/{tag}/delete")
@@ -357,7 +359,7 @@ async def delete_tag(
             reason=reason,
         )
     )
-    return _back(_table_path(database, table), f"tag {tag} deleted")
+    return _back(_table_path(database, table), "tag-deleted")
 
 
 @router.post("/tables/{database}/{table}/rollback")
@@ -378,7 +380,7 @@ async def roll_back(
             reason=reason,
         )
     )
-    return _back(_table_path(database, table), f"rolled back to snapshot {report.target_snapshot_id}")
+    return _back(_table_path(database, table), "rolled-back", report.target_snapshot_id)
 
 
 def _human_bytes(n: object) -> str:

@@ -25,6 +25,8 @@ PREFIX = "/ui"
 LOGIN = f"{PREFIX}/login"
 LOGOUT = f"{PREFIX}/logout"
 STATIC = f"{PREFIX}/static"
+#: The live view's stream (a change-feed stream: service.streams).
+LIVE_EVENTS = f"{PREFIX}/live/events"
 COOKIE = "paimon_meta_console"
 #: The session lasts at most this long in the browser (the token's own expiry still applies).
 COOKIE_MAX_AGE = 8 * 3600

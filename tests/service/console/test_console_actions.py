@@ -145,7 +145,7 @@ def test_tags_are_created_and_deleted_with_reason_and_principal(
     r = service_client.post(
         f"{T}/tags", data={"tag": "keep-1", "snapshot_id": "1", "reason": "audit", "csrf_token": csrf}
     )
-    assert r.status_code == 200 and "tag keep-1 created on snapshot 1" in r.text
+    assert r.status_code == 200 and "Tag created on snapshot 1." in r.text
     assert count_testid(r.text, "tag-row") == 1
     started = runs(service_catalog, "create_tag")[0]
     assert started.principal == "writer" and started.payload["reason"] == "audit"
@@ -167,7 +167,7 @@ def test_rollback_and_recovery_record_reason_and_principal(
     r = service_client.post(
         f"{T}/rollback", data={"snapshot_id": "1", "reason": "bad load", "csrf_token": csrf}
     )
-    assert r.status_code == 200 and "rolled back to snapshot 1" in r.text, r.text
+    assert r.status_code == 200 and "Rolled back to snapshot 1." in r.text, r.text
     assert service_catalog.get_table("db.t").snapshot_manager.latest_snapshot_id() == 1
     started, finished = runs(service_catalog, "rollback")
     assert started.principal == "ops" and started.payload["reason"] == "bad load"

@@ -87,7 +87,7 @@ def test_sign_out_clears_the_cookie(service_client: TestClient, admin_token: str
     csrf = session.csrf_token(admin_token)
     assert service_client.post("/ui/logout", data={"csrf_token": "wrong"}).status_code == 403
     r = service_client.post("/ui/logout", data={"csrf_token": csrf}, follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == "/ui/login"
+    assert r.status_code == 303 and r.headers["location"] == "/ui/login?done=signed-out"
     assert "Max-Age=0" in r.headers["set-cookie"]
     assert service_client.get("/ui/", follow_redirects=False).status_code == 303
 
@@ -214,3 +214,27 @@ def test_the_cookie_is_secure_on_a_tls_server(
         assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
         page = client.get("/ui/")
         assert page.status_code == 200 and count_testid(page.text, "signed-in-as") == 1
+
+
+def test_pages_say_only_fixed_messages_chosen_by_code(service_client: TestClient, admin_token: str) -> None:
+    """``/ui/login?done=...`` showed the query string's text on the genuine page (escaped, but a
+    phishing aid): a page now says the fixed message of a known code, and nothing for anything else."""
+    phishing = "Your session expired. Call +1 555 0100 and read out your token"
+    r = service_client.get("/ui/login", params={"done": phishing})
+    assert r.status_code == 200 and "Call +1 555" not in r.text and count_testid(r.text, "notice") == 0
+    r = service_client.get("/ui/login", params={"done": "signed-out"})
+    assert count_testid(r.text, "notice") == 1 and "Signed out." in r.text
+    sign_in(service_client, admin_token)
+    for params in (
+        {"done": "rolled-back", "n": "<b>now</b>"},  # a number only
+        {"done": "rolled-back"},  # a message naming a number shows only with one
+        {"done": "Tag created. Also visit evil.example"},
+    ):
+        r = service_client.get("/ui/", params=params)
+        assert count_testid(r.text, "notice") == 0 and "Rolled back" not in r.text and "now</b>" not in r.text
+    r = service_client.get("/ui/", params={"done": "rolled-back", "n": "7"})
+    assert "Rolled back to snapshot 7." in r.text
+    # signing out says so, by code
+    csrf = session.csrf_token(admin_token)
+    out = service_client.post("/ui/logout", data={"csrf_token": csrf}, follow_redirects=False)
+    assert out.headers["location"] == "/ui/login?done=signed-out"
