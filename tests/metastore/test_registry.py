@@ -57,7 +57,16 @@ def test_databases_and_tables(clean_engine: Engine) -> None:
     with pytest.raises(TableAlreadyExistsError):
         reg.create_table_row("sales", "orders", "s3://elsewhere", uuid.uuid4(), 0)
     with pytest.raises(TableAlreadyExistsError, match="uuid"):
-        reg.create_table_row("sales", "orders2", "s3://w/sales.db/orders", table_uuid, 0)
+        reg.create_table_row("sales", "orders2", "s3://w/sales.db/orders2", table_uuid, 0)
+    # another spelling of a registered location, or one inside it: refused on the normal forms
+    for other in (
+        "S3://w//sales.db/orders/",
+        "s3a://w/sales.db/./orders",
+        "s3://w/sales.db/orders/x",
+        "s3://w",
+    ):
+        with pytest.raises(TableAlreadyExistsError, match=r"overlaps the files of table sales\.orders"):
+            reg.create_table_row("sales", "orders3", other, uuid.uuid4(), 0)
     with pytest.raises(DatabaseNotFoundError):
         reg.create_table_row("nope", "t", "s3://x", uuid.uuid4(), 0)
     with pytest.raises(ValidationError, match="invalid table name"):
