@@ -200,7 +200,8 @@ def normalise_uri(uri: str) -> str:
     """The one normal form of a location, used wherever a location is compared, stored or deleted under
     (issue 34: ``<warehouse>//db1.db/t1`` or ``S3://bucket/...`` must not name a second table's files):
 
-    * the scheme and an object store's authority (bucket) lower-cased; ``file:/p``, ``file://localhost/p``
+    * the scheme lower-cased (the authority keeps its case: a legacy S3 bucket may have upper-case
+      letters; :func:`location_key` compares it lower-cased); ``file:/p``, ``file://localhost/p``
       and ``file:///p`` all as ``file:///p``; a plain absolute path stays plain;
     * percent-encoding decoded once (``%2F`` is a separator, ``%252F`` the text ``%2F``), as readers that
       parse locations as URIs do;
@@ -224,7 +225,7 @@ def normalise_uri(uri: str) -> str:
     if not rest.startswith("//"):
         raise ValidationError(f"URI without an authority (bucket): {uri!r}", uri=uri)
     authority, _, tail = rest[2:].partition("/")
-    authority = unquote(authority).lower()
+    authority = unquote(authority)
     if not authority or "/" in authority or _CONTROL.search(authority):
         raise ValidationError(f"URI without a valid authority (bucket): {uri!r}", uri=uri)
     key = "/".join(_normal_segments(uri, tail))
@@ -232,15 +233,18 @@ def normalise_uri(uri: str) -> str:
 
 
 def location_key(uri: str) -> str:
-    """The key two spellings of one place share: :func:`normalise_uri`, with ``file:///p`` as ``/p`` and
-    Hadoop's ``s3a``/``s3n`` as ``s3`` (the same bucket). Compared segment-wise (a key is inside another
-    when it equals it or starts with it plus ``/``); the registry stores it per table (``location_key``)."""
+    """The key two spellings of one place share: :func:`normalise_uri`, with ``file:///p`` as ``/p``,
+    Hadoop's ``s3a``/``s3n`` as ``s3`` (the same bucket) and the authority lower-cased (DNS names are
+    case-insensitive: refusing a legacy bucket's twin is the safe mistake). Compared segment-wise (a key
+    is inside another when it equals it or starts with it plus ``/``); the registry stores it per table
+    (``location_key``)."""
     normal = normalise_uri(uri)
     scheme = scheme_of(normal)
     if scheme == "file":
         return normal[len("file://") :] if normal.startswith("file://") else normal
-    alias = _SAME_STORE.get(scheme)
-    return alias + normal[len(scheme) :] if alias else normal
+    authority, _, path = normal[len(scheme) + 3 :].partition("/")
+    key = f"{_SAME_STORE.get(scheme, scheme)}://{authority.lower()}"
+    return f"{key}/{path}" if path else key
 
 
 def key_ancestors(key: str) -> list[str]:

@@ -180,7 +180,7 @@ def test_0014_normalises_existing_locations(
             "victim": ("/w/db1.db/t1", "/w/db1.db/t1"),
             "stolen": ("/w/db1.db/t1", "/w/db1.db/t1"),
             "around": ("/w/db1.db", "/w/db1.db"),
-            "upper": ("s3://bkt/w/db.db/u", "s3://bkt/w/db.db/u"),
+            "upper": ("s3://Bkt/w/db.db/u", "s3://bkt/w/db.db/u"),
             "encoded": ("file:///w/db.db/v", "/w/db.db/v"),
             "java": (None, None),
         }

@@ -78,7 +78,7 @@ def test_join_uri(base: str, parts: tuple[str, ...], joined: str) -> None:
         ("s3a://bkt", "s3a://bkt"),
         # issue 34: every spelling of one place has one normal form
         ("/w/./db.db/./t/.", "/w/db.db/t"),
-        ("S3://BKT/w/./t//", "s3://bkt/w/t"),
+        ("S3://BKT/w/./t//", "s3://BKT/w/t"),  # a legacy bucket's name keeps its case
         ("/w/db.db/%74", "/w/db.db/t"),
         ("/w/db.db%2Ft", "/w/db.db/t"),
         ("/w/%252e%252e", "/w/%2e%2e"),  # decoded once: the text %2e%2e, not a '..' segment
@@ -124,6 +124,7 @@ def test_dot_dot_is_a_typed_refusal_naming_it() -> None:
         ("s3a://B/w", "s3://b/w"),
         ("s3n://b/w/./t", "s3://b/w/t"),
         ("S3://b", "s3://b"),
+        ("s3://BKT/w", "s3://bkt/w"),
     ],
 )
 def test_location_key_names_one_place_once(uri: str, key: str) -> None:
