@@ -18,6 +18,7 @@ from sqlalchemy import text
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.io import location_key, normalise_uri
 from tests.fixtures.service import FAST_LOCK, in_process_client, make_principal
 from tests.service.helpers import P, auth
 
@@ -140,14 +141,26 @@ def _legacy_row(catalog: MetastoreCatalog, database: str, name: str, location: s
         )
 
 
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "normalised-by-0014"])
 @pytest.mark.parametrize("spelling", ["{wh}//db1.db/t1", "{wh}/db1.db/t1/", "{wh}/db1.db/", "{wh}//db1.db"])
-def test_a_drop_never_deletes_another_tables_files(local_catalog: MetastoreCatalog, spelling: str) -> None:
-    """A row that shares (or contains) db1.t1's directory under another spelling, as the hole left them:
-    dropping it removes the row and leaves every file db1.t1 holds."""
+def test_a_drop_never_deletes_another_tables_files(
+    local_catalog: MetastoreCatalog, spelling: str, keyed: bool
+) -> None:
+    """A row that shares (or contains) db1.t1's directory under another spelling, as the hole left them
+    (``keyed``: as migration 0014 leaves it, normal form and key; else as a replica not yet upgraded
+    inserts it): dropping it removes the row and leaves every file db1.t1 holds."""
     catalog = local_catalog
     location = _victim(catalog)
     before = _files(catalog, location)
     _legacy_row(catalog, "db2", "stolen", spelling.format(wh=catalog.warehouse))
+    if keyed:
+        with catalog.engine.begin() as conn:
+            legacy = conn.execute(text("SELECT location FROM paimon_tables WHERE table_name = 'stolen'"))
+            raw = legacy.scalar_one()
+            conn.execute(
+                text("UPDATE paimon_tables SET location = :l, location_key = :k WHERE table_name = 'stolen'"),
+                {"l": normalise_uri(raw), "k": location_key(raw)},
+            )
     with in_process_client(catalog) as client:
         admin_db2 = auth(make_principal(catalog, "db2-admin", [("admin", "db2", None)]))
         answer = client.delete(f"{P}/databases/db2/tables/stolen", headers=admin_db2)
