@@ -37,6 +37,12 @@ class FieldTooLargeError(ValidationError):
     ``limit`` is its limit in characters (the service answers 413)."""
 
 
+class LocationError(ValidationError):
+    """A location that has no normal form (``paimon_meta.io.base.normalise_uri``): a ``..`` segment, a
+    control character or bytes that are not UTF-8 after percent-decoding (``uri``; ``reason``:
+    ``dot-dot``, ``control`` or ``encoding``)."""
+
+
 class PathOutsideTableError(ValidationError):
     """A path that a commit, a read, a deletion or a table option names lies outside the table: not under
     its root nor under one of its configured external roots (``path``; ``table``: the table's root;

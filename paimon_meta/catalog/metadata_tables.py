@@ -9,7 +9,8 @@ Invariants: a metadata-only table has no snapshots, commits, tags or branches he
 ``get_table`` refuses it by type, so every such operation answers a typed refusal naming the type); its
 schema changes by compare-and-set on the row's schema id; its location is the warehouse's table
 directory or, with a ``path`` option, a location under a root the catalog allows (an external table,
-whose files a drop leaves alone).
+whose files a drop leaves alone), kept in its normal form; the options that place files follow the
+placement policy of Paimon tables (:mod:`paimon_meta.table.placement`) at create and ALTER alike.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from paimon_meta.errors import TableAlreadyExistsError, UnsupportedError, ValidationError
+from paimon_meta.io.base import location_key, normalise_uri
 from paimon_meta.metastore.registry import Registry, TableRow
 from paimon_meta.model import limits
 from paimon_meta.model.identifier import split_identifier
@@ -35,7 +37,7 @@ from paimon_meta.table.option_policy import (
     FORMAT_TABLE_FORMATS,
     table_type,
 )
-from paimon_meta.table.placement import check_external_location
+from paimon_meta.table.placement import check_external_location, check_placement_options
 
 
 class MetastoreCatalog(Protocol):
@@ -110,24 +112,41 @@ def create(catalog: MetastoreCatalog, identifier: str, schema: TableSchema) -> T
     check(schema)
     limits.check_table(schema)
     location = catalog.table_location(db, name)
-    path = (schema.options.get(PATH_OPTION) or "").rstrip("/")
-    if path and path != location:
+    path = schema.options.get(PATH_OPTION) or ""
+    if path:
+        path = normalise_uri(path)
+    if path and location_key(path) != location_key(location):
         check_external_location(
             PATH_OPTION, path, allowed_roots=catalog.allowed_external_roots, warehouse=catalog.warehouse
         )
         location = path
-    holders = catalog.registry.table_rows_overlapping(location)
+    # the path is the row's location, not an option of the schema (pypaimon puts it back from `path`)
+    options = {k: v for k, v in schema.options.items() if k != PATH_OPTION}
+    # the placement policy of Paimon tables: options that place files (object-location, external
+    # paths, directories, name fragments) keep them in the table or under a root the catalog allows
+    check_placement_options(
+        options,
+        table_path=location,
+        allowed_roots=catalog.allowed_external_roots,
+        warehouse=catalog.warehouse,
+    )
+    holders = catalog.registry.table_rows_overlapping(location, warehouse=catalog.warehouse)
     if holders:
         raise TableAlreadyExistsError(
             f"{location} overlaps the files of table {holders[0].identifier}; choose another name or path",
             identifier=identifier,
             path=location,
+            holder=holders[0].identifier,
         )
-    # the path is the row's location, not an option of the schema (pypaimon puts it back from `path`)
-    options = {k: v for k, v in schema.options.items() if k != PATH_OPTION}
     stored = replace(schema, id=0, options=options, time_millis=schema.time_millis or int(time.time() * 1000))
     return catalog.registry.create_table_row(
-        db, name, location, uuid.uuid4(), 0, table_schema=json.loads(schema_to_json(stored))
+        db,
+        name,
+        location,
+        uuid.uuid4(),
+        0,
+        table_schema=json.loads(schema_to_json(stored)),
+        warehouse=catalog.warehouse,
     )
 
 

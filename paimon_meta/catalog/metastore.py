@@ -9,6 +9,7 @@ lease, heartbeat and fencing token, the append-only event log, and the table poi
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import socket
 import threading
@@ -40,12 +41,12 @@ from paimon_meta.errors import (
     TableNotFoundError,
     ValidationError,
 )
-from paimon_meta.io import get_file_io, resolve_location, scheme_of
+from paimon_meta.io import get_file_io, location_key, normalise_uri, resolve_location, scheme_of
 from paimon_meta.io.base import FileIO
 from paimon_meta.metastore.catalog_objects import CatalogObjects
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
-from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow
+from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow, overlap_error
 from paimon_meta.model import limits
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.identifier import split_identifier, validate_identifier
@@ -72,6 +73,7 @@ CATALOG_KEY = "catalog-key"
 _CATALOG_OPTIONS = {LOCK_LEASE, LOCK_ACQUIRE_TIMEOUT, CATALOG_KEY, EXTERNAL_ROOTS_ALLOWED}
 
 
+_log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -109,7 +111,8 @@ class MetastoreCatalog:
     ) -> None:
         self.engine = engine
         self.info = info
-        self.warehouse = warehouse.rstrip("/")
+        # in its normal form: tables' locations are joined to it and compared with stored normal forms
+        self.warehouse = normalise_uri(warehouse)
         self.options = dict(options)
         self.file_io_options = {k: v for k, v in options.items() if k not in _CATALOG_OPTIONS}
         self.file_io: FileIO = get_file_io(self.warehouse, self.file_io_options)
@@ -235,14 +238,15 @@ class MetastoreCatalog:
             allowed_roots=self.allowed_external_roots,
             warehouse=self.warehouse,
         )
-        holder = self.registry.table_row_at(location)
-        if holder is not None:
-            # A table renamed away from this name keeps its files here: adopting them would give two
-            # registered tables one set of files.
+        holders = self.registry.table_rows_overlapping(location, warehouse=self.warehouse)
+        if holders:
+            # A table renamed away from this name keeps its files here (or another table's files are
+            # inside or around it): adopting them would give two registered tables one set of files.
             raise TableAlreadyExistsError(
-                f"{location} holds the files of table {holder.identifier}; choose another name",
+                f"{location} holds the files of table {holders[0].identifier}; choose another name",
                 identifier=identifier,
                 path=location,
+                holder=holders[0].identifier,
             )
         manager = SchemaManager(self.table_file_io(location), location)
         if not manager.commit_new_schema(table_schema):
@@ -253,7 +257,7 @@ class MetastoreCatalog:
                     identifier=identifier,
                     path=location,
                 )
-        self.registry.create_table_row(db, name, location, uuid.uuid4(), 0)
+        self.registry.create_table_row(db, name, location, uuid.uuid4(), 0, warehouse=self.warehouse)
         return self.get_table(identifier)
 
     @_metastore_call
@@ -263,8 +267,11 @@ class MetastoreCatalog:
         as for a table another engine wrote). ``location`` is one table directory of the warehouse's
         layout (``<warehouse>/<db>.db/<table>``, any names) or lies under a root the catalog allows.
 
-        Invariant: no two registered tables share files. A location that another row holds, contains or
-        lies inside is refused; so is one Java's row for some name computes to.
+        Invariant: no two registered tables share files. ``location`` is taken in its normal form
+        (:func:`~paimon_meta.io.base.normalise_uri`: ``//``, ``.``, a trailing separator, the scheme's case
+        and percent-encoding are spellings of one place; ``..`` is refused), and a location that another
+        row holds, contains or lies inside is refused, compared on normal forms in the registry's
+        transaction (so is one Java's row for some name computes to).
 
         Raises:
             DatabaseNotFoundError, TableAlreadyExistsError (the name, or another table holds the files),
@@ -272,7 +279,10 @@ class MetastoreCatalog:
             (the table asks for what this library does not implement).
         """
         db, name = split_identifier(identifier)
-        location = location.rstrip("/")
+        try:
+            location = normalise_uri(location)
+        except ValidationError as e:
+            raise ValidationError(f"path: {e.message}", field="path", **e.fields) from None
         if not self.registry.database_exists(db):
             raise DatabaseNotFoundError(f"database {db!r} does not exist", database=db)
         try:
@@ -282,16 +292,11 @@ class MetastoreCatalog:
         else:
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         self._check_registrable(location)
-        holders = self.registry.table_rows_overlapping(location)
-        java_holder = self._java_row_at(location)
-        if holders or java_holder is not None:
-            holder = holders[0] if holders else java_holder
-            assert holder is not None
-            raise TableAlreadyExistsError(
-                f"{location} overlaps the files of table {holder.identifier} ({self.location_of(holder)})",
-                identifier=identifier,
-                path=location,
-            )
+        # checked before storage is read (a refusal must not depend on what is there), and again, under
+        # the registry's lock, when the row is inserted
+        holders = self.registry.table_rows_overlapping(location, warehouse=self.warehouse)
+        if holders:
+            raise overlap_error(location, holders[0], identifier=identifier)
         schema = SchemaManager(self.table_file_io(location), location).latest()
         if schema is None:
             raise ValidationError(
@@ -306,17 +311,15 @@ class MetastoreCatalog:
             allowed_roots=self.allowed_external_roots,
             warehouse=self.warehouse,
         )
-        self.registry.create_table_row(db, name, location, uuid.uuid4(), schema.id)
+        self.registry.create_table_row(db, name, location, uuid.uuid4(), schema.id, warehouse=self.warehouse)
         return self.get_table(identifier)
 
     def _check_registrable(self, location: str) -> None:
-        if not is_under(location, location):  # not an absolute URI without '.'/'..' segments
-            raise ValidationError(
-                f"path: {location!r} is not an absolute URI without '.'/'..' segments", field="path"
-            )
-        inside = is_under(location, self.warehouse) and location != self.warehouse
-        if inside:
-            relative = location[len(self.warehouse) :].strip("/").split("/")
+        """``location`` (a normal form) is a table directory of the warehouse's layout, or lies under a
+        root the catalog allows and not around the warehouse."""
+        key, warehouse_key = location_key(location), location_key(self.warehouse)
+        if key.startswith(warehouse_key.rstrip("/") + "/"):
+            relative = key[len(warehouse_key.rstrip("/")) + 1 :].split("/")
             if len(relative) != 2 or not relative[0].endswith(".db") or not relative[0][:-3]:
                 raise ValidationError(
                     f"path: {location} is not a table directory of the warehouse "
@@ -325,6 +328,12 @@ class MetastoreCatalog:
                     path=location,
                 )
             return
+        if is_under(self.warehouse, location):
+            raise ValidationError(
+                f"path: {location} is the warehouse {self.warehouse} or contains it, where other tables live",
+                field="path",
+                path=location,
+            )
         if not any(is_under(location, root) for root in self.allowed_external_roots):
             raise ValidationError(
                 f"path: {location} is outside the warehouse {self.warehouse} and every root the catalog "
@@ -332,19 +341,6 @@ class MetastoreCatalog:
                 field="path",
                 path=location,
             )
-
-    def _java_row_at(self, location: str) -> TableRow | None:
-        """The row Java inserted (no location) whose computed location is ``location``, if any."""
-        if not is_under(location, self.warehouse):
-            return None
-        parts = location[len(self.warehouse) :].strip("/").split("/")
-        if len(parts) != 2 or not parts[0].endswith(".db"):
-            return None
-        try:
-            row = self.registry.get_table_row(parts[0][:-3], parts[1])
-        except TableNotFoundError:
-            return None
-        return row if row.location is None else None
 
     @_metastore_call
     def create_metadata_table(self, identifier: str, table_schema: TableSchema) -> TableRow:
@@ -392,16 +388,37 @@ class MetastoreCatalog:
         )
 
     @_metastore_call
-    def drop_table(self, identifier: str, *, purge: bool = True) -> None:
-        """Unregister the table and (``purge``, Java's behaviour) delete its files."""
+    def drop_table(self, identifier: str, *, purge: bool = True) -> list[str]:
+        """Unregister the table and (``purge``, Java's behaviour) delete its files: those under its
+        location's normal form and under no other row's location. Returns the tables whose files were
+        left (another row's location equals or contains this one's: nothing is deleted; or lies inside
+        it: nothing under it is deleted), which only rows from before the overlap check can cause."""
         db, name = split_identifier(identifier)
         row = self.registry.drop_table_row(db, name)
-        if purge and not (row.table_schema is not None and metadata_tables.is_external(self, row)):
+        if not purge or (row.table_schema is not None and metadata_tables.is_external(self, row)):
             # an external format/object/Iceberg table's files are its owner's: only its row goes
-            location = self.location_of(row)
-            file_io = self.table_file_io(location)
-            for status in file_io.list_recursive(location):
+            return []
+        return self._purge(row)
+
+    def _purge(self, row: TableRow) -> list[str]:
+        location = normalise_uri(self.location_of(row))
+        others = self.registry.table_rows_overlapping(
+            location, warehouse=self.warehouse, exclude_table_id=row.table_id
+        )
+        kept = [other.identifier for other in others]
+        inner = [self.location_of(other) for other in others]
+        if any(is_under(location, root) for root in inner):
+            _log.warning(
+                "drop of %s deletes no file: its location %s is %s's", row.identifier, location, kept
+            )
+            return kept
+        file_io = self.table_file_io(location)
+        for status in file_io.list_recursive(location):
+            # a name is_under cannot read (is_under(p, p) fails) might be anywhere: left when rows nest
+            unreadable = inner and not is_under(status.path, status.path)
+            if not unreadable and not any(is_under(status.path, root) for root in inner):
                 file_io.delete(status.path)
+        return kept
 
     @_metastore_call
     def alter_table(
@@ -468,9 +485,11 @@ class MetastoreCatalog:
         publishes on a schema that is being replaced) and record the schema id."""
         db, name = split_identifier(identifier)
         # options set here that place files keep them in the table, or under a root the catalog allows
-        # (the options already there are the table's own: a Java table keeps its external paths)
+        # (the options already there are the table's own: a Java table keeps its external paths); the
+        # same policy for Paimon and metadata-only tables, as at create
         check_placement_options(
             {c.key: c.value for c in changes if isinstance(c, schema_change.SetOption)},
+            table_path=self.location_of(self.registry.get_table_row(db, name)),
             allowed_roots=self.allowed_external_roots,
             warehouse=self.warehouse,
         )

@@ -207,6 +207,15 @@ class PaimonTable(Base):
             "latest_snapshot_id IS NULL OR latest_snapshot_id >= 1", name="latest_snapshot_id_positive"
         ),
         CheckConstraint("schema_id IS NULL OR schema_id >= 0", name="schema_id_non_negative"),
+        # the overlap check of every create, register and drop (migration 0014): equality on the
+        # ancestors of a location, a range on its descendants, both bytewise (COLLATE "C")
+        Index("ix_paimon_tables_location_key", "location_key"),
+        # rows a replica not yet upgraded inserted (a location, no key): checked by their location
+        Index(
+            "ix_paimon_tables_location_unkeyed",
+            "table_id",
+            postgresql_where=text("location IS NOT NULL AND location_key IS NULL"),
+        ),
     )
 
     catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
@@ -214,6 +223,9 @@ class PaimonTable(Base):
     table_name: Mapped[str] = mapped_column(String(255), primary_key=True)
     table_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False))
     location: Mapped[str | None] = mapped_column(Text)
+    # ``paimon_meta.io.base.location_key`` of ``location`` (migration 0014): the one spelling of the
+    # place, compared by the overlap check (no two rows' keys equal or nest); NULL for Java's rows
+    location_key: Mapped[str | None] = mapped_column(Text(collation="C"))
     table_uuid: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     schema_id: Mapped[int | None] = mapped_column(BigInteger)
     latest_snapshot_id: Mapped[int | None] = mapped_column(BigInteger)

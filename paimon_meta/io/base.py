@@ -20,10 +20,14 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import unquote
 
-from paimon_meta.errors import FileAlreadyExistsError, FileIOError, ValidationError
+from paimon_meta.errors import FileAlreadyExistsError, FileIOError, LocationError, ValidationError
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Schemes that name the same object store (Hadoop's s3a/s3n clients read s3 paths).
+_SAME_STORE = {"s3a": "s3", "s3n": "s3"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +197,20 @@ def join_uri(base: str, *parts: str) -> str:
 
 
 def normalise_uri(uri: str) -> str:
-    """A canonical spelling of a location: scheme lower-cased, ``file:/p`` / ``file://localhost/p`` /
-    ``file:///p`` all as ``file:///p``, repeated slashes in the path collapsed, no trailing slash.
-    Plain absolute paths stay plain. ``.``/``..`` segments are kept (object stores do not resolve them)."""
+    """The one normal form of a location, used wherever a location is compared, stored or deleted under
+    (issue 34: ``<warehouse>//db1.db/t1`` or ``S3://bucket/...`` must not name a second table's files):
+
+    * the scheme lower-cased (the authority keeps its case: a legacy S3 bucket may have upper-case
+      letters; :func:`location_key` compares it lower-cased); ``file:/p``, ``file://localhost/p``
+      and ``file:///p`` all as ``file:///p``; a plain absolute path stays plain;
+    * percent-encoding decoded once (``%2F`` is a separator, ``%252F`` the text ``%2F``), as readers that
+      parse locations as URIs do;
+    * empty and ``.`` segments dropped, no trailing separator;
+    * a ``..`` segment (after decoding) refused: :class:`LocationError` naming it (object stores do not
+      resolve it, local file systems do: one string would name two places); so is a control character.
+
+    Idempotent: ``normalise_uri(normalise_uri(u)) == normalise_uri(u)`` whenever the normal form holds no
+    ``%`` (a decoded ``%25`` is the one text decoded again differently)."""
     scheme = scheme_of(uri)
     m = _SCHEME.match(uri)
     rest = uri[m.end() :] if m is not None else uri
@@ -205,13 +220,68 @@ def normalise_uri(uri: str) -> str:
             if authority not in ("", "localhost"):
                 raise ValidationError(f"file URI with a remote host is not supported: {uri!r}", uri=uri)
             rest = "/" + tail
-        path = re.sub("/{2,}", "/", rest)
-        path = path.rstrip("/") or "/"
+        path = "/" + "/".join(_normal_segments(uri, rest))
         return f"file://{path}" if m is not None else path
     if not rest.startswith("//"):
         raise ValidationError(f"URI without an authority (bucket): {uri!r}", uri=uri)
     authority, _, tail = rest[2:].partition("/")
-    if not authority:
-        raise ValidationError(f"URI without an authority (bucket): {uri!r}", uri=uri)
-    key = re.sub("/{2,}", "/", tail).strip("/")
+    authority = unquote(authority)
+    if not authority or "/" in authority or _CONTROL.search(authority):
+        raise ValidationError(f"URI without a valid authority (bucket): {uri!r}", uri=uri)
+    key = "/".join(_normal_segments(uri, tail))
     return f"{scheme}://{authority}/{key}" if key else f"{scheme}://{authority}"
+
+
+def location_key(uri: str) -> str:
+    """The key two spellings of one place share: :func:`normalise_uri`, with ``file:///p`` as ``/p``,
+    Hadoop's ``s3a``/``s3n`` as ``s3`` (the same bucket) and the authority lower-cased (DNS names are
+    case-insensitive: refusing a legacy bucket's twin is the safe mistake). Compared segment-wise (a key
+    is inside another when it equals it or starts with it plus ``/``); the registry stores it per table
+    (``location_key``)."""
+    normal = normalise_uri(uri)
+    scheme = scheme_of(normal)
+    if scheme == "file":
+        return normal[len("file://") :] if normal.startswith("file://") else normal
+    authority, _, path = normal[len(scheme) + 3 :].partition("/")
+    key = f"{_SAME_STORE.get(scheme, scheme)}://{authority.lower()}"
+    return f"{key}/{path}" if path else key
+
+
+def key_ancestors(key: str) -> list[str]:
+    """Every proper ancestor of a :func:`location_key` at a segment boundary, outermost first
+    (``/a/b/c`` -> ``/``, ``/a``, ``/a/b``; ``s3://b/w/t`` -> ``s3://b``, ``s3://b/w``)."""
+    if key.startswith("/"):
+        prefix, segments = "", [s for s in key.split("/") if s]
+        out = ["/"] if segments else []
+    else:
+        scheme, _, rest = key.partition("://")
+        authority, _, path = rest.partition("/")
+        prefix, segments = f"{scheme}://{authority}", [s for s in path.split("/") if s]
+        out = [prefix] if segments else []
+    out.extend(prefix + "/" + "/".join(segments[:i]) for i in range(1, len(segments)))
+    return out
+
+
+def keys_overlap(a: str, b: str) -> bool:
+    """Two :func:`location_key` values name the same place or one lies inside the other."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
+def _normal_segments(uri: str, path: str) -> list[str]:
+    try:
+        decoded = unquote(path, errors="strict") if "%" in path else path
+    except UnicodeDecodeError:
+        raise LocationError(
+            f"location {uri!r} percent-encodes bytes that are not UTF-8", uri=uri, reason="encoding"
+        ) from None
+    if _CONTROL.search(decoded):
+        raise LocationError(f"location {uri!r} holds a control character", uri=uri, reason="control")
+    segments = [s for s in decoded.split("/") if s and s != "."]
+    if ".." in segments:
+        raise LocationError(
+            f"location {uri!r} has a '..' segment (after decoding percent-encoding): refused, a location "
+            "must name its place without '..'",
+            uri=uri,
+            reason="dot-dot",
+        )
+    return segments

@@ -19,7 +19,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, tuple_, union, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    case,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    tuple_,
+    union,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from paimon_meta.db.models import PaimonDatabase, PaimonDatabaseProperty, PaimonTable
@@ -33,6 +46,7 @@ from paimon_meta.errors import (
     TableRowChangedError,
     ValidationError,
 )
+from paimon_meta.io.base import key_ancestors, keys_overlap, location_key, normalise_uri
 from paimon_meta.metastore.catalog_objects import drop_database_objects, lock_object_name, view_exists
 from paimon_meta.metastore.lock import DEFAULT_CATALOG_KEY, lock_id_for
 from paimon_meta.model import limits
@@ -126,6 +140,41 @@ _TABLE_ROW = ServerStatement(
     "AND database_name = %(database)s AND table_name = %(name)s",
     (("catalog_key", "text"), ("database", "text"), ("name", "text")),
 )
+
+
+#: The advisory lock every change that adds a location to the registry takes in its transaction (a create,
+#: a register, a Java row's rename), so that two of them cannot both pass the overlap check.
+_LOCATIONS_LOCK = "paimon-meta table locations"
+
+
+def lock_locations(conn: Connection) -> None:
+    """Serialise, until ``conn``'s transaction ends, everything that adds a table location."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": _LOCATIONS_LOCK})
+
+
+def _java_location_key(warehouse_key: str, key: str) -> tuple[str | None, str | None] | None:
+    """Which rows Java inserted (no location: theirs is ``<warehouse>/<db>.db/<name>``) a location with
+    ``key`` overlaps: None for none, ``(None, None)`` for every one, ``(db, None)`` for every one of a
+    database, ``(db, name)`` for one."""
+    if keys_overlap(key, warehouse_key) and not key.startswith(warehouse_key.rstrip("/") + "/"):
+        return None, None  # the warehouse itself or around it
+    if not key.startswith(warehouse_key.rstrip("/") + "/"):
+        return None
+    relative = key[len(warehouse_key.rstrip("/")) + 1 :].split("/")
+    if not relative[0].endswith(".db") or len(relative[0]) <= 3:
+        return None
+    return relative[0][:-3], (relative[1] if len(relative) > 1 else None)
+
+
+def overlap_error(location: str, holder: TableRow, **fields: Any) -> TableAlreadyExistsError:
+    """The refusal of ``location`` because ``holder``'s files are there (409 over HTTP)."""
+    where = holder.location or "its warehouse directory"
+    return TableAlreadyExistsError(
+        f"{location} overlaps the files of table {holder.identifier} ({where})",
+        path=location,
+        holder=holder.identifier,
+        **fields,
+    )
 
 
 def _constraint(exc: IntegrityError) -> str | None:
@@ -364,15 +413,23 @@ class Registry:
         schema_id: int,
         *,
         table_schema: Mapping[str, Any] | None = None,
+        warehouse: str | None = None,
         conn: Connection | None = None,
     ) -> TableRow:
         """Register a table whose storage exists at ``location`` (pointer starts at NULL); a table the
-        catalog keeps as metadata only carries its schema JSON in ``table_schema``.
+        catalog keeps as metadata only carries its schema JSON in ``table_schema``. The row keeps
+        ``location`` in its normal form (:func:`~paimon_meta.io.base.normalise_uri`) and its key.
+
+        Invariant: no two rows' locations are equal or nest, whatever their spellings: checked on the
+        keys in this transaction under :func:`lock_locations` (``warehouse``: the catalog's, for the
+        rows Java inserted, whose location is computed from their names).
 
         Raises:
-            ValidationError: bad names, empty location, negative schema id.
+            ValidationError: bad names, empty location (``LocationError``: no normal form), negative
+                schema id.
             DatabaseNotFoundError: the database is unknown.
-            TableAlreadyExistsError: the name, or the table uuid, is already registered.
+            TableAlreadyExistsError: the name, or the table uuid, is already registered; or another
+                table's location equals, contains or lies inside this one.
         """
         validate_identifier("database", database)
         validate_identifier("table", name)
@@ -380,6 +437,7 @@ class Registry:
             raise ValidationError("table location must not be empty", table=f"{database}.{name}")
         if schema_id < 0:
             raise ValidationError(f"schema id must be >= 0, got {schema_id}", schema_id=schema_id)
+        location, key = normalise_uri(location), location_key(location)
         with self._tx(conn) as c:
             if not self.database_exists(database, conn=c):
                 raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
@@ -389,6 +447,10 @@ class Registry:
                 raise TableAlreadyExistsError(
                     f"a view {database}.{name} has that name", table=f"{database}.{name}"
                 )
+            lock_locations(c)
+            holders = self.table_rows_overlapping(location, warehouse=warehouse, conn=c)
+            if holders:
+                raise overlap_error(location, holders[0], identifier=f"{database}.{name}")
             try:
                 with c.begin_nested():
                     row = c.execute(
@@ -398,6 +460,7 @@ class Registry:
                             database_name=database,
                             table_name=name,
                             location=location,
+                            location_key=key,
                             table_uuid=table_uuid,
                             schema_id=schema_id,
                             table_schema=None if table_schema is None else dict(table_schema),
@@ -457,27 +520,55 @@ class Registry:
             raise TableNotFoundError(f"no table with id {table_id}", table_id=table_id)
         return TableRow.from_row(row)
 
-    def table_row_at(self, location: str, *, conn: Connection | None = None) -> TableRow | None:
-        """The registered table whose files are at ``location`` (a renamed table keeps its location), if
-        any. Rows Java inserted have no location and are not found here."""
-        query = select(*PaimonTable.__table__.c).where(
-            PaimonTable.catalog_key == self.catalog_key, PaimonTable.location == location
-        )
-        with self._tx(conn) as c:
-            row = c.execute(query).first()
-        return None if row is None else TableRow.from_row(row)
+    def table_rows_overlapping(
+        self,
+        location: str,
+        *,
+        warehouse: str | None = None,
+        exclude_table_id: int | None = None,
+        conn: Connection | None = None,
+    ) -> list[TableRow]:
+        """Rows (any catalog key) whose location is ``location``, lies inside it or contains it, compared
+        on location keys (every spelling of a place is one key): two registered tables must never share
+        files. Rows a replica not yet upgraded inserted (a location, no key) are compared by their
+        location's key; with ``warehouse``, rows Java inserted under this catalog key (no location:
+        ``<warehouse>/<db>.db/<name>``) too. ``exclude_table_id``: a row not to report (the caller's).
 
-    def table_rows_overlapping(self, location: str, *, conn: Connection | None = None) -> list[TableRow]:
-        """Rows (any catalog key) whose location is ``location``, lies inside it or contains it: two
-        registered tables must never share files. Rows Java inserted have no location and are not found."""
-        loc = location.rstrip("/")
-        query = select(*PaimonTable.__table__.c).where(
-            (PaimonTable.location == loc)
-            | func.starts_with(PaimonTable.location, loc + "/")
-            | func.starts_with(loc, func.rtrim(PaimonTable.location, "/") + "/")
+        Raises:
+            LocationError: ``location`` has no normal form.
+        """
+        key = location_key(location)
+        prefix = key if key.endswith("/") else key + "/"
+        keyed = PaimonTable.location_key.in_([key, *key_ancestors(key)]) | (
+            (PaimonTable.location_key >= prefix) & (PaimonTable.location_key < prefix[:-1] + "0")
         )
+        queries = [select(*PaimonTable.__table__.c).where(keyed)]
+        unkeyed = select(*PaimonTable.__table__.c).where(
+            PaimonTable.location.is_not(None), PaimonTable.location_key.is_(None)
+        )
+        java = _java_location_key(location_key(warehouse), key) if warehouse else None
+        if java is not None:
+            db, name = java
+            query = select(*PaimonTable.__table__.c).where(
+                PaimonTable.catalog_key == self.catalog_key, PaimonTable.location.is_(None)
+            )
+            if db is not None:
+                query = query.where(PaimonTable.database_name == db)
+            if name is not None:
+                query = query.where(PaimonTable.table_name == name)
+            queries.append(query)
+        found: dict[int, TableRow] = {}
         with self._tx(conn) as c:
-            return [TableRow.from_row(r) for r in c.execute(query)]
+            for query in queries:
+                for r in c.execute(query):
+                    found.setdefault(r.table_id, TableRow.from_row(r))
+            for r in c.execute(unkeyed):
+                try:
+                    if keys_overlap(key, location_key(r.location)):
+                        found.setdefault(r.table_id, TableRow.from_row(r))
+                except ValidationError:
+                    continue  # no normal form: not a place any reader of ours opens
+        return sorted((r for r in found.values() if r.table_id != exclude_table_id), key=lambda r: r.table_id)
 
     def list_table_rows(self, database: str, *, conn: Connection | None = None) -> list[TableRow]:
         """Rows of one database, by name.
@@ -588,6 +679,8 @@ class Registry:
         """
         validate_identifier("database", new_database)
         validate_identifier("table", new_name)
+        unset = None if location_if_unset is None else normalise_uri(location_if_unset)
+        unset_key = None if location_if_unset is None else location_key(location_if_unset)
         with self._tx(conn) as c:
             if not self.database_exists(new_database, conn=c):
                 raise DatabaseNotFoundError(
@@ -610,7 +703,11 @@ class Registry:
                         .values(
                             database_name=new_database,
                             table_name=new_name,
-                            location=func.coalesce(PaimonTable.location, location_if_unset),
+                            location=func.coalesce(PaimonTable.location, unset),
+                            # a row Java inserted gets the key of the location it gets
+                            location_key=case(
+                                (PaimonTable.location.is_(None), unset_key), else_=PaimonTable.location_key
+                            ),
                             updated_at=func.now(),
                         )
                         .returning(*PaimonTable.__table__.c)

@@ -80,8 +80,9 @@ def drop_table(
         table_lock(catalog, row, "drop"),
     ):
         location = catalog.location_of(row)
-        catalog.drop_table(identifier)
-        run.record(MaintenanceEventType.FINISHED, {"location": location})
+        kept = catalog.drop_table(identifier)
+        # files another row's location holds are left (only rows from before the overlap check)
+        run.record(MaintenanceEventType.FINISHED, {"location": location, "files_kept_for": kept})
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from paimon_meta.errors import PathOutsideTableError, ValidationError
-from paimon_meta.io.base import normalise_uri, scheme_of
+from paimon_meta.io.base import location_key
 
 # BIGINT, Java's long: every count, size, sequence number and id a commit carries must fit one.
 MAX_BIGINT = 2**63 - 1
@@ -37,9 +38,6 @@ EXTERNAL_PATHS = "data-file.external-paths"
 # A plain name in one C-level match (the common case: a generated name): no separator, colon or control
 # character, at most 256 characters (so at most 1024 UTF-8 bytes).
 _PLAIN_NAME = re.compile(r"[^/\\:\x00-\x1f\x7f]{1,256}")
-
-# Schemes that name the same object store (Hadoop's s3a/s3n clients read s3 paths).
-_SAME_STORE = {"s3a": "s3", "s3n": "s3"}
 
 
 def name_problem(name: object) -> str | None:
@@ -66,27 +64,26 @@ def name_problem(name: object) -> str | None:
 
 
 def _canonical(path: str) -> tuple[str, tuple[str, ...]] | None:
-    """(store, path segments) of ``path``, or None when it cannot be inside anything: not absolute,
-    a control character, or a ``.``/``..`` segment."""
+    """(store, path segments) of ``path``'s location key (:func:`paimon_meta.io.base.location_key`), or
+    None when it cannot be inside anything: not absolute, a control character, or a ``.``/``..``
+    segment (refused here, not collapsed: a file path names one object, and on an object store
+    ``a/./b`` is another key than ``a/b``)."""
     if not isinstance(path, str) or not path or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
         return None
     try:
-        scheme = scheme_of(path)
-        normal = normalise_uri(path)
-    except ValidationError:
+        raw = unquote(path, errors="strict") if "%" in path else path
+        if any(s in (".", "..") for s in raw.split("/")):
+            return None
+        key = location_key(path)
+    except (ValidationError, UnicodeDecodeError):
         return None
-    store_scheme = _SAME_STORE.get(scheme, scheme)
-    if scheme == "file":
-        rest = normal[len("file://") :] if normal.startswith("file://") else normal
-        store = "file"
+    if key.startswith("/"):
+        store, rest = "file", key
     else:
-        rest = normal.split("://", 1)[1]
+        scheme, _, rest = key.partition("://")
         authority, _, rest = rest.partition("/")
-        store = f"{store_scheme}://{authority}"
-    segments = tuple(s for s in rest.split("/") if s)
-    if any(s in (".", "..") for s in segments):
-        return None
-    return store, segments
+        store = f"{scheme}://{authority}"
+    return store, tuple(s for s in rest.split("/") if s)
 
 
 def is_under(path: str, root: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import subprocess
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.postgres
 
 REPO = Path(__file__).resolve().parents[2]
 OUR_TABLES = sorted(Base.metadata.tables)
-HEAD = "0013"  # the newest revision under migrations/versions
+HEAD = "0014"  # the newest revision under migrations/versions
 
 
 def _diff(engine: Engine) -> list[object]:
@@ -136,6 +137,69 @@ def test_downgrade_and_upgrade_with_data(pg_db_factory: DbFactory) -> None:
             assert row.table_name == "t" and row.table_id >= 1 and row.location is None
             assert conn.execute(text("SELECT count(*) FROM paimon_distributed_locks")).scalar() == 1
         assert _diff(engine) == []
+    finally:
+        engine.dispose()
+
+
+def test_0014_normalises_existing_locations(
+    pg_db_factory: DbFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rows stored before the normal form (issue 34) get it, and its key; rows whose locations name one
+    place (what the register hole left) are reported; a location with no normal form stops the upgrade
+    naming its row."""
+    url = pg_db_factory()
+    migrate.downgrade(url, "0013")
+    engine = make_engine(url)
+    rows = {
+        "victim": "/w/db1.db/t1",
+        "stolen": "/w//db1.db/t1/",
+        "around": "/w/./db1.db",
+        "upper": "S3://Bkt//w/db.db/u/",
+        "encoded": "file:/w/db.db/%76",
+        "java": None,
+    }
+    try:
+        with engine.begin() as conn:
+            for name, location in rows.items():
+                conn.execute(
+                    text(
+                        "INSERT INTO paimon_tables (catalog_key, database_name, table_name, location) "
+                        "VALUES ('jdbc', 'db', :n, :l)"
+                    ),
+                    {"n": name, "l": location},
+                )
+        engine.dispose()
+        with caplog.at_level(logging.WARNING, logger="paimon_meta.migrations"):
+            migrate.upgrade(url)
+        with engine.connect() as conn:
+            got = {
+                r.table_name: (r.location, r.location_key)
+                for r in conn.execute(text("SELECT table_name, location, location_key FROM paimon_tables"))
+            }
+        assert got == {
+            "victim": ("/w/db1.db/t1", "/w/db1.db/t1"),
+            "stolen": ("/w/db1.db/t1", "/w/db1.db/t1"),
+            "around": ("/w/db1.db", "/w/db1.db"),
+            "upper": ("s3://Bkt/w/db.db/u", "s3://bkt/w/db.db/u"),
+            "encoded": ("file:///w/db.db/v", "/w/db.db/v"),
+            "java": (None, None),
+        }
+        warnings = [r.getMessage() for r in caplog.records if r.name == "paimon_meta.migrations"]
+        assert any("jdbc:db.victim" in w and "jdbc:db.stolen" in w and "share" in w for w in warnings), (
+            warnings
+        )
+        assert any("jdbc:db.around" in w and "inside" in w for w in warnings), warnings
+        assert not any("upper" in w or "encoded" in w for w in warnings), warnings
+        assert _diff(engine) == []
+
+        # a location with no normal form: the upgrade stops, naming the row
+        migrate.downgrade(url, "0013")
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE paimon_tables SET location = '/w/x/../y' WHERE table_name = 'upper'"))
+        engine.dispose()
+        with pytest.raises(RuntimeError, match=r"jdbc:db.upper .*'\.\.'"):
+            migrate.upgrade(url)
+        assert migrate.current(url) == "0013"
     finally:
         engine.dispose()
 

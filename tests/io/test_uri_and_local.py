@@ -7,8 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from paimon_meta.errors import FileAlreadyExistsError, FileIOError, FileNotFound, ValidationError
-from paimon_meta.io import LocalFileIO, S3FileIO, get_file_io, join_uri, normalise_uri, scheme_of
+from paimon_meta.errors import (
+    FileAlreadyExistsError,
+    FileIOError,
+    FileNotFound,
+    LocationError,
+    ValidationError,
+)
+from paimon_meta.io import (
+    LocalFileIO,
+    S3FileIO,
+    get_file_io,
+    join_uri,
+    key_ancestors,
+    keys_overlap,
+    location_key,
+    normalise_uri,
+    scheme_of,
+)
 from paimon_meta.io.local import local_path
 
 
@@ -60,16 +76,68 @@ def test_join_uri(base: str, parts: tuple[str, ...], joined: str) -> None:
         ("File:///w//t", "file:///w/t"),
         ("S3://bkt//w/", "s3://bkt/w"),
         ("s3a://bkt", "s3a://bkt"),
+        # issue 34: every spelling of one place has one normal form
+        ("/w/./db.db/./t/.", "/w/db.db/t"),
+        ("S3://BKT/w/./t//", "s3://BKT/w/t"),  # a legacy bucket's name keeps its case
+        ("/w/db.db/%74", "/w/db.db/t"),
+        ("/w/db.db%2Ft", "/w/db.db/t"),
+        ("/w/%252e%252e", "/w/%2e%2e"),  # decoded once: the text %2e%2e, not a '..' segment
+        ("/", "/"),
+        ("file:///./", "file:///"),
     ],
 )
 def test_normalise_uri(uri: str, normal: str) -> None:
     assert normalise_uri(uri) == normal
 
 
-@pytest.mark.parametrize("uri", ["file://remote-host/w", "s3:/bkt/w", "s3:///w", "rel/path"])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "file://remote-host/w",
+        "s3:/bkt/w",
+        "s3:///w",
+        "rel/path",
+        "/w/../etc",
+        "s3://b/w/%2e%2e/x",
+        "/w/x%2F..%2Fy",
+        "/w/%00",
+        "/w/%ff",
+    ],
+)
 def test_normalise_rejects(uri: str) -> None:
     with pytest.raises(ValidationError):
         normalise_uri(uri)
+
+
+def test_dot_dot_is_a_typed_refusal_naming_it() -> None:
+    with pytest.raises(LocationError, match=r"'\.\.'") as e:
+        normalise_uri("s3://b/w/db.db/../t")
+    assert e.value.fields == {"uri": "s3://b/w/db.db/../t", "reason": "dot-dot"}
+
+
+@pytest.mark.parametrize(
+    ("uri", "key"),
+    [
+        ("file:///w//t/", "/w/t"),
+        ("file://localhost/w", "/w"),
+        ("/w", "/w"),
+        ("s3a://B/w", "s3://b/w"),
+        ("s3n://b/w/./t", "s3://b/w/t"),
+        ("S3://b", "s3://b"),
+        ("s3://BKT/w", "s3://bkt/w"),
+    ],
+)
+def test_location_key_names_one_place_once(uri: str, key: str) -> None:
+    assert location_key(uri) == key
+
+
+def test_key_ancestors_and_overlap() -> None:
+    assert key_ancestors("/a/b/c") == ["/", "/a", "/a/b"]
+    assert key_ancestors("s3://b/w/t") == ["s3://b", "s3://b/w"]
+    assert key_ancestors("/") == [] and key_ancestors("s3://b") == []
+    assert keys_overlap("/a/b", "/a/b") and keys_overlap("/a", "/a/b") and keys_overlap("/a/b/c", "/a")
+    assert keys_overlap("/", "/x") and keys_overlap("s3://b", "s3://b/w")
+    assert not keys_overlap("/a/b", "/a/bc") and not keys_overlap("s3://b/w", "s3://bb/w")
 
 
 def test_local_path_forms() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pytest
@@ -57,7 +59,16 @@ def test_databases_and_tables(clean_engine: Engine) -> None:
     with pytest.raises(TableAlreadyExistsError):
         reg.create_table_row("sales", "orders", "s3://elsewhere", uuid.uuid4(), 0)
     with pytest.raises(TableAlreadyExistsError, match="uuid"):
-        reg.create_table_row("sales", "orders2", "s3://w/sales.db/orders", table_uuid, 0)
+        reg.create_table_row("sales", "orders2", "s3://w/sales.db/orders2", table_uuid, 0)
+    # another spelling of a registered location, or one inside it: refused on the normal forms
+    for other in (
+        "S3://w//sales.db/orders/",
+        "s3a://w/sales.db/./orders",
+        "s3://w/sales.db/orders/x",
+        "s3://w",
+    ):
+        with pytest.raises(TableAlreadyExistsError, match=r"overlaps the files of table sales\.orders"):
+            reg.create_table_row("sales", "orders3", other, uuid.uuid4(), 0)
     with pytest.raises(DatabaseNotFoundError):
         reg.create_table_row("nope", "t", "s3://x", uuid.uuid4(), 0)
     with pytest.raises(ValidationError, match="invalid table name"):
@@ -166,3 +177,43 @@ def test_errors_inside_a_caller_transaction_leave_it_usable(clean_engine: Engine
             reg.create_table_row("db", "t", "/w/t2", uuid.uuid4(), 0, conn=conn)
         reg.create_table_row("db", "u", "/w/u", uuid.uuid4(), 0, conn=conn)
     assert [r.name for r in reg.list_table_rows("db")] == ["t", "u"]
+
+
+def test_two_concurrent_overlapping_creates_cannot_both_pass(clean_engine: Engine) -> None:
+    """Issue 34: the overlap check and the insert run under one advisory lock, so a second create of an
+    overlapping location (another spelling, another name) waits for the first and then sees its row."""
+    reg = Registry(clean_engine)
+    reg.create_database("db")
+    outcome: list[BaseException | str] = []
+
+    def second() -> None:
+        try:
+            reg.create_table_row("db", "b", "/w//db.db/t/", uuid.uuid4(), 0)
+            outcome.append("created")
+        except BaseException as e:  # recorded for the main thread
+            outcome.append(e)
+
+    with clean_engine.connect() as conn, conn.begin():
+        reg.create_table_row("db", "a", "/w/db.db/t", uuid.uuid4(), 0, conn=conn)
+        thread = threading.Thread(target=second)
+        thread.start()
+        # wait (a condition, not a sleep) until the second create waits for the advisory lock
+        deadline = time.monotonic() + 60
+        with clean_engine.connect() as probe:
+            while not outcome:
+                waiting = probe.execute(
+                    text(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND "
+                        "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                    )
+                ).scalar_one()
+                probe.rollback()
+                if waiting:
+                    break
+                assert time.monotonic() < deadline, "the second create never waited for the first"
+                time.sleep(0.05)
+        assert not outcome, outcome  # it did not pass the check while the first was uncommitted
+    thread.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], TableAlreadyExistsError), outcome
+    assert "overlaps the files of table db.a" in str(outcome[0])
+    assert [r.name for r in reg.list_table_rows("db")] == ["a"]
