@@ -100,6 +100,14 @@ def create_partitions(
             "createPartitions with partitionStatistics/replaceStatistics is not supported: this catalog "
             "keeps partition totals from the commits themselves"
         )
+    if body.partition_options is not None:
+        # Refused rather than stored: a partition's own path or file format this catalog would record
+        # but no reader of it would honour.
+        raise UnsupportedError(
+            "createPartitions with partitionOptions (a partition's own path or file.format) is not "
+            "supported by this catalog: partitions live at their default location in the table's format",
+            option="partitionOptions",
+        )
     created, existed = partition_ops.create_partitions(
         catalog_of(request),
         table_identifier(database, table),
