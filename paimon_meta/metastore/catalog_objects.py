@@ -73,7 +73,7 @@ from paimon_meta.model.catalog_objects import (
     apply_view_changes,
     params_json,
 )
-from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.model.identifier import validate_function_name, validate_identifier
 from paimon_meta.model.types import DataField
 
 
@@ -590,7 +590,10 @@ class CatalogObjects:
         principal: str | None,
     ) -> Row:
         validate_identifier("database", database)
-        validate_identifier(kind.kind, name)
+        if kind is FUNCTIONS:
+            validate_function_name(name)
+        else:
+            validate_identifier(kind.kind, name)
         kind.check(definition, None)
         with self.engine.begin() as conn:
             self._check_target(conn, kind, database, name)
