@@ -193,6 +193,18 @@ class ViewNotFoundError(NotFoundError):
     resource = "view"
 
 
+class SemanticViewNotFoundError(NotFoundError):
+    """No semantic view with that identifier."""
+
+    resource = "semantic_view"
+
+
+class SemanticViewAlreadyExistsError(AlreadyExistsError):
+    """A semantic view cannot take that name (a SQL view of its database has it)."""
+
+    resource = "semantic_view"
+
+
 class ViewAlreadyExistsError(AlreadyExistsError):
     """A view with that identifier (or a table with that name in its database) already exists."""
 

@@ -34,6 +34,7 @@ from paimon_meta.db.embedded import default_home, ensure_embedded_postgres
 from paimon_meta.db.engine import make_engine
 from paimon_meta.db.migrate import upgrade
 from paimon_meta.errors import (
+    CommitConflictError,
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
     MetastoreUnavailableError,
@@ -501,6 +502,37 @@ class MetastoreCatalog:
             schema = schema_change.alter(table, changes)
             self.registry.set_schema_id(row.table_id, schema.id)
         return schema
+
+    @_metastore_call
+    def replace_schema(self, identifier: str, schema: TableSchema) -> TableSchema:
+        """Write ``schema`` (a create's ``schema-0``: its fields, keys, options) as the Paimon table's next
+        schema, ``schema-<N+1>``, under the table's lock, and record its id: the schema half of Java's
+        ``replaceTable`` (the caller truncated the data first). Refused as a create refuses a schema;
+        ``CommitConflictError`` when another engine wrote ``schema-<N+1>`` meanwhile (nothing written)."""
+        db, name = split_identifier(identifier)
+        limits.check_table(schema)
+        FileStoreTable.check_client_schema(schema)
+        with self._table_lock(db, name, "replace"):
+            row = self.registry.get_table_row(db, name)
+            location = self.paimon_location(row)
+            check_placement_options(
+                schema.options,
+                table_path=location,
+                allowed_roots=self.allowed_external_roots,
+                warehouse=self.warehouse,
+            )
+            manager = SchemaManager(self.table_file_io(location), location)
+            latest = manager.latest()
+            staged = replace(
+                schema, id=0 if latest is None else latest.id + 1, time_millis=int(time.time() * 1000)
+            )
+            if not manager.commit_new_schema(staged):
+                raise CommitConflictError(
+                    f"schema {staged.id} of table {identifier} was written meanwhile; replace again",
+                    reason="schema_exists",
+                )
+            self.registry.set_schema_id(row.table_id, staged.id)
+        return staged
 
     def message_committer(
         self,

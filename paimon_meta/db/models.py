@@ -132,6 +132,8 @@ class MaintenanceOperation(enum.StrEnum):
     ROLLBACK_SCHEMA = "rollback_schema"
     # Recovery run from the console, with the operator's reason (migration 0013).
     RECOVER = "recover"
+    # A table's ``CREATE OR REPLACE`` (migration 0016).
+    REPLACE_TABLE = "replace_table"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.
@@ -597,6 +599,7 @@ class CatalogObjectType(enum.StrEnum):
 
     VIEW = "view"
     FUNCTION = "function"
+    SEMANTIC_VIEW = "semantic-view"
 
 
 class CatalogObjectEventType(enum.StrEnum):
@@ -663,6 +666,31 @@ class PaimonFunction(Base):
     definitions: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     comment: Mapped[str | None] = mapped_column(Text)
     options: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    updated_by: Mapped[str | None] = mapped_column(Text)
+
+
+class PaimonSemanticView(Base):
+    """A semantic view of a database: an opaque model document (``format``, ``content``) kept verbatim,
+    with ids, version and audit fields as :class:`PaimonFunction`'s (migration 0016)."""
+
+    __tablename__ = "paimon_semantic_views"
+    __table_args__ = (
+        UniqueConstraint("semantic_view_uuid"),
+        UniqueConstraint("catalog_key", "database_name", "name"),
+        CheckConstraint("version >= 1", name="version_positive"),
+    )
+
+    semantic_view_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    semantic_view_uuid: Mapped[uuid.UUID] = mapped_column(Uuid)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    database_name: Mapped[str] = mapped_column(_NAME)
+    name: Mapped[str] = mapped_column(_NAME)
+    format: Mapped[str] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(Text)
     version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     created_by: Mapped[str | None] = mapped_column(Text)

@@ -1,6 +1,7 @@
-"""Views and functions in the metastore: ``paimon_views`` (Java ``JdbcCatalog``'s table, extended) and
-``paimon_functions``, each create, alter, rename and drop recorded in the append-only
-``paimon_catalog_object_events`` in the same transaction (migration 0005).
+"""Views, functions and semantic views in the metastore: ``paimon_views`` (Java ``JdbcCatalog``'s table,
+extended), ``paimon_functions`` and ``paimon_semantic_views`` (migration 0016), each create, alter,
+upsert, rename and drop recorded in the append-only ``paimon_catalog_object_events`` in the same
+transaction (migration 0005).
 
 Invariants, each kept by one statement or one transaction:
 
@@ -11,6 +12,8 @@ Invariants, each kept by one statement or one transaction:
 - A view never shares its name with a table of its database (Java's ``JdbcCatalog`` refuses both ways):
   creating or renaming a view takes :func:`lock_object_name` for the target name and then checks
   ``paimon_tables``; a table create that takes the same lock cannot slip in between.
+- A semantic view never shares its name with a SQL view of its database (409 either way), checked under
+  the same name lock.
 - Listings page by key on the unique index (names ``COLLATE "C"``: byte order, the order of the page
   token); a name prefix is an index range, so a page costs the same wherever it starts.
 """
@@ -46,6 +49,7 @@ from paimon_meta.db.models import (
     CatalogObjectType,
     PaimonDatabase,
     PaimonFunction,
+    PaimonSemanticView,
     PaimonTable,
     PaimonView,
 )
@@ -55,18 +59,21 @@ from paimon_meta.errors import (
     FunctionAlreadyExistsError,
     FunctionNotFoundError,
     NotFoundError,
+    SemanticViewAlreadyExistsError,
+    SemanticViewNotFoundError,
     ViewAlreadyExistsError,
     ViewNotFoundError,
 )
 from paimon_meta.model import limits
 from paimon_meta.model.catalog_objects import (
     FunctionSpec,
+    SemanticViewDefinition,
     ViewSchema,
     apply_function_changes,
     apply_view_changes,
     params_json,
 )
-from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.model.identifier import validate_function_name, validate_identifier
 from paimon_meta.model.types import DataField
 
 
@@ -129,8 +136,24 @@ class FunctionRow:
         return f"{self.database}.{self.name}"
 
 
-Row = TypeVar("Row", ViewRow, FunctionRow)
-Definition = TypeVar("Definition", ViewSchema, FunctionSpec)
+@dataclass(frozen=True, slots=True)
+class SemanticViewRow:
+    """A semantic view."""
+
+    semantic_view_id: int
+    semantic_view_uuid: uuid.UUID
+    database: str
+    name: str
+    definition: SemanticViewDefinition
+    audit: Audit
+
+    @property
+    def identifier(self) -> str:
+        return f"{self.database}.{self.name}"
+
+
+Row = TypeVar("Row", ViewRow, FunctionRow, SemanticViewRow)
+Definition = TypeVar("Definition", ViewSchema, FunctionSpec, SemanticViewDefinition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +257,29 @@ FUNCTIONS: _Kind[FunctionRow, FunctionSpec] = _Kind(
     ),
 )
 
+SEMANTIC_VIEWS: _Kind[SemanticViewRow, SemanticViewDefinition] = _Kind(
+    object_type=CatalogObjectType.SEMANTIC_VIEW,
+    model=PaimonSemanticView,
+    id_column="semantic_view_id",
+    uuid_column="semantic_view_uuid",
+    name_column="name",
+    not_found=SemanticViewNotFoundError,
+    already_exists=SemanticViewAlreadyExistsError,
+    values=lambda d: {"format": d.format, "content": d.content},
+    definition=lambda m: SemanticViewDefinition(m["format"], m["content"]),
+    payload=lambda d: {"definition": d.to_json()},
+    row=lambda m, d: SemanticViewRow(
+        m["semantic_view_id"],
+        m["semantic_view_uuid"],
+        m["database_name"],
+        m["name"],
+        d,
+        Audit.of(m),
+    ),
+    check=limits.check_semantic_view,
+    size=lambda: func.octet_length(PaimonSemanticView.content) + func.octet_length(PaimonSemanticView.format),
+)
+
 
 def lock_object_name(conn: Connection, catalog_key: str, database: str, name: str) -> None:
     """Serialise, until ``conn``'s transaction ends, everything that creates a table or view named
@@ -302,7 +348,7 @@ def drop_database_objects(
     Run it in the transaction that deletes the database's rows (after locking them): a view or function
     created concurrently then either lands before (and is dropped here) or finds no database."""
     dropped: dict[str, list[str]] = {}
-    for kind in (VIEWS, FUNCTIONS):
+    for kind in (VIEWS, FUNCTIONS, SEMANTIC_VIEWS):
         model = kind.model
         rows = conn.execute(
             delete(model)
@@ -405,6 +451,87 @@ class CatalogObjects:
         """Raises ``FunctionNotFoundError``."""
         return self._drop(FUNCTIONS, database, name, principal=principal)
 
+    # ---- semantic views --------------------------------------------------------------------------------
+
+    def upsert_semantic_view(
+        self, database: str, name: str, definition: SemanticViewDefinition, *, principal: str | None
+    ) -> SemanticViewRow:
+        """Create the semantic view, or replace its whole definition (its version grows by one; the
+        same definition again changes nothing). Raises ``DatabaseNotFoundError``,
+        ``SemanticViewAlreadyExistsError`` (a SQL view of the database has the name),
+        ``FieldTooLargeError``."""
+        kind = SEMANTIC_VIEWS
+        validate_identifier("database", database)
+        validate_identifier(kind.kind, name)
+        kind.check(definition, None)
+        model = kind.model
+        with self.engine.begin() as conn:
+            # The name lock (taken here) serialises upserts of one name and SQL views taking it.
+            self._check_target(conn, kind, database, name)
+            r = conn.execute(
+                select(*model.__table__.c).where(*self._key(kind, database, name)).with_for_update()
+            ).first()
+            if r is None:
+                m = (
+                    conn.execute(
+                        insert(model)
+                        .values(
+                            catalog_key=self.catalog_key,
+                            database_name=database,
+                            name=name,
+                            semantic_view_uuid=uuid.uuid4(),
+                            **kind.values(definition),
+                            created_by=principal,
+                            updated_by=principal,
+                        )
+                        .returning(*model.__table__.c)
+                    )
+                    .one()
+                    ._mapping
+                )
+                event = CatalogObjectEventType.CREATED
+            else:
+                if kind.definition(r._mapping) == definition:
+                    return kind.row(r._mapping, definition)
+                m = (
+                    conn.execute(
+                        update(model)
+                        .where(model.semantic_view_id == r._mapping["semantic_view_id"])
+                        .values(
+                            **kind.values(definition),
+                            version=model.version + 1,
+                            updated_at=func.now(),
+                            updated_by=principal,
+                        )
+                        .returning(*model.__table__.c)
+                    )
+                    .one()
+                    ._mapping
+                )
+                event = CatalogObjectEventType.ALTERED
+            _record(
+                conn,
+                kind,
+                m,
+                event,
+                catalog_key=self.catalog_key,
+                principal=principal,
+                payload=kind.payload(definition),
+            )
+        return kind.row(m, definition)
+
+    def get_semantic_view(self, database: str, name: str) -> SemanticViewRow:
+        """Raises ``SemanticViewNotFoundError``."""
+        return self._get(SEMANTIC_VIEWS, database, name)
+
+    def page_semantic_views(self, **query: Any) -> tuple[list[SemanticViewRow], bool]:
+        """See :meth:`_page`."""
+        return self._page(SEMANTIC_VIEWS, **query)
+
+    def drop_semantic_view(self, database: str, name: str, *, principal: str | None) -> SemanticViewRow:
+        """Raises ``SemanticViewNotFoundError``."""
+        return self._drop(SEMANTIC_VIEWS, database, name, principal=principal)
+
     def drop_database_objects(self, database: str, *, principal: str | None = None) -> dict[str, list[str]]:
         """:func:`drop_database_objects` in a transaction of its own."""
         with self.engine.begin() as conn:
@@ -445,6 +572,13 @@ class CatalogObjects:
             )
             if conn.execute(select(table)).scalar():
                 raise self._exists(kind, database, name, ": a table has that name")
+            semantic = exists().where(*self._key(SEMANTIC_VIEWS, database, name))
+            if conn.execute(select(semantic)).scalar():
+                raise self._exists(kind, database, name, ": a semantic view has that name")
+        elif kind is SEMANTIC_VIEWS:
+            lock_object_name(conn, self.catalog_key, database, name)
+            if view_exists(conn, self.catalog_key, database, name):
+                raise self._exists(kind, database, name, ": a SQL view has that name")
 
     def _create(
         self,
@@ -456,7 +590,10 @@ class CatalogObjects:
         principal: str | None,
     ) -> Row:
         validate_identifier("database", database)
-        validate_identifier(kind.kind, name)
+        if kind is FUNCTIONS:
+            validate_function_name(name)
+        else:
+            validate_identifier(kind.kind, name)
         kind.check(definition, None)
         with self.engine.begin() as conn:
             self._check_target(conn, kind, database, name)

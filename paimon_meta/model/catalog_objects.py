@@ -289,3 +289,25 @@ def apply_function_changes(spec: FunctionSpec, changes: Sequence[Any]) -> Functi
                 field=f"{where}.action",
             )
     return replace(spec, options=options, definitions=definitions, comment=comment)
+
+
+# ---- semantic views ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticViewDefinition:
+    """A semantic view's definition as Java's ``SemanticViewDefinition`` carries it: ``format`` names the
+    model's syntax and encoding (e.g. ``databricks-yaml``), ``content`` the document, kept verbatim (the
+    catalog neither parses nor normalises it). Both are non-blank (``ValidationError`` naming the field);
+    their sizes are ``model.limits``' to check."""
+
+    format: str
+    content: str
+
+    def __post_init__(self) -> None:
+        for name in ("format", "content"):
+            if not getattr(self, name).strip():
+                raise ValidationError(f"definition.{name} must not be blank", field=f"definition.{name}")
+
+    def to_json(self) -> dict[str, str]:
+        return {"format": self.format, "content": self.content}

@@ -27,6 +27,27 @@ def validate_identifier(kind: str, name: str) -> str:
     return name
 
 
+#: A function's name: Paimon's ``RESTFunctionValidator`` (and pypaimon's ``_FUNCTION_NAME_PATTERN``)
+#: accept letters, digits, ``.``, ``_`` and ``-`` with at least one letter (``ns.fn`` is a valid name);
+#: bounded here as other names are.
+FUNCTION_NAME_PATTERN = re.compile(r"(?=[A-Za-z0-9._\-]*[A-Za-z])[A-Za-z0-9._\-]{1,128}")
+
+
+def validate_function_name(name: str) -> str:
+    """Return ``name`` if it is a valid function name (see :data:`FUNCTION_NAME_PATTERN`).
+
+    Raises:
+        ValidationError: naming the function and the rule.
+    """
+    if not isinstance(name, str) or not FUNCTION_NAME_PATTERN.fullmatch(name):
+        raise ValidationError(
+            f"invalid function name {name!r}: must match {FUNCTION_NAME_PATTERN.pattern}",
+            kind="function",
+            identifier=name,
+        )
+    return name
+
+
 def split_identifier(identifier: str) -> tuple[str, str]:
     """``"db.table"`` -> ``("db", "table")``, both validated."""
     parts = identifier.split(".")

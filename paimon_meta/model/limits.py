@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from paimon_meta.errors import FieldTooLargeError
-from paimon_meta.model.catalog_objects import FunctionSpec, ViewSchema
+from paimon_meta.model.catalog_objects import FunctionSpec, SemanticViewDefinition, ViewSchema
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import DataField
 
@@ -35,6 +35,8 @@ VALUE = 64 << 10
 URI = 4096
 #: Entries of one map (options, properties, dialects, definitions) or list (file resources).
 ENTRIES = 1024
+#: A semantic view's document, in bytes of UTF-8 (Java's ``SemanticViewDefinition.MAX_CONTENT_BYTES``).
+SEMANTIC_CONTENT = 1 << 20
 #: All the free text of one object (a view, a function, a table's schema, a database's options, a
 #: commit's properties).
 OBJECT = 4 << 20
@@ -159,6 +161,22 @@ def check_view(schema: ViewSchema, before: ViewSchema | None = None) -> None:
 
 def check_function(spec: FunctionSpec, before: FunctionSpec | None = None) -> None:
     check("function", function_parts(spec), function_parts(before) if before is not None else ())
+
+
+def check_semantic_view(
+    definition: SemanticViewDefinition, before: SemanticViewDefinition | None = None
+) -> None:
+    """``definition.format`` a name (``NAME`` characters), ``definition.content`` at most
+    ``SEMANTIC_CONTENT`` bytes of UTF-8 (Java's limit; the client refuses more, so this catches others)."""
+    del before  # an upsert replaces the whole document: every one is checked whole
+    check("semantic view", [Text("definition.format", definition.format, NAME)])
+    size = len(definition.content.encode("utf-8"))
+    if size > SEMANTIC_CONTENT:
+        raise FieldTooLargeError(
+            f"definition.content has {size} bytes of UTF-8, over the limit of 1 MiB ({SEMANTIC_CONTENT})",
+            field="definition.content",
+            limit=SEMANTIC_CONTENT,
+        )
 
 
 def check_table(schema: TableSchema, before: TableSchema | None = None) -> None:

@@ -41,6 +41,7 @@ from paimon_meta.table.branches import (
     plan_fast_forward,
     validate_new_branch_name,
 )
+from paimon_meta.table.option_policy import MAIN_BRANCH
 from paimon_meta.table.snapshots import SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
@@ -60,6 +61,13 @@ class FastForwardReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _branch_has_snapshot(table: FileStoreTable, name: str) -> bool:
+    """Whether branch ``name`` of ``table`` has a snapshot (``BranchNotFoundError`` if no such branch)."""
+    branches = BranchManager(table.file_io, table.path)
+    branches.require(name)
+    return bool(SnapshotManager(table.file_io, branches.root(name)).list_snapshot_ids())
 
 
 def list_branches(catalog: MetastoreCatalog, identifier: str) -> list[str]:
@@ -171,11 +179,13 @@ def rename_branch(
 def fast_forward(
     catalog: MetastoreCatalog, identifier: str, name: str, *, principal: str | None = None
 ) -> FastForwardReport:
-    """Make main equal to branch ``name`` (Java's ``fastForward``); see the module's steps.
+    """Make main equal to branch ``name`` (Java's ``fastForward``); see the module's steps. A branch
+    without a snapshot has nothing to bring: main is left as it is (a no-op, recorded), as Paimon's
+    catalog treats it.
 
     Raises:
         BranchNotFoundError: no such branch.
-        ValidationError: ``main``, or a branch without a snapshot.
+        ValidationError: ``main``.
         UnsupportedError: main would lose every snapshot (the branch shares none with it).
         CommitConflictError: the table moved while planning (nothing was changed).
     """
@@ -186,6 +196,12 @@ def fast_forward(
     ):
         snapshots = SnapshotManager(table.file_io, table.path)
         reconcile(catalog.registry, catalog.events, row, snapshots)
+        if name != MAIN_BRANCH and not _branch_has_snapshot(table, name):
+            current = catalog.registry.get_table_row_by_id(row.table_id)
+            latest = snapshots.latest_snapshot_id() or 0
+            report = FastForwardReport(row.identifier, name, latest, [], [], latest, current.timeline)
+            run.record(MaintenanceEventType.FINISHED, {**report.to_dict(), "noop": "branch has no snapshot"})
+            return report
         plan = plan_fast_forward(table.file_io, table.path, name)
         current = catalog.registry.get_table_row_by_id(row.table_id)
         timeline = current.timeline

@@ -18,6 +18,14 @@
   partition-key order, the order listings page by.
 
 Each change is one maintenance run in the event log (``started``/``finished`` with what it did).
+
+A **format table with catalog-managed partitions** (``type=format-table`` and
+``metastore.partitioned-table=true``, Paimon's ``FormatTablePartitionManager``) has its partitions here
+and nowhere else: they are its registrations (its files are its clients', no commit is ours). Listed with
+the statistics its directory shows (files, bytes, the newest file's time; the record count is Paimon's
+``UNKNOWN``, -1: nobody reported it), dropped by unregistering (its files are left to its writers, as
+its data always is), marked done as any table. Another metadata-only table has no partitions here: 501
+naming its type.
 """
 
 from __future__ import annotations
@@ -26,10 +34,11 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import (
     FileNotFound,
@@ -38,12 +47,15 @@ from paimon_meta.errors import (
     UnsupportedError,
     ValidationError,
 )
+from paimon_meta.io.base import FileIO
 from paimon_meta.metastore import partitions as registry
 from paimon_meta.metastore.statistics import list_partitions as partition_statistics
 from paimon_meta.metastore.statistics import table_statistics
+from paimon_meta.model.options import CoreOptions
 from paimon_meta.model.partition_statistics import partition_key
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.ops.common import maintenance_run, resolve_table
-from paimon_meta.ops.snapshots import paimon_table_row
+from paimon_meta.table.option_policy import table_type
 from paimon_meta.table.partition_filter import parse_partition_filter
 from paimon_meta.table.paths import escape_path_name, join_path
 from paimon_meta.table.table import FileStoreTable
@@ -86,6 +98,91 @@ class PartitionInfo:
     updated_by: str | None = None
 
 
+#: Paimon's ``PartitionStatistics.UNKNOWN``: a statistic nobody reported (0 would claim an exact zero).
+UNKNOWN = -1
+#: Paimon's ``CoreOptions.METASTORE_PARTITIONED_TABLE``: a format table's partitions kept by the catalog.
+METASTORE_PARTITIONED = "metastore.partitioned-table"
+
+
+@dataclass(frozen=True, slots=True)
+class FormatTable:
+    """A format table with catalog-managed partitions, as this module needs it (what it shares with
+    :class:`FileStoreTable`: the path, the FileIO, the schema, the partition keys, the options)."""
+
+    path: str
+    file_io: FileIO
+    schema: TableSchema
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self.schema.partition_keys)
+
+    @property
+    def options(self) -> CoreOptions:
+        return self.schema.core_options
+
+
+Table = FileStoreTable | FormatTable
+
+
+def _resolve(catalog: MetastoreCatalog, identifier: str) -> tuple[TableRow, Table]:
+    """The row and the table whose partitions the catalog keeps: a Paimon table, or a format table
+    with catalog-managed partitions; ``UnsupportedError`` naming the type or the option otherwise."""
+    row = catalog.table_row(identifier)
+    if row.table_schema is None:
+        return resolve_table(catalog, identifier)
+    schema = metadata_tables.schema_of(row)
+    if table_type(schema.options) != "format-table":
+        raise metadata_tables.refuse(row)
+    if schema.options.get(METASTORE_PARTITIONED, "false").strip().lower() != "true":
+        raise UnsupportedError(
+            f"table {row.identifier} is a format-table keeping its partitions in its directories, not in "
+            f"the catalog ({METASTORE_PARTITIONED} is not true): its clients list them from storage",
+            table=row.identifier,
+            option=METASTORE_PARTITIONED,
+        )
+    location = catalog.location_of(row)
+    return row, FormatTable(location, catalog.table_file_io(location), schema)
+
+
+def _directory_statistics(table: FormatTable, info: PartitionInfo) -> PartitionInfo:
+    """``info`` with the files of its directory counted (names starting with ``.`` or ``_`` are not
+    data, as Paimon's format-table scan skips them); the record count stays unknown."""
+    directory = join_path(table.path, _directory(info.spec))
+    files, size, newest = 0, 0, UNKNOWN
+    try:
+        statuses = table.file_io.list_recursive(directory)
+    except FileNotFound:
+        statuses = []
+    for status in statuses:
+        relative = status.path[len(directory) :].strip("/")
+        if any(part.startswith((".", "_")) for part in relative.split("/")):
+            continue
+        files += 1
+        size += status.size
+        newest = max(newest, int(status.mtime_ms))
+    return replace(
+        info,
+        record_count=UNKNOWN,
+        file_size_in_bytes=size,
+        file_count=files,
+        last_file_creation_time=newest if files else UNKNOWN,
+    )
+
+
+def with_statistics(
+    catalog: MetastoreCatalog, identifier: str, infos: list[PartitionInfo]
+) -> list[PartitionInfo]:
+    """``infos`` (a page of a listing) with a format table's statistics read from its directories;
+    a Paimon table's are the kept ones, returned as they are."""
+    row = catalog.table_row(identifier)
+    if row.table_schema is None:
+        return infos
+    _, table = _resolve(catalog, identifier)
+    assert isinstance(table, FormatTable)
+    return [_directory_statistics(table, i) for i in infos]
+
+
 @dataclass(frozen=True, slots=True)
 class DropResult:
     """What a drop did: the specs that named something, those that named nothing, and the OVERWRITE
@@ -115,10 +212,12 @@ def list_partitions(catalog: MetastoreCatalog, identifier: str) -> list[Partitio
         UnsupportedError: the kept totals miss a snapshot published outside the catalog (a client then
             lists the partitions from the manifests itself).
     """
-    return _listing(catalog, paimon_table_row(catalog, identifier))
+    return _listing(catalog, _resolve(catalog, identifier)[0])
 
 
 def _listing(catalog: MetastoreCatalog, row: TableRow) -> list[PartitionInfo]:
+    if row.table_schema is not None:  # a format table's partitions: its registrations
+        return _registered(catalog, row, {})
     if not table_statistics(catalog.engine, row.table_id).complete:
         raise UnsupportedError(
             "partition statistics of this table miss a snapshot published outside the catalog; "
@@ -135,6 +234,13 @@ def _listing(catalog: MetastoreCatalog, row: TableRow) -> list[PartitionInfo]:
             p.last_file_creation_time,
             p.total_buckets,
         )
+    return _registered(catalog, row, found)
+
+
+def _registered(
+    catalog: MetastoreCatalog, row: TableRow, found: dict[str, PartitionInfo]
+) -> list[PartitionInfo]:
+    """``found`` (the partitions holding data, by key) with the registrations joined in, by name."""
     for key, reg in registry.registrations(catalog.engine, row.table_id).items():
         base = found.get(key) or PartitionInfo(partition_name(reg.spec), dict(reg.spec))
         found[key] = PartitionInfo(
@@ -159,7 +265,7 @@ def partitions_by_names(
 ) -> list[PartitionInfo]:
     """The partitions ``specs`` name (full specs) that exist, in the order asked; unknown ones are left
     out, as Java's ``listPartitionsByNames`` does."""
-    row, table = resolve_table(catalog, identifier)
+    row, table = _resolve(catalog, identifier)
     wanted = [_full_spec(table, s, "specs") for s in specs]
     by_key = {partition_key(p.spec): p for p in _listing(catalog, row)}
     out: list[PartitionInfo] = []
@@ -176,7 +282,7 @@ def partitions_by_filter(catalog: MetastoreCatalog, identifier: str, filter_text
     """The partitions Java's serialized predicate ``filter_text`` may match, sorted by name: a superset
     where :mod:`paimon_meta.table.partition_filter` cannot decide (the protocol allows it; clients
     evaluate the predicate again). ``ValidationError`` naming ``filter`` for one it cannot read."""
-    row, table = resolve_table(catalog, identifier)
+    row, table = _resolve(catalog, identifier)
     test = parse_partition_filter(filter_text, table.schema, table.options.partition_default_name)
     return [p for p in _listing(catalog, row) if test(p.spec)]
 
@@ -200,7 +306,7 @@ def create_partitions(
         PartitionAlreadyExistsError: ``ignore_if_exists`` is false and one of them exists (nothing is
             registered then).
     """
-    row, table = resolve_table(catalog, identifier)
+    row, table = _resolve(catalog, identifier)
     wanted = _unique([_full_spec(table, s, "partitionSpecs") for s in specs])
     existing = {partition_key(p.spec) for p in _listing(catalog, row)}
     already = [s for s in wanted if partition_key(s) in existing]
@@ -252,7 +358,7 @@ def drop_partitions(
             dropped then).
         CommitConflictError, CommitOutcomeUnknownError: as any commit.
     """
-    row, table = resolve_table(catalog, identifier)
+    row, table = _resolve(catalog, identifier)
     wanted = _unique([_partial_spec(table, s) for s in specs])
     listed = _listing(catalog, row)
     dropped = [s for s in wanted if any(_covers(s, p.spec) for p in listed)]
@@ -273,7 +379,7 @@ def drop_partitions(
         settings={"partitions": names, "ignore_if_not_exists": ignore_if_not_exists},
         principal=principal,
     ) as run:
-        if with_data:
+        if with_data and isinstance(table, FileStoreTable):
             # Java's truncatePartitions: a static OVERWRITE of no files over the named partitions, its
             # own commit user; under the table's lock like every commit, its events in the commit log.
             committer = catalog.message_committer(
@@ -298,7 +404,7 @@ def drop_partitions(
 # ---- mark done -----------------------------------------------------------------------------------------
 
 
-def mark_done_actions(table: FileStoreTable) -> list[str]:
+def mark_done_actions(table: Table) -> list[str]:
     """The table's ``partition.mark-done-action`` values, checked: ``UnsupportedError`` naming an
     action this server does not perform, ``ValidationError`` naming one Paimon does not know."""
     raw = table.schema.options.get(MARK_DONE_ACTION, DEFAULT_MARK_DONE_ACTION)
@@ -327,7 +433,7 @@ def mark_done_partitions(
 ) -> list[str]:
     """Mark ``specs`` (full specs) done and perform the table's mark-done actions; returns the actions
     performed. A partition not registered yet is registered by its mark."""
-    row, table = resolve_table(catalog, identifier)
+    row, table = _resolve(catalog, identifier)
     wanted = _unique([_full_spec(table, s, "specs") for s in specs])
     actions = mark_done_actions(table)
     names = [partition_name(s) for s in wanted]
@@ -359,13 +465,17 @@ def mark_done_partitions(
     return actions
 
 
-def success_file_path(table: FileStoreTable, spec: Mapping[str, str]) -> str:
+def _directory(spec: Mapping[str, str]) -> str:
+    """``k=v/k2=v2`` with Java's path escaping: a partition's directory under its table."""
+    return "/".join(f"{escape_path_name(k)}={escape_path_name(v)}" for k, v in spec.items())
+
+
+def success_file_path(table: Table, spec: Mapping[str, str]) -> str:
     """``<table>/<k=v/...>/_SUCCESS`` with Java's path escaping (``SuccessFileMarkDoneAction``)."""
-    directory = "/".join(f"{escape_path_name(k)}={escape_path_name(v)}" for k, v in spec.items())
-    return join_path(table.path, directory, SUCCESS_FILE)
+    return join_path(table.path, _directory(spec), SUCCESS_FILE)
 
 
-def _write_success_file(table: FileStoreTable, spec: Mapping[str, str]) -> str:
+def _write_success_file(table: Table, spec: Mapping[str, str]) -> str:
     """Java's ``SuccessFile`` JSON: the creation time kept when the file exists, the modification time
     now."""
     path = success_file_path(table, spec)
@@ -393,7 +503,7 @@ def _done_partition(spec: Mapping[str, str]) -> Spec:
 # ---- specs ---------------------------------------------------------------------------------------------
 
 
-def _keys_of(table: FileStoreTable, field: str) -> list[str]:
+def _keys_of(table: Table, field: str) -> list[str]:
     keys = table.partition_keys
     if not keys:
         raise ValidationError(f"table {table.path} has no partition keys", field=field)
@@ -407,7 +517,7 @@ def _check_values(spec: Mapping[str, object], field: str) -> None:
         raise ValidationError(f"{field}: a partition spec maps names to strings, got {spec!r}", field=field)
 
 
-def _full_spec(table: FileStoreTable, spec: Mapping[str, str], field: str) -> Spec:
+def _full_spec(table: Table, spec: Mapping[str, str], field: str) -> Spec:
     """``spec`` in the table's partition-key order; ``ValidationError`` unless it names exactly them."""
     keys = _keys_of(table, field)
     _check_values(spec, field)
@@ -418,7 +528,7 @@ def _full_spec(table: FileStoreTable, spec: Mapping[str, str], field: str) -> Sp
     return {k: spec[k] for k in keys}
 
 
-def _partial_spec(table: FileStoreTable, spec: Mapping[str, str]) -> Spec:
+def _partial_spec(table: Table, spec: Mapping[str, str]) -> Spec:
     """A drop's spec: a non-empty subset of the partition keys, in their order."""
     keys = _keys_of(table, "partitionSpecs")
     _check_values(spec, "partitionSpecs")

@@ -1,6 +1,7 @@
 """A table's life in the catalog beyond create and commit: register an existing table, drop one (or a
-whole database with its tables), roll its schema back. Each is one audited run in the maintenance log
-(``register_table``, ``drop_table``, ``rollback_schema``), with the principal that asked.
+whole database with its tables), replace one (``CREATE OR REPLACE``), roll its schema back. Each is one
+audited run in the maintenance log (``register_table``, ``drop_table``, ``replace_table``,
+``rollback_schema``), with the principal that asked.
 
 Dropping takes the table's lock, so no commit of ours publishes into a table whose files are being
 deleted; a database drop is the drop of each of its tables (each its own ``drop_table`` run naming the
@@ -15,17 +16,25 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from paimon_meta.catalog import metadata_tables
 from paimon_meta.commit.metastore.guard import reconcile
 from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
-from paimon_meta.errors import CommitConflictError, CorruptMetadataError, SchemaNotFoundError
+from paimon_meta.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    SchemaNotFoundError,
+    UnsupportedError,
+)
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
 from paimon_meta.ops.references import CHANGELOG_DIR
 from paimon_meta.table.paths import join_path
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.tags import TagManager
+from paimon_meta.table.write.overwrite import OverwriteSpec
 
 if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
@@ -83,6 +92,80 @@ def drop_table(
         kept = catalog.drop_table(identifier)
         # files another row's location holds are left (only rows from before the overlap check)
         run.record(MaintenanceEventType.FINISHED, {"location": location, "files_kept_for": kept})
+
+
+def create_table(catalog: MetastoreCatalog, identifier: str, schema: TableSchema) -> None:
+    """Create a table from a create request's ``schema-0``: kept as metadata only (format, object,
+    Iceberg: their files are the clients'), else a Paimon table whose data its clients write."""
+    if metadata_tables.is_metadata_only(schema):
+        catalog.create_metadata_table(identifier, schema)
+    else:
+        catalog.create_table_from_schema(identifier, schema, written_by_clients=True)
+
+
+@dataclass(frozen=True, slots=True)
+class TableReplace:
+    """What a replace did: ``recreated`` (dropped and created anew) or truncated with a new schema."""
+
+    table: str
+    recreated: bool
+    schema_id: int
+    truncate_snapshot_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def replace_table(
+    catalog: MetastoreCatalog, identifier: str, schema: TableSchema, *, principal: str | None = None
+) -> TableReplace:
+    """Java's ``replaceTable`` (``CREATE OR REPLACE TABLE`` of an existing table), as its
+    ``AbstractCatalog`` does it: a table kept as metadata only, or a new schema of another table type, is
+    dropped and created anew (:func:`drop_table`, then a create); a Paimon table keeping its type is
+    truncated (one OVERWRITE snapshot of nothing, when it has data) and given ``schema`` as its next
+    schema (``schema-<N+1>``), its snapshots, tags and branches kept. Not atomic (nor is Java's): a
+    failure after the truncation leaves the table empty with its old schema, and the same replace again
+    finishes it.
+
+    Raises:
+        TableNotFoundError: no such table (nothing created: Java's ``ignoreIfNotExists`` is the client's).
+        UnsupportedError: the new schema changes a Paimon table's partition keys (Java refuses it too).
+        ValidationError, CommitConflictError, CommitOutcomeUnknownError: as a create or a commit.
+    """
+    row = catalog.table_row(identifier)
+    if row.table_schema is not None or metadata_tables.is_metadata_only(schema):
+        drop_table(catalog, identifier, principal=principal)
+        create_table(catalog, identifier, schema)
+        created = catalog.table_row(identifier)
+        return TableReplace(identifier, True, created.schema_id or 0, None)
+    table = catalog.get_table(identifier)
+    if tuple(schema.partition_keys) != tuple(table.schema.partition_keys):
+        raise UnsupportedError(
+            f"replaceTable cannot change the partition keys of table {identifier} "
+            f"({list(table.schema.partition_keys)} -> {list(schema.partition_keys)}): drop and create it",
+            field="schema.partitionKeys",
+        )
+    settings = {"fields": [f.name for f in schema.fields], "partition_keys": list(schema.partition_keys)}
+    with maintenance_run(
+        catalog,
+        row,
+        MaintenanceOperation.REPLACE_TABLE,
+        dry_run=False,
+        settings=settings,
+        principal=principal,
+    ) as run:
+        truncated: int | None = None
+        if table.snapshot_manager.latest_snapshot_id() is not None:
+            # Java's truncateTable: an OVERWRITE of no files over the whole table, its own commit user.
+            committer = catalog.message_committer(
+                identifier, f"replace-table-{uuid.uuid4()}", principal=principal, row=row, table=table
+            )
+            result = committer.commit([], overwrite=OverwriteSpec.static())
+            truncated = max(result.snapshot_ids, default=None)
+        new = catalog.replace_schema(identifier, schema)
+        report = TableReplace(identifier, False, new.id, truncated)
+        run.record(MaintenanceEventType.FINISHED, report.to_dict())
+    return report
 
 
 @dataclass(frozen=True, slots=True)

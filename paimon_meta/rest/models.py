@@ -186,6 +186,25 @@ class RenameTableRequest(_Request):
     destination: Identifier
 
 
+class ReplaceTableRequest(_Request):
+    """Java's ``ReplaceTableRequest``: the table's new schema (``CREATE OR REPLACE TABLE``)."""
+
+    schema_: SchemaBody = Field(alias="schema")
+
+
+class GetSchemaResponse(_Model):
+    """Java's ``GetSchemaResponse``: one schema file's JSON (``TableSchema``: ``version``, ``id``,
+    ``fields``, ``highestFieldId``, ``partitionKeys``, ``primaryKeys``, ``options``, ``comment``,
+    ``timeMillis``)."""
+
+    schema_: dict[str, Any] = Field(alias="schema")
+
+
+class ListSchemasResponse(_Model):
+    schemas: list[dict[str, Any]]
+    next_page_token: str | None
+
+
 class AlterTableRequest(_Request):
     """``changes``: SchemaChange objects, each with an ``action`` (parsed by the route)."""
 
@@ -278,6 +297,9 @@ class CreatePartitionsRequest(_Request):
     ignore_if_exists: bool = True
     partition_statistics: list[PartitionStatisticsBody] | None = None
     replace_statistics: bool | None = None
+    #: Per partition (aligned with ``partitionSpecs`` by position): ``path`` (null resets it) and
+    #: ``file.format`` of a format table's catalog-managed partition.
+    partition_options: list[dict[str, str | None]] | None = None
 
 
 class CreatePartitionsResponse(_Model):
@@ -705,6 +727,28 @@ class ListFunctionDetailsResponse(_Model):
 
 class ListFunctionsGloballyResponse(_Model):
     functions: list[Identifier]
+    next_page_token: str | None
+
+
+class SemanticViewDefinition(_Model):
+    """Java's ``SemanticViewDefinition``: the model document as sent (``format`` names its syntax, e.g.
+    ``databricks-yaml``), kept verbatim."""
+
+    format: str
+    content: str
+
+
+class UpsertSemanticViewRequest(_Request):
+    definition: SemanticViewDefinition
+
+
+class GetSemanticViewResponse(_Model):
+    name: str
+    definition: SemanticViewDefinition
+
+
+class ListSemanticViewsResponse(_Model):
+    semantic_views: list[str]
     next_page_token: str | None
 
 

@@ -39,6 +39,12 @@ TAG = f"{TAGS}/{{tag}}"
 #: Snapshots by version (an id, a tag name, ``LATEST`` or ``EARLIEST``) and the paged list.
 SNAPSHOTS = f"{TABLE}/snapshots"
 SNAPSHOT_VERSION = f"{SNAPSHOTS}/{{version}}"
+#: The table's schemas (``listSchemas``, paged) and one by version (``getSchema``: an id, ``LATEST`` or
+#: ``EARLIEST``).
+SCHEMAS = f"{TABLE}/schemas"
+SCHEMA_VERSION = f"{SCHEMAS}/{{version}}"
+#: ``CREATE OR REPLACE TABLE`` (``replaceTable``: a new schema for an existing table).
+REPLACE_TABLE = f"{TABLE}/replace"
 #: The partition lifecycle (``PARTITIONS``: list with GET, create with POST).
 DROP_PARTITIONS = f"{PARTITIONS}/drop"
 MARK_DONE_PARTITIONS = f"{PARTITIONS}/mark"
@@ -67,6 +73,10 @@ FUNCTIONS = f"{DATABASE}/functions"
 FUNCTION_DETAILS = f"{DATABASE}/function-details"
 FUNCTION = f"{FUNCTIONS}/{{function}}"
 FUNCTIONS_GLOBALLY = f"{CATALOG}/functions"
+#: A database's semantic views (list with GET), one semantic view (upsert with POST, get, delete): an
+#: opaque model document ``{format, content}`` kept by the catalog.
+SEMANTIC_VIEWS = f"{DATABASE}/semantic-views"
+SEMANTIC_VIEW = f"{SEMANTIC_VIEWS}/{{semantic_view}}"
 
 # ---- the control plane (our extension) -----------------------------------------------------------------
 COMMIT_MESSAGES = f"{TABLE}/commit-messages"
@@ -88,8 +98,10 @@ CATALOG_EVENTS = f"{CATALOG}/events"
 
 # ---- the protocol, operation by operation --------------------------------------------------------------
 #: ``(method, template, operationId)`` of every operation of apache/paimon's ``rest-catalog-open-api.yaml``
-#: (56), as the spec names them: the service serves each (one route apiece) and its OpenAPI document
-#: names each route by the spec's operationId (client generators and the spec then agree).
+#: (56) and of those its Java client (``RESTApi``, ``ResourcePaths``) calls beyond that document (7:
+#: schemas, ``replaceTable``, semantic views; each named as ``RESTApi`` names its call, lower camel case),
+#: 63 in all: the service serves each (one route apiece) and its OpenAPI document names each route by
+#: that operationId (client generators and the spec then agree).
 SPEC_OPERATIONS: tuple[tuple[str, str, str], ...] = (
     ("GET", CONFIG, "getConfig"),
     ("GET", DATABASES, "listDatabases"),
@@ -147,6 +159,14 @@ SPEC_OPERATIONS: tuple[tuple[str, str, str], ...] = (
     ("GET", FUNCTION, "getFunction"),
     ("POST", FUNCTION, "alterFunction"),
     ("DELETE", FUNCTION, "dropFunction"),
+    # Beyond the yaml: the Java client's calls (``RESTApiNameTest`` names them).
+    ("GET", SCHEMAS, "listSchemas"),
+    ("GET", SCHEMA_VERSION, "getSchema"),
+    ("POST", REPLACE_TABLE, "replaceTable"),
+    ("GET", SEMANTIC_VIEWS, "listSemanticViews"),
+    ("GET", SEMANTIC_VIEW, "getSemanticView"),
+    ("POST", SEMANTIC_VIEW, "upsertSemanticView"),
+    ("DELETE", SEMANTIC_VIEW, "deleteSemanticView"),
 )
 
 # ---- the management API (apache/paimon rest-management-open-api.yaml; docs/GOVERNANCE.md) -------------

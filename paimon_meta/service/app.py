@@ -51,6 +51,8 @@ from paimon_meta.service import (
     routes_feed,
     routes_functions,
     routes_partitions,
+    routes_schemas,
+    routes_semantic_views,
     routes_snapshots,
     routes_table,
     routes_tables,
@@ -133,9 +135,11 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_access.router)
     app.include_router(routes_partitions.router)
     app.include_router(routes_snapshots.router)
+    app.include_router(routes_schemas.router)
     app.include_router(routes_branches.router)
     app.include_router(routes_tables.router)
     app.include_router(routes_views.router)
+    app.include_router(routes_semantic_views.router)
     app.include_router(routes_functions.router)
     app.include_router(routes_feed.router)
     console_routes.install(app)

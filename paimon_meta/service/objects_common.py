@@ -12,7 +12,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.metastore.catalog_objects import Audit, FunctionRow, ViewRow
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.catalog_objects import params_json
-from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.model.identifier import validate_function_name, validate_identifier
 from paimon_meta.rest import models
 from paimon_meta.service import convert
 
@@ -31,8 +31,13 @@ def limit_of(max_results: int | None) -> int:
 
 
 def _token_name(value: str) -> str:
+    """A page token's name: an identifier, or a function's name (which may hold ``.``)."""
     try:
         return validate_identifier("name", value)
+    except ValidationError:
+        pass
+    try:
+        return validate_function_name(value)
     except ValidationError:
         raise ValidationError("pageToken is not one this server issued", field="pageToken") from None
 

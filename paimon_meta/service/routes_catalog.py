@@ -22,7 +22,15 @@ from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, NO_BODY, PREFIX, UNSUPPORTED
+from paimon_meta.service.routes_common import (
+    BEARER,
+    CONFLICT,
+    ERRORS,
+    NO_BODY,
+    OUTCOME_UNKNOWN,
+    PREFIX,
+    UNSUPPORTED,
+)
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER], responses=ERRORS)
 
@@ -231,6 +239,34 @@ def get_table(request: Request, database: str, table: str) -> models.GetTableRes
 def alter_table(request: Request, database: str, table: str, body: models.AlterTableRequest) -> Response:
     catalog_of(request).alter_table_changes(
         table_identifier(database, table), convert.schema_changes(body.changes)
+    )
+    return Response(status_code=200)
+
+
+@router.post(
+    paths.REPLACE_TABLE,
+    tags=["tables"],
+    dependencies=[PREFIX],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT, **OUTCOME_UNKNOWN, **UNSUPPORTED},
+)
+def replace_table(
+    request: Request,
+    database: str,
+    table: str,
+    body: models.ReplaceTableRequest,
+    access: Annotated[Access, ADMIN_TABLE],
+) -> Response:
+    """``CREATE OR REPLACE`` of an existing table, as Java's catalog does it: a format, object or Iceberg
+    table, or a new schema of another type, is dropped and created anew; a Paimon table is truncated (one
+    OVERWRITE snapshot) and takes the schema as its next one, keeping its history. 404 when there is no
+    such table; 501 when the new schema changes a Paimon table's partition keys (as Java refuses). Not
+    atomic: a failure after the truncation leaves the table empty with its old schema (replace again)."""
+    table_ops.replace_table(
+        catalog_of(request),
+        table_identifier(database, table),
+        convert.table_schema(body.schema_),
+        principal=access.principal,
     )
     return Response(status_code=200)
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.catalog_objects import FunctionSpec
-from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.model.identifier import validate_function_name, validate_identifier
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service import objects_common as common
@@ -147,4 +147,4 @@ def drop_function(
 
 
 def _names(database: str, function: str) -> tuple[str, str]:
-    return validate_identifier("database", database), validate_identifier("function", function)
+    return validate_identifier("database", database), validate_function_name(function)

@@ -71,13 +71,17 @@ def list_table_partitions(
 ) -> models.ListPartitionsResponse:
     """Partitions holding data (totals from the statistics the commit path keeps: no manifest scan)
     and registered ones (zero totals until data arrives), with their done marks. 501 when the totals
-    miss a snapshot (another engine's): the client then scans the manifests itself."""
-    listed = partition_ops.list_partitions(catalog_of(request), table_identifier(database, table))
+    miss a snapshot (another engine's): the client then scans the manifests itself. A format table with
+    ``metastore.partitioned-table``: its registered partitions, with the files and bytes its directories
+    hold (``recordCount`` -1: unknown)."""
+    catalog, identifier = catalog_of(request), table_identifier(database, table)
+    listed = partition_ops.list_partitions(catalog, identifier)
     by_name = {p.name: p for p in listed}
     names, token = convert.page(
         list(by_name), max_results=max_results, page_token=page_token, pattern=pattern
     )
-    return models.ListPartitionsResponse(partitions=[_body(by_name[n]) for n in names], next_page_token=token)
+    page = partition_ops.with_statistics(catalog, identifier, [by_name[n] for n in names])
+    return models.ListPartitionsResponse(partitions=[_body(p) for p in page], next_page_token=token)
 
 
 @router.post(
@@ -99,6 +103,14 @@ def create_partitions(
         raise UnsupportedError(
             "createPartitions with partitionStatistics/replaceStatistics is not supported: this catalog "
             "keeps partition totals from the commits themselves"
+        )
+    if body.partition_options is not None:
+        # Refused rather than stored: a partition's own path or file format this catalog would record
+        # but no reader of it would honour.
+        raise UnsupportedError(
+            "createPartitions with partitionOptions (a partition's own path or file.format) is not "
+            "supported by this catalog: partitions live at their default location in the table's format",
+            option="partitionOptions",
         )
     created, existed = partition_ops.create_partitions(
         catalog_of(request),
@@ -168,9 +180,9 @@ def list_partitions_by_names(
     request: Request, database: str, table: str, body: models.ListPartitionsByNamesRequest
 ) -> models.ListPartitionsResponse:
     """The named partitions (full specs) that exist, in the order asked; unknown ones left out."""
-    found = partition_ops.partitions_by_names(
-        catalog_of(request), table_identifier(database, table), body.specs
-    )
+    catalog, identifier = catalog_of(request), table_identifier(database, table)
+    found = partition_ops.partitions_by_names(catalog, identifier, body.specs)
+    found = partition_ops.with_statistics(catalog, identifier, found)
     return models.ListPartitionsResponse(partitions=[_body(p) for p in found], next_page_token=None)
 
 
@@ -192,9 +204,8 @@ def list_partitions_by_filter(
             f"partitionNamePattern is longer than {convert.MAX_PATTERN} characters",
             field="partitionNamePattern",
         )
-    found = partition_ops.partitions_by_filter(
-        catalog_of(request), table_identifier(database, table), body.filter
-    )
+    catalog, identifier = catalog_of(request), table_identifier(database, table)
+    found = partition_ops.partitions_by_filter(catalog, identifier, body.filter)
     by_name = {p.name: p for p in found}
     names, token = convert.page(
         list(by_name),
@@ -202,4 +213,5 @@ def list_partitions_by_filter(
         page_token=body.page_token,
         pattern=body.partition_name_pattern,
     )
-    return models.ListPartitionsResponse(partitions=[_body(by_name[n]) for n in names], next_page_token=token)
+    page = partition_ops.with_statistics(catalog, identifier, [by_name[n] for n in names])
+    return models.ListPartitionsResponse(partitions=[_body(p) for p in page], next_page_token=token)

@@ -68,7 +68,7 @@ def test_database_objects_drop_with_it(objects: CatalogObjects) -> None:
         objects.create_function(database, "g", FunctionSpec(), principal="p")
     with objects.engine.begin() as conn:
         dropped = drop_database_objects(conn, objects.catalog_key, "db", principal="dropper")
-    assert dropped == {"view": ["v"], "function": ["f", "g"]}
+    assert dropped == {"view": ["v"], "function": ["f", "g"], "semantic-view": []}
     assert [r.identifier for r in objects.list_views(limit=10)] == ["db2.v"]
     assert [r.identifier for r in objects.list_functions(limit=10)] == ["db2.f", "db2.g"]
     with objects.engine.connect() as conn:

@@ -97,6 +97,15 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{T}/snapshots"): ("read", "table"),
     ("GET", f"{T}/consumers"): ("read", "table"),
     ("POST", f"{T}/consumers/reset"): ("write", "table"),
+    # Schemas: read, as snapshots; replacing a table drops its data and schema: admin, as dropping it.
+    ("GET", f"{T}/schemas"): ("read", "table"),
+    ("GET", f"{T}/schemas/{{version}}"): ("read", "table"),
+    ("POST", f"{T}/replace"): ("admin", "table"),
+    # Semantic views: as SQL views (read on the database; changes admin on it).
+    ("GET", f"{D}/semantic-views"): ("read", "database"),
+    ("GET", f"{D}/semantic-views/{{semantic_view}}"): ("read", "database"),
+    ("POST", f"{D}/semantic-views/{{semantic_view}}"): ("admin", "database"),
+    ("DELETE", f"{D}/semantic-views/{{semantic_view}}"): ("admin", "database"),
     # Operations: the metrics name every table; the document and its viewers need a token.
     ("GET", "/metrics"): ("admin", "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),

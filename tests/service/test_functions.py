@@ -261,3 +261,24 @@ def test_function_refusals_and_grants(client: TestClient, service_catalog: Metas
     _error(client.post(functions, json={"name": "mine"}, headers=reader), 403, "DATABASE")
     _error(client.post(f"{functions}/inc", json={"changes": []}, headers=reader), 403, "DATABASE")
     _error(client.delete(f"{functions}/inc", headers=reader), 403, "DATABASE")
+
+
+def test_function_names_may_hold_dots(client: TestClient, service_catalog: MetastoreCatalog) -> None:
+    """Paimon's ``RESTFunctionValidator`` (and pypaimon's pattern): letters, digits, ``.``, ``_``, ``-``
+    with a letter; a dotted name is one path segment, pages resume after it."""
+    admin = auth(make_principal(service_catalog, "admin", [("admin", None, None)]))
+    functions = f"{P}/databases/db/functions"
+    for name in ("ns.fn", "ns.fn2", "v1.2-x"):
+        assert client.post(functions, json={"name": name}, headers=admin).status_code == 200, name
+    assert client.get(f"{functions}/ns.fn", headers=admin).json()["name"] == "ns.fn"
+    first = client.get(functions, params={"maxResults": 1}, headers=admin).json()
+    assert first == {"functions": ["ns.fn"], "nextPageToken": "ns.fn"}
+    rest = client.get(functions, params={"maxResults": 5, "pageToken": "ns.fn"}, headers=admin).json()
+    assert rest == {"functions": ["ns.fn2", "v1.2-x"], "nextPageToken": None}
+    everywhere = client.get(f"{P}/functions", params={"maxResults": 1}, headers=admin).json()
+    assert everywhere["nextPageToken"] == "db.ns.fn"
+    more = client.get(f"{P}/functions", params={"pageToken": "db.ns.fn"}, headers=admin).json()
+    assert [f["object"] for f in more["functions"]] == ["ns.fn2", "v1.2-x"]
+    for bad in ("1.2", "a b", ".."):
+        assert "function" in _error(client.post(functions, json={"name": bad}, headers=admin), 400)
+    assert client.delete(f"{functions}/ns.fn", headers=admin).status_code == 200

@@ -64,6 +64,7 @@ KNOWN = {
     "branch": ["b1"],
     "view": ["v1"],
     "function": ["f1"],
+    "semantic_view": ["sv1"],
     "tableId": ["1"],
     "version": ["1", "LATEST", "first"],
 }

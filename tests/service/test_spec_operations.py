@@ -67,6 +67,8 @@ BODIES: dict[str, Any] = {
     },
     "createFunction": {"name": "f"},
     "alterFunction": {"changes": [{"action": "setOption", "key": "k", "value": "v"}]},
+    "replaceTable": {"schema": {"fields": [{"id": 0, "name": "a", "type": "INT"}]}},
+    "upsertSemanticView": {"definition": {"format": "yaml", "content": "a: b"}},
 }
 
 
@@ -85,8 +87,8 @@ def _concrete(template: str) -> str:
 
 
 def test_each_operation_of_the_spec_is_one_route_named_as_the_spec_names_it() -> None:
-    assert len(paths.SPEC_OPERATIONS) == 56
-    assert len({(m, t) for m, t, _ in paths.SPEC_OPERATIONS}) == 56
+    assert len(paths.SPEC_OPERATIONS) == 63
+    assert len({(m, t) for m, t, _ in paths.SPEC_OPERATIONS}) == 63
     routes = [
         (method, route.path)
         for route in _all_routes(list(create_app(ServiceSettings()).routes))
