@@ -9,7 +9,7 @@ by the whole id (a table), by catalog key and database (a database), and by cata
 other catalogs' locks in a shared metastore are not read either).
 
 On a large log the upgrade builds the indexes once, holding a lock that blocks writes to the logs while
-it runs (docs/OPERATIONS.md).
+it runs (README, "Operating it").
 
 Revision ID: 0015
 Revises: 0013
