@@ -291,11 +291,18 @@ async def _bounded(app: ASGIApp, service: ServiceState, scope: Scope, receive: R
     budget = QueryBudget(route_class, service.settings.statement_timeouts.get(route_class, 0.0))
     scope.setdefault("state", {})["budget"] = budget
     watcher = bounds.Watcher(receive, budget, cancel_reads=route_class != bounds.WRITE)
+    failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(watcher.run)
-        with bounded(budget):
-            await app(scope, watcher.receive, send)
-        group.cancel_scope.cancel()
+        try:
+            with bounded(budget):
+                await app(scope, watcher.receive, send)
+        except Exception as e:  # raised as it is, not in the task group's ExceptionGroup
+            failure = e
+        finally:
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -> Response | None:
