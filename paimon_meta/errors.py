@@ -101,6 +101,16 @@ class MetastoreUnavailableError(PaimonMetaError):
     """The metastore (Postgres) could not be reached or dropped the connection mid-operation."""
 
 
+class RequestBoundError(PaimonMetaError):
+    """A request's metastore work was stopped by its bounds (paimon_meta.db.budget): ``reason``
+    ``deadline`` (it ran past its route class's deadline: the service answers 503 + Retry-After) or
+    ``disconnect`` (its client went away: nobody is left to answer)."""
+
+    def __init__(self, message: str, *, reason: str, route_class: str, seconds: float) -> None:
+        super().__init__(message, reason=reason, route_class=route_class, seconds=seconds)
+        self.reason, self.route_class, self.seconds = reason, route_class, seconds
+
+
 class NotFoundError(PaimonMetaError):
     """What a call names does not exist: a catalog object (database, table, snapshot, tag, principal) or
     what an operations tool names (a lock, a commit's events). The subclasses name the resource type;

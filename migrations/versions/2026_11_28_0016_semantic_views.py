@@ -10,7 +10,7 @@ content}`` (content up to 1 MiB of UTF-8) kept verbatim, with the ids, version a
 append-only: a downgrade keeps their newer rows by not re-checking them (as 0013 does).
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 Create Date: 2026-11-28
 """
 
@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0016"
-down_revision: str | None = "0014"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

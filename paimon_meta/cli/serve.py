@@ -94,6 +94,23 @@ def register(commands: Commands) -> None:
         help="an open stream re-checks its principal (token revoked, grants, expiry) at least this often "
         "(default 5)",
     )
+    # Bounds on every request (README, "Hardening"): no request holds a worker past its deadline.
+    p.add_argument(
+        "--statement-timeout",
+        action="append",
+        metavar="CLASS=SECONDS",
+        help="deadline of a route class's requests (their queries' statement timeout; reads are also "
+        "cancelled at it and when their client leaves), 503 + Retry-After past it; classes feed "
+        "(change-feed pages, default 10), read (other GETs, console pages, default 30), write (default "
+        "120); 0: none. Repeat for each class",
+    )
+    p.add_argument(
+        "--feed-scan-rows",
+        type=int,
+        default=10_000,  # service.state.DEFAULT_FEED_SCAN_ROWS
+        help="events of the log one change-feed request reads at most; past it the page ends where "
+        "the read got and its token continues from there (default 10000)",
+    )
     # Behind a proxy (README, "Behind a proxy"): whose X-Forwarded-For / -Proto to believe.
     p.add_argument(
         "--forwarded-allow-ips",
@@ -206,7 +223,10 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.io.sts import StsSettings, vendable
     from paimon_meta.model.options import parse_duration_ms
     from paimon_meta.service.server import serve
-    from paimon_meta.service.state import ServiceSettings
+    from paimon_meta.service.state import ServiceSettings, statement_timeouts_of
+
+    if args.feed_scan_rows < 1:
+        raise ValidationError("--feed-scan-rows must be at least 1", field="--feed-scan-rows")
 
     _log_to_stderr(args.log_level)
     sts = (
@@ -253,6 +273,8 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         feed_recheck_seconds=args.feed_recheck_seconds,
         forwarded_allow_ips=_forwarded_allow_ips(args.forwarded_allow_ips),
         feed_send_timeout_seconds=args.feed_send_timeout,
+        feed_scan_rows=args.feed_scan_rows,
+        statement_timeouts=statement_timeouts_of(args.statement_timeout),
         max_table_commits=args.max_table_commits,
         max_commits=args.max_commits,
         sts=sts,

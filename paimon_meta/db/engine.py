@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import URL, Engine, create_engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from paimon_meta.db import budget
 from paimon_meta.errors import ValidationError
 
 #: The driver every engine uses; plain ``postgresql://`` URLs are rewritten to it.
@@ -70,9 +71,12 @@ def make_engine(
             pool_timeout=pool_timeout,
             pool_recycle=pool_recycle,
         )
-    return create_engine(
+    engine = create_engine(
         normalize_url(url), pool_pre_ping=True, connect_args=connect_args, echo=echo, **kwargs
     )
+    # A request's deadline and cancellation (db/budget.py); nothing outside a request.
+    budget.install(engine)
+    return engine
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -154,6 +154,11 @@ PUBLISHING_COMMIT_EVENT_TYPES: tuple[CommitEventType, ...] = (
 
 #: The writing transaction's id as a bigint: the change feed's order (migration 0010, metastore/feed.py).
 TXID_DEFAULT = "(pg_current_xact_id())::text::bigint"
+# The keys of the change feed's lanes (metastore/feed.py, migration 0015): a table identifier's database,
+# a lock id's catalog key and database (``<catalog key>.<database>.<table>``; none of them has a dot).
+_DATABASE_OF_TABLE = text("split_part(table_identifier, '.', 1)")
+_CATALOG_OF_LOCK = text("split_part(lock_id, '.', 1)")
+_DATABASE_OF_LOCK = text("split_part(lock_id, '.', 2)")
 
 #: Sets the principal that lock events written on this connection record (session-level; '' = none).
 PRINCIPAL_SETTING_SQL = "SELECT set_config('paimon_meta.principal', %(principal)s, false)"
@@ -288,6 +293,9 @@ class CommitEventRecord(Base):
         ),
         Index("ix_paimon_commit_events_commit", "commit_id", "event_id"),
         Index("ix_paimon_commit_events_feed", "txid", "event_id"),
+        # The change feed's lanes (migration 0015): one table's, one database's events in feed order.
+        Index("ix_paimon_commit_events_feed_table", "table_identifier", "txid", "event_id"),
+        Index("ix_paimon_commit_events_feed_database", _DATABASE_OF_TABLE, "txid", "event_id"),
         Index("ix_paimon_commit_events_table", "table_id", "event_id"),
         Index("ix_paimon_commit_events_dedupe", "table_id", "branch", "commit_user", "commit_identifier"),
         # The database backstop of "no snapshot is published twice" (per branch: a branch's snapshot ids
@@ -348,6 +356,15 @@ class LockEventRecord(Base):
         ),
         Index("ix_paimon_lock_events_lock", "lock_id", "event_id"),
         Index("ix_paimon_lock_events_feed", "txid", "event_id"),
+        Index("ix_paimon_lock_events_feed_table", "lock_id", "txid", "event_id"),
+        Index(
+            "ix_paimon_lock_events_feed_database",
+            _CATALOG_OF_LOCK,
+            _DATABASE_OF_LOCK,
+            "txid",
+            "event_id",
+        ),
+        Index("ix_paimon_lock_events_feed_catalog", _CATALOG_OF_LOCK, "txid", "event_id"),
     )
 
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -383,6 +400,8 @@ class MaintenanceEventRecord(Base):
         CheckConstraint(_in_list("event_type", MaintenanceEventType), name="event_type"),
         Index("ix_paimon_maintenance_events_table", "table_id", "event_id"),
         Index("ix_paimon_maintenance_events_feed", "txid", "event_id"),
+        Index("ix_paimon_maintenance_events_feed_table", "table_identifier", "txid", "event_id"),
+        Index("ix_paimon_maintenance_events_feed_database", _DATABASE_OF_TABLE, "txid", "event_id"),
         Index(
             "uq_paimon_maintenance_events_run_started",
             "run_id",

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, TextClause, text
 
+from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.metastore.principals import Access
 
 #: The channel a transaction that writes events NOTIFYs (a trigger of migration 0011; no payload): a
 #: reader LISTENing on it reads the log at once instead of at its next poll.
@@ -101,16 +103,19 @@ class FeedFilter:
     until: datetime | None = None
 
 
-# Each log read in position order from the cursor, below the horizon; the three merged. The rank is a
-# constant of each branch, so each branch's condition is an index range on (txid, event_id).
-def _branch(rank: int, select: str, table: str, extra: str = "") -> str:
-    return (
-        f"(SELECT {rank} AS rank, e.event_id, e.txid, {select} FROM {table} e, h "  # noqa: S608 - constants
-        f"WHERE e.txid < h.horizon {extra} AND (e.txid > :txid OR (e.txid = :txid AND "
-        f"({rank} > :rank OR ({rank} = :rank AND e.event_id > :event_id)))) "
-        "ORDER BY e.txid, e.event_id LIMIT :limit)"
-    )
-
+# Each log read in position order from the cursor, below the horizon; the three merged, and at most
+# :scan rows of the merge read (the scan cap: what a request may cost whatever its filters keep).
+#
+# The cursor is a row comparison over the log's index: the rank is a constant of each branch, so
+# ``(txid, rank, event_id) > (:t, :r, :e)`` is, in the branch of rank R, ``(txid, event_id) > (:t, b)``
+# with ``b`` = :e (R = :r), -1 (R > :r: every event of transaction :t) or the largest bigint (R < :r:
+# none of it); ``_bounds`` computes the three. A row comparison is an index range bound (the ``OR`` it
+# replaces was not: each batch re-scanned the log from its start).
+#
+# Lanes (what each branch reads): every event of the catalog (``all``), or only the events of some
+# tables (``subjects``) and databases (``databases``), each key one index range on (key, txid, event_id)
+# (migration 0015), so a reader of one quiet table reads that table's events and nothing else.
+_MAX_ID = 2**63 - 1
 
 _COMMIT = (
     "e.table_identifier AS subject, e.event_type AS kind, e.created_at AS time, e.principal, "
@@ -131,18 +136,262 @@ _MAINTENANCE = (
     "e.principal, jsonb_build_object('runId', e.run_id, 'operation', e.operation, 'tableId', e.table_id, "
     "'operator', e.operator, 'dryRun', e.dry_run, 'payload', e.payload) AS data"
 )
-_FEED_SQL = text(
-    "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon) "  # noqa: S608 - constants
-    "SELECT * FROM ("
-    + _branch(0, _COMMIT, "paimon_commit_events")
-    + " UNION ALL "
-    + _branch(1, _LOCK, "paimon_lock_events", "AND starts_with(e.lock_id, :catalog_key || '.')")
-    + " UNION ALL "
-    + _branch(2, _MAINTENANCE, "paimon_maintenance_events")
-    + ") f ORDER BY f.txid, f.rank, f.event_id LIMIT :limit"
+
+
+@dataclass(frozen=True, slots=True)
+class _Log:
+    rank: int
+    table: str
+    select: str
+    #: The condition of each lane (``k.key``: the lane's key); each one an index's leading columns.
+    every: str
+    subject: str
+    database: str
+
+
+_LOGS = (
+    _Log(
+        0,
+        "paimon_commit_events",
+        _COMMIT,
+        "true",
+        "e.table_identifier = k.key",
+        "split_part(e.table_identifier, '.', 1) = k.key",
+    ),
+    _Log(
+        1,
+        "paimon_lock_events",
+        _LOCK,
+        "split_part(e.lock_id, '.', 1) = :catalog_key",
+        "e.lock_id = :catalog_key || '.' || k.key",
+        "split_part(e.lock_id, '.', 1) = :catalog_key AND split_part(e.lock_id, '.', 2) = k.key",
+    ),
+    _Log(
+        2,
+        "paimon_maintenance_events",
+        _MAINTENANCE,
+        "true",
+        "e.table_identifier = k.key",
+        "split_part(e.table_identifier, '.', 1) = k.key",
+    ),
 )
-#: Rows read per round while filling a page with events the filter and the caller's grants keep.
-_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Lanes:
+    """What a read of the feed reads: every event of the catalog (``every``), or only the events of the
+    tables ``subjects`` (``db.t``) and of the databases ``databases``; neither: nothing."""
+
+    every: bool = False
+    subjects: tuple[str, ...] = ()
+    databases: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.every or self.subjects or self.databases)
+
+
+EVERY = Lanes(every=True)
+#: The privileges that let a principal read a table's events (each includes READ).
+READING = frozenset({Privilege.READ, Privilege.WRITE, Privilege.ADMIN})
+#: The most keys (tables and databases) read as lanes; a caller reaching more reads every event of the
+#: catalog, its grants checked on each (bounded by the scan cap all the same).
+MAX_LANES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """The tables a caller may read (its grants of READ or stronger): the whole catalog, some databases,
+    some tables (``(database, table)``)."""
+
+    catalog: bool
+    databases: frozenset[str] = frozenset()
+    tables: frozenset[tuple[str, str]] = frozenset()
+
+    def allows(self, database: str, table: str) -> bool:
+        return self.catalog or database in self.databases or (database, table) in self.tables
+
+    @classmethod
+    def of(cls, access: Access) -> Reach:
+        """What ``access`` may read (every privilege includes READ)."""
+        scopes = [g.scope for g in access.grants if g.privilege in READING]
+        return cls(
+            catalog=any(s.database is None for s in scopes),
+            databases=frozenset(s.database for s in scopes if s.database is not None and s.table is None),
+            tables=frozenset(
+                (s.database, s.table) for s in scopes if s.database is not None and s.table is not None
+            ),
+        )
+
+
+def lanes_for(keep: FeedFilter, reach: Reach | None) -> Lanes:
+    """The lanes that hold every event ``keep`` keeps that ``reach`` (None: everything) allows."""
+    reach = reach or Reach(catalog=True)
+    if keep.subject is not None:
+        database, _, table = keep.subject.partition(".")
+        inside = keep.database is None or keep.database == database
+        return Lanes(subjects=(keep.subject,)) if inside and reach.allows(database, table) else Lanes()
+    if keep.database is not None:
+        if reach.catalog or keep.database in reach.databases:
+            return Lanes(databases=(keep.database,))
+        tables = sorted(f"{d}.{t}" for d, t in reach.tables if d == keep.database)
+        lanes = Lanes(subjects=tuple(tables))
+    elif reach.catalog:
+        return EVERY
+    else:
+        databases = tuple(sorted(reach.databases))
+        tables = sorted(f"{d}.{t}" for d, t in reach.tables if d not in reach.databases)
+        lanes = Lanes(subjects=tuple(tables), databases=databases)
+    if len(lanes.subjects) + len(lanes.databases) > MAX_LANES:
+        return EVERY
+    return lanes
+
+
+def _branch(log: _Log, lanes: Lanes) -> str:
+    rank = log.rank
+    inner = (
+        f"SELECT {rank} AS rank, e.event_id, e.txid, {log.select} FROM {log.table} e "  # noqa: S608 - constants
+        f"WHERE {{lane}} AND (e.txid, e.event_id) > (:txid, :bound_{rank}) AND e.txid < h.horizon "
+        "ORDER BY e.txid, e.event_id LIMIT :scan"
+    )
+    parts: list[str] = []
+    if lanes.every:
+        parts.append(f"(SELECT x.* FROM h, LATERAL ({inner.format(lane=log.every)}) x)")  # noqa: S608
+    if lanes.subjects:
+        parts.append(
+            "(SELECT x.* FROM h, unnest(CAST(:subjects AS text[])) k(key), "  # noqa: S608 - constants
+            f"LATERAL ({inner.format(lane=log.subject)}) x)"
+        )
+    if lanes.databases:
+        parts.append(
+            "(SELECT x.* FROM h, unnest(CAST(:databases AS text[])) k(key), "  # noqa: S608 - constants
+            f"LATERAL ({inner.format(lane=log.database)}) x)"
+        )
+    return " UNION ALL ".join(parts)
+
+
+def _feed_sql(lanes: Lanes, keep: FeedFilter) -> TextClause:
+    """The statement reading up to :scan events of ``lanes`` after the cursor: each row's position, and
+    ``hit`` whether ``keep`` keeps it (its fields only then)."""
+    hit = ["true"]
+    if keep.subject is not None:
+        hit.append("s.subject = :f_subject")
+    if keep.database is not None:
+        hit.append("split_part(s.subject, '.', 1) = :f_database")
+    if keep.kinds:
+        hit.append("s.kind = ANY(CAST(:f_kinds AS text[]))")
+    if keep.principal is not None:
+        hit.append("s.principal = :f_principal")
+    if keep.since is not None:
+        hit.append("s.time >= :f_since")
+    if keep.until is not None:
+        hit.append("s.time < :f_until")
+    condition = " AND ".join(hit)
+    return text(
+        "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon), "  # noqa: S608 - constants
+        "s AS (SELECT * FROM ("
+        + " UNION ALL ".join(_branch(log, lanes) for log in _LOGS)
+        + ") f ORDER BY f.txid, f.rank, f.event_id LIMIT :scan) "  # noqa: S608 - constants
+        f"SELECT s.txid, s.rank, s.event_id, ({condition}) AS hit, "
+        f"CASE WHEN {condition} THEN s.subject END AS subject, "
+        f"CASE WHEN {condition} THEN s.kind END AS kind, "
+        f"CASE WHEN {condition} THEN s.time END AS time, "
+        f"CASE WHEN {condition} THEN s.principal END AS principal, "
+        f"CASE WHEN {condition} THEN s.data END AS data "
+        "FROM s ORDER BY s.txid, s.rank, s.event_id"
+    )
+
+
+def _bounds(after: Position) -> dict[str, int]:
+    """Each branch's bound on (txid, event_id) for ``(txid, rank, event_id) > after`` (see above)."""
+    return {
+        f"bound_{rank}": after.event_id if rank == after.rank else (-1 if rank > after.rank else _MAX_ID)
+        for rank in range(len(LOGS))
+    }
+
+
+#: Rows read per statement while filling a page with events the filter and the caller's grants keep.
+_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class FeedPage:
+    """What one read of the feed found: ``events`` in feed order, ``position`` to resume from (the last
+    event read, kept or not: the events skipped are never read again), and ``capped`` whether the read
+    stopped at its scan cap with more of the log possibly after ``position`` (the caller continues at
+    once instead of waiting for new events)."""
+
+    events: list[FeedEvent]
+    position: Position
+    capped: bool
+    scanned: int
+
+
+def scan_feed(
+    engine: Engine,
+    *,
+    catalog_key: str,
+    after: Position = START,
+    limit: int = 100,
+    keep: FeedFilter = FeedFilter(),
+    visible: Callable[[FeedEvent], bool] | None = None,
+    reach: Reach | None = None,
+    scan_rows: int | None = None,
+) -> FeedPage:
+    """Up to ``limit`` events after ``after`` that ``keep`` keeps and ``visible(event)`` (the caller's
+    grants; None: all) allows, in feed order, reading at most ``scan_rows`` events of the log (None: no
+    cap) and only those of the tables ``reach`` (the same grants, as SQL can use them; None: all) lets
+    the caller read."""
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    if scan_rows is not None and scan_rows < 1:
+        raise ValueError("scan_rows must be at least 1")
+    lanes = lanes_for(keep, reach)
+    out: list[FeedEvent] = []
+    cursor, scanned = after, 0
+    if lanes.empty:
+        return FeedPage(out, cursor, False, 0)
+    statement = _feed_sql(lanes, keep)
+    filters: dict[str, Any] = {
+        "f_subject": keep.subject,
+        "f_database": keep.database,
+        "f_kinds": list(keep.kinds),
+        "f_principal": keep.principal,
+        "f_since": keep.since,
+        "f_until": keep.until,
+        "subjects": list(lanes.subjects),
+        "databases": list(lanes.databases),
+        "catalog_key": catalog_key,
+    }
+    while len(out) < limit:
+        batch = _BATCH if scan_rows is None else min(_BATCH, scan_rows - scanned)
+        if batch <= 0:
+            return FeedPage(out, cursor, True, scanned)
+        params = {**filters, **_bounds(cursor), "txid": cursor.txid, "scan": batch}
+        with engine.connect() as conn:
+            rows = conn.execute(statement, params).mappings().all()
+        scanned += len(rows)
+        for row in rows:
+            position = Position(int(row["txid"]), int(row["rank"]), int(row["event_id"]))
+            cursor = position
+            if not row["hit"]:
+                continue
+            event = FeedEvent(
+                position=position,
+                log=LOGS[position.rank],
+                kind=row["kind"],
+                subject=row["subject"],
+                time=row["time"],
+                principal=row["principal"],
+                data={k: v for k, v in dict(row["data"]).items() if v is not None},
+            )
+            if kept(event, keep) and (visible is None or visible(event)):
+                out.append(event)
+                if len(out) == limit:
+                    return FeedPage(out, cursor, False, scanned)
+        if len(rows) < batch:
+            break
+    return FeedPage(out, cursor, False, scanned)
 
 
 def read_feed(
@@ -156,37 +405,9 @@ def read_feed(
 ) -> tuple[list[FeedEvent], Position]:
     """Up to ``limit`` events after ``after`` that ``keep`` keeps and ``visible(event)`` (the caller's
     grants; None: all) allows, in feed order; and the position to resume from (the last event read,
-    kept or not: the events skipped are never read again)."""
-    out: list[FeedEvent] = []
-    cursor = after
-    while len(out) < limit:
-        params = {
-            "txid": cursor.txid,
-            "rank": cursor.rank,
-            "event_id": cursor.event_id,
-            "limit": _BATCH,
-            "catalog_key": catalog_key,
-        }
-        with engine.connect() as conn:
-            rows = conn.execute(_FEED_SQL, params).mappings().all()
-        for row in rows:
-            event = FeedEvent(
-                position=Position(int(row["txid"]), int(row["rank"]), int(row["event_id"])),
-                log=LOGS[int(row["rank"])],
-                kind=row["kind"],
-                subject=row["subject"],
-                time=row["time"],
-                principal=row["principal"],
-                data={k: v for k, v in dict(row["data"]).items() if v is not None},
-            )
-            cursor = event.position
-            if kept(event, keep) and (visible is None or visible(event)):
-                out.append(event)
-                if len(out) == limit:
-                    return out, cursor
-        if len(rows) < _BATCH:
-            break
-    return out, cursor
+    kept or not: the events skipped are never read again). :func:`scan_feed` with no scan cap."""
+    page = scan_feed(engine, catalog_key=catalog_key, after=after, limit=limit, keep=keep, visible=visible)
+    return page.events, page.position
 
 
 def feed_head(engine: Engine) -> Position:

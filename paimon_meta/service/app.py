@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -37,10 +38,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paimon_meta.catalog.metastore import connect
 from paimon_meta.db import migrate
+from paimon_meta.db.budget import QueryBudget, bounded
 from paimon_meta.db.models import Privilege
 from paimon_meta.ops import metrics as event_log_metrics
 from paimon_meta.rest import models, paths
 from paimon_meta.service import (
+    bounds,
     errors,
     routes_access,
     routes_audit,
@@ -258,7 +261,10 @@ class _EveryRequest:
                     await shed(scope, receive, send_with_id)
                     return
                 try:
-                    await self.app(scope, receive, send_with_id)
+                    if stream or service is None or scope["path"] in NEVER_SHED:
+                        await self.app(scope, receive, send_with_id)
+                    else:
+                        await _bounded(self.app, service, scope, receive, send_with_id)
                 finally:
                     if admitted and service is not None:
                         service.request_done()
@@ -279,6 +285,28 @@ class _EveryRequest:
                 elapsed * 1000,
                 log_text(state.get("principal") or "-"),
             )
+
+
+async def _bounded(app: ASGIApp, service: ServiceState, scope: Scope, receive: Receive, send: Send) -> None:
+    """Run the request under its route class's budget, watched for its deadline and its client going
+    away (service.bounds); the budget is in the request's state for the error handler."""
+    method = scope["method"]
+    route_class = bounds.route_class(method, scope["path"])
+    budget = QueryBudget(route_class, service.settings.statement_timeouts.get(route_class, 0.0))
+    scope.setdefault("state", {})["budget"] = budget
+    watcher = bounds.Watcher(receive, budget, cancel_reads=route_class != bounds.WRITE)
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(watcher.run)
+        try:
+            with bounded(budget):
+                await app(scope, watcher.receive, send)
+        except Exception as e:  # raised as it is, not in the task group's ExceptionGroup
+            failure = e
+        finally:
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -> Response | None:

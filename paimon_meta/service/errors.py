@@ -32,7 +32,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from paimon_meta.db.faults import fault_of
+from paimon_meta.db.budget import DISCONNECT, QueryBudget
+from paimon_meta.db.faults import FaultKind, fault_of
 from paimon_meta.errors import (
     AlreadyExistsError,
     CommitConflictError,
@@ -46,6 +47,7 @@ from paimon_meta.errors import (
     MetastoreUnavailableError,
     NotFoundError,
     PaimonMetaError,
+    RequestBoundError,
     TableRowChangedError,
     UnsupportedError,
     ValidationError,
@@ -186,8 +188,21 @@ def _resource_name(e: PaimonMetaError) -> str | None:
     return None
 
 
-def classify(e: BaseException) -> Answer:
-    """The answer to an exception a request raised (any exception: driver errors included)."""
+#: What the access log records for a request whose client went away before its answer (nginx's code;
+#: nobody receives it).
+CLIENT_GONE = 499
+
+
+def classify(e: BaseException, budget: QueryBudget | None = None) -> Answer:
+    """The answer to an exception a request raised (any exception: driver errors included). ``budget``:
+    the request's (paimon_meta.db.budget): once it is spent, the statement it cancelled answers for it."""
+    if isinstance(e, RequestBoundError) or (
+        budget is not None and budget.reason is not None and _cancelled(e)
+    ):
+        bound = e if isinstance(e, RequestBoundError) else (budget or QueryBudget("-", 0)).error()
+        if bound.reason == DISCONNECT:
+            return Answer(CLIENT_GONE, bound.message)
+        return Answer(503, bound.message, retry_after=RETRY_AFTER_SECONDS, dependency="deadline")
     if isinstance(e, OverloadedError):
         return Answer(503, e.message, retry_after=e.retry_after, dependency=e.dependency)
     if isinstance(e, TooManyStreamsError):
@@ -233,6 +248,12 @@ def classify(e: BaseException) -> Answer:
     return Answer(500, "internal error")
 
 
+def _cancelled(e: BaseException) -> bool:
+    """Whether ``e`` is Postgres ending a statement (statement timeout, or a cancel request)."""
+    fault = fault_of(e)
+    return fault is not None and fault.kind == FaultKind.CANCELED
+
+
 def _storage_answer(e: FileIOError) -> Answer:
     """Storage failed past the FileIO's own retries: 503 when it is down or throttling (transient), 502
     when it refused the server's request (credentials, a missing bucket: an operator must act)."""
@@ -265,7 +286,7 @@ async def handle(request: Request, e: Exception) -> JSONResponse:
         return error_response(400, models.describe_errors(e.errors()))
     if isinstance(e, StarletteHTTPException):
         return error_response(e.status_code, e.detail if isinstance(e.detail, str) else "request refused")
-    answer = classify(e)
+    answer = classify(e, getattr(request.state, "budget", None))
     observe = getattr(getattr(request.app.state, "service", None), "observe_failure", None)
     if observe is not None:
         observe(answer)

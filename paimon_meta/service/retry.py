@@ -57,10 +57,12 @@ async def repeat(
     read_only: bool,
     policy: RetryPolicy = RetryPolicy(),
     what: str = "-",
+    stop: Callable[[], bool] = lambda: False,
 ) -> T:
     """``await call()``, run again while it fails with a transient metastore fault that makes a repeat
     safe (any for a read, one that left nothing done for a write) and the policy allows; ``observe``
-    is told of each repeat. The last failure is raised as it was."""
+    is told of each repeat; never once ``stop()`` (the request's budget is spent: its deadline passed or
+    its client left). The last failure is raised as it was."""
     started = anyio.current_time()
     retry = 0
     while True:
@@ -69,7 +71,12 @@ async def repeat(
         except Exception as e:
             fault = fault_of(e)
             retry += 1
-            if fault is None or not fault.repeatable(read_only=read_only) or retry >= policy.attempts:
+            if (
+                fault is None
+                or not fault.repeatable(read_only=read_only)
+                or retry >= policy.attempts
+                or stop()
+            ):
                 raise
             wait = policy.wait(retry)
             if anyio.current_time() + wait - started > policy.budget_seconds:
@@ -88,6 +95,12 @@ async def repeat(
 
 def _ignore(fault: Fault) -> None:
     pass
+
+
+def _spent(request: Request) -> bool:
+    """Whether the request's budget (service.bounds) is spent: no repeat then."""
+    budget = getattr(request.state, "budget", None)
+    return budget is not None and budget.reason is not None
 
 
 class RetryingRoute(APIRoute):
@@ -111,6 +124,7 @@ class RetryingRoute(APIRoute):
                 read_only=request.method in _READS,
                 policy=policy,
                 what=f"request {getattr(request.state, 'request_id', '-')}",
+                stop=functools.partial(_spent, request),
             )
 
         return handle

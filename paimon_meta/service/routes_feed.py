@@ -33,7 +33,17 @@ from starlette.types import Message, Receive, Scope, Send
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, cloud_event, kept, read_feed
+from paimon_meta.metastore.feed import (
+    START,
+    FeedEvent,
+    FeedFilter,
+    FeedPage,
+    Position,
+    Reach,
+    cloud_event,
+    kept,
+    scan_feed,
+)
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.deps import catalog_of, state_of
@@ -105,9 +115,9 @@ def list_catalog_events(
     if request.headers.get("accept", "").startswith(EVENT_STREAM):
         return event_stream_response(request, access, keep, after)
     feed = _feed(request, access, keep, limit)
-    events, cursor = feed.read(after)
+    page = feed.read(after)
     return models.ListCatalogEventsResponse(
-        events=[feed.cloud_event(e) for e in events], next_page_token=cursor.token()
+        events=[feed.cloud_event(e) for e in page.events], next_page_token=page.position.token()
     )
 
 
@@ -222,6 +232,7 @@ def _feed(request: Request, access: Access, keep: FeedFilter, limit: int) -> _Fe
         access,
         state_of(request).settings.catalog_name,
         limit,
+        state_of(request).settings.feed_scan_rows,
     )
 
 
@@ -230,22 +241,33 @@ class _Feed:
     what the caller may read (a stream replaces it with its principal's rights as they are now)."""
 
     def __init__(
-        self, engine: Engine, catalog_key: str, keep: FeedFilter, access: Access, catalog: str, limit: int
+        self,
+        engine: Engine,
+        catalog_key: str,
+        keep: FeedFilter,
+        access: Access,
+        catalog: str,
+        limit: int,
+        scan_rows: int,
     ) -> None:
         self.engine, self.catalog_key, self.keep, self.access = engine, catalog_key, keep, access
-        self.catalog, self.limit = catalog, limit
+        self.catalog, self.limit, self.scan_rows = catalog, limit, scan_rows
 
     def visible(self, event: FeedEvent) -> bool:
         return self.access.allows(Privilege.READ, event.database, event.table)
 
-    def read(self, after: Position) -> tuple[list[FeedEvent], Position]:
-        return read_feed(
+    def read(self, after: Position) -> FeedPage:
+        """The next page after ``after``: only the tables the caller may read are read (its grants as
+        lanes of the log), at most ``scan_rows`` events of them (then the page says how far it got)."""
+        return scan_feed(
             self.engine,
             catalog_key=self.catalog_key,
             after=after,
             limit=self.limit,
             keep=self.keep,
             visible=self.visible,
+            reach=Reach.of(self.access),
+            scan_rows=self.scan_rows,
         )
 
     def cloud_event(self, event: FeedEvent) -> models.CloudEvent:
@@ -279,14 +301,15 @@ class _Feed:
                 ended(now.ended)
                 yield f": stream ended: {WHY[now.ended]}\n\n"
                 return
-            seen, sent = hub.seq, False
+            seen, sent, capped = hub.seq, False, False
             if now.access is not None:
                 self.access = now.access
                 shared = hub.after(cursor)
                 if shared is None:
                     # Behind the ring (or the hub has not started): read the log itself, on a worker
-                    # thread.
-                    events, reached = await anyio.to_thread.run_sync(self.read, cursor)
+                    # thread, at most a page's scan cap at a time (then at once again from where it got).
+                    page = await anyio.to_thread.run_sync(self.read, cursor)
+                    events, reached, capped = page.events, page.position, page.capped
                 else:
                     ring, reached = shared
                     events = [e for e in ring if kept(e, self.keep)]
@@ -306,6 +329,13 @@ class _Feed:
                 cursor = reached
                 if sent:
                     quiet_since = time.monotonic()
+                    continue
+                if capped:
+                    # Nothing for this stream in what the read reached, and more after it: read on now
+                    # (the heartbeat still goes out while the reads find nothing).
+                    if time.monotonic() - quiet_since >= HEARTBEAT_SECONDS:
+                        yield ": keep-alive\n\n"
+                        quiet_since = time.monotonic()
                     continue
             else:
                 shared = None

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -23,6 +23,7 @@ from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
+from paimon_meta.service.bounds import DEFAULT_STATEMENT_TIMEOUTS, parse_statement_timeouts
 from paimon_meta.service.errors import Answer, OverloadedError, TooManyStreamsError
 from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.oidc import OidcSettings, OidcVerifier, is_static_token
@@ -35,6 +36,15 @@ from paimon_meta.table.table import FileStoreTable
 
 #: What a principal at its stream cap is told to wait (a stream of its own must end first).
 STREAM_RETRY_AFTER_SECONDS = 5
+
+
+def statement_timeouts_of(specs: list[str] | None) -> dict[str, float]:
+    """``serve --statement-timeout CLASS=SECONDS`` items over the defaults (service.bounds)."""
+    return parse_statement_timeouts(specs)
+
+
+#: Events of the log a request of the change feed reads at most (``serve --feed-scan-rows``).
+DEFAULT_FEED_SCAN_ROWS = 10_000
 #: Seconds; request latencies from sub-millisecond reads to lock timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -96,6 +106,13 @@ class ServiceSettings:
     # The newest events the replica's shared feed reader keeps in memory (service.feed_hub); a stream
     # further behind reads the log itself until it is back in them.
     feed_ring_events: int = 10_000
+    # Events of the log one request of the change feed reads at most (a page, or one read of a stream
+    # behind the ring): past it the page ends where the read got, and its token continues from there.
+    feed_scan_rows: int = DEFAULT_FEED_SCAN_ROWS
+    # Seconds each route class's requests may spend (``serve --statement-timeout CLASS=SECONDS``;
+    # service.bounds): their queries' statement timeout, and reads are cancelled at the deadline and
+    # when their client goes away. 0: no deadline for that class.
+    statement_timeouts: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_STATEMENT_TIMEOUTS))
     # Vended storage credentials (Paimon's data token, README "Vended credentials"): None keeps clients
     # on their own storage options (a local warehouse has nothing to vend).
     sts: StsSettings | None = None
