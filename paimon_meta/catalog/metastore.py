@@ -389,7 +389,12 @@ class MetastoreCatalog:
         )
 
     @_metastore_call
-    def drop_table(self, identifier: str, *, purge: bool = True) -> list[str]:
+    def drop_table(self, identifier: str, *, purge: bool = True) -> None:
+        """Unregister the table and (``purge``, Java's behaviour) delete its files (see
+        :meth:`drop_table_keeping`, which also says whose files were left)."""
+        self.drop_table_keeping(identifier, purge=purge)
+
+    def drop_table_keeping(self, identifier: str, *, purge: bool = True) -> list[str]:
         """Unregister the table and (``purge``, Java's behaviour) delete its files: those under its
         location's normal form and under no other row's location. Returns the tables whose files were
         left (another row's location equals or contains this one's: nothing is deleted; or lies inside

@@ -89,7 +89,7 @@ def drop_table(
         table_lock(catalog, row, "drop"),
     ):
         location = catalog.location_of(row)
-        kept = catalog.drop_table(identifier)
+        kept = catalog.drop_table_keeping(identifier)
         # files another row's location holds are left (only rows from before the overlap check)
         run.record(MaintenanceEventType.FINISHED, {"location": location, "files_kept_for": kept})
 

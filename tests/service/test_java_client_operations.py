@@ -118,7 +118,7 @@ def _events(catalog: MetastoreCatalog) -> list[tuple[str, str, str, int]]:
                 "WHERE object_type = 'semantic-view' ORDER BY event_id"
             )
         )
-        return [tuple(r) for r in rows]  # type: ignore[misc]
+        return [tuple(r) for r in rows]
 
 
 def test_semantic_view_lifecycle(
