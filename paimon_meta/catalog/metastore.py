@@ -45,10 +45,12 @@ from paimon_meta.io.base import FileIO
 from paimon_meta.metastore.catalog_objects import CatalogObjects
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
+from paimon_meta.metastore.recycle_bin import RecycleBin
 from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow
 from paimon_meta.model import limits
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.identifier import split_identifier, validate_identifier
+from paimon_meta.model.options import parse_duration_ms
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.json import schema_to_json
 from paimon_meta.table import schema_change
@@ -69,7 +71,19 @@ ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
 LOCK_LEASE = "lock.lease-seconds"
 LOCK_ACQUIRE_TIMEOUT = "lock.acquire-timeout-seconds"
 CATALOG_KEY = "catalog-key"
-_CATALOG_OPTIONS = {LOCK_LEASE, LOCK_ACQUIRE_TIMEOUT, CATALOG_KEY, EXTERNAL_ROOTS_ALLOWED}
+# How long a dropped table stays in the recycle bin (a Paimon duration; 0: a drop purges at once), and the
+# catalog-wide switch of the maintenance the service runs (paimon_meta/maintenance/options.py).
+RECYCLE_BIN_RETENTION = "paimon-meta.recycle-bin.retention"
+DEFAULT_RECYCLE_BIN_RETENTION = "7 d"
+MAINTENANCE_ENABLED = "paimon-meta.maintenance.enabled"
+_CATALOG_OPTIONS = {
+    LOCK_LEASE,
+    LOCK_ACQUIRE_TIMEOUT,
+    CATALOG_KEY,
+    EXTERNAL_ROOTS_ALLOWED,
+    RECYCLE_BIN_RETENTION,
+    MAINTENANCE_ENABLED,
+}
 
 
 P = ParamSpec("P")
@@ -116,6 +130,13 @@ class MetastoreCatalog:
         self._file_ios: dict[str, FileIO] = {}
         self._file_ios_lock = threading.Lock()
         self.registry = Registry(engine, catalog_key=options.get(CATALOG_KEY, "jdbc"))
+        self.recycle_bin = RecycleBin(engine, self.registry.catalog_key)
+        self.recycle_bin_retention_seconds = (
+            parse_duration_ms(
+                options.get(RECYCLE_BIN_RETENTION, DEFAULT_RECYCLE_BIN_RETENTION), key=RECYCLE_BIN_RETENTION
+            )
+            / 1000
+        )
         self.events = EventLog(engine)
         #: Views and functions of the catalog (their rows, versions and events).
         self.objects = CatalogObjects(self.registry)
@@ -223,6 +244,10 @@ class MetastoreCatalog:
                 return self.get_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
+        if self.recycle_bin.holder_of(location) is not None:
+            # A dropped table in the recycle bin keeps its files here (an undrop brings it back): the new
+            # table gets a directory of its own.
+            location = f"{location}-{uuid.uuid4().hex[:8]}"
         limits.check_table(table_schema)
         if written_by_clients:
             FileStoreTable.check_client_schema(table_schema)

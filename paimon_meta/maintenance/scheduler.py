@@ -228,9 +228,10 @@ def record_success(catalog: MetastoreCatalog, table_id: int, identifier: str, ki
         conn.execute(
             text(
                 "INSERT INTO paimon_maintenance_debts (catalog_key, table_id, table_identifier, last_runs) "
-                "VALUES (:key, :id, :identifier, jsonb_build_object(:kind, to_jsonb(now()))) "
+                "VALUES (:key, :id, :identifier, jsonb_build_object(CAST(:kind AS text), to_jsonb(now()))) "
                 "ON CONFLICT (catalog_key, table_id) DO UPDATE SET "
-                "last_runs = paimon_maintenance_debts.last_runs || jsonb_build_object(:kind, to_jsonb(now()))"
+                "last_runs = paimon_maintenance_debts.last_runs || "
+                "jsonb_build_object(CAST(:kind AS text), to_jsonb(now()))"
             ),
             {
                 "key": catalog.registry.catalog_key,

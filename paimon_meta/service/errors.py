@@ -38,6 +38,7 @@ from paimon_meta.errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
     CredentialVendingError,
+    DeletionProtectedError,
     FieldTooLargeError,
     FileAlreadyExistsError,
     FileIOError,
@@ -196,7 +197,7 @@ def classify(e: BaseException) -> Answer:
         return Answer(e.status, e.message, e.resource_type, e.resource_name)
     if isinstance(e, NotFoundError):
         return Answer(404, e.message, e.resource.upper(), _resource_name(e))
-    if isinstance(e, (CommitConflictError, TableRowChangedError)):
+    if isinstance(e, (CommitConflictError, TableRowChangedError, DeletionProtectedError)):
         return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, AlreadyExistsError):
         return Answer(409, e.message, e.resource.upper(), _resource_name(e))

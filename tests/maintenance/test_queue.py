@@ -26,7 +26,8 @@ def _expire_lease(catalog: MetastoreCatalog, job_id: int) -> None:
     with catalog.engine.begin() as conn:
         conn.execute(
             text(
-                "UPDATE paimon_maintenance_jobs SET lease_expires_at = now() - interval '1 s' WHERE job_id = :j"
+                "UPDATE paimon_maintenance_jobs SET lease_expires_at = now() - interval '1 s' "
+                "WHERE job_id = :j"
             ),
             {"j": job_id},
         )
