@@ -3,7 +3,8 @@
 (``ops.tags``), orphan cleanup (``ops.orphans``) and the recycle bin's purge (``ops.tables``).
 
 Every action re-measures what it acts on when it runs (the debt that queued it may be stale) and does
-nothing when nothing is due. Commits go through the catalog like any writer's: the table's lock, the
+nothing when nothing is due. Files and bytes before and after are the table's live data files, except a
+compaction's file counts: the files it replaced and the files it wrote (writers add files meanwhile). Commits go through the catalog like any writer's: the table's lock, the
 conflict checks, the event log; compaction retries on a conflict (it re-plans on the new snapshot), so a
 user commit never has to. Each returns its outcome: files and bytes before and after, and what it did.
 """
@@ -90,7 +91,12 @@ def run_action(
     options = MaintenanceOptions.of(table.options.raw, catalog.options)
     before = _measure(table)
     if kind is MaintenanceKind.COMPACT:
-        return _with_sizes(catalog, identifier, _compact(table, options), before)
+        outcome = _with_sizes(catalog, identifier, _compact(table, options), before)
+        if outcome.acted:
+            # The files compaction replaced and wrote (writers may have added others meanwhile).
+            outcome.files_before = outcome.details["compacted_files"]
+            outcome.files_after = outcome.details["written_files"]
+        return outcome
     if kind is MaintenanceKind.EXPIRE_SNAPSHOTS:
         report = expire_snapshots(catalog, identifier)
         outcome = Outcome(
@@ -141,6 +147,8 @@ def _compact(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:
             "buckets": result.buckets,
             "conflicts": result.conflicts,
             "rows_rewritten": result.rows_rewritten,
+            "compacted_files": result.files_before,
+            "written_files": result.files_after,
             "worst_bucket": worst,
             "trigger": trigger,
         },
