@@ -4,9 +4,10 @@
 
 Every action re-measures what it acts on when it runs (the debt that queued it may be stale) and does
 nothing when nothing is due. Files and bytes before and after are the table's live data files, except a
-compaction's file counts: the files it replaced and the files it wrote (writers add files meanwhile). Commits go through the catalog like any writer's: the table's lock, the
-conflict checks, the event log; compaction retries on a conflict (it re-plans on the new snapshot), so a
-user commit never has to. Each returns its outcome: files and bytes before and after, and what it did.
+compaction's file counts: the files it replaced and the files it wrote (writers add files meanwhile).
+
+Commits go through the catalog like any writer's: the table's lock, the conflict checks, the event log;
+compaction retries on a conflict (it re-plans on the new snapshot), so a user commit never has to.
 """
 
 from __future__ import annotations

@@ -102,7 +102,8 @@ def test_a_primary_key_table_stays_compacted_under_eight_writers(catalog: Metast
             text(
                 "SELECT e.payload, extract(epoch FROM e.created_at) AS at FROM paimon_maintenance_events e "
                 "WHERE e.operation = 'maintain' AND e.event_type = 'finished' "
-                "AND e.payload ->> 'kind' = 'compact' AND e.payload ->> 'outcome' = 'done' ORDER BY e.event_id"
+                "AND e.payload ->> 'kind' = 'compact' AND e.payload ->> 'outcome' = 'done' "
+                "ORDER BY e.event_id"
             )
         ).all()
     during = [c for c in compactions if c.at < last_user_commit]
