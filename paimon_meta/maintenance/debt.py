@@ -144,9 +144,12 @@ def measure(
         debt.expired_partitions = expired_partitions(partitions, options, schema.partition_keys, now_ms=now)
     if options.tag_creation == "process-time" and latest is not None:
         debt.tag_due, debt.tags_over_retention = _tags_due(table, options, now)
-    debt.orphan_scan_due = _older_than(
-        last_runs.get(MaintenanceKind.REMOVE_ORPHANS.value), options.orphan_interval_ms, now
-    )
+    # Never scanned: counted from the table's first snapshot (a new table has no orphans yet).
+    last_scan = last_runs.get(MaintenanceKind.REMOVE_ORPHANS.value)
+    first = snapshots.earliest_snapshot() if last_scan is None else None
+    if last_scan is None and first is not None:
+        last_scan = datetime.fromtimestamp(first.time_millis / 1000).astimezone().isoformat()
+    debt.orphan_scan_due = last_scan is not None and _older_than(last_scan, options.orphan_interval_ms, now)
     return debt
 
 

@@ -240,3 +240,16 @@ def record_success(catalog: MetastoreCatalog, table_id: int, identifier: str, ki
                 "kind": kind.value,
             },
         )
+
+
+def debts(catalog: MetastoreCatalog) -> list[dict[str, Any]]:
+    """Every measured table's debt (``paimon_maintenance_debts``), by table."""
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT table_identifier, snapshot_id, debt, last_runs, updated_at "
+                "FROM paimon_maintenance_debts WHERE catalog_key = :key ORDER BY table_identifier"
+            ),
+            {"key": catalog.registry.catalog_key},
+        ).mappings()
+        return [dict(r) for r in rows]

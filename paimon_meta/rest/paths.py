@@ -72,6 +72,8 @@ FUNCTIONS_GLOBALLY = f"{CATALOG}/functions"
 COMMIT_MESSAGES = f"{TABLE}/commit-messages"
 FILTER_COMMITTED = f"{TABLE}/filter-committed"
 COMMITS = f"{TABLE}/commits"
+#: Restore a dropped table from the recycle bin (``POST``, optional ``dropId``), with its grants.
+UNDROP_TABLE = f"{TABLE}/undrop"
 
 # ---- the audit trail (our extension) -------------------------------------------------------------------
 REGISTRY = f"{TABLE}/registry"
