@@ -108,8 +108,8 @@ def test_partitions_expire_by_their_values(catalog: MetastoreCatalog) -> None:
     builder.new_commit().commit(w.prepare_commit())
 
     Maintainer(catalog, MaintainerSettings(workers=0)).drain()
-    builder = catalog.get_table("db.events").new_read_builder()
-    got = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    reader = catalog.get_table("db.events").new_read_builder()
+    got = reader.new_read().to_arrow(reader.new_scan().plan().splits())
     assert sorted(zip(got.column("k").to_pylist(), got.column("dt").to_pylist())) == [(3, today)]
     (run,) = _runs(catalog, "expire_partitions")
     assert run["expired_partitions"] == [{"dt": old}]
@@ -222,8 +222,8 @@ def test_a_worker_killed_mid_compaction_is_taken_over_after_its_lease(
     (run,) = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"]
     assert run["job_id"] == job.job_id
     assert max(b.sorted_runs for b in bucket_files(catalog.get_table("db.pk"))) == 1
-    builder = catalog.get_table("db.pk").new_read_builder()
-    got = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    reader = catalog.get_table("db.pk").new_read_builder()
+    got = reader.new_read().to_arrow(reader.new_scan().plan().splits())
     assert sorted(got.column("k").to_pylist()) == list(range(5))
     # the dead worker's commit is resolved by recovery; storage, log and pointer agree
     recover_table(catalog, "db.pk", older_than_seconds=0)
