@@ -149,7 +149,7 @@ class Scheduler:
         rows = conn.execute(
             text(
                 "SELECT table_id, database_name || '.' || table_name FROM paimon_tables "
-                "WHERE catalog_key = :key AND table_schema IS NULL"
+                "WHERE catalog_key = :key AND coalesce(jsonb_typeof(table_schema), 'null') = 'null'"
             ),
             {"key": key},
         ).all()
