@@ -247,7 +247,7 @@ def debts(catalog: MetastoreCatalog) -> list[dict[str, Any]]:
     with catalog.engine.connect() as conn:
         rows = conn.execute(
             text(
-                "SELECT table_identifier, snapshot_id, debt, last_runs, updated_at "
+                "SELECT table_id, table_identifier, snapshot_id, debt, last_runs, updated_at "
                 "FROM paimon_maintenance_debts WHERE catalog_key = :key ORDER BY table_identifier"
             ),
             {"key": catalog.registry.catalog_key},
