@@ -88,6 +88,9 @@ class Maintainer:
         self.on_run = on_run
         self.stats = MaintainerStats()
         self._stop = threading.Event()
+        # Set when this process's scheduler queued jobs (or stop): idle workers take them at once instead
+        # of at their next poll; jobs queued by other processes are found by polling.
+        self._wake = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._stats_lock = threading.Lock()
 
@@ -110,6 +113,8 @@ class Maintainer:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop taking jobs and wait up to ``timeout`` for the running ones."""
         self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
         deadline = time.monotonic() + timeout
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -118,9 +123,13 @@ class Maintainer:
     def _schedule_loop(self) -> None:
         while not self._stop.is_set():
             try:
-                self.scheduler.tick()
+                report = self.scheduler.tick()
             except Exception:  # the loop must outlive a metastore outage
                 log.warning("maintenance scheduler tick failed", exc_info=True)
+            else:
+                if report.queued:
+                    with self._wake:
+                        self._wake.notify_all()
             self._stop.wait(self.settings.tick_seconds)
 
     def _work_loop(self) -> None:
@@ -131,8 +140,9 @@ class Maintainer:
             except Exception:
                 log.warning("maintenance worker failed to take a job", exc_info=True)
                 ran = False
-            if not ran:
-                self._stop.wait(self.settings.poll_seconds)
+            if not ran and not self._stop.is_set():
+                with self._wake:
+                    self._wake.wait(self.settings.poll_seconds)
 
     def drain(self, *, max_jobs: int = 1000) -> int:
         """Run the scheduler once and then due jobs until none is left (``paimon-meta maintain --once``,
