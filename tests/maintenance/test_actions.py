@@ -23,6 +23,7 @@ from paimon_meta.maintenance.debt import bucket_files, last_period_start, period
 from paimon_meta.maintenance.options import MaintenanceOptions
 from paimon_meta.maintenance.queue import new_owner
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
+from paimon_meta.metastore.feed import FeedFilter, read_feed
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.ops.references import read_entries  # noqa: F401 - the module the in-flight check uses
 from tests.ops.helpers import (
@@ -113,6 +114,26 @@ def test_partitions_expire_by_their_values(catalog: MetastoreCatalog) -> None:
     assert sorted(zip(got.column("k").to_pylist(), got.column("dt").to_pylist())) == [(3, today)]
     (run,) = _runs(catalog, "expire_partitions")
     assert run["expired_partitions"] == [{"dt": old}]
+    # the run is on the change feed: kind, table, outcome, duration, files before and after
+    # (the feed shows a transaction's events once every older transaction of the server ended: wait)
+    deadline = time.monotonic() + 120
+    while True:
+        events, _ = read_feed(
+            catalog.engine,
+            catalog_key=catalog.registry.catalog_key,
+            limit=1000,
+            keep=FeedFilter(kinds=("maintain.finished",)),
+        )
+        found = [e for e in events if e.data["payload"]["kind"] == "expire_partitions"]
+        if found:
+            break
+        assert time.monotonic() < deadline, "the run never reached the change feed"
+        time.sleep(0.5)
+    (finished,) = found
+    assert finished.subject == "db.events" and finished.log == "maintenance"
+    payload = finished.data["payload"]
+    assert payload["outcome"] == "done" and payload["files_before"] == 2 and payload["files_after"] == 1
+    assert payload["duration_ms"] >= 0
 
 
 def test_orphan_cleanup_keeps_the_files_of_a_commit_in_flight(catalog: MetastoreCatalog) -> None:
