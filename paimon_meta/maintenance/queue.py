@@ -9,7 +9,8 @@
   died or froze) is due again and the next :meth:`claim` takes it over, counting one more attempt.
 * **Retries with backoff, then the dead letter**: :meth:`fail` puts the job back ``queued`` with
   ``run_after`` = now + ``base * 2^(attempts-1)`` (capped), or, out of attempts, leaves it ``dead``
-  with its last error until an operator retries (:meth:`retry_dead`) or deletes it.
+  with its last error until an operator retries (:meth:`retry_dead`) or deletes it; meanwhile no new
+  job of that table and kind is queued.
 * A job that succeeds is deleted (:meth:`finish`): its run is in the maintenance log.
 * **Paused**: jobs of a paused table (or of a paused catalog) are not claimed (``paimon_maintenance_pauses``).
 
@@ -155,8 +156,10 @@ class MaintenanceQueue:
         max_attempts: int = 5,
         delay_seconds: float = 0.0,
     ) -> int | None:
-        """Queue ``kind`` for the table unless a job of that kind is queued or running already; the
-        new job's id, or None when there was one (its debt is refreshed when still queued)."""
+        """Queue ``kind`` for the table unless a job of that kind is queued or running already (its
+        debt is then refreshed while still queued), or is dead: a dead job holds its table and kind until
+        an operator retries or deletes it, so a table maintenance cannot help does not fill the dead
+        letter with one job per commit. The new job's id, or None."""
         params = {
             "catalog": self.catalog_key,
             "table_id": table_id,
@@ -171,9 +174,14 @@ class MaintenanceQueue:
             job_id = conn.execute(
                 text(
                     "INSERT INTO paimon_maintenance_jobs (catalog_key, table_id, table_identifier, kind, "
-                    "reason, debt, max_attempts, run_after) VALUES (:catalog, :table_id, :identifier, :kind, "
-                    ":reason, CAST(:debt AS jsonb), :max_attempts, "
-                    "clock_timestamp() + make_interval(secs => :delay)) "
+                    "reason, debt, max_attempts, run_after) SELECT CAST(:catalog AS varchar), "
+                    "CAST(:table_id AS bigint), CAST(:identifier AS text), CAST(:kind AS text), "
+                    "CAST(:reason AS text), CAST(:debt AS jsonb), CAST(:max_attempts AS integer), "
+                    "clock_timestamp() + make_interval(secs => CAST(:delay AS float8)) "
+                    "WHERE NOT EXISTS (SELECT 1 FROM paimon_maintenance_jobs d "
+                    "WHERE d.catalog_key = CAST(:catalog AS varchar) "
+                    "AND d.table_id = CAST(:table_id AS bigint) "
+                    "AND d.kind = CAST(:kind AS text) AND d.state = 'dead') "
                     "ON CONFLICT (catalog_key, table_id, kind) WHERE state IN ('queued', 'running') "
                     "DO NOTHING RETURNING job_id"
                 ),

@@ -113,12 +113,14 @@ def test_failures_back_off_then_land_in_the_dead_letter(catalog: MetastoreCatalo
     _make_due(catalog, job_id)
     assert q.claim("w") is None
     assert [j.state for j in q.jobs()] == [MaintenanceJobState.DEAD]
-    # a dead job does not block a new one of its kind
-    fresh = q.enqueue(1, "db.t", COMPACT, reason="debt")
-    assert fresh is not None
+    # a dead job holds its table and kind (no new job per commit) until an operator retries it
+    assert q.enqueue(1, "db.t", COMPACT, reason="debt") is None
+    assert q.enqueue(1, "db.t", EXPIRE, reason="debt") is not None
     assert q.depth() == {"queued": 1, "running": 0, "dead": 1}
+    q.retry_dead(job_id)
+    assert q.depth() == {"queued": 2, "running": 0, "dead": 0}
     with pytest.raises(JobNotFoundError):
-        q.retry_dead(fresh)  # not dead
+        q.retry_dead(job_id)  # not dead any more
 
 
 def test_a_failure_retrying_cannot_help_goes_to_the_dead_letter_at_once(catalog: MetastoreCatalog) -> None:
