@@ -243,12 +243,14 @@ def record_success(catalog: MetastoreCatalog, table_id: int, identifier: str, ki
 
 
 def debts(catalog: MetastoreCatalog) -> list[dict[str, Any]]:
-    """Every measured table's debt (``paimon_maintenance_debts``), by table."""
+    """Every registered table's debt as last measured (``paimon_maintenance_debts``; a dropped table's
+    is kept for an undrop, not shown), by table."""
     with catalog.engine.connect() as conn:
         rows = conn.execute(
             text(
-                "SELECT table_id, table_identifier, snapshot_id, debt, last_runs, updated_at "
-                "FROM paimon_maintenance_debts WHERE catalog_key = :key ORDER BY table_identifier"
+                "SELECT d.table_id, d.table_identifier, d.snapshot_id, d.debt, d.last_runs, d.updated_at "
+                "FROM paimon_maintenance_debts d JOIN paimon_tables t ON t.table_id = d.table_id "
+                "WHERE d.catalog_key = :key ORDER BY d.table_identifier"
             ),
             {"key": catalog.registry.catalog_key},
         ).mappings()

@@ -92,10 +92,11 @@ _MAINTENANCE_RUNS = text(
     "GROUP BY 1, 2 ORDER BY 1, 2"
 )
 _MAINTENANCE_DEBTS = text(
-    "SELECT table_identifier AS table, coalesce((debt ->> 'max_sorted_runs')::float8, 0) AS runs, "
-    "coalesce((debt ->> 'max_small_files')::float8, 0) AS small, coalesce((debt ->> 'snapshots')::float8, 0) "
-    "AS snapshots, coalesce((debt ->> 'files')::float8, 0) AS files FROM paimon_maintenance_debts "
-    "ORDER BY table_identifier"
+    "SELECT d.table_identifier AS table, coalesce((d.debt ->> 'max_sorted_runs')::float8, 0) AS runs, "
+    "coalesce((d.debt ->> 'max_small_files')::float8, 0) AS small, "
+    "coalesce((d.debt ->> 'snapshots')::float8, 0) AS snapshots, "
+    "coalesce((d.debt ->> 'files')::float8, 0) AS files FROM paimon_maintenance_debts d "
+    "JOIN paimon_tables t ON t.table_id = d.table_id ORDER BY d.table_identifier"
 )
 # (label, seconds) rows per histogram; each is wrapped by _HISTOGRAM below.
 _COMMIT_SECONDS = (

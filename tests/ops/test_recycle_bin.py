@@ -19,6 +19,7 @@ from paimon_meta.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from paimon_meta.maintenance.scheduler import debts
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.ops import tables as table_ops
@@ -48,6 +49,8 @@ def test_drop_keeps_files_and_grants_aside_and_undrop_restores_them(catalog: Met
     principals.grant("alice", Privilege.WRITE, database="db", table="t")
     principals.grant("alice", Privilege.READ, database="db")
 
+    Maintainer(catalog, MaintainerSettings(workers=0)).scheduler.tick(sweep=True)
+    assert [d["table_identifier"] for d in debts(catalog)] == [TABLE]
     binned = table_ops.drop_table(catalog, TABLE, principal="admin")
     assert binned is not None and binned.table_id == row.table_id
     # gone for every client, files untouched, the table grant set aside (the database grant stays)
@@ -57,12 +60,14 @@ def test_drop_keeps_files_and_grants_aside_and_undrop_restores_them(catalog: Met
     assert _files(location) == files
     assert _grants(principals, "alice") == {("read", "db", None)}
     assert [d.identifier for d in catalog.recycle_bin.entries()] == [TABLE]
+    assert debts(catalog) == []  # nor in maintenance's listings
 
     restored = table_ops.undrop_table(catalog, TABLE, principal="admin")
     assert restored.table_id == row.table_id and restored.location == row.location
     assert read_keys(catalog) == list(range(10))
     assert _grants(principals, "alice") == {("read", "db", None), ("write", "db", "t")}
     assert catalog.recycle_bin.entries() == []
+    assert [d["table_identifier"] for d in debts(catalog)] == [TABLE]
     write(catalog, [10])  # commits again, on the same event log
     assert read_keys(catalog) == list(range(11))
     with catalog.engine.connect() as conn:
