@@ -178,7 +178,7 @@ def _tags(
     if options.tag_creation == "process-time" and options.tag_period_ms is not None:
         now = int(time.time() * 1000)
         start = last_period_start(options, now)
-        name = period_tag_name(start, options.tag_period_ms)
+        name = period_tag_name(start, options.tag_period_ms, options.tag_formatter)
         earliest = table.snapshot_manager.earliest_snapshot()
         if (
             name not in automatic_tags(table)

@@ -238,13 +238,23 @@ def expired_partitions(
 # ---- automatic tags --------------------------------------------------------------------------------------
 
 
-def period_tag_name(period_start_ms: int, period_ms: int) -> str:
-    """Java's ``with_dashes`` tag names: ``2024-01-31`` for a day, ``2024-01-31 10`` for an hour."""
+_PERIOD_FORMATS = {
+    "with_dashes": ("%Y-%m-%d", "%Y-%m-%d %H"),
+    "without_dashes": ("%Y%m%d", "%Y%m%d %H"),
+    "without_dashes_and_spaces": ("%Y%m%d", "%Y%m%d%H"),
+}
+
+
+def period_tag_name(period_start_ms: int, period_ms: int, formatter: str = "with_dashes") -> str:
+    """Java's tag names by ``tag.period-formatter``: ``with_dashes`` (``2024-01-31`` for a day,
+    ``2024-01-31 10`` for an hour), ``without_dashes`` (``20240131``, ``20240131 10``),
+    ``without_dashes_and_spaces`` (``20240131``, ``2024013110``)."""
+    daily, hourly = _PERIOD_FORMATS[formatter]
     moment = time.localtime(period_start_ms / 1000)
-    return time.strftime("%Y-%m-%d" if period_ms >= 86_400_000 else "%Y-%m-%d %H", moment)
+    return time.strftime(daily if period_ms >= 86_400_000 else hourly, moment)
 
 
-_AUTO_TAG = re.compile(r"^\d{4}-\d{2}-\d{2}( \d{2})?$")
+_AUTO_TAG = re.compile(r"^(\d{4}-\d{2}-\d{2}( \d{2})?|\d{8}( ?\d{2})?)$")
 
 
 def automatic_tags(table: FileStoreTable) -> list[str]:
@@ -264,7 +274,7 @@ def last_period_start(options: MaintenanceOptions, now_ms: int) -> int:
 def _tags_due(table: FileStoreTable, options: MaintenanceOptions, now_ms: int) -> tuple[str | None, int]:
     start = last_period_start(options, now_ms)
     assert options.tag_period_ms is not None
-    name = period_tag_name(start, options.tag_period_ms)
+    name = period_tag_name(start, options.tag_period_ms, options.tag_formatter)
     tags = automatic_tags(table)
     earliest = table.snapshot_manager.earliest_snapshot()
     # Only a period the table lived through (tags are not made for history before it).

@@ -13,7 +13,8 @@ Paimon's options, with Java's defaults:
   ``partition.timestamp-formatter``, ``partition.timestamp-pattern``: partition TTL by the partition's
   values (Java's ``values-time`` strategy);
 * ``tag.automatic-creation`` (``none``; ``process-time`` is run here), ``tag.creation-period``
-  (``daily``, ``hourly``, ``two-hours``), ``tag.creation-delay`` (0), ``tag.num-retained-max`` (off).
+  (``daily``, ``hourly``, ``two-hours``), ``tag.creation-delay`` (0), ``tag.period-formatter``
+  (``with_dashes``, ``without_dashes``, ``without_dashes_and_spaces``), ``tag.num-retained-max`` (off).
 
 Ours:
 
@@ -49,6 +50,8 @@ TAG_AUTOMATIC_CREATION = "tag.automatic-creation"
 TAG_CREATION_PERIOD = "tag.creation-period"
 TAG_CREATION_DELAY = "tag.creation-delay"
 TAG_NUM_RETAINED_MAX = "tag.num-retained-max"
+TAG_PERIOD_FORMATTER = "tag.period-formatter"
+_FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
 
 _TRUE = frozenset({"true"})
 _FALSE = frozenset({"false"})
@@ -98,6 +101,7 @@ class MaintenanceOptions:
     partition_pattern: str | None
     tag_creation: str
     tag_period_ms: int | None
+    tag_formatter: str
     tag_delay_ms: int
     tag_num_retained_max: int | None
     orphan_interval_ms: int
@@ -118,6 +122,12 @@ class MaintenanceOptions:
                 f"option {TAG_CREATION_PERIOD}={period!r} is not one of {sorted(_PERIODS_MS)}",
                 option=TAG_CREATION_PERIOD,
             )
+        formatter = table_options.get(TAG_PERIOD_FORMATTER, "with_dashes").strip().lower()
+        if formatter not in _FORMATTERS:
+            raise ValidationError(
+                f"option {TAG_PERIOD_FORMATTER}={formatter!r} is not one of {list(_FORMATTERS)}",
+                option=TAG_PERIOD_FORMATTER,
+            )
         retained = table_options.get(TAG_NUM_RETAINED_MAX)
         return cls(
             enabled=enabled,
@@ -130,6 +140,7 @@ class MaintenanceOptions:
             partition_pattern=table_options.get(PARTITION_TIMESTAMP_PATTERN),
             tag_creation=creation,
             tag_period_ms=_PERIODS_MS.get(period),
+            tag_formatter=formatter,
             tag_delay_ms=_duration(table_options, TAG_CREATION_DELAY, "0 ms") or 0,
             tag_num_retained_max=None if retained is None else _int(table_options, TAG_NUM_RETAINED_MAX, 1),
             orphan_interval_ms=_duration(table_options, ORPHAN_INTERVAL, "1 d") or 0,

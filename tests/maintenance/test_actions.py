@@ -26,6 +26,7 @@ from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.feed import FeedFilter, read_feed
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.ops.references import read_entries  # noqa: F401 - the module the in-flight check uses
+from paimon_meta.table.tags import TagManager
 from tests.ops.helpers import (
     TABLE,
     Crash,
@@ -180,6 +181,8 @@ def test_automatic_tags_follow_the_period_and_retention() -> None:
     assert period_tag_name(start, 3_600_000) == "2026-03-01 09"
     daily = MaintenanceOptions.of({"tag.automatic-creation": "process-time", "tag.creation-delay": "2 h"})
     assert period_tag_name(last_period_start(daily, now), 86_400_000) == "2026-02-28"
+    assert period_tag_name(start, 3_600_000, "without_dashes") == "20260301 09"
+    assert period_tag_name(start, 3_600_000, "without_dashes_and_spaces") == "2026030109"
 
 
 def test_a_worker_killed_mid_compaction_is_taken_over_after_its_lease(
@@ -249,3 +252,35 @@ def test_a_worker_killed_mid_compaction_is_taken_over_after_its_lease(
     # the dead worker's commit is resolved by recovery; storage, log and pointer agree
     recover_table(catalog, "db.pk", older_than_seconds=0)
     assert_consistent(catalog, "db.pk")
+
+
+def test_tags_are_created_per_period_and_the_oldest_beyond_the_maximum_deleted(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(
+        catalog,
+        **{
+            "tag.automatic-creation": "process-time",
+            "tag.creation-period": "hourly",
+            "tag.num-retained-max": "1",
+        },
+    )
+    write(catalog, [1])
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.drain()
+    assert _runs(catalog, "create_tag") == []  # the table has lived through no whole hour yet
+    real = time.time
+    names = []
+    for hours in (2, 3):
+        monkeypatch.setattr(time, "time", lambda hours=hours: real() + hours * 3600)
+        now = int(time.time() * 1000)
+        options = MaintenanceOptions.of(
+            {"tag.automatic-creation": "process-time", "tag.creation-period": "hourly"}
+        )
+        names.append(period_tag_name(last_period_start(options, now), 3_600_000))
+        maintainer.drain()
+    monkeypatch.undo()
+    tags = TagManager(catalog.get_table(TABLE).file_io, catalog.get_table(TABLE).path).names()
+    assert tags == [names[1]]  # the newest; the older one deleted by tag.num-retained-max
+    outcomes = [(r["created"], r["deleted"]) for r in _runs(catalog, "create_tag")]
+    assert outcomes == [(names[0], []), (names[1], [names[0]])]
