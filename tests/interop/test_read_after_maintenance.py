@@ -1,5 +1,5 @@
-"""pypaimon 2.1.0 and paimon-rust 0.4.0 read tables after the service's maintenance compacted them and
-expired their snapshots, exactly as we do."""
+"""Java Paimon 0.9 and 1.0, pypaimon 2.1.0 and paimon-rust 0.4.0 read tables after the service's
+maintenance compacted them and expired their snapshots, exactly as we do."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import paimon_meta
 from paimon_meta.maintenance.debt import bucket_files
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from tests.interop.arrow_reader import assert_reads_as_we_do
+from tests.interop.canonical import assert_java_reads_as_we_do
+from tests.interop.java_env import JavaHarness
 from tests.interop.pypaimon_reader import assert_pypaimon_reads_as_we_do, pypaimon_read_tables
 from tests.interop.rust_reader import rust_read_tables
 from tests.ops.helpers import FAST_LOCK
@@ -78,10 +80,17 @@ def _maintained_tables(clean_db: str, warehouse: str) -> list[str]:
         catalog.close()
 
 
-def test_pypaimon_and_rust_read_compacted_and_expired_tables(
-    clean_db: str, tmp_path: Path, pypaimon_python: Path, rust_python: Path
+def test_java_pypaimon_and_rust_read_compacted_and_expired_tables(
+    clean_db: str,
+    tmp_path: Path,
+    pypaimon_python: Path,
+    rust_python: Path,
+    java_harnesses: dict[str, JavaHarness],
 ) -> None:
     paths = _maintained_tables(clean_db, str(tmp_path / "warehouse"))
+    for version, harness in java_harnesses.items():
+        for java_read, path in zip(harness.read_tables(paths), paths):
+            assert_java_reads_as_we_do(java_read, path, version)
     for read, path in zip(pypaimon_read_tables(pypaimon_python, paths, tmp_path / "py"), paths):
         assert_pypaimon_reads_as_we_do(read, path)
     for read, path in zip(rust_read_tables(rust_python, paths, tmp_path / "rust"), paths):
