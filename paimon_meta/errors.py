@@ -137,6 +137,17 @@ class TableAlreadyExistsError(AlreadyExistsError):
     resource = "table"
 
 
+class DroppedTableNotFoundError(NotFoundError):
+    """No table of that name (or drop id) in the recycle bin."""
+
+    resource = "table"
+
+
+class DeletionProtectedError(PaimonMetaError):
+    """A drop refused because the table has ``deletion-protection`` on (``table``); the service answers
+    409: turn the option off first."""
+
+
 class DatabaseNotFoundError(NotFoundError):
     """No database with that name."""
 

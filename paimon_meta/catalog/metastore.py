@@ -47,10 +47,12 @@ from paimon_meta.io.base import FileIO
 from paimon_meta.metastore.catalog_objects import CatalogObjects
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
+from paimon_meta.metastore.recycle_bin import RecycleBin
 from paimon_meta.metastore.registry import DatabaseRow, Registry, TableRow, overlap_error
 from paimon_meta.model import limits
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.identifier import split_identifier, validate_identifier
+from paimon_meta.model.options import parse_duration_ms
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.serde.json import schema_to_json
 from paimon_meta.table import schema_change
@@ -71,7 +73,19 @@ ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
 LOCK_LEASE = "lock.lease-seconds"
 LOCK_ACQUIRE_TIMEOUT = "lock.acquire-timeout-seconds"
 CATALOG_KEY = "catalog-key"
-_CATALOG_OPTIONS = {LOCK_LEASE, LOCK_ACQUIRE_TIMEOUT, CATALOG_KEY, EXTERNAL_ROOTS_ALLOWED}
+# How long a dropped table stays in the recycle bin (a Paimon duration; 0: a drop purges at once), and the
+# catalog-wide switch of the maintenance the service runs (paimon_meta/maintenance/options.py).
+RECYCLE_BIN_RETENTION = "paimon-meta.recycle-bin.retention"
+DEFAULT_RECYCLE_BIN_RETENTION = "7 d"
+MAINTENANCE_ENABLED = "paimon-meta.maintenance.enabled"
+_CATALOG_OPTIONS = {
+    LOCK_LEASE,
+    LOCK_ACQUIRE_TIMEOUT,
+    CATALOG_KEY,
+    EXTERNAL_ROOTS_ALLOWED,
+    RECYCLE_BIN_RETENTION,
+    MAINTENANCE_ENABLED,
+}
 
 
 _log = logging.getLogger(__name__)
@@ -120,6 +134,13 @@ class MetastoreCatalog:
         self._file_ios: dict[str, FileIO] = {}
         self._file_ios_lock = threading.Lock()
         self.registry = Registry(engine, catalog_key=options.get(CATALOG_KEY, "jdbc"))
+        self.recycle_bin = RecycleBin(engine, self.registry.catalog_key)
+        self.recycle_bin_retention_seconds = (
+            parse_duration_ms(
+                options.get(RECYCLE_BIN_RETENTION, DEFAULT_RECYCLE_BIN_RETENTION), key=RECYCLE_BIN_RETENTION
+            )
+            / 1000
+        )
         self.events = EventLog(engine)
         #: Views and functions of the catalog (their rows, versions and events).
         self.objects = CatalogObjects(self.registry)
@@ -227,6 +248,10 @@ class MetastoreCatalog:
                 return self.get_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists", identifier=identifier)
         location = self.table_location(db, name)
+        if self.recycle_bin.holder_of(location) is not None:
+            # A dropped table in the recycle bin keeps its files here (an undrop brings it back): the new
+            # table gets a directory of its own.
+            location = f"{location}-{uuid.uuid4().hex[:8]}"
         limits.check_table(table_schema)
         if written_by_clients:
             FileStoreTable.check_client_schema(table_schema)
@@ -407,24 +432,38 @@ class MetastoreCatalog:
         return self._purge(row)
 
     def _purge(self, row: TableRow) -> list[str]:
-        location = normalise_uri(self.location_of(row))
+        kept, _ = self.purge_location(
+            self.location_of(row), exclude_table_id=row.table_id, label=row.identifier
+        )
+        return kept
+
+    def purge_location(
+        self, location: str, *, exclude_table_id: int | None = None, label: str = ""
+    ) -> tuple[list[str], int]:
+        """Delete the files under ``location``'s normal form that lie under no other registered row's
+        location (``exclude_table_id``: the row being dropped). Returns the tables whose files were left
+        (another row's location equals or contains ``location``: nothing is deleted; or lies inside it:
+        nothing under it is deleted) and the number of files deleted.
+
+        Invariant: a drop or purge never deletes a file under another row's location."""
+        location = normalise_uri(location)
         others = self.registry.table_rows_overlapping(
-            location, warehouse=self.warehouse, exclude_table_id=row.table_id
+            location, warehouse=self.warehouse, exclude_table_id=exclude_table_id
         )
         kept = [other.identifier for other in others]
         inner = [self.location_of(other) for other in others]
         if any(is_under(location, root) for root in inner):
-            _log.warning(
-                "drop of %s deletes no file: its location %s is %s's", row.identifier, location, kept
-            )
-            return kept
+            _log.warning("purge of %s deletes no file: its location %s is %s's", label, location, kept)
+            return kept, 0
+        deleted = 0
         file_io = self.table_file_io(location)
         for status in file_io.list_recursive(location):
             # a name is_under cannot read (is_under(p, p) fails) might be anywhere: left when rows nest
             unreadable = inner and not is_under(status.path, status.path)
             if not unreadable and not any(is_under(status.path, root) for root in inner):
                 file_io.delete(status.path)
-        return kept
+                deleted += 1
+        return kept, deleted
 
     @_metastore_call
     def alter_table(

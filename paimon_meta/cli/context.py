@@ -83,6 +83,7 @@ def exit_code(error: BaseException) -> int:
     if isinstance(
         error,
         errors.CommitConflictError
+        | errors.DeletionProtectedError
         | RefusedError
         | errors.LockTimeoutError
         | errors.AlreadyExistsError

@@ -25,6 +25,7 @@ from paimon_meta.cli import (
     db,
     demo,
     locks,
+    maintain,
     maintenance,
     metrics,
     principals,
@@ -37,7 +38,7 @@ from paimon_meta.cli.args import Commands, add_globals
 from paimon_meta.cli.context import EPILOG, EXIT_USAGE, Context, Output, exit_code
 from paimon_meta.errors import PaimonMetaError
 
-GROUPS = (db, tables, audit, locks, maintenance, metrics, serve, tags, principals, demo)
+GROUPS = (db, tables, audit, locks, maintenance, maintain, metrics, serve, tags, principals, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

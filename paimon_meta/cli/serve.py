@@ -214,6 +214,14 @@ def register(commands: Commands) -> None:
     # TLS (README, "TLS"): both or neither.
     p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
     p.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
+    # Maintenance from the commit log (README, "Maintenance"): compaction, expiration, partition TTL,
+    # tags, orphan cleanup and recycle-bin purges, by Paimon's table options.
+    p.add_argument(
+        "--maintenance-workers",
+        type=int,
+        default=2,
+        help="maintenance jobs run at once on this replica (default 2; 0: none here)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
@@ -282,6 +290,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         events_nats=_events_nats(args),
+        maintenance_workers=args.maintenance_workers,
     )
     serve(settings, host=args.host, port=args.port, log_level=args.log_level)
     return Output({"stopped": True}, "")

@@ -64,6 +64,13 @@ __all__ = [
     "MaintenanceEventRecord",
     "MaintenanceEventType",
     "MaintenanceOperation",
+    "MaintenanceDebt",
+    "MaintenanceJob",
+    "MaintenanceJobState",
+    "MaintenanceKind",
+    "MaintenancePause",
+    "MaintenanceCursor",
+    "DroppedTable",
     "OutboxPosition",
     "PaimonDatabase",
     "PaimonDatabaseProperty",
@@ -134,6 +141,10 @@ class MaintenanceOperation(enum.StrEnum):
     RECOVER = "recover"
     # A table's ``CREATE OR REPLACE`` (migration 0016).
     REPLACE_TABLE = "replace_table"
+    # A job of the maintenance queue (paimon_meta/maintenance/), and the recycle bin (migration 0017).
+    MAINTAIN = "maintain"
+    UNDROP_TABLE = "undrop_table"
+    PURGE_TABLE = "purge_table"
 
 
 #: Event types that end a commit: a commit with ``prepared`` and none of these is pending.
@@ -758,3 +769,126 @@ class OutboxPosition(Base):
     published: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     updated_by: Mapped[str | None] = mapped_column(Text)
+
+
+class MaintenanceKind(enum.StrEnum):
+    """What a maintenance job does (``paimon_maintenance_jobs.kind``; paimon_meta/maintenance/)."""
+
+    COMPACT = "compact"
+    EXPIRE_SNAPSHOTS = "expire_snapshots"
+    EXPIRE_PARTITIONS = "expire_partitions"
+    CREATE_TAG = "create_tag"
+    REMOVE_ORPHANS = "remove_orphans"
+    PURGE_DROPPED = "purge_dropped"
+
+
+class MaintenanceJobState(enum.StrEnum):
+    """A job's state: ``queued`` (waiting for ``run_after``), ``running`` (leased by a worker until
+    ``lease_expires_at``), ``dead`` (out of attempts: the dead letter, kept until an operator acts).
+    A job that succeeds is deleted (its run is in the maintenance log)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DEAD = "dead"
+
+
+class MaintenanceJob(Base):
+    """One job of the maintenance queue (migration 0017): at most one queued or running per table and
+    kind (a partial unique index), taken with ``FOR UPDATE SKIP LOCKED`` under a lease."""
+
+    __tablename__ = "paimon_maintenance_jobs"
+    __table_args__ = (
+        CheckConstraint(_in_list("kind", MaintenanceKind), name="kind"),
+        CheckConstraint(_in_list("state", MaintenanceJobState), name="state"),
+        CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="attempts"),
+        Index(
+            "uq_paimon_maintenance_jobs_active",
+            "catalog_key",
+            "table_id",
+            "kind",
+            unique=True,
+            postgresql_where=text("state IN ('queued', 'running')"),
+        ),
+        Index("ix_paimon_maintenance_jobs_due", "state", "run_after"),
+    )
+
+    job_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    table_id: Mapped[int] = mapped_column(BigInteger)
+    table_identifier: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(Text, server_default=text("'queued'"))
+    reason: Mapped[str] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    max_attempts: Mapped[int] = mapped_column(Integer, server_default=text("5"))
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    lease_owner: Mapped[str | None] = mapped_column(Text)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    debt: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class MaintenanceDebt(Base):
+    """A table's maintenance debt as last measured from its latest snapshot (migration 0017), and when
+    each kind of job last succeeded on it (``last_runs``: kind -> ISO time), for the schedules."""
+
+    __tablename__ = "paimon_maintenance_debts"
+
+    catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    table_identifier: Mapped[str] = mapped_column(Text)
+    snapshot_id: Mapped[int | None] = mapped_column(BigInteger)
+    debt: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    last_runs: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class MaintenanceCursor(Base):
+    """How far the maintenance scheduler of a catalog read the commit log (migration 0017); the row is
+    taken ``FOR UPDATE SKIP LOCKED`` so one replica at a time measures the new commits."""
+
+    __tablename__ = "paimon_maintenance_cursors"
+
+    catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    event_id: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class MaintenancePause(Base):
+    """Maintenance paused by an operator (migration 0017): ``scope`` is ``*`` (the whole catalog) or a
+    table's ``db.table``."""
+
+    __tablename__ = "paimon_maintenance_pauses"
+
+    catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    paused_by: Mapped[str | None] = mapped_column(Text)
+    paused_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class DroppedTable(Base):
+    """The recycle bin (migration 0017): a dropped table's catalog row as it was, its grants, and when
+    it may be purged. Its files stay at ``location`` until it is purged; the name is free meanwhile."""
+
+    __tablename__ = "paimon_dropped_tables"
+    __table_args__ = (
+        UniqueConstraint("table_id"),
+        Index("ix_paimon_dropped_tables_name", "catalog_key", "database_name", "table_name"),
+        Index("ix_paimon_dropped_tables_purge_after", "purge_after"),
+    )
+
+    drop_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    database_name: Mapped[str] = mapped_column(String(255))
+    table_name: Mapped[str] = mapped_column(String(255))
+    table_id: Mapped[int] = mapped_column(BigInteger)
+    location: Mapped[str | None] = mapped_column(Text)
+    #: the dropped ``paimon_tables`` row, column by column (restored as it was by an undrop)
+    table_row: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    #: the table's grants: ``[{"principal_id", "privilege", "granted_by"}]``
+    grants: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    dropped_by: Mapped[str | None] = mapped_column(Text)
+    dropped_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    purge_after: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -46,6 +46,13 @@ _MAINTENANCE = text(
     "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) "
     "ORDER BY started_at DESC, run_id LIMIT :limit OFFSET :offset"
 )
+_QUEUE_RUNS = text(
+    "SELECT run_id, table_identifier, settings ->> 'kind' AS kind, "
+    "coalesce(result ->> 'outcome', outcome) AS outcome, started_at, elapsed_ms, settings, result "
+    "FROM paimon_maintenance_history WHERE operation = 'maintain' "
+    "AND (CAST(:table AS text) IS NULL OR table_identifier = :table) "
+    "ORDER BY started_at DESC, run_id LIMIT :limit"
+)
 _RECORDED = text(
     "SELECT snapshot_id, event_type, commit_id FROM paimon_commit_events "
     "WHERE table_id = :table_id AND branch = 'main' AND snapshot_id IS NOT NULL "
@@ -105,6 +112,15 @@ def maintenance_history(
     with engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(_MAINTENANCE, params)]
     return rows[::-1]
+
+
+def maintenance_queue_runs(
+    engine: Engine, *, table: str | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
+    """The latest ``limit`` runs of the maintenance queue (operation ``maintain``: kind, outcome, files
+    and bytes before and after in ``result``), newest first."""
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(_QUEUE_RUNS, {"table": table, "limit": limit})]
 
 
 def lock_events(

@@ -81,6 +81,23 @@ _LOCKS = text(
     "(expire_time_seconds - EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)))::float8 AS lease_left "
     "FROM paimon_distributed_locks ORDER BY lock_id"
 )
+_MAINTENANCE_JOBS = text(
+    "SELECT kind, state, count(*) AS n FROM paimon_maintenance_jobs GROUP BY 1, 2 ORDER BY 1, 2"
+)
+_MAINTENANCE_RUNS = text(
+    "SELECT coalesce(payload ->> 'kind', '') AS kind, "
+    "coalesce(payload ->> 'outcome', event_type) AS outcome, "
+    "count(*) AS n, coalesce(sum((payload ->> 'duration_ms')::float8), 0) / 1000.0 AS seconds "
+    "FROM paimon_maintenance_events WHERE operation = 'maintain' AND event_type <> 'started' "
+    "GROUP BY 1, 2 ORDER BY 1, 2"
+)
+_MAINTENANCE_DEBTS = text(
+    "SELECT d.table_identifier AS table, coalesce((d.debt ->> 'max_sorted_runs')::float8, 0) AS runs, "
+    "coalesce((d.debt ->> 'max_small_files')::float8, 0) AS small, "
+    "coalesce((d.debt ->> 'snapshots')::float8, 0) AS snapshots, "
+    "coalesce((d.debt ->> 'files')::float8, 0) AS files FROM paimon_maintenance_debts d "
+    "JOIN paimon_tables t ON t.table_id = d.table_id ORDER BY d.table_identifier"
+)
 # (label, seconds) rows per histogram; each is wrapped by _HISTOGRAM below.
 _COMMIT_SECONDS = (
     "SELECT table_identifier AS label, elapsed_ms / 1000.0 AS seconds FROM paimon_commit_history "
@@ -148,6 +165,35 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
     held = MetricFamily("paimon_meta_locks_held", "gauge", "Lock rows present now, by holder kind.")
     stale = MetricFamily("paimon_meta_locks_stale", "gauge", "Lock rows whose lease has expired.")
     lease_left = MetricFamily("paimon_meta_lock_lease_left_seconds", "gauge", "Lease left per held lock.")
+    queue = MetricFamily(
+        "paimon_meta_maintenance_jobs",
+        "gauge",
+        "Jobs of the maintenance queue by kind and state (queued, running, dead: the dead letter).",
+    )
+    runs = MetricFamily(
+        "paimon_meta_maintenance_runs_total",
+        "counter",
+        "Maintenance runs by kind and outcome (done, nothing_due, gone, retry, dead: the last two failed).",
+    )
+    run_seconds = MetricFamily(
+        "paimon_meta_maintenance_run_seconds_total", "counter", "Time spent in maintenance runs, by kind."
+    )
+    debt_runs = MetricFamily(
+        "paimon_meta_maintenance_debt_sorted_runs",
+        "gauge",
+        "Most sorted runs of any bucket of a table (primary key) as last measured.",
+    )
+    debt_small = MetricFamily(
+        "paimon_meta_maintenance_debt_small_files",
+        "gauge",
+        "Most small files of any bucket, as last measured.",
+    )
+    debt_snapshots = MetricFamily(
+        "paimon_meta_maintenance_debt_snapshots", "gauge", "Snapshots a table keeps, as last measured."
+    )
+    debt_files = MetricFamily(
+        "paimon_meta_maintenance_debt_files", "gauge", "Live data files of a table, as last measured."
+    )
 
     with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
         per_table_attempts: dict[str, float] = {}
@@ -178,6 +224,19 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
             counts["java" if r.java else "paimon_meta"] += 1
             n_stale += 1 if r.lease_left < 0 else 0
             lease_left.add(r.lease_left, lock=r.lock_id)
+        for r in conn.execute(_MAINTENANCE_JOBS):
+            queue.add(r.n, kind=r.kind, state=r.state)
+        per_kind_seconds: dict[str, float] = {}
+        for r in conn.execute(_MAINTENANCE_RUNS):
+            runs.add(r.n, kind=r.kind, outcome=r.outcome)
+            per_kind_seconds[r.kind] = per_kind_seconds.get(r.kind, 0.0) + float(r.seconds)
+        for kind, seconds in per_kind_seconds.items():
+            run_seconds.add(seconds, kind=kind)
+        for r in conn.execute(_MAINTENANCE_DEBTS):
+            debt_runs.add(r.runs, table=r.table)
+            debt_small.add(r.small, table=r.table)
+            debt_snapshots.add(r.snapshots, table=r.table)
+            debt_files.add(r.files, table=r.table)
         conn.rollback()
     for kind, n in counts.items():
         held.add(n, holder=kind)
@@ -196,6 +255,13 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
         held,
         stale,
         lease_left,
+        queue,
+        runs,
+        run_seconds,
+        debt_runs,
+        debt_small,
+        debt_snapshots,
+        debt_files,
     ]
 
 

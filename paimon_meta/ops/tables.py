@@ -1,7 +1,14 @@
 """A table's life in the catalog beyond create and commit: register an existing table, drop one (or a
-whole database with its tables), replace one (``CREATE OR REPLACE``), roll its schema back. Each is one
-audited run in the maintenance log (``register_table``, ``drop_table``, ``replace_table``,
-``rollback_schema``), with the principal that asked.
+whole database with its tables) into the recycle bin, undrop or purge it, replace one (``CREATE OR
+REPLACE``), roll its schema back. Each is one audited run in the maintenance log (``register_table``,
+``drop_table``, ``undrop_table``, ``purge_table``, ``replace_table``, ``rollback_schema``), with the principal
+that asked.
+
+The recycle bin (``metastore.recycle_bin``): a drop keeps the table's files and moves its row and grants
+aside for ``paimon-meta.recycle-bin.retention`` (default 7 days); to every client the table is gone and
+its name is free. ``undrop_table`` restores it with its grants if the name is free; the maintenance
+queue purges expired drops (``purge_dropped``); ``purge_table`` purges one now. A table whose options
+have ``deletion-protection`` on refuses drops.
 
 Dropping takes the table's lock, so no commit of ours publishes into a table whose files are being
 deleted; a database drop is the drop of each of its tables (each its own ``drop_table`` run naming the
@@ -22,11 +29,13 @@ from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import (
     CommitConflictError,
     CorruptMetadataError,
+    DeletionProtectedError,
     SchemaNotFoundError,
     UnsupportedError,
 )
+from paimon_meta.metastore.recycle_bin import DroppedTableRow
 from paimon_meta.metastore.registry import TableRow
-from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.model.identifier import split_identifier, validate_identifier
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.ops.common import maintenance_run, resolve_table, table_lock
 from paimon_meta.ops.references import CHANGELOG_DIR
@@ -40,6 +49,13 @@ if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
 
 _CHANGELOG_PREFIX = "changelog-"
+#: A table option of ours: ``true`` refuses drops of the table (Lakekeeper's table protection).
+DELETION_PROTECTION = "deletion-protection"
+
+
+def deletion_protected(options: dict[str, str]) -> bool:
+    """Whether ``deletion-protection`` is on in these table options (``true``, any case)."""
+    return options.get(DELETION_PROTECTION, "false").strip().lower() == "true"
 
 
 def register_table(
@@ -70,11 +86,24 @@ def drop_table(
     *,
     principal: str | None = None,
     database_drop: str | None = None,
-) -> None:
-    """Unregister the table and delete its files, under its lock (``database_drop``: the run id of the
-    database drop this is part of, recorded in the settings)."""
+    purge: bool = False,
+) -> DroppedTableRow | None:
+    """Drop the table under its lock (``database_drop``: the run id of the database drop this is part
+    of, recorded in the settings): into the recycle bin, its files kept, for the catalog's retention
+    (``paimon-meta.recycle-bin.retention``); with ``purge`` or a retention of 0, unregistered and its
+    files deleted at once. The bin row, or None when purged.
+
+    Raises:
+        TableNotFoundError: not registered.
+        DeletionProtectedError: the table has ``deletion-protection`` on (nothing is done).
+    """
     row = catalog.table_row(identifier)
-    settings: dict[str, Any] = {"purge": True}
+    check_not_protected(catalog, row)
+    retention = catalog.recycle_bin_retention_seconds
+    purge = purge or retention <= 0
+    settings: dict[str, Any] = {"purge": purge}
+    if not purge:
+        settings["retention_seconds"] = retention
     if database_drop is not None:
         settings["database_drop"] = database_drop
     with (
@@ -89,9 +118,106 @@ def drop_table(
         table_lock(catalog, row, "drop"),
     ):
         location = catalog.location_of(row)
-        kept = catalog.drop_table_keeping(identifier)
-        # files another row's location holds are left (only rows from before the overlap check)
-        run.record(MaintenanceEventType.FINISHED, {"location": location, "files_kept_for": kept})
+        if purge:
+            kept = catalog.drop_table_keeping(identifier)
+            # files another row's location holds are left (only rows from before the overlap check)
+            run.record(MaintenanceEventType.FINISHED, {"location": location, "files_kept_for": kept})
+            return None
+        binned = catalog.recycle_bin.put(
+            row.database, row.name, retention_seconds=retention, dropped_by=principal
+        )
+        run.record(
+            MaintenanceEventType.FINISHED,
+            {
+                "location": location,
+                "drop_id": binned.drop_id,
+                "grants": len(binned.grants),
+                "purge_after": binned.purge_after.isoformat(),
+            },
+        )
+        return binned
+
+
+def table_options(catalog: MetastoreCatalog, row: TableRow) -> dict[str, str]:
+    """The options of a registered table: from its latest schema on storage, or, kept as metadata only,
+    from its row."""
+    if row.table_schema is not None:
+        return {str(k): str(v) for k, v in dict(row.table_schema.get("options") or {}).items()}
+    location = catalog.location_of(row)
+    latest = SchemaManager(catalog.table_file_io(location), location).latest()
+    return {} if latest is None else dict(latest.options)
+
+
+def check_not_protected(catalog: MetastoreCatalog, row: TableRow) -> None:
+    """``DeletionProtectedError`` if the table has ``deletion-protection`` on."""
+    if deletion_protected(table_options(catalog, row)):
+        raise DeletionProtectedError(
+            f"table {row.identifier} has deletion-protection on: set the option to false before dropping it",
+            table=row.identifier,
+        )
+
+
+def undrop_table(
+    catalog: MetastoreCatalog,
+    identifier: str,
+    *,
+    drop_id: int | None = None,
+    principal: str | None = None,
+) -> TableRow:
+    """Bring a dropped table back from the recycle bin (the latest drop of that name, or ``drop_id``)
+    with its grants, recorded as an ``undrop_table`` run.
+
+    Raises:
+        DroppedTableNotFoundError: not in the bin (purged, or never dropped).
+        DatabaseNotFoundError: its database is gone.
+        TableAlreadyExistsError: the name is taken again.
+    """
+    db, name = split_identifier(identifier)
+    dropped = catalog.recycle_bin.find(db, name, drop_id=drop_id)
+    row, grants = catalog.recycle_bin.restore(db, name, drop_id=dropped.drop_id)
+    settings = {"drop_id": dropped.drop_id, "dropped_at": dropped.dropped_at.isoformat()}
+    with maintenance_run(
+        catalog, row, MaintenanceOperation.UNDROP_TABLE, dry_run=False, settings=settings, principal=principal
+    ) as run:
+        run.record(MaintenanceEventType.FINISHED, {**settings, "grants": grants, "location": row.location})
+    return row
+
+
+def purge_dropped(
+    catalog: MetastoreCatalog, dropped: DroppedTableRow, *, principal: str | None = None, reason: str
+) -> int:
+    """Delete a dropped table's files and its bin row, recorded as a ``purge_table`` run (``reason``:
+    ``expired`` or ``operator``); the number of files deleted. A crash part-way leaves the bin row, so
+    the purge runs again. Files of a metadata-only table whose owner keeps them are not deleted."""
+    row = TableRow.from_mapping({**dropped.table_row, "table_uuid": None, "table_schema": None})
+    settings = {"drop_id": dropped.drop_id, "reason": reason, "location": dropped.location}
+    deleted = 0
+    with maintenance_run(
+        catalog, row, MaintenanceOperation.PURGE_TABLE, dry_run=False, settings=settings, principal=principal
+    ) as run:
+        external = dropped.metadata_only and metadata_tables.is_external(
+            catalog, TableRow.from_mapping(dropped.table_row)
+        )
+        location = dropped.location or catalog.table_location(dropped.database, dropped.name)
+        kept: list[str] = []
+        if not external:
+            # never where another row's location lies (a new table under the name has its own directory)
+            kept, deleted = catalog.purge_location(location, label=dropped.identifier)
+        catalog.recycle_bin.remove(dropped.drop_id)
+        run.record(
+            MaintenanceEventType.FINISHED, {**settings, "deleted_files": deleted, "files_kept_for": kept}
+        )
+    return deleted
+
+
+def purge_table(
+    catalog: MetastoreCatalog, identifier: str, *, drop_id: int | None = None, principal: str | None = None
+) -> int:
+    """Purge a dropped table from the recycle bin now (its files deleted); the number of files deleted
+    (``DroppedTableNotFoundError`` if not in the bin)."""
+    db, name = split_identifier(identifier)
+    dropped = catalog.recycle_bin.find(db, name, drop_id=drop_id)
+    return purge_dropped(catalog, dropped, principal=principal, reason="operator")
 
 
 def create_table(catalog: MetastoreCatalog, identifier: str, schema: TableSchema) -> None:
@@ -183,13 +309,17 @@ class DatabaseDrop:
 
 
 def drop_database(catalog: MetastoreCatalog, name: str, *, principal: str | None = None) -> DatabaseDrop:
-    """Drop ``name`` with everything in it: each table as :func:`drop_table` does, then, in one
-    transaction, its views and functions (each a ``dropped`` event) and the database
-    (``DatabaseNotFoundError`` if unknown)."""
+    """Drop ``name`` with everything in it: each table as :func:`drop_table` does (into the recycle
+    bin), then, in one transaction, its views and functions (each a ``dropped`` event) and the database
+    (``DatabaseNotFoundError`` if unknown). A table with ``deletion-protection`` on refuses the whole drop
+    before anything is dropped (``DeletionProtectedError``)."""
     validate_identifier("database", name)
     run_id = str(uuid.uuid4())
     dropped = []
-    for row in catalog.registry.list_table_rows(name):
+    rows = catalog.registry.list_table_rows(name)
+    for row in rows:
+        check_not_protected(catalog, row)
+    for row in rows:
         drop_table(catalog, row.identifier, principal=principal, database_drop=run_id)
         dropped.append(row.name)
     objects = catalog.drop_database(name, principal=principal)

@@ -82,6 +82,8 @@ SEMANTIC_VIEW = f"{SEMANTIC_VIEWS}/{{semantic_view}}"
 COMMIT_MESSAGES = f"{TABLE}/commit-messages"
 FILTER_COMMITTED = f"{TABLE}/filter-committed"
 COMMITS = f"{TABLE}/commits"
+#: Restore a dropped table from the recycle bin (``POST``, optional ``dropId``), with its grants.
+UNDROP_TABLE = f"{TABLE}/undrop"
 
 # ---- the audit trail (our extension) -------------------------------------------------------------------
 REGISTRY = f"{TABLE}/registry"

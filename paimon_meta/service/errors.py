@@ -39,6 +39,7 @@ from paimon_meta.errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
     CredentialVendingError,
+    DeletionProtectedError,
     FieldTooLargeError,
     FileAlreadyExistsError,
     FileIOError,
@@ -211,7 +212,7 @@ def classify(e: BaseException, budget: QueryBudget | None = None) -> Answer:
         return Answer(e.status, e.message, e.resource_type, e.resource_name)
     if isinstance(e, NotFoundError):
         return Answer(404, e.message, e.resource.upper(), _resource_name(e))
-    if isinstance(e, (CommitConflictError, TableRowChangedError)):
+    if isinstance(e, (CommitConflictError, TableRowChangedError, DeletionProtectedError)):
         return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, AlreadyExistsError):
         return Answer(409, e.message, e.resource.upper(), _resource_name(e))

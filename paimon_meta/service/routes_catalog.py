@@ -281,8 +281,10 @@ def replace_table(
 def drop_table(
     request: Request, database: str, table: str, access: Annotated[Access, ADMIN_TABLE]
 ) -> Response:
-    """Unregister the table and delete its files, under its lock (no commit of ours publishes into a
-    table being deleted), recorded as a ``drop_table`` run."""
+    """Unregister the table under its lock (no commit of ours publishes into a table being dropped),
+    recorded as a ``drop_table`` run: into the recycle bin with its files and grants for the catalog's
+    retention (``undrop`` restores it), or purged at once when the retention is 0. 409 when the table
+    has ``deletion-protection`` on."""
     table_ops.drop_table(catalog_of(request), table_identifier(database, table), principal=access.principal)
     return Response(status_code=200)
 

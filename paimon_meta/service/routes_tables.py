@@ -1,5 +1,6 @@
 """Tables across the catalog and a table's life beyond create: details of a database's tables, the
-catalog-wide listing, a table by its id, registering an existing table, rolling a schema back.
+catalog-wide listing, a table by its id, registering an existing table, rolling a schema back, restoring
+a dropped table from the recycle bin (``undrop``, our extension).
 
 Listings page by key (the registry's primary key index), filtered by the caller's grants: a page is
 read in batches until it is full, so a caller sees only tables it may read and every page costs about
@@ -260,5 +261,28 @@ def rollback_schema(
     changelog uses one of them, 404 ``SCHEMA`` when there is no such schema."""
     table_ops.rollback_schema(
         catalog_of(request), table_identifier(database, table), body.schema_id, principal=access.principal
+    )
+    return Response(status_code=200)
+
+
+@router.post(
+    paths.UNDROP_TABLE,
+    tags=["tables"],
+    response_class=Response,
+    responses={**NO_BODY, **CONFLICT},
+)
+def undrop_table(
+    request: Request,
+    database: str,
+    table: str,
+    access: Annotated[Access, ADMIN_DATABASE],
+    drop_id: Annotated[int | None, Query(alias="dropId")] = None,
+) -> Response:
+    """Restore a dropped table from the recycle bin (the latest drop of the name, or ``dropId``) with
+    its files, its event log and its grants (our extension; Paimon clients see a dropped table as gone).
+    404 when it is not in the bin (purged, never dropped), 409 when the name is taken again. Needs admin
+    on the database, as creating a table there does (the table's own grants are in the bin)."""
+    table_ops.undrop_table(
+        catalog_of(request), table_identifier(database, table), drop_id=drop_id, principal=access.principal
     )
     return Response(status_code=200)

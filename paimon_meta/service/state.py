@@ -19,6 +19,7 @@ from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, Grou
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
+from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
@@ -130,6 +131,11 @@ class ServiceSettings:
     # addresses or networks; empty: none, so a client cannot choose the address the failed-token
     # throttle counts it under.
     forwarded_allow_ips: tuple[str, ...] = ()
+    # Maintenance run from the commit log (paimon_meta/maintenance/, README "Maintenance"): this many
+    # worker threads on this replica (0: none, and no scheduler either); jobs are shared by every replica
+    # and the standalone ``paimon-meta maintain`` through the queue in Postgres. ``paimon-meta serve``
+    # runs 2 unless told otherwise (--maintenance-workers); an embedded app, none.
+    maintenance_workers: int = 0
 
     @property
     def feed_streams_per_principal(self) -> int:
@@ -375,6 +381,12 @@ class ServiceState:
         )
         if self.outbox is not None:
             self.outbox.start()
+        # Maintenance runs on its own threads and connections; its commits take the table's lock like any
+        # writer's, and it is maintenance that retries on a conflict.
+        self.maintainer = Maintainer(
+            catalog, MaintainerSettings(workers=settings.maintenance_workers), where=self.replica
+        )
+        self.maintainer.start()
 
     def observe_failure(self, answer: Answer) -> None:
         """Count a request answered for a dependency's failure (called by the exception handler)."""
@@ -647,6 +659,7 @@ class ServiceState:
     def close(self) -> None:
         # In-flight requests had their drain time; a commit still queued then is cut off like any
         # commit of a stopped process (recovery resolves it).
+        self.maintainer.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
         self.groups.join(timeout=self.settings.drain_seconds)
         if self.outbox is not None:
             # After the last commits of this replica: the batch in flight is acked and its position saved.

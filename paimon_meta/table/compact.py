@@ -427,8 +427,10 @@ def compact(
     runner: TaskRunner = run_tasks_locally,
     partition_filter: PartitionFilterArg | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    commit_user: str | None = None,
 ) -> CompactResult:
-    """Fully compact ``table`` (open for writing) and commit one COMPACT snapshot.
+    """Fully compact ``table`` (open for writing) and commit one COMPACT snapshot (as ``commit_user``,
+    else a fresh one).
 
     ``runner`` executes the rewrite tasks (in this process by default; ``spark_jobs.compaction``
     runs them on executors). On ``CommitConflictError`` the plan is redone on the new snapshot:
@@ -452,7 +454,10 @@ def compact(
             return CompactResult(
                 (), attempt, conflicts, buckets=0, files_before=0, files_after=0, rows_rewritten=0
             )
-        commit = table.new_batch_write_builder().new_commit()
+        builder = table.new_batch_write_builder()
+        if commit_user is not None:
+            builder.commit_user = commit_user
+        commit = builder.new_commit()
         try:
             outcome = commit.commit(messages)
         except CommitConflictError as e:

@@ -30,14 +30,22 @@ from paimon_meta.table.paths import join_path
 
 TAG_DIR = "tag"
 TAG_PREFIX = "tag-"
-# Java refuses blank and purely numeric names (a number means a snapshot id in time travel).
-_TAG_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,255}")
+# Java refuses blank and purely numeric names (a number means a snapshot id in time travel). Single
+# inner spaces are Java's too: its automatic hourly tags are named ``2023-07-18 11``.
+_TAG_NAME = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+)*")
 
 
 def validate_tag_name(name: str) -> str:
-    if not isinstance(name, str) or not _TAG_NAME.fullmatch(name) or name.isdigit() or name in {".", ".."}:
+    if (
+        not isinstance(name, str)
+        or len(name) > 255
+        or not _TAG_NAME.fullmatch(name)
+        or name.isdigit()
+        or name in {".", ".."}
+    ):
         raise ValidationError(
-            f"invalid tag name {name!r}: 1-255 of [A-Za-z0-9_.-], not only digits", tag=str(name)
+            f"invalid tag name {name!r}: 1-255 of [A-Za-z0-9_.-] with single inner spaces, not only digits",
+            tag=str(name),
         )
     return name
 

@@ -38,6 +38,7 @@ ROUTE_ACCESS: dict[tuple[str, str], tuple[ResourceType, Access]] = {
     ("DELETE", D): (R.DATABASE, A.DROP),
     ("POST", f"{D}/tables"): (R.DATABASE, A.CREATETABLE),
     ("POST", f"{D}/register"): (R.DATABASE, A.CREATETABLE),
+    ("POST", f"{T}/undrop"): (R.DATABASE, A.CREATETABLE),
     ("GET", T): (R.TABLE, A.SELECT),
     ("POST", T): (R.TABLE, A.ALTER),
     ("DELETE", T): (R.TABLE, A.DROP),

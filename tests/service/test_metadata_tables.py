@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import UnsupportedError
+from paimon_meta.ops import tables as table_ops
 from tests.fixtures.service import FAST_LOCK, in_process_client, make_principal
 from tests.service.helpers import P, auth
 
@@ -118,6 +119,8 @@ def test_a_format_table_is_metadata_only(
     Path(got["path"]).mkdir(parents=True)
     (Path(got["path"]) / "part-0.csv").write_text("1;a;1\n")
     assert client.delete(f"{P}/databases/db/tables/c2", headers=admin).is_success
+    assert any(Path(got["path"]).rglob("*.csv"))  # in the recycle bin until purged
+    table_ops.purge_table(catalog, "db.c2")
     assert not any(Path(got["path"]).rglob("*.csv"))
 
 
@@ -140,6 +143,7 @@ def test_object_iceberg_and_external_tables(
     inside = _create(client, admin, "inner", {"type": "format-table", "path": f"file://{where}/2026"})
     assert inside.status_code == 409 and "overlaps the files of table db.ext" in inside.json()["message"]
     assert client.delete(f"{P}/databases/db/tables/ext", headers=admin).is_success
+    table_ops.purge_table(catalog, "db.ext")  # an external table's files are its owner's, purged or not
     assert (where / "a.parquet").exists()
 
     refusals = [

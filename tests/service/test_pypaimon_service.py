@@ -34,6 +34,7 @@ from sqlalchemy import text
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_meta.ops import tables as table_ops
 from paimon_meta.ops.recovery import recover_table
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import FAST_LOCK, FailoverProxy, ServiceProcess, make_principal, spawn_service
@@ -583,6 +584,13 @@ def test_drop_database_with_cascade_drops_its_tables(rig: Rig) -> None:
     catalog = rig.catalog()
     try:
         assert "gone" not in catalog.list_databases()
+        # the dropped tables wait in the recycle bin with their files; purged, the files are gone
+        assert sorted(d.identifier for d in catalog.recycle_bin.entries(database="gone")) == [
+            "gone.a",
+            "gone.b",
+        ]
+        for dropped in catalog.recycle_bin.entries(database="gone"):
+            table_ops.purge_dropped(catalog, dropped, reason="operator")
         assert not Path(rig.warehouse, "gone.db", "a").exists() or not any(
             p.is_file() for p in Path(rig.warehouse, "gone.db", "a").rglob("*")
         )

@@ -15,6 +15,7 @@ from sqlalchemy import text
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import TableAlreadyExistsError
 from paimon_meta.ops import audit
+from paimon_meta.ops import tables as table_ops
 from paimon_meta.table import schema_change
 from paimon_meta.table.snapshots import SchemaManager
 from tests.fixtures.service import make_principal
@@ -313,13 +314,18 @@ def test_dropping_a_database_drops_its_tables_each_recorded(
     answer = service_client.delete(f"{P}/databases/db", headers=admin)
     assert answer.status_code == 200, answer.text
     assert "db" not in service_catalog.list_databases() and service_catalog.list_tables("keep") == ["k"]
+    # the tables went to the recycle bin with their files; purged, the files are gone
+    assert sorted(d.identifier for d in service_catalog.recycle_bin.entries()) == ["db.t", "db.u"]
     for location in locations:
-        assert not service_catalog.file_io.list_recursive(location)
+        assert service_catalog.file_io.list_recursive(location)
     for identifier in ("db.t", "db.u"):
         assert _runs(service_catalog, identifier)[-2:] == [
             ("drop_table", "started"),
             ("drop_table", "finished"),
         ]
+        table_ops.purge_table(service_catalog, identifier)
+    for location in locations:
+        assert not service_catalog.file_io.list_recursive(location)
     with service_catalog.engine.connect() as conn:
         drops = (
             conn.execute(

@@ -10,6 +10,8 @@ from typing import Any
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import PaimonMetaError
+from paimon_meta.maintenance.queue import MaintenanceQueue
+from paimon_meta.maintenance.scheduler import debts
 from paimon_meta.metastore.principals import Access
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import table_statistics
@@ -192,13 +194,29 @@ def locks_page(catalog: MetastoreCatalog, access: Access) -> dict[str, Any]:
 
 def maintenance_runs(catalog: MetastoreCatalog, access: Access, *, before: int | None) -> dict[str, Any]:
     """A page of maintenance runs of the tables the principal may read (every table's for a catalog
-    reader; else those of its tables, by id)."""
+    reader; else those of its tables, by id), with the maintenance queue and each table's debt (the same
+    tables)."""
+    ids: list[int] | None = None
     if access.allows(Privilege.READ):
         runs = activity.maintenance_page(catalog.engine, None, before=before)
     else:
         ids = _readable_table_ids(catalog, access)
         runs = activity.maintenance_page(catalog.engine, ids, before=before)
-    return {"runs": runs, "next": runs[-1]["position"] if len(runs) == 50 else None}
+    queue = MaintenanceQueue(catalog.engine, catalog.registry.catalog_key)
+    readable = None if ids is None else set(ids)
+    jobs = [j.to_dict() for j in queue.jobs() if readable is None or j.table_id in readable]
+    owed = [
+        {**d, **(d.get("debt") or {})}
+        for d in (debts(catalog) if before is None else [])
+        if readable is None or d["table_id"] in readable
+    ]
+    return {
+        "runs": runs,
+        "next": runs[-1]["position"] if len(runs) == 50 else None,
+        "jobs": jobs if before is None else [],
+        "debts": owed,
+        "paused": [p["scope"] for p in queue.pauses()] if access.allows(Privilege.READ) else [],
+    }
 
 
 def _readable_table_ids(catalog: MetastoreCatalog, access: Access) -> list[int]:

@@ -238,3 +238,31 @@ def test_pages_say_only_fixed_messages_chosen_by_code(service_client: TestClient
     csrf = session.csrf_token(admin_token)
     out = service_client.post("/ui/logout", data={"csrf_token": csrf}, follow_redirects=False)
     assert out.headers["location"] == "/ui/login?done=signed-out"
+
+
+def test_the_maintenance_page_shows_the_queue_and_each_tables_debt(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin_token: str
+) -> None:
+    import pyarrow as pa
+
+    from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
+    from tests.service.helpers import SCHEMA
+
+    table = service_catalog.create_table("db.pk", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    seed(service_catalog, "db.other")
+    for k in range(6):
+        builder = table.new_batch_write_builder()
+        write = builder.new_write()
+        write.write_arrow(pa.table({"k": pa.array([k], pa.int64()), "p": ["a"], "v": ["x"]}))
+        builder.new_commit().commit(write.prepare_commit())
+    Maintainer(service_catalog, MaintainerSettings(workers=0)).scheduler.tick(sweep=True)
+    sign_in(service_client, admin_token)
+    page = service_client.get("/ui/maintenance").text
+    assert count_testid(page, "maintenance-job") == 1 and "compact" in page
+    assert count_testid(page, "maintenance-debt") == 3  # db.t (the fixture's), db.pk, db.other
+    # a reader of one table sees its own
+    reader = make_principal(service_catalog, "one", [("read", "db", "other")])
+    service_client.cookies.clear()
+    sign_in(service_client, reader)
+    page = service_client.get("/ui/maintenance").text
+    assert count_testid(page, "maintenance-job") == 0 and count_testid(page, "maintenance-debt") == 1

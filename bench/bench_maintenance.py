@@ -1,0 +1,226 @@
+"""Benchmark of issue 38: a primary-key table under 8 writers x N one-row commits, maintenance on vs off.
+
+Each side gets a fresh scratch database and warehouse and a primary-key table (``bucket = 2``, Paimon's
+default ``num-sorted-run.compaction-trigger`` of 5). ``--writers`` processes each commit ``--commits``
+one-row batches (distinct keys) through ``paimon_meta.connect`` (the lock-guarded commit path), timing
+every commit. With maintenance on, a separate process runs ``paimon-meta maintain`` (``--maintenance-
+workers`` workers, the scheduler fed by the commit log), as a replica would beside the writers.
+
+The parent samples every ``--every`` user commits (counted from the commit log): the most files and sorted
+runs of any bucket, and the latency of a full read of the table (median of 3). After the writers end, the
+table is fully compacted once more and read (median of 3): the reference "fully compacted" read.
+
+Reported per side: commit p50/p99 (ms), the samples, the final compacted read; then the ratios on/off.
+
+Usage::
+
+    python bench/bench_maintenance.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
+                                      [--writers 8] [--commits 2000] [--every 200]
+                                      [--maintenance-workers 2] [--sides on,off]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_commit import load, scratch_database  # noqa: E402
+
+TABLE = "db.pk"
+LOCK = {"lock.lease-seconds": "10", "lock.acquire-timeout-seconds": "120"}
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+def _writer(url: str, warehouse: str, writer: int, commits: int, out: Any) -> None:
+    import pyarrow as pa
+
+    import paimon_meta
+
+    catalog = paimon_meta.connect(url, warehouse, **LOCK)
+    latencies = []
+    for i in range(commits):
+        key = writer * commits + i
+        table = catalog.get_table(TABLE)
+        builder = table.new_batch_write_builder()
+        write = builder.new_write()
+        write.write_arrow(pa.table({"k": pa.array([key], pa.int64()), "v": [f"v{key}"]}))
+        messages = write.prepare_commit()
+        t0 = time.perf_counter()
+        builder.new_commit().commit(messages)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    catalog.close()
+    out.put(latencies)
+
+
+def _user_commits(catalog: Any) -> int:
+    from sqlalchemy import text
+
+    with catalog.engine.connect() as conn:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM paimon_commit_events WHERE event_type = 'snapshot_published' "
+                    "AND commit_user NOT LIKE 'paimon-meta-maintenance-%'"
+                )
+            ).scalar_one()
+        )
+
+
+def _wait_for_cursor(catalog: Any, timeout: float = 120.0) -> None:
+    from sqlalchemy import text
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with catalog.engine.connect() as conn:
+            if conn.execute(text("SELECT 1 FROM paimon_maintenance_cursors")).first() is not None:
+                return
+        time.sleep(0.2)
+    raise RuntimeError("the maintainer did not start")
+
+
+def _sample(catalog: Any) -> dict[str, Any]:
+    from paimon_meta.maintenance.debt import bucket_files
+
+    table = catalog.get_table(TABLE)
+    buckets = bucket_files(table)
+    reads = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        builder = table.new_read_builder()
+        rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).num_rows
+        reads.append((time.perf_counter() - t0) * 1000)
+    return {
+        "files_per_bucket": max((b.files for b in buckets), default=0),
+        "sorted_runs": max((b.sorted_runs for b in buckets), default=0),
+        "read_ms": round(statistics.median(reads), 1),
+        "rows": rows,
+    }
+
+
+def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str, Any]:
+    import paimon_meta
+    from paimon_meta.table.compact import compact
+
+    with scratch_database(server) as url, tempfile.TemporaryDirectory() as warehouse:
+        catalog = paimon_meta.connect(url, warehouse, **LOCK)
+        catalog.create_table(TABLE, _schema(), primary_keys=["k"], options={"bucket": "2"})
+        maintainer = None
+        if maintenance:
+            maintainer = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "paimon_meta.cli",
+                    "--metastore",
+                    url,
+                    "--warehouse",
+                    warehouse,
+                    *[f"-o{k}={v}" for k, v in LOCK.items()],
+                    "maintain",
+                    "--workers",
+                    str(args.maintenance_workers),
+                    "--poll-seconds",
+                    "0.2",
+                ],
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            # started writers wait for nobody: let the maintainer come up first (its first tick)
+            _wait_for_cursor(catalog)
+        queue: Any = multiprocessing.Queue()
+        procs = [
+            multiprocessing.Process(target=_writer, args=(url, warehouse, w, args.commits, queue))
+            for w in range(args.writers)
+        ]
+        started = time.perf_counter()
+        for p in procs:
+            p.start()
+        total = args.writers * args.commits
+        samples = []
+        next_mark = args.every
+        while next_mark <= total:
+            done = _user_commits(catalog)
+            if done >= next_mark:
+                samples.append({"commits": done, **_sample(catalog)})
+                next_mark += args.every
+            else:
+                time.sleep(0.2)
+        latencies = [x for _ in procs for x in queue.get()]
+        for p in procs:
+            p.join()
+        wall = time.perf_counter() - started
+        if maintainer is not None:
+            maintainer.terminate()
+            maintainer.wait(60)
+        final = _sample(catalog)
+        compact(catalog.get_table(TABLE))
+        compacted = _sample(catalog)
+        catalog.close()
+    latencies.sort()
+    return {
+        "maintenance": maintenance,
+        "commits": len(latencies),
+        "wall_s": round(wall, 1),
+        "commit_p50_ms": round(statistics.median(latencies), 1),
+        "commit_p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 1),
+        "samples": samples,
+        "final": final,
+        "fully_compacted": compacted,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", default=os.environ.get("PAIMON_META_TEST_DSN"))
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--commits", type=int, default=2000, help="per writer")
+    parser.add_argument("--every", type=int, default=200)
+    parser.add_argument("--maintenance-workers", type=int, default=2)
+    parser.add_argument("--sides", default="on,off")
+    args = parser.parse_args()
+    if not args.url:
+        parser.error("--url or $PAIMON_META_TEST_DSN")
+    results = []
+    for side in args.sides.split(","):
+        print(f"# maintenance {side}: {load()}", file=sys.stderr, flush=True)
+        result = _side(args.url, args, side == "on")
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    print(f"# after: {load()}", file=sys.stderr, flush=True)
+    for r in results:
+        print(
+            f"maintenance {'on ' if r['maintenance'] else 'off'}: {r['commits']} commits in {r['wall_s']} s, "
+            f"commit p50 {r['commit_p50_ms']} ms p99 {r['commit_p99_ms']} ms; fully compacted read "
+            f"{r['fully_compacted']['read_ms']} ms"
+        )
+        for s in r["samples"]:
+            ratio = s["read_ms"] / r["fully_compacted"]["read_ms"]
+            print(
+                f"  {s['commits']:>6} commits: files/bucket {s['files_per_bucket']:>5}, sorted runs "
+                f"{s['sorted_runs']:>5}, read {s['read_ms']:>8} ms ({ratio:.2f}x compacted)"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""What maintenance does by Paimon's table options: snapshot expiration (options as Java writes them),
+partition TTL by the partitions' values, orphan cleanup that keeps the files of a commit in flight, and a
+worker killed mid-compaction whose job another worker takes over once its lease ran out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from datetime import date, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from sqlalchemy import text
+
+from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.commit.crashpoints import CRASH_AT_ENV, CRASH_EXIT_CODE
+from paimon_meta.db.models import MaintenanceKind
+from paimon_meta.maintenance.debt import bucket_files, last_period_start, period_tag_name
+from paimon_meta.maintenance.options import MaintenanceOptions
+from paimon_meta.maintenance.queue import new_owner
+from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
+from paimon_meta.metastore.feed import FeedFilter, read_feed
+from paimon_meta.ops.recovery import recover_table
+from paimon_meta.ops.references import read_entries  # noqa: F401 - the module the in-flight check uses
+from paimon_meta.table.tags import TagManager
+from tests.ops.helpers import (
+    TABLE,
+    Crash,
+    assert_consistent,
+    crash_at,
+    create,
+    make_old,
+    prepare,
+    read_keys,
+    referenced_paths,
+    write,
+)
+
+pytestmark = pytest.mark.postgres
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _runs(catalog: MetastoreCatalog, kind: str) -> list[dict[str, object]]:
+    with catalog.engine.connect() as conn:
+        return [
+            dict(r)
+            for r in conn.execute(
+                text(
+                    "SELECT payload FROM paimon_maintenance_events WHERE operation = 'maintain' "
+                    "AND event_type <> 'started' AND payload ->> 'kind' = :kind ORDER BY event_id"
+                ),
+                {"kind": kind},
+            ).scalars()
+        ]
+
+
+def test_snapshots_expire_by_the_tables_options(catalog: MetastoreCatalog) -> None:
+    # as Java writes them: durations with units and spaces
+    create(
+        catalog,
+        **{
+            "snapshot.num-retained.min": "2",
+            "snapshot.num-retained.max": "4",
+            "snapshot.time-retained": "1 h",
+        },
+    )
+    for k in range(8):
+        write(catalog, [k])
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.drain()
+    snapshots = catalog.get_table(TABLE).snapshot_manager
+    earliest, latest = snapshots.earliest_snapshot_id(), snapshots.latest_snapshot_id()
+    assert earliest is not None and latest is not None and latest >= 8
+    assert latest - earliest + 1 == 4  # snapshot.num-retained.max
+    assert read_keys(catalog) == list(range(8))
+    runs = _runs(catalog, "expire_snapshots")
+    assert runs and all(r["outcome"] in ("done", "nothing_due") for r in runs)
+    assert sum(int(str(r.get("expired", 0))) for r in runs) == earliest - 1
+    assert_consistent(catalog)
+    # within the bounds and younger than time-retained: nothing more is queued
+    maintainer.drain()
+    assert snapshots.earliest_snapshot_id() == earliest
+    assert len(_runs(catalog, "expire_snapshots")) == len(runs)
+
+
+def test_partitions_expire_by_their_values(catalog: MetastoreCatalog) -> None:
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("dt", pa.string())])
+    catalog.create_table(
+        "db.events",
+        schema,
+        partition_keys=["dt"],
+        options={
+            "bucket": "1",
+            "bucket-key": "k",
+            "partition.expiration-time": "7 d",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
+    today = date.today().strftime("%Y%m%d")
+    old = (date.today() - timedelta(days=30)).strftime("%Y%m%d")
+    table = catalog.get_table("db.events")
+    builder = table.new_batch_write_builder()
+    w = builder.new_write()
+    w.write_arrow(pa.table({"k": pa.array([1, 2, 3], pa.int32()), "dt": [old, old, today]}))
+    builder.new_commit().commit(w.prepare_commit())
+
+    Maintainer(catalog, MaintainerSettings(workers=0)).drain()
+    reader = catalog.get_table("db.events").new_read_builder()
+    got = reader.new_read().to_arrow(reader.new_scan().plan().splits())
+    assert sorted(zip(got.column("k").to_pylist(), got.column("dt").to_pylist())) == [(3, today)]
+    (run,) = _runs(catalog, "expire_partitions")
+    assert run["expired_partitions"] == [{"dt": old}]
+    # the run is on the change feed: kind, table, outcome, duration, files before and after
+    # (the feed shows a transaction's events once every older transaction of the server ended: wait)
+    deadline = time.monotonic() + 120
+    while True:
+        events, _ = read_feed(
+            catalog.engine,
+            catalog_key=catalog.registry.catalog_key,
+            limit=1000,
+            keep=FeedFilter(kinds=("maintain.finished",)),
+        )
+        found = [e for e in events if e.data["payload"]["kind"] == "expire_partitions"]
+        if found:
+            break
+        assert time.monotonic() < deadline, "the run never reached the change feed"
+        time.sleep(0.5)
+    (finished,) = found
+    assert finished.subject == "db.events" and finished.log == "maintenance"
+    payload = finished.data["payload"]
+    assert payload["outcome"] == "done" and payload["files_before"] == 2 and payload["files_after"] == 1
+    assert payload["duration_ms"] >= 0
+
+
+def test_orphan_cleanup_keeps_the_files_of_a_commit_in_flight(catalog: MetastoreCatalog) -> None:
+    create(catalog, **{"paimon-meta.maintenance.orphan-cleanup.older-than": "1 h"})
+    write(catalog, range(5))
+    table = catalog.get_table(TABLE)
+    messages = prepare(table, range(100, 105))
+    with crash_at("after_lock"), pytest.raises(Crash):
+        table.committer_factory(table, "paused-writer").commit(messages, 1)  # type: ignore[misc]
+    in_flight = [
+        table.file_io.join(table.paths.bucket_path((), m.bucket), f.file_name)
+        for m in messages
+        for f in m.data_increment.new_files
+    ]
+    orphan = f"{table.paths.bucket_path((), 0)}/data-{uuid.uuid4()}-0.parquet"
+    table.file_io.write(orphan, b"garbage")
+    make_old([*in_flight, orphan, *referenced_paths(table)])
+
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.queue.enqueue(
+        catalog.table_row(TABLE).table_id, TABLE, MaintenanceKind.REMOVE_ORPHANS, reason="test"
+    )
+    assert maintainer.run_one(new_owner("test"))
+    (run,) = _runs(catalog, "remove_orphans")
+    assert run["outcome"] == "done" and run["deleted"] == 1
+    assert not table.file_io.exists(orphan)
+    for path in in_flight:
+        assert table.file_io.exists(path), path
+    # the commit in flight is whole: recovery finishes it
+    assert [c.action for c in recover_table(catalog, TABLE, older_than_seconds=0).commits] == ["finished"]
+    assert read_keys(catalog) == [*range(5), *range(100, 105)]
+
+
+def test_automatic_tags_follow_the_period_and_retention() -> None:
+    options = MaintenanceOptions.of(
+        {
+            "tag.automatic-creation": "process-time",
+            "tag.creation-period": "hourly",
+            "tag.num-retained-max": "2",
+        }
+    )
+    now = int(time.mktime((2026, 3, 1, 10, 30, 0, 0, 0, -1)) * 1000)
+    start = last_period_start(options, now)
+    assert period_tag_name(start, 3_600_000) == "2026-03-01 09"
+    daily = MaintenanceOptions.of({"tag.automatic-creation": "process-time", "tag.creation-delay": "2 h"})
+    assert period_tag_name(last_period_start(daily, now), 86_400_000) == "2026-02-28"
+    assert period_tag_name(start, 3_600_000, "without_dashes") == "20260301 09"
+    assert period_tag_name(start, 3_600_000, "without_dashes_and_spaces") == "2026030109"
+
+
+def test_a_worker_killed_mid_compaction_is_taken_over_after_its_lease(
+    catalog: MetastoreCatalog, clean_db: str, warehouse: str
+) -> None:
+    catalog.create_table(
+        "db.pk",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"},
+    )
+    for k in range(5):
+        table = catalog.get_table("db.pk")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array([k], pa.int32()), "v": [f"v{k}"]}))
+        builder.new_commit().commit(w.prepare_commit())
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0, lease_seconds=3))
+    maintainer.scheduler.tick(sweep=True)
+    (job,) = maintainer.queue.jobs()
+    assert job.kind is MaintenanceKind.COMPACT
+
+    # another worker process takes the job and dies inside the compaction's commit, holding the table's
+    # lock and the job's lease
+    env = {**os.environ, CRASH_AT_ENV: "before_publish", "PYTHONPATH": str(REPO)}
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "paimon_meta.cli",
+            "--metastore",
+            clean_db,
+            "--warehouse",
+            warehouse,
+            "-o",
+            "lock.lease-seconds=2",
+            "maintain",
+            "--once",
+            "--workers",
+            "1",
+            "--lease-seconds",
+            "3",
+        ],
+        env=env,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert child.returncode == CRASH_EXIT_CODE, child.stderr.decode()
+    (taken,) = maintainer.queue.jobs()
+    assert taken.state.value == "running" and taken.attempts == 1
+    assert max(b.sorted_runs for b in bucket_files(catalog.get_table("db.pk"))) == 5
+
+    # once the lease ran out, this worker takes the job over and finishes it
+    owner = new_owner("successor")
+    deadline = time.monotonic() + 120
+    while not maintainer.run_one(owner, kinds=(MaintenanceKind.COMPACT,)):
+        assert time.monotonic() < deadline, "the job was never taken over"
+        time.sleep(0.2)
+    assert maintainer.queue.jobs() == []
+    (run,) = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"]
+    assert run["job_id"] == job.job_id
+    assert max(b.sorted_runs for b in bucket_files(catalog.get_table("db.pk"))) == 1
+    reader = catalog.get_table("db.pk").new_read_builder()
+    got = reader.new_read().to_arrow(reader.new_scan().plan().splits())
+    assert sorted(got.column("k").to_pylist()) == list(range(5))
+    # the dead worker's commit is resolved by recovery; storage, log and pointer agree
+    recover_table(catalog, "db.pk", older_than_seconds=0)
+    assert_consistent(catalog, "db.pk")
+
+
+def test_tags_are_created_per_period_and_the_oldest_beyond_the_maximum_deleted(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(
+        catalog,
+        **{
+            "tag.automatic-creation": "process-time",
+            "tag.creation-period": "hourly",
+            "tag.num-retained-max": "1",
+        },
+    )
+    write(catalog, [1])
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.drain()
+    assert _runs(catalog, "create_tag") == []  # the table has lived through no whole hour yet
+    real = time.time
+    names = []
+    for hours in (2, 3):
+        monkeypatch.setattr(time, "time", lambda hours=hours: real() + hours * 3600)
+        now = int(time.time() * 1000)
+        options = MaintenanceOptions.of(
+            {"tag.automatic-creation": "process-time", "tag.creation-period": "hourly"}
+        )
+        names.append(period_tag_name(last_period_start(options, now), 3_600_000))
+        maintainer.drain()
+    monkeypatch.undo()
+    tags = TagManager(catalog.get_table(TABLE).file_io, catalog.get_table(TABLE).path).names()
+    assert tags == [names[1]]  # the newest; the older one deleted by tag.num-retained-max
+    outcomes = [(r["created"], r["deleted"]) for r in _runs(catalog, "create_tag")]
+    assert outcomes == [(names[0], []), (names[1], [names[0]])]
