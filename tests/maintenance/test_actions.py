@@ -284,3 +284,44 @@ def test_tags_are_created_per_period_and_the_oldest_beyond_the_maximum_deleted(
     assert tags == [names[1]]  # the newest; the older one deleted by tag.num-retained-max
     outcomes = [(r["created"], r["deleted"]) for r in _runs(catalog, "create_tag")]
     assert outcomes == [(names[0], []), (names[1], [names[0]])]
+
+
+def test_compaction_merges_only_the_runs_the_universal_pick_chooses(catalog: MetastoreCatalog) -> None:
+    catalog.create_table(
+        "db.pk",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"},
+    )
+
+    def commit(keys: list[int]) -> None:
+        table = catalog.get_table("db.pk")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array(keys, pa.int32()), "v": [f"v{k}" for k in keys]}))
+        builder.new_commit().commit(w.prepare_commit())
+
+    commit(list(range(5000)))
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    commit([5000])
+    commit([5001])
+    maintainer.drain()  # 3 level-0 runs and no higher level: all merged into the max level
+    (oldest,) = catalog.get_table("db.pk").new_read_builder().new_scan().plan().splits()[0].files
+    assert oldest.level == 4
+    commit([1])
+    commit([2])
+    # 3 runs: two new one-row files above a large level-4 run: the debt calls for the pick
+    maintainer.scheduler.tick(sweep=True)
+    (job,) = maintainer.queue.jobs()
+    assert job.kind is MaintenanceKind.COMPACT
+    maintainer.drain()
+    files = catalog.get_table("db.pk").new_read_builder().new_scan().plan().splits()[0].files
+    # the large run is left alone; the two new runs are merged into level 3
+    assert oldest.file_name in {f.file_name for f in files if f.level == 4}
+    assert [f.level for f in files if f.file_name != oldest.file_name] == [3]
+    last = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"][-1]
+    assert last["strategy"] == "universal" and last["files_before"] == 2 and last["rounds"] == 1
+    assert read_keys(catalog, identifier="db.pk") == list(range(5002))
+    # 2 runs, fewer than the trigger: nothing is due
+    maintainer.scheduler.tick(sweep=True)
+    assert maintainer.queue.jobs() == []
