@@ -16,7 +16,7 @@ Usage::
 
     python bench/bench_maintenance.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
                                       [--writers 8] [--commits 2000] [--every 200]
-                                      [--maintenance-workers 2] [--sides on,off]
+                                      [--maintenance-workers 2] [--tick-seconds 1] [--sides on,off]
 """
 
 from __future__ import annotations
@@ -115,6 +115,33 @@ def _sample(catalog: Any) -> dict[str, Any]:
     }
 
 
+def _maintenance_runs(catalog: Any) -> dict[str, Any]:
+    """The maintenance runs of the side, from the maintenance log: per kind and outcome, how many, their
+    total and median duration, and (compaction) commits made and files merged."""
+    from sqlalchemy import text
+
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT payload FROM paimon_maintenance_events WHERE operation = 'maintain' "
+                "AND event_type <> 'started'"
+            )
+        ).scalars()
+        out: dict[str, Any] = {}
+        for p in rows:
+            key = f"{p.get('kind')}.{p.get('outcome')}"
+            entry = out.setdefault(key, {"runs": 0, "ms": [], "commits": 0, "files_merged": 0})
+            entry["runs"] += 1
+            entry["ms"].append(float(p.get("duration_ms") or 0))
+            entry["commits"] += len(p.get("snapshot_ids") or [])
+            entry["files_merged"] += int(p.get("compacted_files") or 0)
+    for entry in out.values():
+        ms = entry.pop("ms")
+        entry["total_s"] = round(sum(ms) / 1000, 1)
+        entry["median_ms"] = round(statistics.median(ms), 1)
+    return out
+
+
 def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str, Any]:
     import paimon_meta
     from paimon_meta.table.compact import compact
@@ -139,10 +166,12 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
                     str(args.maintenance_workers),
                     "--poll-seconds",
                     "0.2",
+                    "--tick-seconds",
+                    str(args.tick_seconds),
                 ],
                 env={**os.environ, "PYTHONPATH": str(REPO)},
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=open(args.maintainer_log, "ab") if args.maintainer_log else subprocess.DEVNULL,  # noqa: SIM115
             )
             # started writers wait for nobody: let the maintainer come up first (its first tick)
             _wait_for_cursor(catalog)
@@ -172,6 +201,7 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
             maintainer.terminate()
             maintainer.wait(60)
         final = _sample(catalog)
+        runs = _maintenance_runs(catalog)
         compact(catalog.get_table(TABLE))
         compacted = _sample(catalog)
         catalog.close()
@@ -185,6 +215,7 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
         "samples": samples,
         "final": final,
         "fully_compacted": compacted,
+        "maintenance_runs": runs,
     }
 
 
@@ -197,7 +228,9 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=2000, help="per writer")
     parser.add_argument("--every", type=int, default=200)
     parser.add_argument("--maintenance-workers", type=int, default=2)
+    parser.add_argument("--tick-seconds", type=float, default=1.0, help="the maintainer's scheduler tick")
     parser.add_argument("--sides", default="on,off")
+    parser.add_argument("--maintainer-log", help="append the maintainer's stderr to this file")
     args = parser.parse_args()
     if not args.url:
         parser.error("--url or $PAIMON_META_TEST_DSN")
@@ -214,6 +247,8 @@ def main() -> None:
             f"commit p50 {r['commit_p50_ms']} ms p99 {r['commit_p99_ms']} ms; fully compacted read "
             f"{r['fully_compacted']['read_ms']} ms"
         )
+        for key, entry in sorted(r["maintenance_runs"].items()):
+            print(f"  runs {key}: {entry}")
         for s in r["samples"]:
             ratio = s["read_ms"] / r["fully_compacted"]["read_ms"]
             print(

@@ -180,8 +180,10 @@ def _compact_runs(table: FileStoreTable) -> Outcome:
         "written_files": 0,
         "rounds": 0,
     }
-    user = f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"
     for _ in range(MAX_COMPACTION_ROUNDS):
+        # A user of its own per commit: batch commits of one user share one identifier, so a second commit
+        # of the same user would be taken for a retry of the first and skipped (Java's dedupe).
+        user = f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"
         result = compact(table, commit_user=user, strategy=strategy)
         if not result.snapshot_ids:
             break

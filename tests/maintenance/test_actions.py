@@ -11,6 +11,7 @@ import time
 import uuid
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -325,3 +326,50 @@ def test_compaction_merges_only_the_runs_the_universal_pick_chooses(catalog: Met
     # 2 runs, fewer than the trigger: nothing is due
     maintainer.scheduler.tick(sweep=True)
     assert maintainer.queue.jobs() == []
+
+
+def test_a_compaction_job_compacts_again_while_writers_add_runs(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paimon_meta.maintenance import actions
+
+    catalog.create_table(
+        "db.pk",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"},
+    )
+    keys = iter(range(100))
+
+    def commit() -> None:
+        k = next(keys)
+        table = catalog.get_table("db.pk")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array([k], pa.int32()), "v": [f"v{k}"]}))
+        builder.new_commit().commit(w.prepare_commit())
+
+    for _ in range(3):
+        commit()
+    real = actions.compact
+    calls = []
+
+    def compact_then_write(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        calls.append(result)
+        if len(calls) == 1:
+            for _ in range(3):  # writers add runs while the job runs: the pick chooses again
+                commit()
+        return result
+
+    monkeypatch.setattr(actions, "compact", compact_then_write)
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.drain()
+    (run,) = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"]
+    assert run["rounds"] == 2 and len(set(run["snapshot_ids"])) == 2
+    table = catalog.get_table("db.pk")
+    assert max(b.sorted_runs for b in bucket_files(table)) < 3
+    assert read_keys(catalog, identifier="db.pk") == list(range(6))
+    # every data file written is in some snapshot: no round's files were left behind
+    on_disk = {str(p) for p in Path(table.path).rglob("data-*")}
+    assert on_disk <= referenced_paths(table)
