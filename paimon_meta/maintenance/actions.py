@@ -34,6 +34,7 @@ from paimon_meta.ops.orphans import remove_orphan_files
 from paimon_meta.ops.partitions import drop_partitions, list_partitions
 from paimon_meta.ops.tags import create_tag, delete_tag
 from paimon_meta.table.compact import compact
+from paimon_meta.table.consumers import ConsumerManager
 from paimon_meta.table.mergetree.universal import UniversalCompaction
 
 if TYPE_CHECKING:
@@ -103,10 +104,17 @@ def run_action(
             outcome.files_after = outcome.details["written_files"]
         return outcome
     if kind is MaintenanceKind.EXPIRE_SNAPSHOTS:
+        # Consumers past consumer.expiration-time first, as Java's commit does: the snapshots only they
+        # held back may then expire in this run.
+        consumers: list[str] = []
+        if options.consumer_expiration_ms is not None:
+            cutoff = int(time.time() * 1000) - options.consumer_expiration_ms
+            consumers = ConsumerManager(table.file_io, table.path).expire(cutoff)
         report = expire_snapshots(catalog, identifier)
         outcome = Outcome(
-            acted=bool(report.expired),
+            acted=bool(report.expired or consumers),
             details={
+                "expired_consumers": consumers,
                 "expired": len(report.expired),
                 "earliest_after": report.earliest_after,
                 "deleted_data_files": len(report.deleted_data_files),

@@ -7,7 +7,8 @@
   Java writers would wait; ours never do) are counted too. An append table owes it when a bucket has
   ``compaction.min.file-num`` small files (below 70 % of ``target-file-size``: ``compactionFileSize``).
 * **Snapshots beyond retention**: more than ``snapshot.num-retained.max``, or more than ``.min`` with the
-  second-oldest older than ``snapshot.time-retained`` (so the oldest would expire: Java's rule).
+  second-oldest older than ``snapshot.time-retained`` (so the oldest would expire: Java's rule); or
+  consumers not updated within ``consumer.expiration-time`` (the same job deletes them first).
 * **Partitions past expiration**: partitions whose time (from their values: ``values-time``) is older
   than now minus ``partition.expiration-time``, looked for every ``partition.expiration-check-interval``.
 * **A tag due**: ``tag.automatic-creation = process-time``: the last period that ended (plus
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from paimon_meta.db.models import MaintenanceKind
 from paimon_meta.maintenance.options import MaintenanceOptions
 from paimon_meta.table.compact import compaction_file_size
+from paimon_meta.table.consumers import ConsumerManager
 from paimon_meta.table.mergetree.universal import UniversalCompaction, pick_bucket, stop_trigger
 from paimon_meta.table.read.scan import FileStoreScan
 from paimon_meta.table.tags import TagManager
@@ -55,6 +57,8 @@ class Debt:
     buckets_over_stop_trigger: int = 0
     snapshots: int = 0
     snapshots_expirable: bool = False
+    #: consumers past ``consumer.expiration-time``
+    consumers_expired: int = 0
     expired_partitions: list[dict[str, str]] = field(default_factory=list)
     tag_due: str | None = None
     tags_over_retention: int = 0
@@ -71,7 +75,7 @@ class Debt:
             compaction_due = bool(self.compaction_trigger) and self.max_small_files >= self.compaction_trigger
         if compaction_due:
             kinds.append(MaintenanceKind.COMPACT)
-        if self.snapshots_expirable:
+        if self.snapshots_expirable or self.consumers_expired:
             kinds.append(MaintenanceKind.EXPIRE_SNAPSHOTS)
         if self.expired_partitions:
             kinds.append(MaintenanceKind.EXPIRE_PARTITIONS)
@@ -154,6 +158,9 @@ def measure(
     if latest is not None and earliest is not None:
         debt.snapshots = latest - earliest + 1
         debt.snapshots_expirable = _snapshots_expirable(table, earliest, debt.snapshots, now)
+    if options.consumer_expiration_ms is not None:
+        consumers = ConsumerManager(table.file_io, table.path)
+        debt.consumers_expired = len(consumers.expired(now - options.consumer_expiration_ms))
     last_partition_check = last_runs.get(MaintenanceKind.EXPIRE_PARTITIONS.value)
     if (
         options.partition_expiration_ms is not None

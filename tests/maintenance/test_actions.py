@@ -27,6 +27,7 @@ from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.feed import FeedFilter, read_feed
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.ops.references import read_entries  # noqa: F401 - the module the in-flight check uses
+from paimon_meta.table.consumers import ConsumerManager
 from paimon_meta.table.tags import TagManager
 from tests.ops.helpers import (
     TABLE,
@@ -373,3 +374,30 @@ def test_a_compaction_job_compacts_again_while_writers_add_runs(
     # every data file written is in some snapshot: no round's files were left behind
     on_disk = {str(p) for p in Path(table.path).rglob("data-*")}
     assert on_disk <= referenced_paths(table)
+
+
+def test_consumers_past_their_expiration_time_are_deleted_before_snapshots_expire(
+    catalog: MetastoreCatalog,
+) -> None:
+    create(
+        catalog,
+        **{
+            "consumer.expiration-time": "1 h",
+            "snapshot.num-retained.min": "1",
+            "snapshot.time-retained": "1 ms",
+        },
+    )
+    for k in range(5):
+        write(catalog, [k])
+    table = catalog.get_table(TABLE)
+    consumers = ConsumerManager(table.file_io, table.path)
+    consumers.reset("stale", 2)
+    consumers.reset("reading", 4)
+    make_old([consumers.path("stale")], seconds=2 * 3600)
+    Maintainer(catalog, MaintainerSettings(workers=0)).drain()
+    # the stale consumer no longer holds snapshots 2 and 3; the one still reading holds 4
+    assert consumers.consumers() == {"reading": 4}
+    assert catalog.get_table(TABLE).snapshot_manager.earliest_snapshot_id() == 4
+    (run,) = [r for r in _runs(catalog, "expire_snapshots") if r["outcome"] == "done"]
+    assert run["expired_consumers"] == ["stale"]
+    assert read_keys(catalog) == list(range(5))
