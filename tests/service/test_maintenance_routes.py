@@ -88,3 +88,39 @@ def test_the_service_runs_maintenance_workers_when_asked(service_catalog: Metast
             time.sleep(0.2)
     finally:
         state.maintainer.stop()
+
+
+def test_the_recycle_bin_of_a_database_is_listed_with_its_drop_ids(
+    service_client: TestClient, service_catalog: MetastoreCatalog
+) -> None:
+    seed(service_catalog, "db.t")
+    seed(service_catalog, "db.u")
+    admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
+    dbadmin = auth(make_principal(service_catalog, "dba", [("admin", "db", None)]))
+    reader = auth(make_principal(service_catalog, "r", [("read", "db", None)]))
+    assert service_client.get(f"{P}/databases/db/dropped-tables", headers=admin).json()["tables"] == []
+    assert service_client.delete(f"{P}/databases/db/tables/t", headers=admin).status_code == 200
+    assert service_client.delete(f"{P}/databases/db/tables/u", headers=admin).status_code == 200
+    listed = service_client.get(f"{P}/databases/db/dropped-tables", headers=dbadmin)
+    assert listed.status_code == 200, listed.text
+    tables = listed.json()["tables"]
+    assert [(t["database"], t["name"], t["droppedBy"]) for t in tables] == [
+        ("db", "t", "root"),
+        ("db", "u", "root"),
+    ]
+    assert all(t["purgeAfter"] > t["droppedAt"] and t["dropId"] > 0 for t in tables)
+    # paged; the drop id is what an undrop takes
+    first = service_client.get(f"{P}/databases/db/dropped-tables?maxResults=1", headers=admin).json()
+    assert [t["name"] for t in first["tables"]] == ["t"] and first["nextPageToken"] == "1"
+    u = tables[1]["dropId"]
+    undrop = service_client.post(f"{P}/databases/db/tables/u/undrop?dropId={u}", headers=admin)
+    assert undrop.status_code == 200
+    after = service_client.get(f"{P}/databases/db/dropped-tables", headers=admin).json()["tables"]
+    assert [t["name"] for t in after] == ["t"]
+    # reading the bin needs admin on the database, as an undrop does
+    assert service_client.get(f"{P}/databases/db/dropped-tables", headers=reader).status_code == 403
+    # a database dropped with its tables: still listed
+    assert service_client.delete(f"{P}/databases/db", headers=admin).status_code == 200
+    gone = service_client.get(f"{P}/databases/db/dropped-tables", headers=admin)
+    assert gone.status_code == 200, gone.text
+    assert sorted(t["name"] for t in gone.json()["tables"]) == ["t", "u"]
