@@ -6,9 +6,13 @@ one-row batches (distinct keys) through ``paimon_meta.connect`` (the lock-guarde
 every commit. With maintenance on, a separate process runs ``paimon-meta maintain`` (``--maintenance-
 workers`` workers, the scheduler fed by the commit log), as a replica would beside the writers.
 
+``--preload N``: before the writers start, N rows (keys above the writers') are written in one commit and
+fully compacted: a table with a base, where a full compaction costs what the base costs.
+
 The parent samples every ``--every`` user commits (counted from the commit log): the most files and sorted
-runs of any bucket, and the latency of a full read of the table (median of 3). After the writers end, the
-table is fully compacted once more and read (median of 3): the reference "fully compacted" read.
+runs of any bucket, and a full read of the table (median of 3): its latency and the CPU time of the
+reading process (less sensitive than the latency to what else runs on the machine). After the writers end,
+the table is fully compacted once more and read (median of 3): the reference "fully compacted" read.
 
 Reported per side: commit p50/p99 (ms), the samples, the final compacted read; then the ratios on/off.
 
@@ -17,6 +21,7 @@ Usage::
     python bench/bench_maintenance.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
                                       [--writers 8] [--commits 2000] [--every 200]
                                       [--maintenance-workers 2] [--tick-seconds 1] [--sides on,off]
+                                      [--preload 0] [--maintainer-log PATH]
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_commit import load, scratch_database  # noqa: E402
 
 TABLE = "db.pk"
+#: preloaded keys start here (the writers' keys are below it)
+PRELOAD_BASE = 10**9
 LOCK = {"lock.lease-seconds": "10", "lock.acquire-timeout-seconds": "120"}
 
 
@@ -47,6 +54,22 @@ def _schema() -> Any:
     import pyarrow as pa
 
     return pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+def _preload(catalog: Any, rows: int) -> None:
+    """``rows`` rows in one commit (keys above every writer's), then fully compacted: the table's base."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from paimon_meta.table.compact import compact
+
+    table = catalog.get_table(TABLE)
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    keys = pa.array(range(PRELOAD_BASE, PRELOAD_BASE + rows), pa.int64())
+    write.write_arrow(pa.table({"k": keys, "v": pc.cast(keys, pa.string())}))
+    builder.new_commit().commit(write.prepare_commit())
+    compact(catalog.get_table(TABLE))
 
 
 def _writer(url: str, warehouse: str, writer: int, commits: int, out: Any) -> None:
@@ -102,15 +125,18 @@ def _sample(catalog: Any) -> dict[str, Any]:
     table = catalog.get_table(TABLE)
     buckets = bucket_files(table)
     reads = []
+    cpu = []
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         builder = table.new_read_builder()
         rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).num_rows
         reads.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
     return {
         "files_per_bucket": max((b.files for b in buckets), default=0),
         "sorted_runs": max((b.sorted_runs for b in buckets), default=0),
         "read_ms": round(statistics.median(reads), 1),
+        "read_cpu_ms": round(statistics.median(cpu), 1),
         "rows": rows,
     }
 
@@ -149,6 +175,8 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
     with scratch_database(server) as url, tempfile.TemporaryDirectory() as warehouse:
         catalog = paimon_meta.connect(url, warehouse, **LOCK)
         catalog.create_table(TABLE, _schema(), primary_keys=["k"], options={"bucket": "2"})
+        if args.preload:
+            _preload(catalog, args.preload)
         maintainer = None
         if maintenance:
             maintainer = subprocess.Popen(
@@ -231,6 +259,9 @@ def main() -> None:
     parser.add_argument("--tick-seconds", type=float, default=1.0, help="the maintainer's scheduler tick")
     parser.add_argument("--sides", default="on,off")
     parser.add_argument("--maintainer-log", help="append the maintainer's stderr to this file")
+    parser.add_argument(
+        "--preload", type=int, default=0, help="rows written and fully compacted before the writers start"
+    )
     args = parser.parse_args()
     if not args.url:
         parser.error("--url or $PAIMON_META_TEST_DSN")
@@ -251,9 +282,11 @@ def main() -> None:
             print(f"  runs {key}: {entry}")
         for s in r["samples"]:
             ratio = s["read_ms"] / r["fully_compacted"]["read_ms"]
+            cpu_ratio = s["read_cpu_ms"] / r["fully_compacted"]["read_cpu_ms"]
             print(
                 f"  {s['commits']:>6} commits: files/bucket {s['files_per_bucket']:>5}, sorted runs "
-                f"{s['sorted_runs']:>5}, read {s['read_ms']:>8} ms ({ratio:.2f}x compacted)"
+                f"{s['sorted_runs']:>5}, read {s['read_ms']:>8} ms ({ratio:.2f}x compacted), read CPU "
+                f"{s['read_cpu_ms']:>8} ms ({cpu_ratio:.2f}x)"
             )
 
 
