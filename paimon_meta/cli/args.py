@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from paimon_meta.cli.config import ENV_CONFIG, HelpFormatter
 from paimon_meta.cli.context import ENV_TOKEN, ENV_URL, ENV_WAREHOUSE, EPILOG, Context, Output
 
 Handler = Callable[[Context, argparse.Namespace], Output]
@@ -33,7 +34,15 @@ port = _port
 
 
 def add_globals(parser: argparse.ArgumentParser, default: Any) -> None:
-    """``--metastore``, ``--warehouse``, ``-o``, ``--token``, ``--json``, ``--debug``."""
+    """``--config``, ``--metastore``, ``--warehouse``, ``-o``, ``--token`` (the secrets with their
+    ``--X-file`` twins), ``--json``, ``--debug``, ``--log-format``."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=default,
+        help=f"TOML file of settings: flag > environment > file > default (default ${ENV_CONFIG}; "
+        "`paimon-meta config show [COMMAND]` prints what applies)",
+    )
     parser.add_argument(
         "--metastore",
         metavar="URL",
@@ -57,10 +66,23 @@ def add_globals(parser: argparse.ArgumentParser, default: Any) -> None:
         default=default,
         help=f"bearer token when --metastore is a commit service URL (default ${ENV_TOKEN})",
     )
+    # A secret's twin: the secret read from a file (a mounted Secret), never needed on the command line.
+    for name, what in (
+        ("metastore", "the metastore URL (with its password)"),
+        ("option", "KEY=VALUE options, one a line (storage keys)"),
+        ("token", "the bearer token"),
+    ):
+        parser.add_argument(f"--{name}-file", metavar="FILE", default=default, help=f"read {what} from FILE")
     flag_default = False if default is None else default
     parser.add_argument("--json", action="store_true", default=flag_default, help="print results as JSON")
     parser.add_argument(
         "--debug", action="store_true", default=flag_default, help="debug logging and stack traces on errors"
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text" if default is None else default,
+        help="log lines as text or as one JSON object each (default text)",
     )
 
 
@@ -72,13 +94,15 @@ class Commands:
 
     sub: argparse._SubParsersAction[argparse.ArgumentParser]
     common: argparse.ArgumentParser
+    #: ``paimon-meta``'s own parser (``config show`` walks it).
+    root: argparse.ArgumentParser
 
     @classmethod
     def of(cls, parser: argparse.ArgumentParser) -> Commands:
         """The commands of the top-level ``parser``."""
         common = argparse.ArgumentParser(add_help=False)
         add_globals(common, argparse.SUPPRESS)
-        return cls(parser.add_subparsers(dest="command", metavar="COMMAND", required=True), common)
+        return cls(parser.add_subparsers(dest="command", metavar="COMMAND", required=True), common, parser)
 
     def add(
         self, name: str, handler: Handler, help_text: str, *, remote: bool = False
@@ -90,19 +114,23 @@ class Commands:
             help=help_text,
             description=help_text,
             epilog=EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=HelpFormatter,
         )
         p.set_defaults(handler=handler, remote=remote)
         return p
 
     def group(self, name: str, help_text: str) -> Commands:
         """A command taking an ACTION (``paimon-meta NAME ACTION``); add the actions with ``action``."""
-        parser = self.sub.add_parser(name, help=help_text)
+        parser = self.sub.add_parser(
+            name, help=help_text, description=help_text, formatter_class=HelpFormatter
+        )
         actions = parser.add_subparsers(dest=f"{name}_command", metavar="ACTION", required=True)
-        return Commands(actions, self.common)
+        return Commands(actions, self.common, self.root)
 
     def action(self, name: str, handler: Handler, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
         """An ACTION of a ``group`` (database only); ``kwargs`` go to ``add_parser``."""
+        kwargs.setdefault("description", help_text)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         p = self.sub.add_parser(name, parents=[self.common], help=help_text, **kwargs)
         p.set_defaults(handler=handler)
         return p

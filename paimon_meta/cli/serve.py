@@ -7,11 +7,10 @@ dependencies are the ``service`` extra); the service never imports the CLI.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import sys
 from typing import TYPE_CHECKING
 
+from paimon_meta.cli import logs
 from paimon_meta.cli.args import Commands
 from paimon_meta.cli.context import Context, Output
 
@@ -208,7 +207,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.service.server import serve
     from paimon_meta.service.state import ServiceSettings
 
-    _log_to_stderr(args.log_level)
+    logs.configure_service(args.log_format, args.log_level)
     sts = (
         StsSettings(
             role_arn=args.sts_role_arn,
@@ -261,7 +260,8 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         tls_key=args.tls_key,
         events_nats=_events_nats(args),
     )
-    serve(settings, host=args.host, port=args.port, log_level=args.log_level)
+    # uvicorn's loggers go through ours (configured above): it installs no handlers of its own.
+    serve(settings, host=args.host, port=args.port, log_level=args.log_level, log_config=None)
     return Output({"stopped": True}, "")
 
 
@@ -326,13 +326,3 @@ def _oidc(args: argparse.Namespace) -> OidcSettings | None:
         groups_claim=args.oidc_groups_claim,
         algorithms=tuple(a.strip() for a in args.oidc_algorithms.split(",") if a.strip()),
     )
-
-
-def _log_to_stderr(level: str) -> None:
-    """The service's own log lines (``paimon_meta.*``) at ``level`` on stderr, not through the root."""
-    logger = logging.getLogger("paimon_meta")
-    logger.setLevel(level.upper())
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger.addHandler(handler)
-    logger.propagate = False

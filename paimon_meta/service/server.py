@@ -30,6 +30,7 @@ import ssl
 from typing import Any
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from paimon_meta.errors import ValidationError
@@ -143,9 +144,15 @@ def check_tls(settings: ServiceSettings) -> bool:
 
 
 def serve(
-    settings: ServiceSettings, *, host: str = "127.0.0.1", port: int = 8181, log_level: str = "info"
+    settings: ServiceSettings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8181,
+    log_level: str = "info",
+    log_config: dict[str, Any] | None = LOGGING_CONFIG,
 ) -> None:
-    """Serve until SIGTERM/SIGINT (blocks).
+    """Serve until SIGTERM/SIGINT (blocks). ``log_config``: uvicorn's logging set-up (None: the caller
+    configured the ``uvicorn`` loggers itself).
 
     Raises:
         ValidationError: the TLS settings cannot be used (:func:`check_tls`).
@@ -156,6 +163,7 @@ def serve(
         host=host,
         port=port,
         log_level=log_level,
+        log_config=log_config,
         access_log=False,  # our middleware logs each request with its id and principal
         timeout_graceful_shutdown=max(1, int(settings.drain_seconds)),
         lifespan="on",
