@@ -27,7 +27,20 @@ def register(commands: Commands) -> None:
     p.add_argument("--port", type=int, default=8181, help="port (default 8181)")
     p.add_argument("--catalog-name", default="paimon", help="the REST prefix clients use as 'warehouse'")
     p.add_argument("--workers", type=int, default=32, help="threads for blocking work (default 32)")
-    p.add_argument("--drain-seconds", type=float, default=30.0, help="SIGTERM grace for in-flight requests")
+    p.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=30.0,
+        help="on SIGTERM: not ready at once, new requests 503, in-flight ones may finish for this long, "
+        "then 503 for what is left and exit 0 (default 30)",
+    )
+    p.add_argument(
+        "--recovery-interval-seconds",
+        type=float,
+        default=60.0,
+        help="settle commits left pending (a replica stopped mid-commit) this often, one replica at a "
+        "time (0: never; `paimon-meta recover` does it; default 60)",
+    )
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024, help="request body limit")
     p.add_argument(
         "--group-max-commits",
@@ -234,6 +247,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         catalog_name=args.catalog_name,
         worker_threads=args.workers,
         drain_seconds=args.drain_seconds,
+        recovery_interval_seconds=args.recovery_interval_seconds,
         max_body_bytes=args.max_body_bytes,
         group_max_commits=args.group_max_commits,
         group_max_hold_seconds=args.group_max_hold_ms / 1000,

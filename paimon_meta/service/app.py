@@ -16,6 +16,7 @@ principal, route, status, latency; what the client chose is JSON-quoted) and the
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -62,7 +63,7 @@ from paimon_meta.service.console import routes as console_routes
 from paimon_meta.service.console import session as console_session
 from paimon_meta.service.retry import repeat
 from paimon_meta.service.routes_feed import EVENT_STREAM
-from paimon_meta.service.state import ServiceSettings, ServiceState
+from paimon_meta.service.state import DRAIN_RETRY_AFTER_SECONDS, ServiceSettings, ServiceState
 
 access_log = logging.getLogger("paimon_meta.service.access")
 log = logging.getLogger("paimon_meta.service")
@@ -244,6 +245,12 @@ class _EveryRequest:
                 # the stream routes themselves: any other request is admitted (or shed) whatever its
                 # Accept header says.
                 stream = is_stream_request(method, scope["path"], headers)
+                if service is not None and service.draining and scope["path"] not in NEVER_SHED:
+                    # SIGTERM: nothing new starts here; the client re-sends (another replica answers).
+                    await _closing(_stopping("this replica is shutting down; retry"))(
+                        scope, receive, send_with_id
+                    )
+                    return
                 admitted = service is not None and scope["path"] not in NEVER_SHED and not stream
                 if admitted and service is not None and not service.admit_request():
                     shed = errors.error_response(
@@ -254,7 +261,10 @@ class _EveryRequest:
                     await shed(scope, receive, send_with_id)
                     return
                 try:
-                    await self.app(scope, receive, send_with_id)
+                    if admitted and service is not None:
+                        await _until_deadline(service, self.app, scope, receive, send_with_id)
+                    else:
+                        await self.app(scope, receive, send_with_id)
                 finally:
                     if admitted and service is not None:
                         service.request_done()
@@ -275,6 +285,52 @@ class _EveryRequest:
                 elapsed * 1000,
                 log_text(state.get("principal") or "-"),
             )
+
+
+def _stopping(message: str) -> Response:
+    return errors.error_response(503, message, retry_after=DRAIN_RETRY_AFTER_SECONDS)
+
+
+async def _until_deadline(
+    service: ServiceState, app: ASGIApp, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Run the request; if the drain's deadline passes first (SIGTERM, then ``drain_seconds``), answer 503
+    + Retry-After in its place (never a cancelled task's 500) and leave it to finish on its own: what it
+    sends afterwards is dropped. A commit answered so is settled by recovery or the client's re-send of the
+    same identifier (deduplicated); one withdrawn from its table's queue was never started."""
+    answered = False
+    started = False
+
+    async def guarded(message: Message) -> None:
+        nonlocal started
+        if answered:
+            return
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    task = asyncio.ensure_future(app(scope, receive, guarded))
+    deadline = service.deadline()
+    await asyncio.wait((task, deadline), return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        task.result()
+        return
+    task.add_done_callback(_forget)
+    answered = True
+    if not started:
+        log.warning(
+            "drain deadline: answered %s %s 503 (still running)", scope["method"], log_text(scope["path"])
+        )
+        message = (
+            "this replica shut down before the request finished; re-send it (a commit with the same "
+            "identifier is deduplicated)"
+        )
+        await _closing(_stopping(message))(scope, receive, send)
+
+
+def _forget(task: asyncio.Future[None]) -> None:
+    """Collect an abandoned request's outcome (so asyncio does not log it as never retrieved)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.info("a request answered at the drain deadline ended later: %r", task.exception())
 
 
 async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -> Response | None:
@@ -431,6 +487,8 @@ def _install_ops(app: FastAPI) -> None:
         """Postgres answers and its schema is at the migrations' head; 503 otherwise. No token needed,
         so it says only ready or not (the reason is logged)."""
         service: ServiceState = request.app.state.service
+        if service.draining:  # SIGTERM: out of the load balancer at once
+            return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
         try:
             current = migrate.current(service.catalog.engine)
             heads = migrate.heads()

@@ -1,9 +1,10 @@
 """Run the service with uvicorn: ``paimon-meta serve``.
 
-On SIGTERM (or SIGINT) uvicorn stops accepting connections, lets in-flight requests finish for up to
-``drain_seconds`` and then exits; a commit cut off after that (or by SIGKILL) leaves only states
-recovery resolves (docs/DESIGN.md, "The commit service"). Several replicas may serve one metastore and
-warehouse: every commit takes the table's lock.
+On SIGTERM (or SIGINT) the replica drains (:class:`DrainingServer`): not ready at once, new requests
+503, streams ended, in-flight requests finish for up to ``drain_seconds``, then it exits 0; a commit cut
+off after that (or by SIGKILL) leaves only states recovery resolves (docs/DESIGN.md, "The commit
+service"), which a replica runs in the background (``ServiceState``, one replica at a time). Several
+replicas may serve one metastore and warehouse: every commit takes the table's lock.
 
 Slow and oversized clients (README, "Hardening"): uvicorn closes a connection idle between requests after
 ``keep_alive_seconds`` and answers 503 beyond ``max_connections``; it has no limit of its own on the
@@ -27,6 +28,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import threading
+import time
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -35,7 +39,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from paimon_meta.errors import ValidationError
 from paimon_meta.service.app import create_app
-from paimon_meta.service.state import ServiceSettings
+from paimon_meta.service.state import ServiceSettings, ServiceState
 
 log = logging.getLogger("paimon_meta.service")
 
@@ -106,6 +110,54 @@ class HeaderLimitsProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
 
+#: After the drain, how long uvicorn waits for connections to close before it cancels what is left.
+SHUTDOWN_GRACE_SECONDS = 3
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server with our drain on SIGTERM/SIGINT (README "Graceful drain").
+
+    At the signal the port stays open while the replica drains: ``/readyz`` answers 503 at once (a load
+    balancer takes the replica out), every new request is answered 503 + Retry-After, live streams end
+    with an SSE ``retry:`` hint, and the requests in flight (commits) may finish for ``drain_seconds``.
+    At that deadline commits still queued behind a table's lock are withdrawn (503, nothing published)
+    and requests still running are answered 503 by the middleware; then uvicorn closes the port and the
+    connections, the app's shutdown releases what it holds, and the process exits 0 (the signal is not
+    raised again). A second signal stops at once, as uvicorn's own.
+    """
+
+    def __init__(self, config: uvicorn.Config, drain_seconds: float) -> None:
+        super().__init__(config)
+        self.drain_seconds = drain_seconds
+        self._drain: threading.Thread | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        service: ServiceState | None = getattr(getattr(self.config.app, "state", None), "service", None)
+        if self._drain is not None or service is None or self.should_exit:
+            # A second signal, or one before the app started: uvicorn's own (at once).
+            self.should_exit = True
+            self.force_exit = self._drain is not None
+            return
+        service.begin_drain()
+        self._drain = threading.Thread(
+            target=self._drain_then_exit, args=(service,), name="drain", daemon=True
+        )
+        self._drain.start()
+
+    def _drain_then_exit(self, service: ServiceState) -> None:
+        started = time.monotonic()
+        deadline = started + self.drain_seconds
+        while service.busy() and time.monotonic() < deadline and not self.should_exit:
+            time.sleep(0.02)
+        if service.busy():
+            service.deadline_reached()
+            late = time.monotonic() + SHUTDOWN_GRACE_SECONDS
+            while service.busy() and time.monotonic() < late:
+                time.sleep(0.02)
+        log.info("drained in %.2fs; stopping", time.monotonic() - started)
+        self.should_exit = True
+
+
 def protocol_for(settings: ServiceSettings) -> type[HeaderLimitsProtocol]:
     """:class:`HeaderLimitsProtocol` with ``settings``' limits."""
     return type(
@@ -165,7 +217,8 @@ def serve(
         log_level=log_level,
         log_config=log_config,
         access_log=False,  # our middleware logs each request with its id and principal
-        timeout_graceful_shutdown=max(1, int(settings.drain_seconds)),
+        # The drain itself ran before uvicorn's shutdown (DrainingServer): what is left is closing.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         lifespan="on",
         http=protocol_for(settings),
         timeout_keep_alive=max(1, int(settings.keep_alive_seconds)),
@@ -177,7 +230,7 @@ def serve(
         ssl_certfile=settings.tls_cert if tls else None,
         ssl_keyfile=settings.tls_key if tls else None,
     )
-    server = uvicorn.Server(config)
+    server = DrainingServer(config, settings.drain_seconds)
     scheme = "https" if tls else "http"
     log.info("serving catalog %r on %s://%s:%d", settings.catalog_name, scheme, host, port)
     server.run()
