@@ -314,7 +314,8 @@ async def _until_deadline(
     if task.done():
         task.result()
         return
-    task.add_done_callback(_forget)
+    service.abandon()
+    task.add_done_callback(functools.partial(_forget, service))
     answered = True
     if not started:
         log.warning(
@@ -327,8 +328,9 @@ async def _until_deadline(
         await _closing(_stopping(message))(scope, receive, send)
 
 
-def _forget(task: asyncio.Future[None]) -> None:
+def _forget(service: ServiceState, task: asyncio.Future[None]) -> None:
     """Collect an abandoned request's outcome (so asyncio does not log it as never retrieved)."""
+    service.abandoned_done()
     if not task.cancelled() and task.exception() is not None:
         log.info("a request answered at the drain deadline ended later: %r", task.exception())
 

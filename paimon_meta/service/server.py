@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import ssl
 import threading
 import time
@@ -143,6 +145,18 @@ class DrainingServer(uvicorn.Server):
             target=self._drain_then_exit, args=(service,), name="drain", daemon=True
         )
         self._drain.start()
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().serve(sockets)
+        service: ServiceState | None = getattr(getattr(self.config.app, "state", None), "service", None)
+        if service is not None and service.draining and service.abandoned:
+            # Requests answered 503 at the deadline still run on worker threads (a commit waiting for its
+            # table's lock): their answers were given, the app is shut down, and waiting for them (the
+            # event loop's end cancels their tasks and waits for the threads) could take a lock's whole
+            # timeout. Nothing of theirs can be published any more than a killed process's could.
+            log.warning("exiting with %d request(s) still running past the drain", service.abandoned)
+            logging.shutdown()
+            os._exit(0)
 
     def _drain_then_exit(self, service: ServiceState) -> None:
         started = time.monotonic()

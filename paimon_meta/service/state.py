@@ -352,6 +352,7 @@ class ServiceState:
         # loop) when ``drain_seconds`` passed with requests still in flight.
         self._draining = threading.Event()
         self._deadline_passed = False
+        self._abandoned = 0  # requests answered 503 at the deadline and still running
         self._deadline: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
         self._stop_recovery = threading.Event()
         self._recovery: threading.Thread | None = None
@@ -439,6 +440,21 @@ class ServiceState:
         if withdrawn:
             log.warning("drain deadline: %d queued commit(s) withdrawn (answered 503, retryable)", withdrawn)
         return withdrawn
+
+    def abandon(self) -> None:
+        """A request was answered 503 at the drain's deadline while it still runs (on a worker thread)."""
+        with self._lock:
+            self._abandoned += 1
+
+    def abandoned_done(self) -> None:
+        with self._lock:
+            self._abandoned -= 1
+
+    @property
+    def abandoned(self) -> int:
+        """Requests answered at the deadline whose work still runs (the process need not wait for them)."""
+        with self._lock:
+            return self._abandoned
 
     def _recover_loop(self) -> None:
         """Recovery in the background, one replica at a time: whoever holds the lease runs it."""
