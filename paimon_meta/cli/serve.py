@@ -35,6 +35,12 @@ def register(commands: Commands) -> None:
         "then 503 for what is left and exit 0 (default 30)",
     )
     p.add_argument(
+        "--migrate",
+        action="store_true",
+        help="migrate the metastore to this release's schema at start-up (default: only check it is "
+        "within the compatibility window; migrations are `paimon-meta db upgrade`'s, e.g. a Job)",
+    )
+    p.add_argument(
         "--recovery-interval-seconds",
         type=float,
         default=60.0,
@@ -248,6 +254,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         worker_threads=args.workers,
         drain_seconds=args.drain_seconds,
         recovery_interval_seconds=args.recovery_interval_seconds,
+        migrate=args.migrate,
         max_body_bytes=args.max_body_bytes,
         group_max_commits=args.group_max_commits,
         group_max_hold_seconds=args.group_max_hold_ms / 1000,
@@ -274,6 +281,12 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         tls_key=args.tls_key,
         events_nats=_events_nats(args),
     )
+    if not args.migrate:
+        # Before uvicorn starts: an empty or older metastore is one line naming what to run, not a
+        # failed start-up's traceback. (Migrating is `paimon-meta db upgrade`'s, or --migrate's.)
+        from paimon_meta.db.migrate import check_compatible
+
+        check_compatible(settings.metastore_url or ctx.metastore_url())
     # uvicorn's loggers go through ours (configured above): it installs no handlers of its own.
     serve(settings, host=args.host, port=args.port, log_level=args.log_level, log_config=None)
     return Output({"stopped": True}, "")

@@ -36,7 +36,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paimon_meta.catalog.metastore import connect
+from paimon_meta.catalog.metastore import connect_catalog
 from paimon_meta.db import migrate
 from paimon_meta.db.models import Privilege
 from paimon_meta.ops import metrics as event_log_metrics
@@ -166,7 +166,9 @@ def _name_spec_operations(app: FastAPI) -> None:
 
 
 def _connect(settings: ServiceSettings) -> ServiceState:
-    catalog = connect(settings.metastore_url, settings.warehouse, **settings.options)
+    catalog = connect_catalog(
+        settings.metastore_url, settings.warehouse, settings.options, migrate=settings.migrate
+    )
     return ServiceState(settings, catalog)
 
 
@@ -486,7 +488,8 @@ def _install_ops(app: FastAPI) -> None:
         responses={503: routes_common.ERRORS[503]},
     )
     def readyz(request: Request) -> Response:
-        """Postgres answers and its schema is at the migrations' head; 503 otherwise. No token needed,
+        """Postgres answers and its schema is within the compatibility window (this code's head, or a newer
+        release's); 503 otherwise, and at once when draining. No token needed,
         so it says only ready or not (the reason is logged)."""
         service: ServiceState = request.app.state.service
         if service.draining:  # SIGTERM: out of the load balancer at once
@@ -497,8 +500,8 @@ def _install_ops(app: FastAPI) -> None:
         except Exception as e:
             log.warning("not ready: metastore unreachable: %s", e)
             return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
-        if current not in heads:
-            log.warning("not ready: metastore schema at %s, expected %s", current, heads)
+        if not migrate.compatible(current):
+            log.warning("not ready: metastore schema at %s, this code needs %s or newer", current, heads)
             return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
         body = models.HealthResponse(status="ready")
         return Response(body.model_dump_json(by_alias=True), media_type="application/json")

@@ -128,6 +128,9 @@ class ServiceSettings:
     # (a lease on the metastore lock ``RECOVERY_LOCK``) settles the commits left prepared, e.g. by a replica
     # stopped mid-commit; 0 turns it off (``paimon-meta recover`` then does it).
     recovery_interval_seconds: float = 60.0
+    # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
+    # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
+    migrate: bool = False
 
     @property
     def feed_streams_per_principal(self) -> int:

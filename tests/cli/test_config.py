@@ -271,11 +271,14 @@ def test_serve_takes_its_settings_from_env_and_file(tmp_path: Path, monkeypatch:
     )
     monkeypatch.setenv("PAIMON_META_SERVE_PORT", "9100")
     monkeypatch.setenv("PAIMON_META_SERVE_MAX_IN_FLIGHT", "3")
-    assert main(["--config", path, "serve", "--warehouse", str(tmp_path / "w"), "--workers", "5"]) == 0
+    # --migrate: the metastore is not checked before serving (there is none here).
+    argv = ["--config", path, "serve", "--warehouse", str(tmp_path / "w"), "--workers", "5", "--migrate"]
+    assert main(argv) == 0
     settings = seen["settings"]
     assert settings.metastore_url == "postgresql+psycopg://u:pw@nowhere:5432/x"
     assert (settings.drain_seconds, settings.max_in_flight, settings.worker_threads) == (7.0, 3, 5)
     assert seen["kwargs"]["port"] == 9100 and seen["kwargs"]["log_config"] is None
+    assert settings.migrate is True
 
 
 def test_json_log_lines_for_ours_and_uvicorns(capsys: pytest.CaptureFixture[str]) -> None:
