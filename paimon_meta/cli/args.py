@@ -33,9 +33,10 @@ positive = _positive
 port = _port
 
 
-def add_globals(parser: argparse.ArgumentParser, default: Any) -> None:
+def add_globals(parser: argparse.ArgumentParser, default: Any, *, service: bool = True) -> None:
     """``--config``, ``--metastore``, ``--warehouse``, ``-o``, ``--token`` (the secrets with their
-    ``--X-file`` twins), ``--json``, ``--debug``, ``--log-format``."""
+    ``--X-file`` twins), ``--json``, ``--debug``, ``--log-format``. ``service`` False: without the token
+    (a command that never reads through a commit service does not list it)."""
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -60,18 +61,18 @@ def add_globals(parser: argparse.ArgumentParser, default: Any) -> None:
         metavar="KEY=VALUE",
         help="catalog/storage option (repeatable)",
     )
-    parser.add_argument(
-        "--token",
-        metavar="TOKEN",
-        default=default,
-        help=f"bearer token when --metastore is a commit service URL (default ${ENV_TOKEN})",
-    )
+    secrets = [("metastore", "the metastore URL (with its password)")]
+    secrets.append(("option", "KEY=VALUE options, one a line (storage keys)"))
+    if service:
+        parser.add_argument(
+            "--token",
+            metavar="TOKEN",
+            default=default,
+            help=f"bearer token when --metastore is a commit service URL (default ${ENV_TOKEN})",
+        )
+        secrets.append(("token", "the bearer token"))
     # A secret's twin: the secret read from a file (a mounted Secret), never needed on the command line.
-    for name, what in (
-        ("metastore", "the metastore URL (with its password)"),
-        ("option", "KEY=VALUE options, one a line (storage keys)"),
-        ("token", "the bearer token"),
-    ):
+    for name, what in secrets:
         parser.add_argument(f"--{name}-file", metavar="FILE", default=default, help=f"read {what} from FILE")
     flag_default = False if default is None else default
     parser.add_argument("--json", action="store_true", default=flag_default, help="print results as JSON")
@@ -94,6 +95,8 @@ class Commands:
 
     sub: argparse._SubParsersAction[argparse.ArgumentParser]
     common: argparse.ArgumentParser
+    #: The global options of a command that only works on the database (no ``--token``).
+    local: argparse.ArgumentParser
     #: ``paimon-meta``'s own parser (``config show`` walks it).
     root: argparse.ArgumentParser
 
@@ -102,7 +105,12 @@ class Commands:
         """The commands of the top-level ``parser``."""
         common = argparse.ArgumentParser(add_help=False)
         add_globals(common, argparse.SUPPRESS)
-        return cls(parser.add_subparsers(dest="command", metavar="COMMAND", required=True), common, parser)
+        local = argparse.ArgumentParser(add_help=False)
+        add_globals(local, argparse.SUPPRESS, service=False)
+        sub = parser.add_subparsers(
+            dest="command", metavar="COMMAND", required=True, help="the command (COMMAND --help)"
+        )
+        return cls(sub, common, local, parser)
 
     def add(
         self, name: str, handler: Handler, help_text: str, *, remote: bool = False
@@ -110,7 +118,7 @@ class Commands:
         """A command; ``remote``: it also reads through a commit service (``--metastore http://``)."""
         p = self.sub.add_parser(
             name,
-            parents=[self.common],
+            parents=[self.common if remote else self.local],
             help=help_text,
             description=help_text,
             epilog=EPILOG,
@@ -124,13 +132,15 @@ class Commands:
         parser = self.sub.add_parser(
             name, help=help_text, description=help_text, formatter_class=HelpFormatter
         )
-        actions = parser.add_subparsers(dest=f"{name}_command", metavar="ACTION", required=True)
-        return Commands(actions, self.common, self.root)
+        actions = parser.add_subparsers(
+            dest=f"{name}_command", metavar="ACTION", required=True, help=f"what to do ({name} ACTION --help)"
+        )
+        return Commands(actions, self.common, self.local, self.root)
 
     def action(self, name: str, handler: Handler, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
         """An ACTION of a ``group`` (database only); ``kwargs`` go to ``add_parser``."""
         kwargs.setdefault("description", help_text)
         kwargs.setdefault("formatter_class", HelpFormatter)
-        p = self.sub.add_parser(name, parents=[self.common], help=help_text, **kwargs)
+        p = self.sub.add_parser(name, parents=[self.local], help=help_text, **kwargs)
         p.set_defaults(handler=handler)
         return p

@@ -52,12 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     add_globals(parser, None)
     # The global options are accepted after the command too (``paimon-meta locks list --json``).
     commands = Commands.of(parser)
     for group in GROUPS:
         group.register(commands)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("paimon-meta")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH, not installed
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

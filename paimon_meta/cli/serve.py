@@ -215,7 +215,12 @@ def register(commands: Commands) -> None:
     # TLS (README, "TLS"): both or neither.
     p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
     p.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the service's and uvicorn's log level (default info)",
+    )
 
 
 def _serve(ctx: Context, args: argparse.Namespace) -> Output:

@@ -89,12 +89,14 @@ def test_precedence_of_every_serve_flag(setting: Setting, tmp_path: Path) -> Non
         assert getattr(_resolved(["--config", path, "serve"], env), s.dest) is True
         env[s.env] = "false"
         assert getattr(_resolved(["--config", path, "serve"], env), s.dest) is False
-        assert getattr(_resolved(["--config", path, "serve", s.flag], env), s.dest) is True
+        line = [s.flag, "serve"] if not s.command else ["serve", s.flag]
+        assert getattr(_resolved(["--config", path, *line], env), s.dest) is True
         return
     if s.repeated:
         path = document(["k=file", "f=1"])
         env[s.env] = "k=env,e=1"
-        got = getattr(_resolved(["--config", path, "serve", s.flag, "k=flag"], env), s.dest)
+        line = [s.flag, "k=flag", "serve"] if not s.command else ["serve", s.flag, "k=flag"]
+        got = getattr(_resolved(["--config", path, *line], env), s.dest)
         # Every source's values, the lowest first: the flag's KEY=VALUE wins.
         assert got == ["k=file", "f=1", "k=env", "e=1", "k=flag"]
         return
@@ -107,7 +109,9 @@ def test_precedence_of_every_serve_flag(setting: Setting, tmp_path: Path) -> Non
     assert getattr(_resolved(["--config", path, "serve"], env), s.dest) == from_file
     env[s.env] = str(from_env)
     assert getattr(_resolved(["--config", path, "serve"], env), s.dest) == from_env
-    assert getattr(_resolved(["--config", path, "serve", *_arg(s, flag)], env), s.dest) == flag
+    # A global flag before the command (it is not every command's), a command's flag after it.
+    line = [*_arg(s, flag), "serve"] if not s.command else ["serve", *_arg(s, flag)]
+    assert getattr(_resolved(["--config", path, *line], env), s.dest) == flag
     # The config file named by the environment as well as by --config.
     env["PAIMON_META_CONFIG"] = path
     del env[s.env]
