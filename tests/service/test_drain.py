@@ -176,3 +176,30 @@ def test_commits_waiting_at_the_deadline_get_503_and_land_once_elsewhere(
         check_exactly_once(history, acked)
     finally:
         catalog.close()
+
+
+def test_sigterm_ends_live_streams_at_once_with_a_retry_hint(
+    clean_db: str, tmp_path: Path, service_processes: list[ServiceProcess]
+) -> None:
+    catalog, warehouse, _writer, admin = _setup(clean_db, tmp_path)
+    try:
+        # A long drain: the stream must end at the signal, not when the drain does.
+        replica = spawn_service(
+            service_processes, clean_db, warehouse, tmp_path, args=["--drain-seconds", "600"]
+        )
+        headers = {"Authorization": f"Bearer {admin}", "Accept": "text/event-stream"}
+        lines: list[str] = []
+        with httpx.stream("GET", f"{replica.base}/v1/paimon/events", headers=headers, timeout=60) as answer:
+            assert answer.status_code == 200
+            stream = answer.iter_lines()
+            lines.append(next(stream))  # the stream is open: its opening comment arrived
+            assert replica.proc is not None
+            replica.proc.send_signal(15)
+            lines.extend(stream)  # until the server ends it
+        text = "\n".join(lines)
+        # The last frame: a reconnection hint, then why the stream ended.
+        assert "retry: 1000\n: stream ended: this replica is shutting down" in text, text
+        assert replica.proc.wait(60) == 0
+        _log_clean(replica)
+    finally:
+        catalog.close()
