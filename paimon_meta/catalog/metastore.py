@@ -32,7 +32,7 @@ from paimon_meta.commit.metastore.guard import LockSettings, MetastoreGuard
 from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitter
 from paimon_meta.db.embedded import default_home, ensure_embedded_postgres
 from paimon_meta.db.engine import make_engine
-from paimon_meta.db.migrate import upgrade
+from paimon_meta.db.migrate import check_compatible, upgrade
 from paimon_meta.errors import (
     CommitConflictError,
     DatabaseAlreadyExistsError,
@@ -670,11 +670,24 @@ def connect(
 ) -> MetastoreCatalog:
     """Connect to the metastore (``metastore_url``, else ``$PAIMON_META_URL``, else an embedded Postgres
     under ``$PAIMON_META_HOME``) and a warehouse (``warehouse``, else ``$PAIMON_META_WAREHOUSE``, else
-    ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect.
+    ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect
+    (:func:`connect_catalog` with ``migrate=False`` only checks it).
 
     A commit service (``http(s)://``) is reached with :func:`paimon_meta.connect_service` instead: its
     catalog is another type with no database behind it; both are a
     :class:`~paimon_meta.catalog.base.Catalog`."""
+    return connect_catalog(metastore_url, warehouse, options, migrate=True)
+
+
+def connect_catalog(
+    metastore_url: str | None, warehouse: str | None, options: Mapping[str, str], *, migrate: bool
+) -> MetastoreCatalog:
+    """:func:`connect`; with ``migrate`` False (``paimon-meta serve`` unless ``--migrate``) the schema is
+    only checked to be within the compatibility window (``db.migrate.compatible``).
+
+    Raises:
+        SchemaNotReadyError: ``migrate`` is False and the schema is empty or older than this code's.
+    """
     if metastore_url is not None and metastore_url.startswith(("http://", "https://")):
         raise ValidationError(
             f"{metastore_url} is a commit service: use paimon_meta.connect_service(url, token=...)",
@@ -688,5 +701,12 @@ def connect(
         warehouse or os.environ.get(ENV_WAREHOUSE) or str(Path(default_home()) / "warehouse")
     )
     engine = make_engine(url)
-    upgrade(engine)
-    return MetastoreCatalog(engine, wh, options, info=ConnectInfo(str(url), wh, embedded))
+    if migrate:
+        upgrade(engine)
+    else:
+        try:
+            check_compatible(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+    return MetastoreCatalog(engine, wh, dict(options), info=ConnectInfo(str(url), wh, embedded))

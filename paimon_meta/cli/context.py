@@ -72,6 +72,10 @@ EPILOG = (
     f"  {ENV_WAREHOUSE}  warehouse root (/path or s3://bucket/prefix)\n"
     f"  {ENV_OPTIONS}    catalog/storage options, 'k=v,k=v' (s3.endpoint, s3.access-key, s3.secret-key,\n"
     "                         s3.region, s3.path-style-access, lock.lease-seconds, ...); --option wins\n"
+    "  PAIMON_META_CONFIG     a TOML file of settings (--config)\n"
+    "  every flag also as PAIMON_META_<COMMAND>_<FLAG> (a global one: PAIMON_META_<FLAG>); secrets\n"
+    "  (--metastore, --token, --option) also from a file: --X-file or $NAME_FILE. Precedence: flag >\n"
+    "  environment > file > default; `paimon-meta config show [COMMAND]` prints each and its source.\n"
     "\ndurations: 90s, 15min, 2h, 1d, 250ms (a bare number is seconds)"
 )
 
@@ -142,7 +146,9 @@ class Context:
 
     def options(self) -> dict[str, str]:
         out: dict[str, str] = {}
-        for item in _split_options(os.environ.get(ENV_OPTIONS, "")) + list(self.args.option or []):
+        # The file's, then $PAIMON_META_OPTIONS', then the flags' (cli.config gathers them in that order):
+        # a later KEY wins.
+        for item in self.args.option or []:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
                 raise ValidationError(f"option {item!r} is not KEY=VALUE")
@@ -209,7 +215,3 @@ class Context:
             self._catalog.close()
         if self._remote is not None:
             self._remote.close()
-
-
-def _split_options(text: str) -> list[str]:
-    return [p.strip() for p in text.replace("\n", ",").split(",") if p.strip()]

@@ -128,6 +128,12 @@ class OverloadedError(ServiceError):
         self.retry_after = retry_after
 
 
+class DrainingError(OverloadedError):
+    """This replica is shutting down (SIGTERM): the request was not started, or a commit was withdrawn
+    from its table's queue before anything of it was published. Re-sending it (to another replica) is
+    safe: 503 with ``Retry-After``."""
+
+
 #: Local file-system errors that repeating cannot fix (permissions, a read-only mount, a name the file
 #: system refuses): 502, not 503.
 _REFUSED_ERRNOS = frozenset(

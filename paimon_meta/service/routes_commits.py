@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import concurrent.futures
 import functools
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
@@ -31,9 +32,10 @@ from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.errors import DrainingError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, OUTCOME_UNKNOWN, PREFIX, UNSUPPORTED
-from paimon_meta.service.state import ServiceState
+from paimon_meta.service.state import DRAIN_RETRY_AFTER_SECONDS, ServiceState
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
@@ -109,6 +111,15 @@ def _commit(
                 watermark=body.watermark,
             )
             return state.groups.commit(prepared)
+        except concurrent.futures.CancelledError:
+            # Withdrawn from the table's queue at the drain's deadline, before it ran: nothing published
+            # (its files go now; its recovery record is settled by recovery).
+            prepared.discard()
+            raise DrainingError(
+                f"this replica is shutting down and the commit of {identifier} had not started: nothing "
+                "was committed; re-send it",
+                retry_after=DRAIN_RETRY_AFTER_SECONDS,
+            ) from None
         except (TableRowChangedError, TableNotFoundError):
             # A cached row gone stale (renamed, dropped, re-created): nothing was published (found under
             # the lock, before staging); read the row again and commit once more.

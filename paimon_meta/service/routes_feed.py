@@ -51,9 +51,11 @@ from paimon_meta.service.errors import NotAuthenticatedError
 from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import AUTHENTICATED, BEARER, ERRORS, PREFIX, MaxResults, PageToken
-from paimon_meta.service.streams.rights import UNCOVERED, WHY, Verdict
+from paimon_meta.service.streams.rights import DRAINING, UNCOVERED, WHY, Verdict
 
 log = logging.getLogger(__name__)
+#: The reconnection delay a stream ended by a drain tells its client (an SSE ``retry:`` field).
+DRAIN_RETRY_MS = 1000
 
 router = APIRouter(
     route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS, tags=["change feed"]
@@ -137,6 +139,8 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     covered = _covers(access, keep)
 
     def verdict() -> Verdict:
+        if state.draining:  # SIGTERM: every stream ends at once, its client reconnects elsewhere
+            return Verdict(None, DRAINING)
         now = rights.verdict(credential)
         if now.access is not None and covered and not _covers(now.access, keep):
             return Verdict(None, UNCOVERED)
@@ -299,7 +303,8 @@ class _Feed:
             now = verdict()
             if now.ended is not None:
                 ended(now.ended)
-                yield f": stream ended: {WHY[now.ended]}\n\n"
+                hint = f"retry: {DRAIN_RETRY_MS}\n" if now.ended == DRAINING else ""
+                yield f"{hint}: stream ended: {WHY[now.ended]}\n\n"
                 return
             seen, sent, capped = hub.seq, False, False
             if now.access is not None:

@@ -55,6 +55,14 @@ def test_revision_files_are_date_prefixed() -> None:
         assert (year + month + day).isdigit(), name
 
 
+def test_every_migration_says_expand_or_contract() -> None:
+    """Rolling upgrades (docs/DEPLOYMENT.md): a migration's header says whether it only adds (expand: the
+    previous release keeps working on it) or removes what an older release used (contract)."""
+    for path in sorted((REPO / "migrations" / "versions").glob("*.py")):
+        header = path.read_text().split('"""')[1]
+        assert "Kind: expand (" in header or "Kind: contract (" in header, path.name
+
+
 def test_models_match_migrations(pg_engine: Engine) -> None:
     assert _diff(pg_engine) == []
 
