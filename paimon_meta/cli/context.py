@@ -27,6 +27,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 EXIT_REFUSED = 4
+EXIT_FINDINGS = 5
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_FAILURE: "operational failure (storage or metastore error, unresolved commit, failed demo check)",
@@ -36,6 +37,7 @@ EXIT_CODES = {
         "conflict or refused (commit conflict, live lock not forced, table lock busy past timeout, "
         "token refused by the service)"
     ),
+    EXIT_FINDINGS: "`verify` found inconsistencies (each named in its report)",
 }
 
 ENV_URL = "PAIMON_META_URL"

@@ -32,12 +32,13 @@ from paimon_meta.cli import (
     serve,
     tables,
     tags,
+    verify,
 )
 from paimon_meta.cli.args import Commands, add_globals
 from paimon_meta.cli.context import EPILOG, EXIT_USAGE, Context, Output, exit_code
 from paimon_meta.errors import PaimonMetaError
 
-GROUPS = (db, tables, audit, locks, maintenance, metrics, serve, tags, principals, demo)
+GROUPS = (db, tables, audit, locks, maintenance, verify, metrics, serve, tags, principals, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -137,7 +137,7 @@ def remove_orphan_files(
             reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
         used = referenced_names(table) | pending_commit_files(catalog.events, row.table_id)
         for status in listed:
-            verdict = _classify(table, status, used)
+            verdict = classify_file(table, status, used)
             if verdict == "referenced":
                 report.referenced += 1
             elif verdict == "candidate":
@@ -151,7 +151,7 @@ def remove_orphan_files(
             f"{report.too_young} unreferenced but younger than {older_than_seconds:.0f}s"
         )
         if not dry_run:
-            # Only files listed under the table's root are candidates (_classify); the guard also
+            # Only files listed under the table's root are candidates (classify_file); the guard also
             # refuses what the file system resolves elsewhere (a "." or ".." segment, a control
             # character), so no listing quirk of a store turns cleanup into a deletion outside.
             guard = path_guard(table)
@@ -181,7 +181,7 @@ def remove_orphan_files(
     return report
 
 
-def _classify(table: FileStoreTable, status: FileStatus, used: set[str]) -> str:
+def classify_file(table: FileStoreTable, status: FileStatus, used: set[str]) -> str:
     """``ignored`` (never ours to delete), ``referenced`` or ``candidate``."""
     root = table.path.rstrip("/") + "/"
     if not status.path.startswith(root):
