@@ -27,6 +27,7 @@ _COMMIT_COLUMNS: list[render.Column] = [
     "conflicts",
     ("elapsed_ms", "ms"),
     ("commit_user", "user"),
+    "principal",
     ("final_reason", "reason"),
     ("commit_id", "commit"),
 ]

@@ -13,7 +13,7 @@ _LOCK_COLUMNS: list[render.Column] = [
     "kind",
     "owner",
     ("fencing_token", "token"),
-    ("age_seconds", "age s"),
+    ("age_seconds", "held s"),
     ("lease_left_seconds", "lease left s"),
     ("heartbeat_age_seconds", "heartbeat s ago"),
     "state",
@@ -25,7 +25,7 @@ def register(commands: Commands) -> None:
     p = locks.action(
         "list",
         _locks_list,
-        "every lock row: owner, token, age, lease left, heartbeat, state (live, heartbeat_overdue: the "
+        "every lock row: owner, token, time held, lease left, heartbeat, state (live, heartbeat_overdue: the "
         "holder lost its metastore connection, froze or died; stale; java)",
     )
     p.add_argument("--stale", action="store_true", help="only expired rows")
@@ -62,7 +62,7 @@ def _locks_release(ctx: Context, args: argparse.Namespace) -> Output:
     how = "forced" if result.forced else "stale"
     text = (
         f"released {held.lock_id} ({how}; was held by {held.owner or 'a Java writer'}, "
-        f"token {render.cell(held.fencing_token)}, age {held.age_seconds:.1f}s) "
+        f"token {render.cell(held.fencing_token)}, held {held.age_seconds:.1f}s) "
         f"by {result.operator}: {result.reason}"
     )
     return Output(result.to_dict(), text)

@@ -250,6 +250,8 @@ class DistributedLock(Base):
     lease_seconds: Mapped[int | None] = mapped_column(Integer)
     hostname: Mapped[str | None] = mapped_column(Text)
     pid: Mapped[int | None] = mapped_column(Integer)
+    #: When the current holder acquired the row (``acquired_at`` moves with every heartbeat); 0018.
+    held_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
 
 class CommitEventRecord(Base):

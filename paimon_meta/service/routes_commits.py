@@ -196,9 +196,7 @@ def list_commits(
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
     limit, offset = convert.offset_page(max_results, page_token)
-    rows = audit.commit_history(
-        catalog.engine, row.table_id, limit=limit + 1, offset=offset, with_principal=True
-    )
+    rows = audit.commit_history(catalog.engine, row.table_id, limit=limit + 1, offset=offset)
     records = [
         models.CommitRecord(
             **{**r, "commit_id": str(r["commit_id"])}, started_at=convert.millis(r["first_event_at"])
