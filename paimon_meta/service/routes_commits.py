@@ -64,13 +64,14 @@ def commit_messages(
     if they carry compaction results, exactly as an in-process commit; to ``branch`` when named (404
     ``BRANCH`` without one), with its own dedupe, conflicts and events. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
-    messages = _messages(body)
     catalog, identifier, state = catalog_of(request), table_identifier(database, table), state_of(request)
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
-    with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
-        result = _commit(state, catalog, identifier, body, access, messages, overwrite)
+    with state.counted_commit("messages"):
+        messages = _messages(body)  # undecodable: counted as rejected
+        with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
+            result = _commit(state, catalog, identifier, body, access, messages, overwrite)
     # Serialized here, not by FastAPI's response_model (which validates the model once more).
     body_json = models.CommitMessagesResponse(
         snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -139,20 +138,13 @@ def commit_table(
     else:
         commit_to = branch_ops.branch_table(catalog, identifier, branch)[1]
     committer = catalog.snapshot_committer(row, commit_to, principal=access.principal)
-    started = time.monotonic()
-    outcome = "failed"
-    try:
-        with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
-            result = committer.commit(
-                SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))
-            )
-        outcome = "published" if result.success else "conflict"
-    except Exception as e:
-        outcome = "rejected" if isinstance(e, ValidationError) else "failed"
-        raise
-    finally:
-        state.metrics.commits.labels(outcome=outcome).inc()
-        state.metrics.commit_latency.observe(time.monotonic() - started)
+    with state.counted_commit("snapshot") as count, state.admit_commit(identifier):
+        # admission first refuses with 503 at once when this replica's queues are full
+        result = committer.commit(
+            SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))
+        )
+        if not result.success:
+            count.outcome = "conflict"
     return models.CommitTableResponse(success=result.success)
 
 

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
-from paimon_meta.errors import TableNotFoundError, ValidationError
+from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_vended
@@ -153,13 +153,14 @@ class ServiceMetrics:
         )
         self.commits = Counter(
             "paimon_meta_service_commits_total",
-            "REST commits by outcome (published, conflict, rejected, failed).",
-            ("outcome",),
+            "Commits by route (snapshot: the REST snapshot commit; messages: CommitMessages) and outcome "
+            "(published, conflict, rejected, overloaded, failed).",
+            ("route", "outcome"),
             registry=self.registry,
         )
         self.commit_latency = Histogram(
             "paimon_meta_service_commit_seconds",
-            "Time to commit a snapshot under the lock, lock wait included.",
+            "Time to commit (either commit route), lock wait included.",
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -279,6 +280,13 @@ class AuthThrottle:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+@dataclass(slots=True)
+class CommitCount:
+    """The outcome :meth:`ServiceState.counted_commit` counts (``published`` unless told otherwise)."""
+
+    outcome: str = "published"
 
 
 class ServiceState:
@@ -439,6 +447,30 @@ class ServiceState:
                     lambda: hub.stats().oldest_transaction_seconds
                 )
             return self._feed_hub
+
+    @contextmanager
+    def counted_commit(self, route: str) -> Iterator[CommitCount]:
+        """Count the commit the body makes in ``paimon_meta_service_commits_total{route, outcome}`` and
+        time it; the body sets ``outcome`` for an answer that is not an exception (a refused base)."""
+        count = CommitCount()
+        started = time.monotonic()
+        try:
+            yield count
+        except CommitConflictError:
+            count.outcome = "conflict"
+            raise
+        except (ValidationError, NotFoundError):  # the caller's fault: nothing was attempted
+            count.outcome = "rejected"
+            raise
+        except OverloadedError:
+            count.outcome = "overloaded"
+            raise
+        except BaseException:
+            count.outcome = "failed"
+            raise
+        finally:
+            self.metrics.commits.labels(route=route, outcome=count.outcome).inc()
+            self.metrics.commit_latency.observe(time.monotonic() - started)
 
     @contextmanager
     def admit_commit(self, identifier: str) -> Iterator[None]:
