@@ -119,8 +119,9 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/ui/tables/{database}/{table}/rollback"): ("admin", "table"),
 }
 #: Answered without a token: they say only whether the process is up / ready; the console's sign-in
-#: form, its sign-out (it only clears the cookie) and its static files (no data).
-UNAUTHENTICATED = {"/healthz", "/readyz", "/ui/login", "/ui/logout", "/ui/static"}
+#: form, its sign-out (it only clears the cookie) and its static files (no data); ``/`` (a redirect to the
+#: console) and ``/favicon.ico`` (no content), which a browser asks for.
+UNAUTHENTICATED = {"/healthz", "/readyz", "/ui/login", "/ui/logout", "/ui/static", "/", "/favicon.ico"}
 
 
 def _requirements(route: APIRoute) -> set[tuple[str | None, str]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
@@ -393,4 +394,14 @@ def _human_bytes(n: object) -> str:
     return f"{value:.1f} TiB"
 
 
+def _when(value: object) -> str:
+    """A moment as every page shows it: ``YYYY-MM-DD HH:MM:SS UTC`` (the templates' ``when`` filter; the
+    live view's script writes the same). Naive datetimes are the metastore's UTC; None is empty."""
+    if not isinstance(value, datetime):
+        return ""
+    moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 templates.env.filters["bytes"] = _human_bytes
+templates.env.filters["when"] = _when
