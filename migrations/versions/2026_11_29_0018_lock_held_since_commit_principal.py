@@ -7,9 +7,12 @@
   the acquisition too (they never refresh ``acquired_at``).
 * ``paimon_commit_history.principal``: the principal that prepared the commit (``paimon_commit_events``
   has carried it since 0003), as the last column, so the view is replaced in place.
+* ``paimon_access_events``: a commit the service refused for want of a grant (403) is recorded as
+  ``commit_refused`` (the route never ran, so the commit log has nothing); ``expires_at`` is NULL for
+  it (nothing was handed out), so the column becomes nullable.
 
-Expand only (a nullable column with a default, a view column appended): the previous release reads and
-writes both tables unchanged.
+Expand only (a nullable column with a default, a view column appended, one more event type, a NOT NULL
+dropped): the previous release reads and writes these tables unchanged.
 
 Revision ID: 0018
 Revises: 0013
@@ -68,6 +71,16 @@ _HISTORY = """
         FROM paimon_commit_events e
         GROUP BY e.commit_id
 """
+ACCESS = "paimon_access_events"
+ACCESS_CHECK = "ck_paimon_access_events_event_type"
+OLD_ACCESS_TYPES = ("credentials_vended",)
+ACCESS_TYPES = (*OLD_ACCESS_TYPES, "commit_refused")
+
+
+def _in(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
 _PRINCIPAL = """,
             (array_agg(e.principal ORDER BY e.event_id) FILTER (
                 WHERE e.event_type = 'prepared' AND e.principal IS NOT NULL
@@ -79,10 +92,26 @@ def upgrade() -> None:
         "paimon_distributed_locks",
         sa.Column("held_since", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=True),
     )
-    op.execute("CREATE OR REPLACE VIEW paimon_commit_history AS " + _HISTORY.replace("{principal}", _PRINCIPAL))
+    op.execute(
+        "CREATE OR REPLACE VIEW paimon_commit_history AS " + _HISTORY.replace("{principal}", _PRINCIPAL)
+    )
+    op.drop_constraint(op.f(ACCESS_CHECK), ACCESS, type_="check")
+    op.create_check_constraint(op.f(ACCESS_CHECK), ACCESS, _in("event_type", ACCESS_TYPES))
+    op.alter_column(ACCESS, "expires_at", nullable=True)
 
 
 def downgrade() -> None:
+    # Event rows are append-only: the refusals stay, unchecked (NOT VALID), as 0013 keeps its rows.
+    op.drop_constraint(op.f(ACCESS_CHECK), ACCESS, type_="check")
+    op.execute(
+        f"ALTER TABLE {ACCESS} ADD CONSTRAINT {ACCESS_CHECK} CHECK ({_in('event_type', OLD_ACCESS_TYPES)}) "
+        "NOT VALID"
+    )
+    # NOT NULL again only when no refusal row has none (those rows cannot be changed or removed).
+    op.execute(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM paimon_access_events WHERE expires_at IS NULL) THEN "
+        "ALTER TABLE paimon_access_events ALTER COLUMN expires_at SET NOT NULL; END IF; END $$"
+    )
     # A view loses a column only by being dropped and created again.
     op.execute("DROP VIEW paimon_commit_history")
     op.execute("CREATE VIEW paimon_commit_history AS " + _HISTORY.replace("{principal}", ""))

@@ -57,6 +57,7 @@ _LOCK_EVENT_COLUMNS: list[render.Column] = [
 _ACCESS_COLUMNS: list[render.Column] = [
     ("event_id", "id"),
     ("created_at", "at"),
+    ("event_type", "event"),
     "principal",
     ("table_identifier", "table"),
     "level",

@@ -4,7 +4,8 @@ Each route declares ``Depends(Require(privilege, scope))``: ``scope`` names whic
 grant must cover (``catalog``: none; ``database``; ``table``). ``privilege=None`` only authenticates
 (listings then show what the principal's grants reach). A missing or unknown token is 401, a missing
 grant 403; either way the route body never runs, so nothing is written, and the refusal is logged
-(``paimon_meta.service.auth``) and counted (``paimon_meta_service_auth_refusals_total``).
+(``paimon_meta.service.auth``) and counted (``paimon_meta_service_auth_refusals_total``); a refused
+commit is also recorded in the data-access log (``commit_refused``), as docs/AUDIT.md counts it.
 
 The token itself is checked earlier, by the app's middleware, before a request's body is read (see
 ``service.app``): a route then finds the request's ``access`` already there and only checks the grant.
@@ -57,6 +58,8 @@ class Require:
 
     privilege: Privilege | None
     scope: Scope = "catalog"
+    #: A commit route: a refusal (403) is also recorded in the data-access log (``commit_refused``).
+    commit: bool = False
 
     async def __call__(self, request: Request) -> Access:
         # On the event loop when the answer is cached (no worker-thread hop per request); a miss asks
@@ -88,8 +91,14 @@ class Require:
                 "the catalog" if database is None else database if table is None else f"{database}.{table}"
             )
             self._refuse(request, state, "forbidden", access.principal)
+            message = f"principal {access.principal!r} has no {self.privilege.value} grant on {target}"
+            if self.commit and database is not None and table is not None:
+                route = getattr(request.scope.get("route"), "path", request.url.path)
+                await anyio.to_thread.run_sync(
+                    state.record_refused_commit, access.principal, database, table, message, route
+                )
             raise ForbiddenError(
-                f"principal {access.principal!r} has no {self.privilege.value} grant on {target}",
+                message,
                 resource_type="TABLE" if table else "DATABASE" if database else None,
                 resource_name=None if database is None else target,
             )

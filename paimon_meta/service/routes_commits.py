@@ -40,6 +40,8 @@ router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], res
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
+#: The commit's grant: a refusal is recorded in the data-access log too.
+COMMIT = Depends(Require(Privilege.WRITE, "table", commit=True))
 
 
 def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:
@@ -58,7 +60,7 @@ def commit_messages(
     database: str,
     table: str,
     body: models.CommitMessagesRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, COMMIT],
 ) -> Response:
     """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
     if they carry compaction results, exactly as an in-process commit; to ``branch`` when named (404

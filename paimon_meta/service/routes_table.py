@@ -43,6 +43,8 @@ router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], res
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
+#: The snapshot commit's grant: a refusal is recorded in the data-access log too.
+COMMIT = Depends(Require(Privilege.WRITE, "table", commit=True))
 MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
 PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
@@ -108,7 +110,7 @@ def _scanned_statistics(table: FileStoreTable, latest: Snapshot) -> TableStatist
     paths.COMMIT,
     response_model=models.CommitTableResponse,
     tags=["snapshots"],
-    dependencies=[WRITE],
+    dependencies=[COMMIT],
     responses={**CONFLICT, **OUTCOME_UNKNOWN, **UNSUPPORTED},
 )
 def commit_table(
@@ -116,7 +118,7 @@ def commit_table(
     database: str,
     table: str,
     body: models.CommitTableRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, COMMIT],
 ) -> models.CommitTableResponse:
     """Commit a snapshot the client built (see ``paimon_meta.commit.metastore.snapshot_commit``): ``success:
     false`` when its base is no longer the latest snapshot (the client rebuilds and retries)."""

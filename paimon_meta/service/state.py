@@ -3,6 +3,7 @@ its metrics. Created in the app's lifespan, never at import time."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
@@ -20,7 +21,7 @@ from paimon_meta.db.faults import Fault
 from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
 from paimon_meta.metastore import lock_metrics
-from paimon_meta.metastore.access_events import append_vended
+from paimon_meta.metastore.access_events import append_commit_refused, append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.errors import Answer, OverloadedError, TooManyStreamsError
@@ -37,6 +38,8 @@ from paimon_meta.table.table import FileStoreTable
 STREAM_RETRY_AFTER_SECONDS = 5
 #: Seconds; request latencies from sub-millisecond reads to lock timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,6 +526,32 @@ class ServiceState:
         if hit is not None and hit[0] > time.monotonic():
             return True, hit[1]
         return False, None
+
+    def record_refused_commit(
+        self, principal: str, database: str, table: str, message: str, route: str
+    ) -> None:
+        """Record a commit refused for want of a write grant in the data-access log (``commit_refused``),
+        so an audit of each principal's commits counts it; a table that does not exist has nothing to
+        record. Never raises: the refusal's answer does not depend on its record (a failure is logged)."""
+        try:
+            row = self.catalog.registry.get_table_row(database, table)
+            append_commit_refused(
+                self.catalog.engine,
+                principal=principal,
+                table_id=row.table_id,
+                table_identifier=row.identifier,
+                payload={"route": route, "message": message},
+            )
+        except TableNotFoundError:
+            return
+        except Exception:
+            log.warning(
+                "could not record the refused commit of %s to %s.%s",
+                principal,
+                database,
+                table,
+                exc_info=True,
+            )
 
     def authenticate(self, token: str) -> Access | None:
         """The token's principal and grants, cached for ``auth_cache_seconds`` (a revoked token or

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
+from paimon_meta.metastore.access_events import access_events
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.auth import Require
 from tests.fixtures.service import make_principal
 from tests.service.helpers import P, auth, commit_body, seed, state_of_storage
+
+AUDIT = Path(__file__).resolve().parents[2] / "docs" / "AUDIT.md"
 
 pytestmark = pytest.mark.postgres
 
@@ -200,7 +206,41 @@ def test_read_only_principal_cannot_commit(
     )
     _status(r, 403)
     assert "write" in r.json()["message"]
+    messages = {"commitUser": "u", "commitIdentifier": 1, "messages": "", "messagesVersion": 1}
+    _status(
+        service_client.post(
+            f"{P}/databases/db/tables/t/commit-messages", json=messages, headers=tokens["reader"]
+        ),
+        403,
+    )
+    _status(
+        service_client.post(
+            f"{P}/databases/db/tables/nope/commit-messages", json=messages, headers=tokens["reader"]
+        ),
+        403,
+    )
+    _status(
+        service_client.post(
+            f"{P}/databases/db/tables/t/tags", json={"tagName": "x"}, headers=tokens["reader"]
+        ),
+        403,
+    )
     assert state_of_storage(service_catalog) == before
+    # Both refused commits are in the data-access log (the table that does not exist and the tag are
+    # not), and the cookbook's per-principal audit counts them.
+    refused = [e for e in access_events(service_catalog.engine) if e.event_type == "commit_refused"]
+    assert sorted(
+        (e.principal, e.table_identifier, e.payload["route"].rsplit("/", 1)[-1]) for e in refused
+    ) == [
+        ("reader", "db.t", "commit"),
+        ("reader", "db.t", "commit-messages"),
+    ]
+    [block] = [
+        b for b in re.findall(r"```sql\n(.*?)```", AUDIT.read_text(), re.S) if "refused_or_conflicted" in b
+    ]
+    with service_catalog.engine.connect() as conn:
+        audit_rows = {r.principal: r for r in conn.execute(text(block))}
+    assert audit_rows["reader"].refused_or_conflicted == 2 and audit_rows["reader"].published == 0
     # but it reads
     assert (
         service_client.get(f"{P}/databases/db/tables/t/snapshot", headers=tokens["reader"]).status_code == 200
