@@ -618,7 +618,7 @@ class RestCatalog:
 
     # ---- catalog ----------------------------------------------------------------------------------
 
-    def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+    def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
         body = _request(models.CreateDatabaseRequest, name=validate_identifier("database", name))
         try:
             self.client.send("POST", self.client.path(paths.DATABASES), body)

@@ -90,7 +90,9 @@ class Require:
             target = (
                 "the catalog" if database is None else database if table is None else f"{database}.{table}"
             )
-            self._refuse(request, state, "forbidden", access.principal)
+            _log_refusal(
+                request, state, "forbidden", access.principal, privilege=self.privilege, scope=self.scope
+            )
             message = f"principal {access.principal!r} has no {self.privilege.value} grant on {target}"
             if self.commit and database is not None and table is not None:
                 route = getattr(request.scope.get("route"), "path", request.url.path)
@@ -105,13 +107,40 @@ class Require:
         return access
 
     def _refuse(self, request: Request, state: ServiceState, reason: str, principal: str | None) -> None:
-        log.warning(
-            "refused %s %s: %s (principal %s, needs %s on %s)",
-            request.method,
-            log_text(request.url.path),
-            reason,
-            log_text(principal or "-"),
-            self.privilege.value if self.privilege else "a token",
-            self.scope,
-        )
-        state.metrics.auth_refusals.labels(reason=reason).inc()
+        _log_refusal(request, state, reason, principal, privilege=self.privilege, scope=self.scope)
+
+
+def forbidden(
+    request: Request, access: Access, privilege: Privilege, scope: Scope, database: str | None = None
+) -> ForbiddenError:
+    """The 403 of a grant a handler checks itself (``Require(None)`` routes), logged and counted as
+    :class:`Require` refuses; the caller raises it."""
+    state: ServiceState = request.app.state.service
+    _log_refusal(request, state, "forbidden", access.principal, privilege=privilege, scope=scope)
+    target = "the catalog" if database is None else database
+    return ForbiddenError(
+        f"principal {access.principal!r} has no {privilege.value} grant on {target}",
+        resource_type=None if database is None else "DATABASE",
+        resource_name=database,
+    )
+
+
+def _log_refusal(
+    request: Request,
+    state: ServiceState,
+    reason: str,
+    principal: str | None,
+    *,
+    privilege: Privilege | None,
+    scope: Scope,
+) -> None:
+    log.warning(
+        "refused %s %s: %s (principal %s, needs %s on %s)",
+        request.method,
+        log_text(request.url.path),
+        reason,
+        log_text(principal or "-"),
+        privilege.value if privilege else "a token",
+        scope,
+    )
+    state.metrics.auth_refusals.labels(reason=reason).inc()

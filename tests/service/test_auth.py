@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
+from paimon_meta.errors import DatabaseAlreadyExistsError
 from paimon_meta.metastore.access_events import access_events
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.auth import Require
@@ -31,12 +32,14 @@ D = "/v1/{prefix}/databases/{database}"
 EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/v1/config"): (None, "catalog"),
     ("GET", "/v1/{prefix}/databases"): (None, "catalog"),
-    ("POST", "/v1/{prefix}/databases"): ("admin", "catalog"),
+    # creating needs admin, checked in the handler: one who may see an existing database or table is
+    # told it exists (409), so the clients' "ignore if exists" works without admin
+    ("POST", "/v1/{prefix}/databases"): (None, "catalog"),
     ("GET", D): ("read", "database"),
     ("POST", D): ("admin", "database"),
     ("DELETE", D): ("admin", "database"),
     ("GET", f"{D}/tables"): (None, "catalog"),
-    ("POST", f"{D}/tables"): ("admin", "database"),
+    ("POST", f"{D}/tables"): (None, "catalog"),
     ("GET", T): ("read", "table"),
     ("POST", T): ("admin", "table"),
     ("DELETE", T): ("admin", "table"),
@@ -320,3 +323,39 @@ def test_tokens_are_stored_hashed(service_catalog: MetastoreCatalog) -> None:
         stored = conn.execute(text("SELECT token_hash, token_prefix FROM paimon_tokens")).one()
     assert token not in stored.token_hash and len(stored.token_hash) == 64
     assert token.startswith(stored.token_prefix) and len(stored.token_prefix) < len(token) // 3
+
+
+def test_creating_what_exists_is_409_for_whoever_may_see_it_and_403_for_others(
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, dict[str, str]]
+) -> None:
+    """pypaimon's ``create_database(name, True)``/``create_table(name, schema, True)`` ignore only a 409:
+    a writer of an existing database and table goes on; creating anything still needs admin, and one
+    who may not see the database learns nothing about it."""
+    table_body = service_client.get(f"{P}/databases/db/tables/t", headers=tokens["admin"]).json()
+    create_t = {"identifier": {"database": "db", "object": "t"}, "schema": table_body["schema"]}
+    create_u = {"identifier": {"database": "db", "object": "u"}, "schema": table_body["schema"]}
+
+    def refusals() -> float:
+        metrics = service_client.get("/metrics", headers=tokens["admin"]).text
+        prefix = 'paimon_meta_service_auth_refusals_total{reason="forbidden"}'
+        return sum(float(x.split()[-1]) for x in metrics.splitlines() if x.startswith(prefix))
+
+    before = refusals()
+    for who in ("reader", "writer"):
+        _status(service_client.post(f"{P}/databases", json={"name": "db"}, headers=tokens[who]), 409)
+        _status(service_client.post(f"{P}/databases/db/tables", json=create_t, headers=tokens[who]), 409)
+        _status(service_client.post(f"{P}/databases", json={"name": "new"}, headers=tokens[who]), 403)
+        _status(service_client.post(f"{P}/databases/db/tables", json=create_u, headers=tokens[who]), 403)
+    _status(service_client.post(f"{P}/databases", json={"name": "db"}, headers=tokens["other"]), 403)
+    _status(service_client.post(f"{P}/databases/db/tables", json=create_t, headers=tokens["other"]), 403)
+    assert refusals() == before + 6  # the 403s are counted as the dependency's are
+    assert service_catalog.list_databases() == ["db", "other"] and service_catalog.list_tables("db") == ["t"]
+    _status(service_client.post(f"{P}/databases", json={"name": "db"}, headers=tokens["admin"]), 409)
+    assert (
+        service_client.post(f"{P}/databases", json={"name": "new"}, headers=tokens["admin"]).status_code
+        == 200
+    )
+    # ignore_if_exists is positional, as pypaimon's
+    service_catalog.create_database("new", True)
+    with pytest.raises(DatabaseAlreadyExistsError):
+        service_catalog.create_database("new", False)
