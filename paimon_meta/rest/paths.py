@@ -203,6 +203,8 @@ COMMIT_ID = "commitId"
 #: ``CATALOG_EVENTS`` filters: one table (``db.t``), a database, event kinds (comma-separated), the
 #: principal, a time range (ISO 8601; ``since`` inclusive, ``until`` exclusive).
 FEED_TABLE = "table"
+#: The change feed's ``pageToken`` that means "from now on" (the head of the feed).
+FEED_NOW = "now"
 FEED_DATABASE = "database"
 FEED_KIND = "kind"
 FEED_PRINCIPAL = "principal"

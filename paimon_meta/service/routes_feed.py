@@ -33,7 +33,16 @@ from starlette.types import Message, Receive, Scope, Send
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.feed import START, FeedEvent, FeedFilter, Position, cloud_event, kept, read_feed
+from paimon_meta.metastore.feed import (
+    START,
+    FeedEvent,
+    FeedFilter,
+    Position,
+    cloud_event,
+    feed_head,
+    kept,
+    read_feed,
+)
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.deps import catalog_of, state_of
@@ -79,7 +88,8 @@ def list_catalog_events(
     since: Annotated[datetime | None, Query(alias=paths.FEED_SINCE)] = None,
     until: Annotated[datetime | None, Query(alias=paths.FEED_UNTIL)] = None,
 ) -> models.ListCatalogEventsResponse | Response:
-    """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either) of the tables
+    """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either; ``pageToken=now``:
+    from now on, with the position to follow from as the next page token) of the tables
     the caller may read; the filters keep one table (``db.t``), a database, kinds
     (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``),
     a principal, a time range. ``Accept: text/event-stream``: the live stream."""
@@ -87,7 +97,9 @@ def list_catalog_events(
     if not 0 < limit <= MAX_PAGE:
         raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
     last_event_id = request.headers.get("last-event-id")
-    if page_token:
+    if page_token == paths.FEED_NOW:  # from now on: after every event already visible
+        after = feed_head(catalog_of(request).engine)
+    elif page_token:
         after = Position.parse(page_token)
     elif last_event_id:
         after = Position.parse(last_event_id, field="Last-Event-ID")

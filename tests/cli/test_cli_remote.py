@@ -8,12 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import paimon_meta
 import paimon_meta.catalog.rest
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.metastore.principals import Principals
@@ -244,7 +246,9 @@ def test_console_script_over_http_one_line_errors(served: Served) -> None:
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
 
 
-def test_follow_prints_the_change_feed_from_the_database_or_the_service(served: Served) -> None:
+def test_follow_prints_the_change_feed_from_the_database_or_the_service(
+    served: Served, catalog: MetastoreCatalog
+) -> None:
     """``events --follow``: one CloudEvent a line, the same events from the database and through the
     service (paged there by 2: ``_PAGE`` is not used, the feed's pages are its own), resumable with
     ``--after``; through the service only what the token may read."""
@@ -259,12 +263,31 @@ def test_follow_prints_the_change_feed_from_the_database_or_the_service(served: 
     assert {"org.paimon.commit.snapshot_published", "org.paimon.lock.acquired"} <= kinds
     assert "org.paimon.maintenance.create_tag.finished" in kinds
     http = follow(served.over_http("events", "--follow", "--follow-seconds", "1", "--limit", "3"))
-    assert [(e["id"], e["type"], e["subject"]) for e in http] == [
-        (e["id"], e["type"], e["subject"]) for e in from_db
-    ]
+    assert http == from_db  # line for line: ids, source, time, data (the reader may read every table)
+    assert {e["source"] for e in from_db} == {"/paimon-meta/catalogs/paimon"}
     after = str(from_db[2]["id"])
     resumed = follow(served.db.run("events", "--follow", "--follow-seconds", "0.5", "--after", after))
     assert [e["id"] for e in resumed] == [e["id"] for e in from_db[3:]]
     theirs = follow(served.over_http("events", "--follow", "--follow-seconds", "1", token="db-reader"))
     assert theirs == []  # a reader of `other` sees none of db.t's events (other.u has none yet)
     assert served.db.run("events", "--after", after)[0] != 0  # --after goes with --follow
+    # --from-now: none of the past, from the database and through the service
+    assert follow(served.db.run("events", "--follow", "--follow-seconds", "0.5", "--from-now")) == []
+    assert follow(served.over_http("events", "--follow", "--follow-seconds", "0.5", "--from-now")) == []
+    assert served.db.run("events", "--follow", "--from-now", "--after", after)[0] == 2
+    # ... and "now" is a position the events after it come from
+    remote = paimon_meta.connect_service(served.url, token=served.tokens["reader"])
+    try:
+        page, token = remote.catalog_events(after="now")
+        assert page == []
+        write(catalog, [99])
+        new: list[dict[str, object]] = []
+        while not any(e["type"] == "org.paimon.commit.snapshot_published" for e in new):
+            page, token = remote.catalog_events(after=token)
+            new += page
+            time.sleep(0.05)  # the horizon may hold the new events back a moment
+        assert {e["subject"] for e in new} == {TABLE} and all(
+            e["id"] not in {x["id"] for x in from_db} for e in new
+        )
+    finally:
+        remote.close()
