@@ -45,7 +45,8 @@ ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
 ENV_OPTIONS = "PAIMON_META_OPTIONS"
 ENV_TOKEN = "PAIMON_META_TOKEN"  # as spark_jobs' --service/--token
 
-#: The commands that work with ``--metastore http(s)://...`` (read-only; ``tags`` only lists there).
+#: The commands that work with ``--metastore http(s)://...`` (``tags`` only lists there; the on-call
+#: commands need an admin grant on the table).
 REMOTE_COMMANDS = (
     "tables",
     "snapshots",
@@ -54,12 +55,12 @@ REMOTE_COMMANDS = (
     "events --table",
     "tags (listing)",
     "credentials",
+    "recover, expire-snapshots, remove-orphan-files, locks (admin)",
 )
 #: Where to look instead, for read-only commands a service does not answer.
 _SERVICE_HINTS = {
     "db current": "the service's GET /readyz says whether it is ready (its log says why not)",
     "metrics": "scrape the service's GET /metrics with an admin token",
-    "locks list": "a table's lock history: `paimon-meta events --table DB.T --locks`",
     "events --access": "the data-access log is the metastore's (paimon_access_events); a service serves "
     "no route for it",
 }

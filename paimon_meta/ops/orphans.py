@@ -105,6 +105,7 @@ def remove_orphan_files(
     dry_run: bool = False,
     now_ms: int | None = None,
     progress: Progress = quiet,
+    principal: str | None = None,
 ) -> OrphanReport:
     """Delete the table's orphan files older than ``older_than_seconds`` (see the module docstring).
 
@@ -131,6 +132,7 @@ def remove_orphan_files(
         MaintenanceOperation.REMOVE_ORPHAN_FILES,
         dry_run=dry_run,
         settings={"older_than_seconds": older_than_seconds, "listed": len(listed)},
+        principal=principal,
     )
     with audit as run, table_lock(catalog, row, "remove-orphan-files", progress=progress):
         if not dry_run:

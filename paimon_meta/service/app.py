@@ -50,6 +50,7 @@ from paimon_meta.service import (
     routes_common,
     routes_feed,
     routes_functions,
+    routes_ops,
     routes_partitions,
     routes_snapshots,
     routes_table,
@@ -133,6 +134,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_table.router)
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
+    app.include_router(routes_ops.router)
     app.include_router(routes_access.router)
     app.include_router(routes_partitions.router)
     app.include_router(routes_snapshots.router)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 import paimon_meta
 import paimon_meta.catalog.rest
@@ -44,12 +45,6 @@ READ_COMMANDS: list[tuple[str, ...]] = [
 DATABASE_COMMANDS: list[tuple[str, ...]] = [
     ("db", "upgrade"),
     ("db", "current"),
-    ("recover",),
-    ("recover", TABLE, "--dry-run"),
-    ("expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s"),
-    ("remove-orphan-files", TABLE, "--older-than", "0s"),
-    ("locks", "list"),
-    ("locks", "release", "jdbc.db.t", "--reason", "test", "--force"),
     ("metrics",),
     ("rollback", TABLE, "--to-snapshot", "1"),
     ("tags", TABLE, "--create", "v2"),
@@ -192,8 +187,8 @@ def test_database_commands_are_refused_and_change_nothing(served: Served, catalo
         code, out, _ = served.over_http(*command, "--json")
         assert code == 2 and json.loads(out)["type"] == "DatabaseUrlRequiredError", command
     # a refused command is refused before the token matters
-    assert served.over_http("recover", token=None)[0] == 2
-    assert "needs a database URL" in served.over_http("recover", token=None)[2]
+    assert served.over_http("metrics", token=None)[0] == 2
+    assert "needs a database URL" in served.over_http("metrics", token=None)[2]
     after = (
         served.db.run("snapshots", TABLE, "--json")[1],
         served.db.run("tags", TABLE, "--json")[1],
@@ -238,7 +233,8 @@ def test_console_script_over_http_one_line_errors(served: Served) -> None:
     ok = run("--json", "snapshots", TABLE, token=served.tokens["reader"])
     assert ok.returncode == 0 and ok.stdout == served.db.run("--json", "snapshots", TABLE)[1]
     for result, code in (
-        (run("expire-snapshots", TABLE, token=served.tokens["reader"]), 2),
+        (run("metrics", token=served.tokens["reader"]), 2),
+        (run("expire-snapshots", TABLE, token=served.tokens["reader"]), 4),  # needs admin
         (run("commits", TABLE, token="pmt_unknown"), 4),
         (run("commits", TABLE, token=served.tokens["nobody"]), 4),
     ):
@@ -291,3 +287,77 @@ def test_follow_prints_the_change_feed_from_the_database_or_the_service(
         )
     finally:
         remote.close()
+
+
+def test_on_call_commands_run_through_the_service_for_an_admin(
+    served: Served, catalog: MetastoreCatalog
+) -> None:
+    """recover, expire-snapshots, remove-orphan-files and locks through the service: with an admin token
+    they print what the database path prints and act (recorded with the principal); a reader is refused
+    (exit 4) with nothing done."""
+    served.tokens["oncall"] = make_principal(catalog, "oncall", [("admin", None, None)])
+    dry_runs: list[tuple[str, ...]] = [
+        ("recover", TABLE, "--dry-run", "--older-than", "60s"),  # the grace: else each side's lock settings
+        ("expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s", "--dry-run"),
+        ("locks", "list"),
+    ]
+    for command in dry_runs:
+        for mode in ((), ("--json",)):
+            expected = served.db.run(*command, *mode)
+            assert expected[0] == 0, (command, expected)
+            # stdout and exit code (the database path also prints its progress on stderr)
+            assert served.over_http(*command, *mode, token="oncall")[:2] == expected[:2], command
+    for command in (
+        ("recover", TABLE),
+        ("expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s"),
+        ("remove-orphan-files", TABLE, "--older-than", "0s"),
+        ("locks", "release", "jdbc.db.t", "--reason", "test", "--force"),
+    ):
+        code, _, err = served.over_http(*command)  # the reader
+        assert code == 4 and "HTTP 403" in err and ("admin" in err or "may not release" in err), (
+            command,
+            err,
+        )
+    assert catalog.get_table(TABLE).snapshot_manager.list_snapshot_ids() == [1, 2, 3]
+
+    code, out, err = served.over_http(
+        "expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s", token="oncall"
+    )
+    assert code == 0 and "expired snapshots 1..2" in out, err
+    assert catalog.get_table(TABLE).snapshot_manager.list_snapshot_ids() == [3]
+    code, out, err = served.over_http(
+        "remove-orphan-files", TABLE, "--older-than", "0s", "--json", token="oncall"
+    )
+    assert code == 0 and json.loads(out)["table"] == TABLE, err
+    code, out, err = served.over_http("recover", "--json", token="oncall")  # every table it may see
+    assert code == 0 and sorted(r["table"] for r in json.loads(out)) == [TABLE, "other.u"], err
+    with catalog.engine.connect() as conn:
+        runs = conn.execute(
+            text(
+                "SELECT operation, principal FROM paimon_maintenance_events WHERE event_type = 'started' "
+                "AND table_identifier = :t AND principal IS NOT NULL AND NOT dry_run ORDER BY event_id"
+            ),
+            {"t": TABLE},
+        ).all()
+    assert [tuple(r) for r in runs] == [
+        ("expire_snapshots", "oncall"),
+        ("remove_orphan_files", "oncall"),
+        ("recover", "oncall"),
+    ]
+
+    # a lock left by a dead holder, listed and released through the service
+    lease = catalog.lock.acquire("jdbc.db.t", owner="dead-writer", lease_seconds=60, timeout_seconds=5)
+    lease.stop_heartbeat()
+    code, out, _ = served.over_http("locks", "list", "--json", token="oncall")
+    assert [r["owner"] for r in json.loads(out)] == ["dead-writer"]
+    code, out, err = served.over_http("locks", "release", "jdbc.db.t", "--reason", "on call", token="oncall")
+    assert code == 4 and "live" in err  # refused: it is within its lease
+    code, out, err = served.over_http(
+        "locks", "release", "jdbc.db.t", "--reason", "on call", "--force", token="oncall"
+    )
+    assert (
+        code == 0
+        and "released jdbc.db.t (forced; was held by dead-writer" in out
+        and "oncall (service)" in out
+    ), err
+    assert catalog.lock.get_lock("jdbc.db.t") is None

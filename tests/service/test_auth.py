@@ -107,6 +107,13 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", f"{T}/consumers"): ("read", "table"),
     ("POST", f"{T}/consumers/reset"): ("write", "table"),
     # Operations: the metrics name every table; the document and its viewers need a token.
+    # On-call work (routes_ops): admin on the table; the lock rows and their release check admin on each
+    # lock's table in the handler.
+    ("POST", f"{T}/recover"): ("admin", "table"),
+    ("POST", f"{T}/expire-snapshots"): ("admin", "table"),
+    ("POST", f"{T}/remove-orphan-files"): ("admin", "table"),
+    ("GET", "/v1/{prefix}/locks"): (None, "catalog"),
+    ("POST", "/v1/{prefix}/locks/release"): (None, "catalog"),
     ("GET", "/metrics"): ("admin", "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),
     ("GET", "/docs"): (None, "catalog"),
