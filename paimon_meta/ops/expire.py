@@ -133,6 +133,7 @@ def expire_snapshots(
     now_ms: int | None = None,
     progress: Progress = quiet,
     principal: str | None = None,
+    reason: str | None = None,
 ) -> ExpireReport:
     """Expire old snapshots of a catalog table (see the module docstring); arguments left None come
     from the table's options. ``dry_run`` decides under the lock but deletes nothing.
@@ -158,7 +159,7 @@ def expire_snapshots(
         row,
         MaintenanceOperation.EXPIRE_SNAPSHOTS,
         dry_run=dry_run,
-        settings=asdict(config),
+        settings={**asdict(config), **({"reason": reason} if reason else {})},
         principal=principal,
     )
     with audit as run, table_lock(catalog, row, "expire-snapshots", progress=progress):

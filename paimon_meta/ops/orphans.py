@@ -106,6 +106,7 @@ def remove_orphan_files(
     now_ms: int | None = None,
     progress: Progress = quiet,
     principal: str | None = None,
+    reason: str | None = None,
 ) -> OrphanReport:
     """Delete the table's orphan files older than ``older_than_seconds`` (see the module docstring).
 
@@ -131,7 +132,11 @@ def remove_orphan_files(
         row,
         MaintenanceOperation.REMOVE_ORPHAN_FILES,
         dry_run=dry_run,
-        settings={"older_than_seconds": older_than_seconds, "listed": len(listed)},
+        settings={
+            "older_than_seconds": older_than_seconds,
+            "listed": len(listed),
+            **({"reason": reason} if reason else {}),
+        },
         principal=principal,
     )
     with audit as run, table_lock(catalog, row, "remove-orphan-files", progress=progress):

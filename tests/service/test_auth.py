@@ -130,6 +130,8 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/ui/live/events"): (None, "catalog"),
     ("POST", "/ui/locks/release"): (None, "catalog"),
     ("POST", "/ui/tables/{database}/{table}/recover"): ("admin", "table"),
+    ("POST", "/ui/tables/{database}/{table}/expire-snapshots"): ("admin", "table"),
+    ("POST", "/ui/tables/{database}/{table}/remove-orphan-files"): ("admin", "table"),
     ("POST", "/ui/tables/{database}/{table}/tags"): ("write", "table"),
     ("POST", "/ui/tables/{database}/{table}/tags/{tag}/delete"): ("write", "table"),
     ("POST", "/ui/tables/{database}/{table}/rollback"): ("admin", "table"),

@@ -28,7 +28,7 @@ from fastapi.templating import Jinja2Templates
 from paimon_meta.errors import PaimonMetaError, ValidationError
 from paimon_meta.metastore.feed import START, FeedFilter, Position, feed_head
 from paimon_meta.metastore.principals import Access
-from paimon_meta.ops import locks, recovery, rollback, tags
+from paimon_meta.ops import expire, locks, orphans, recovery, rollback, tags
 from paimon_meta.service import errors
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.auth import log_text
@@ -320,6 +320,42 @@ async def recover(
         )
     )
     return _back(_table_path(database, table), "recovered", len(report.commits))
+
+
+@router.post("/tables/{database}/{table}/expire-snapshots")
+async def expire_snapshots(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+) -> Response:
+    """Expire snapshots by the table's retention options, recorded as an ``expire_snapshots`` run."""
+    reason = _reason(form)
+    report = await run(
+        functools.partial(
+            expire.expire_snapshots,
+            catalog_of(request),
+            table_identifier(database, table),
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_table_path(database, table), "expired", len(report.expired))
+
+
+@router.post("/tables/{database}/{table}/remove-orphan-files")
+async def remove_orphan_files(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+) -> Response:
+    """Delete the table's orphan files older than a day, recorded as a ``remove_orphan_files`` run."""
+    reason = _reason(form)
+    report = await run(
+        functools.partial(
+            orphans.remove_orphan_files,
+            catalog_of(request),
+            table_identifier(database, table),
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_table_path(database, table), "orphans-removed", len(report.deleted))
 
 
 @router.post("/tables/{database}/{table}/tags")
