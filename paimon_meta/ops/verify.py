@@ -424,6 +424,7 @@ class _TableCheck:
         manifests: dict[str, tuple[ManifestEntry, ...] | None] = {}
         missing: dict[tuple[str, str], list[int]] = defaultdict(list)
         data_checked: set[str] = set()
+        corrupt: set[str] = set()  # named once as metadata_unreadable, not as missing too
 
         def read_list(name: str, sid: int) -> tuple[ManifestFileMeta, ...] | None:
             if name not in lists:
@@ -434,7 +435,8 @@ class _TableCheck:
                 except CorruptMetadataError as e:
                     self._unreadable(paths.manifest(name), e)
                     lists[name] = None
-            if lists[name] is None:
+                    corrupt.add(name)
+            if lists[name] is None and name not in corrupt:
                 missing[("manifest_list_missing", paths.manifest(name))].append(sid)
             return lists[name]
 
@@ -448,7 +450,8 @@ class _TableCheck:
                 except CorruptMetadataError as e:
                     self._unreadable(paths.manifest(name), e)
                     manifests[name] = None
-            if manifests[name] is None:
+                    corrupt.add(name)
+            if manifests[name] is None and name not in corrupt:
                 missing[("manifest_missing", paths.manifest(name))].append(sid)
             return manifests[name]
 

@@ -216,3 +216,14 @@ def test_the_cli_names_findings_and_exits_5(
     assert "1 errors, 0 warnings" in out and "recorded_snapshot_missing" in out and TABLE in out
     assert main([*base, "verify", OTHER, "--json"]) == 0
     assert '"clean": true' in capsys.readouterr().out
+
+
+def test_metadata_that_cannot_be_decoded_is_named(catalog: MetastoreCatalog, healthy: FileStoreTable) -> None:
+    snap = healthy.snapshot_manager.snapshot(5)
+    delta = healthy.manifest_reader.manifest_list(snap.delta_manifest_list)
+    Path(healthy.paths.manifest_path(delta[0].file_name)).write_bytes(b"not avro")
+    Path(healthy.snapshot_manager.snapshot_path(3)).write_text("{")
+    report = verify(catalog, TABLE)
+    assert codes(report) == {"metadata_unreadable": [TABLE, TABLE]}
+    paths = sorted(str(f.details["path"]) for f in report.findings)
+    assert paths[0].endswith(delta[0].file_name) and paths[1].endswith("snapshot-3")
