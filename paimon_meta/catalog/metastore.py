@@ -156,7 +156,7 @@ class MetastoreCatalog:
     # ---- databases ---------------------------------------------------------------------------------
 
     @_metastore_call
-    def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+    def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
         validate_identifier("database", name)
         if self.registry.database_exists(name):
             if ignore_if_exists:

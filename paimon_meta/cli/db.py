@@ -12,6 +12,15 @@ def register(commands: Commands) -> None:
     db = commands.group("db", "metastore schema (Alembic migrations)")
     db.action("upgrade", _db_upgrade, "migrate the metastore to the latest revision")
     db.action("current", _db_current, "show the metastore's revision")
+    p = db.action(
+        "relocate",
+        _db_relocate,
+        "rewrite the registry's locations at or below FROM to below TO (a restored metastore whose warehouse "
+        "was copied elsewhere; docs/OPERATIONS.md)",
+    )
+    p.add_argument("old", metavar="FROM", help="the old warehouse root (or any location prefix)")
+    p.add_argument("new", metavar="TO", help="where those files are now")
+    p.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
 
 
 def _db_upgrade(ctx: Context, args: argparse.Namespace) -> Output:
@@ -32,3 +41,20 @@ def _db_current(ctx: Context, args: argparse.Namespace) -> Output:
     data = {"current": rev, "head": head, "up_to_date": rev is not None and [rev] == head}
     note = "up to date" if data["up_to_date"] else "run `paimon-meta db upgrade`"
     return Output(data, f"current {rev or '(none)'}, head {', '.join(head)} ({note})")
+
+
+def _db_relocate(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.cli import render
+    from paimon_meta.db.engine import make_engine
+    from paimon_meta.metastore.registry import relocate
+
+    engine = make_engine(ctx.metastore_url())
+    try:
+        moved = relocate(engine, args.old, args.new, dry_run=args.dry_run)
+    finally:
+        engine.dispose()
+    data = [render.jsonable(m) for m in moved]
+    verb = "would relocate" if args.dry_run else "relocated"
+    head = f"{verb} {len(moved)} locations from {args.old.rstrip('/')} to {args.new.rstrip('/')}"
+    cols: list[render.Column] = ["kind", ("catalog_key", "catalog"), "name", "old", "new"]
+    return Output(data, head + ("\n" + render.table(data, cols) if moved else ""))

@@ -36,13 +36,28 @@ from paimon_meta.cli import (
     settings,
     tables,
     tags,
+    verify,
 )
 from paimon_meta.cli.args import Commands, add_globals
 from paimon_meta.cli.config import ConfigError, ConfigFile, HelpFormatter, Layers, config_path
 from paimon_meta.cli.context import EPILOG, EXIT_OK, EXIT_USAGE, Context, Output, exit_code
 from paimon_meta.errors import PaimonMetaError
 
-GROUPS = (db, tables, audit, locks, maintenance, maintain, metrics, serve, tags, principals, settings, demo)
+GROUPS = (
+    db,
+    tables,
+    audit,
+    locks,
+    maintenance,
+    maintain,
+    verify,
+    metrics,
+    serve,
+    tags,
+    principals,
+    settings,
+    demo,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -280,6 +280,8 @@ class DistributedLock(Base):
     lease_seconds: Mapped[int | None] = mapped_column(Integer)
     hostname: Mapped[str | None] = mapped_column(Text)
     pid: Mapped[int | None] = mapped_column(Integer)
+    #: When the current holder acquired the row (``acquired_at`` moves with every heartbeat); 0018.
+    held_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
 
 class CommitEventRecord(Base):
@@ -447,6 +449,8 @@ class AccessEventType(enum.StrEnum):
     """``paimon_access_events.event_type`` values (enforced by a CHECK constraint)."""
 
     CREDENTIALS_VENDED = "credentials_vended"
+    #: A commit the service refused for want of a write grant (403; migration 0018).
+    COMMIT_REFUSED = "commit_refused"
 
 
 class AccessLevel(enum.StrEnum):
@@ -476,7 +480,8 @@ class AccessEventRecord(Base):
     table_identifier: Mapped[str] = mapped_column(Text)
     access_level: Mapped[str] = mapped_column(Text)
     actions: Mapped[list[str]] = mapped_column(JSONB)
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: None for a ``commit_refused`` row: nothing was handed out.
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("clock_timestamp()")

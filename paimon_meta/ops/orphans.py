@@ -105,6 +105,8 @@ def remove_orphan_files(
     dry_run: bool = False,
     now_ms: int | None = None,
     progress: Progress = quiet,
+    principal: str | None = None,
+    reason: str | None = None,
 ) -> OrphanReport:
     """Delete the table's orphan files older than ``older_than_seconds`` (see the module docstring).
 
@@ -130,14 +132,19 @@ def remove_orphan_files(
         row,
         MaintenanceOperation.REMOVE_ORPHAN_FILES,
         dry_run=dry_run,
-        settings={"older_than_seconds": older_than_seconds, "listed": len(listed)},
+        settings={
+            "older_than_seconds": older_than_seconds,
+            "listed": len(listed),
+            **({"reason": reason} if reason else {}),
+        },
+        principal=principal,
     )
     with audit as run, table_lock(catalog, row, "remove-orphan-files", progress=progress):
         if not dry_run:
             reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
         used = referenced_names(table) | pending_commit_files(catalog.events, row.table_id)
         for status in listed:
-            verdict = _classify(table, status, used)
+            verdict = classify_file(table, status, used)
             if verdict == "referenced":
                 report.referenced += 1
             elif verdict == "candidate":
@@ -151,7 +158,7 @@ def remove_orphan_files(
             f"{report.too_young} unreferenced but younger than {older_than_seconds:.0f}s"
         )
         if not dry_run:
-            # Only files listed under the table's root are candidates (_classify); the guard also
+            # Only files listed under the table's root are candidates (classify_file); the guard also
             # refuses what the file system resolves elsewhere (a "." or ".." segment, a control
             # character), so no listing quirk of a store turns cleanup into a deletion outside.
             guard = path_guard(table)
@@ -181,7 +188,7 @@ def remove_orphan_files(
     return report
 
 
-def _classify(table: FileStoreTable, status: FileStatus, used: set[str]) -> str:
+def classify_file(table: FileStoreTable, status: FileStatus, used: set[str]) -> str:
     """``ignored`` (never ours to delete), ``referenced`` or ``candidate``."""
     root = table.path.rstrip("/") + "/"
     if not status.path.startswith(root):

@@ -54,6 +54,7 @@ from paimon_meta.service import (
     routes_common,
     routes_feed,
     routes_functions,
+    routes_ops,
     routes_partitions,
     routes_schemas,
     routes_semantic_views,
@@ -75,7 +76,10 @@ log = logging.getLogger("paimon_meta.service")
 
 API_VERSION = "0.1.0"
 #: Paths answered without a token (they say only whether the process is up / ready).
-PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ})
+#: What a browser asks of any address: the root (sent on to the console) and an icon (none).
+ROOT = "/"
+FAVICON = "/favicon.ico"
+PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ, ROOT, FAVICON})
 #: Paths admission control never sheds (an operator must see an overloaded replica).
 NEVER_SHED = PUBLIC_PATHS | {paths.METRICS}
 #: The paths of the live streams (the change feed's route, the console's live view): the only requests
@@ -136,6 +140,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_table.router)
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
+    app.include_router(routes_ops.router)
     app.include_router(routes_access.router)
     app.include_router(routes_partitions.router)
     app.include_router(routes_snapshots.router)
@@ -149,6 +154,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     console_routes.install(app)
     _name_spec_operations(app)
     _install_ops(app)
+    _install_browser_paths(app)
     _install_middleware(app, settings)
     return app
 
@@ -503,6 +509,20 @@ def _body_as_json(scope: Scope) -> None:
     headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
     headers.append((b"content-type", b"application/json"))
     scope["headers"] = headers
+
+
+def _install_browser_paths(app: FastAPI) -> None:
+    """``/`` and ``/favicon.ico``, answered without a token (they reveal nothing): a browser opened on
+    the service's address lands on the console, and its icon request is neither a refusal nor a
+    warning in the log."""
+
+    @app.get(ROOT, include_in_schema=False)
+    async def root() -> Response:
+        return RedirectResponse(f"{console_session.PREFIX}/", status_code=303)
+
+    @app.get(FAVICON, include_in_schema=False)
+    async def favicon() -> Response:
+        return Response(status_code=204, headers={"cache-control": "max-age=86400"})
 
 
 def _install_ops(app: FastAPI) -> None:

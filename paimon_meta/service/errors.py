@@ -53,6 +53,7 @@ from paimon_meta.errors import (
     UnsupportedError,
     ValidationError,
 )
+from paimon_meta.ops.common import RefusedError
 from paimon_meta.rest import models
 
 log = logging.getLogger("paimon_meta.service")
@@ -222,6 +223,8 @@ def classify(e: BaseException, budget: QueryBudget | None = None) -> Answer:
         return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, AlreadyExistsError):
         return Answer(409, e.message, e.resource.upper(), _resource_name(e))
+    if isinstance(e, RefusedError):  # an operation refused to protect a live writer (a live lock)
+        return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, UnsupportedError):
         return Answer(501, e.message)
     if isinstance(e, FieldTooLargeError):

@@ -42,6 +42,8 @@ router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], res
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
+#: The commit's grant: a refusal is recorded in the data-access log too.
+COMMIT = Depends(Require(Privilege.WRITE, "table", commit=True))
 
 
 def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:
@@ -60,19 +62,20 @@ def commit_messages(
     database: str,
     table: str,
     body: models.CommitMessagesRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, COMMIT],
 ) -> Response:
     """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
     if they carry compaction results, exactly as an in-process commit; to ``branch`` when named (404
     ``BRANCH`` without one), with its own dedupe, conflicts and events. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
-    messages = _messages(body)
     catalog, identifier, state = catalog_of(request), table_identifier(database, table), state_of(request)
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
-    with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
-        result = _commit(state, catalog, identifier, body, access, messages, overwrite)
+    with state.counted_commit("messages"):
+        messages = _messages(body)  # undecodable: counted as rejected
+        with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
+            result = _commit(state, catalog, identifier, body, access, messages, overwrite)
     # Serialized here, not by FastAPI's response_model (which validates the model once more).
     body_json = models.CommitMessagesResponse(
         snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
@@ -207,9 +210,7 @@ def list_commits(
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
     limit, offset = convert.offset_page(max_results, page_token)
-    rows = audit.commit_history(
-        catalog.engine, row.table_id, limit=limit + 1, offset=offset, with_principal=True
-    )
+    rows = audit.commit_history(catalog.engine, row.table_id, limit=limit + 1, offset=offset)
     records = [
         models.CommitRecord(
             **{**r, "commit_id": str(r["commit_id"])}, started_at=convert.millis(r["first_event_at"])

@@ -41,6 +41,7 @@ from paimon_meta.metastore.feed import (
     Position,
     Reach,
     cloud_event,
+    feed_head,
     kept,
     scan_feed,
 )
@@ -91,7 +92,8 @@ def list_catalog_events(
     since: Annotated[datetime | None, Query(alias=paths.FEED_SINCE)] = None,
     until: Annotated[datetime | None, Query(alias=paths.FEED_UNTIL)] = None,
 ) -> models.ListCatalogEventsResponse | Response:
-    """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either) of the tables
+    """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either; ``pageToken=now``:
+    from now on, with the position to follow from as the next page token) of the tables
     the caller may read; the filters keep one table (``db.t``), a database, kinds
     (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``),
     a principal, a time range. ``Accept: text/event-stream``: the live stream."""
@@ -99,7 +101,9 @@ def list_catalog_events(
     if not 0 < limit <= MAX_PAGE:
         raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
     last_event_id = request.headers.get("last-event-id")
-    if page_token:
+    if page_token == paths.FEED_NOW:  # from now on: after every event already visible
+        after = feed_head(catalog_of(request).engine)
+    elif page_token:
         after = Position.parse(page_token)
     elif last_event_id:
         after = Position.parse(last_event_id, field="Last-Event-ID")

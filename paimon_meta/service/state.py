@@ -20,11 +20,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
-from paimon_meta.errors import TableNotFoundError, ValidationError
+from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
-from paimon_meta.metastore.access_events import append_vended
+from paimon_meta.metastore.access_events import append_commit_refused, append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.bounds import DEFAULT_STATEMENT_TIMEOUTS, parse_statement_timeouts
@@ -59,6 +59,8 @@ def statement_timeouts_of(specs: list[str] | None) -> dict[str, float]:
 DEFAULT_FEED_SCAN_ROWS = 10_000
 #: Seconds; request latencies from sub-millisecond reads to lock timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,13 +201,14 @@ class ServiceMetrics:
         )
         self.commits = Counter(
             "paimon_meta_service_commits_total",
-            "REST commits by outcome (published, conflict, rejected, failed).",
-            ("outcome",),
+            "Commits by route (snapshot: the REST snapshot commit; messages: CommitMessages) and outcome "
+            "(published, conflict, rejected, overloaded, failed).",
+            ("route", "outcome"),
             registry=self.registry,
         )
         self.commit_latency = Histogram(
             "paimon_meta_service_commit_seconds",
-            "Time to commit a snapshot under the lock, lock wait included.",
+            "Time to commit (either commit route), lock wait included.",
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -325,6 +328,13 @@ class AuthThrottle:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+@dataclass(slots=True)
+class CommitCount:
+    """The outcome :meth:`ServiceState.counted_commit` counts (``published`` unless told otherwise)."""
+
+    outcome: str = "published"
 
 
 class ServiceState:
@@ -593,6 +603,30 @@ class ServiceState:
             return self._feed_hub
 
     @contextmanager
+    def counted_commit(self, route: str) -> Iterator[CommitCount]:
+        """Count the commit the body makes in ``paimon_meta_service_commits_total{route, outcome}`` and
+        time it; the body sets ``outcome`` for an answer that is not an exception (a refused base)."""
+        count = CommitCount()
+        started = time.monotonic()
+        try:
+            yield count
+        except CommitConflictError:
+            count.outcome = "conflict"
+            raise
+        except (ValidationError, NotFoundError):  # the caller's fault: nothing was attempted
+            count.outcome = "rejected"
+            raise
+        except OverloadedError:
+            count.outcome = "overloaded"
+            raise
+        except BaseException:
+            count.outcome = "failed"
+            raise
+        finally:
+            self.metrics.commits.labels(route=route, outcome=count.outcome).inc()
+            self.metrics.commit_latency.observe(time.monotonic() - started)
+
+    @contextmanager
     def admit_commit(self, identifier: str) -> Iterator[None]:
         """Hold a place for one commit of ``identifier`` while it is queued or running on this replica.
 
@@ -643,6 +677,32 @@ class ServiceState:
         if hit is not None and hit[0] > time.monotonic():
             return True, hit[1]
         return False, None
+
+    def record_refused_commit(
+        self, principal: str, database: str, table: str, message: str, route: str
+    ) -> None:
+        """Record a commit refused for want of a write grant in the data-access log (``commit_refused``),
+        so an audit of each principal's commits counts it; a table that does not exist has nothing to
+        record. Never raises: the refusal's answer does not depend on its record (a failure is logged)."""
+        try:
+            row = self.catalog.registry.get_table_row(database, table)
+            append_commit_refused(
+                self.catalog.engine,
+                principal=principal,
+                table_id=row.table_id,
+                table_identifier=row.identifier,
+                payload={"route": route, "message": message},
+            )
+        except TableNotFoundError:
+            return
+        except Exception:
+            log.warning(
+                "could not record the refused commit of %s to %s.%s",
+                principal,
+                database,
+                table,
+                exc_info=True,
+            )
 
     def authenticate(self, token: str) -> Access | None:
         """The token's principal and grants, cached for ``auth_cache_seconds`` (a revoked token or
