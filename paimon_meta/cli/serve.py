@@ -7,12 +7,14 @@ dependencies are the ``service`` extra); the service never imports the CLI.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paimon_meta.cli import logs
 from paimon_meta.cli.args import Commands
-from paimon_meta.cli.context import Context, Output
+from paimon_meta.cli.context import ENV_URL, Context, Output
 
 if TYPE_CHECKING:
     from paimon_meta.service.oidc import OidcSettings
@@ -248,6 +250,27 @@ def register(commands: Commands) -> None:
     )
 
 
+def announce_start(metastore_url: str | None, warehouse: str | None, catalog_name: str) -> None:
+    """Say where the service keeps things before it starts: the catalog, its warehouse and the metastore
+    (password hidden). A warehouse nobody chose (no ``--warehouse`` nor ``$PAIMON_META_WAREHOUSE``: the
+    default under ``$PAIMON_META_HOME``) is a warning when the metastore is a real server's, where tables
+    would otherwise land in the home directory of whoever started the replica without anyone noticing."""
+    from sqlalchemy import make_url
+
+    from paimon_meta.db.embedded import default_home
+
+    log = logging.getLogger("paimon_meta.service")
+    where = warehouse or str(Path(default_home()) / "warehouse")
+    shown = "the embedded Postgres" if metastore_url is None else make_url(metastore_url).render_as_string()
+    log.info("catalog %r: warehouse %s, metastore %s", catalog_name, where, shown)
+    if warehouse is None and metastore_url is not None:
+        log.warning(
+            "no --warehouse (nor $PAIMON_META_WAREHOUSE): tables go under the default %s on this machine; "
+            "give every replica the same --warehouse (a shared path or s3://...)",
+            where,
+        )
+
+
 def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.catalog.metastore import ENV_WAREHOUSE
     from paimon_meta.errors import ValidationError
@@ -273,6 +296,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         else None
     )
     warehouse = args.warehouse or os.environ.get(ENV_WAREHOUSE)
+    announce_start(args.metastore or os.environ.get(ENV_URL), warehouse, args.catalog_name)
     if sts is not None and not vendable(warehouse or ""):
         raise ValidationError(
             f"--sts-role-arn vends S3 credentials, but the warehouse {warehouse!r} is not on S3: drop the "
