@@ -78,14 +78,17 @@ CATALOG_KEY = "catalog-key"
 RECYCLE_BIN_RETENTION = "paimon-meta.recycle-bin.retention"
 DEFAULT_RECYCLE_BIN_RETENTION = "7 d"
 MAINTENANCE_ENABLED = "paimon-meta.maintenance.enabled"
-_CATALOG_OPTIONS = {
-    LOCK_LEASE,
-    LOCK_ACQUIRE_TIMEOUT,
-    CATALOG_KEY,
-    EXTERNAL_ROOTS_ALLOWED,
-    RECYCLE_BIN_RETENTION,
-    MAINTENANCE_ENABLED,
-}
+#: The options a MetastoreCatalog reads itself (not its FileIO's, not its tables' defaults).
+CATALOG_OPTIONS = frozenset(
+    {
+        LOCK_LEASE,
+        LOCK_ACQUIRE_TIMEOUT,
+        CATALOG_KEY,
+        EXTERNAL_ROOTS_ALLOWED,
+        RECYCLE_BIN_RETENTION,
+        MAINTENANCE_ENABLED,
+    }
+)
 
 
 _log = logging.getLogger(__name__)
@@ -129,7 +132,7 @@ class MetastoreCatalog:
         # in its normal form: tables' locations are joined to it and compared with stored normal forms
         self.warehouse = normalise_uri(warehouse)
         self.options = dict(options)
-        self.file_io_options = {k: v for k, v in options.items() if k not in _CATALOG_OPTIONS}
+        self.file_io_options = {k: v for k, v in options.items() if k not in CATALOG_OPTIONS}
         self.file_io: FileIO = get_file_io(self.warehouse, self.file_io_options)
         self._file_ios: dict[str, FileIO] = {}
         self._file_ios_lock = threading.Lock()
