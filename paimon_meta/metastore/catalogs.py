@@ -129,6 +129,22 @@ class CatalogInfo:
         }
 
 
+def split_profile(options: Mapping[str, str]) -> tuple[StorageProfile, dict[str, str]]:
+    """The storage profile ``options`` give as FileIO options (``s3.endpoint``, ``s3.region``,
+    ``s3.path-style-access`` or its alias), and the other options.
+
+    Raises:
+        ValidationError: a path style that is neither ``true`` nor ``false``.
+    """
+    rest = dict(options)
+    alias = rest.pop("s3.path.style.access", None)
+    style = rest.pop(_PATH_STYLE, alias)
+    if style is not None and style.strip().lower() not in ("true", "false"):
+        raise ValidationError(f"{_PATH_STYLE} must be true or false, got {style!r}", key=_PATH_STYLE)
+    path_style = None if style is None else style.strip().lower() == "true"
+    return StorageProfile(rest.pop(_ENDPOINT, None), rest.pop(_REGION, None), path_style), rest
+
+
 def _check_options(options: Mapping[str, str]) -> dict[str, str]:
     if len(options) > _MAX_OPTIONS:
         raise ValidationError(f"a catalog keeps at most {_MAX_OPTIONS} options", options=len(options))
@@ -312,13 +328,7 @@ class Catalogs:
             try:
                 found = self.get(name, conn=c)
             except CatalogNotFoundError:
-                given = dict(options or {})
-                path_style = given.pop(_PATH_STYLE, given.pop("s3.path.style.access", None))
-                profile = StorageProfile(
-                    given.pop(_ENDPOINT, None),
-                    given.pop(_REGION, None),
-                    None if path_style is None else path_style.strip().lower() == "true",
-                )
+                profile, given = split_profile(options or {})
                 kept = {
                     k: v for k, v in given.items() if not SECRET_OPTION.search(k) and k not in skip_options
                 }
