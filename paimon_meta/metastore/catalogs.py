@@ -151,6 +151,8 @@ def _check_options(options: Mapping[str, str]) -> dict[str, str]:
     for key, value in options.items():
         if not key or len(key) > 255 or len(value) > _MAX_VALUE:
             raise ValidationError(f"catalog option {key!r}: empty or too long key or value", key=key)
+        if key == "catalog-key":
+            raise ValidationError("a catalog's key is not an option: it is set at create", key=key)
         if key in (_ENDPOINT, _REGION, _PATH_STYLE):
             raise ValidationError(
                 f"catalog option {key!r} is part of the storage profile: set it with the profile's field",
