@@ -169,3 +169,26 @@ def test_adopting_a_single_catalog_metastore(clean_engine: Engine, tmp_path: Pat
         catalogs.ensure_default("paimon", warehouse, catalog_key="other")
     with pytest.raises(ValidationError, match="catalogs alter"):
         catalogs.ensure_default("paimon", str(tmp_path / "elsewhere"), catalog_key="jdbc")
+
+
+def test_the_default_catalog_takes_its_profile_from_the_options(clean_engine: Engine) -> None:
+    info, created = Catalogs(clean_engine).ensure_default(
+        "p",
+        "s3://b/w",
+        catalog_key="k",
+        options={
+            "s3.endpoint": "http://e:9000",
+            "s3.path.style.access": "TRUE",
+            "s3.access-key": "AK",
+            "y": "2",
+        },
+        sts_role_arn="arn:r",
+        sts_external_id="ext",
+        skip_options={"y"},
+    )
+    assert created and info.storage == StorageProfile("http://e:9000", None, True)
+    assert (info.sts_role_arn, info.sts_external_id, info.options) == ("arn:r", "ext", {})
+    with pytest.raises(ValidationError, match="true or false"):
+        Catalogs(clean_engine).ensure_default(
+            "q", "s3://b/q", catalog_key="q", options={"s3.path-style-access": "yes"}
+        )
