@@ -334,8 +334,8 @@ class Catalogs:
                 kept = {
                     k: v for k, v in given.items() if not SECRET_OPTION.search(k) and k not in skip_options
                 }
-                return (
-                    self.create(
+                try:
+                    created = self.create(
                         name,
                         warehouse,
                         catalog_key=catalog_key,
@@ -345,9 +345,15 @@ class Catalogs:
                         options=kept,
                         created_by=created_by,
                         conn=c,
-                    ),
-                    True,
-                )
+                    )
+                    return created, True
+                except CatalogAlreadyExistsError as refused:
+                    # another replica starting at once may have recorded it first (its insert committed
+                    # before this one's check under the lock): then compare with what it recorded
+                    try:
+                        found = self.get(name, conn=c)
+                    except CatalogNotFoundError:
+                        raise refused from None
         if found.catalog_key != catalog_key:
             raise ValidationError(
                 f"catalog {name!r} has catalog key {found.catalog_key!r}, not {catalog_key!r}: start with "

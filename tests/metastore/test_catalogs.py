@@ -192,3 +192,32 @@ def test_the_default_catalog_takes_its_profile_from_the_options(clean_engine: En
         Catalogs(clean_engine).ensure_default(
             "q", "s3://b/q", catalog_key="q", options={"s3.path-style-access": "yes"}
         )
+
+
+def test_replicas_starting_at_once_record_the_default_catalog_once(
+    clean_engine: Engine, tmp_path: Path
+) -> None:
+    catalogs = Catalogs(clean_engine)
+    barrier = threading.Barrier(6)
+    results: list[tuple[int, bool]] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            info, created = catalogs.ensure_default("paimon", str(tmp_path / "wh"), catalog_key="jdbc")
+            results.append((info.catalog_id, created))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert len({catalog_id for catalog_id, _ in results}) == 1 and len(results) == 6
+    assert sorted(created for _, created in results) == [False] * 5 + [True]
+    # a refusal that is not about this name stays a refusal
+    with pytest.raises(WarehouseOverlapError):
+        catalogs.ensure_default("other", str(tmp_path / "wh" / "in"), catalog_key="k2")
