@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from paimon_meta.cli import (
     audit,
+    catalogs,
     db,
     demo,
     locks,
@@ -55,6 +56,7 @@ GROUPS = (
     serve,
     tags,
     principals,
+    catalogs,
     settings,
     demo,
 )

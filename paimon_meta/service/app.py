@@ -37,10 +37,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paimon_meta.catalog.metastore import connect_catalog
+from paimon_meta.catalog.metastore import CATALOG_OPTIONS, MetastoreCatalog, connect_catalog
 from paimon_meta.db import migrate
 from paimon_meta.db.budget import QueryBudget, bounded
 from paimon_meta.db.models import Privilege
+from paimon_meta.errors import AlreadyExistsError, ValidationError
+from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.ops import metrics as event_log_metrics
 from paimon_meta.rest import models, paths
 from paimon_meta.service import (
@@ -182,7 +184,41 @@ def _connect(settings: ServiceSettings) -> ServiceState:
     catalog = connect_catalog(
         settings.metastore_url, settings.warehouse, settings.options, migrate=settings.migrate
     )
-    return ServiceState(settings, catalog)
+    try:
+        _adopt_default_catalog(settings, catalog)
+        return ServiceState(settings, catalog)
+    except BaseException:
+        catalog.close()
+        raise
+
+
+def _adopt_default_catalog(settings: ServiceSettings, catalog: MetastoreCatalog) -> None:
+    """Record the catalog this process serves (``--catalog-name``, the ``catalog-key`` option,
+    ``--warehouse``) as a row of ``paimon_catalogs`` if it has none: how a single-catalog metastore
+    becomes one catalog with its rows (migration 0019 cannot know its warehouse). The flags stay what
+    this process serves: a row that disagrees with them, or a name or place another catalog has, is a
+    warning naming both, never a refused start (existing deployments do not change)."""
+    try:
+        info, created = Catalogs(catalog.engine).ensure_default(
+            settings.catalog_name,
+            catalog.warehouse,
+            catalog_key=catalog.registry.catalog_key,
+            options=settings.options,
+            sts_role_arn=None if settings.sts is None else settings.sts.role_arn,
+            sts_external_id=None if settings.sts is None else settings.sts.external_id,
+            skip_options=CATALOG_OPTIONS,
+            created_by="serve",
+        )
+    except (ValidationError, AlreadyExistsError) as e:
+        log.warning("default catalog %r not recorded as a catalog: %s", settings.catalog_name, e.message)
+        return
+    if created:
+        log.info(
+            "default catalog %r recorded (catalog key %r, warehouse %s)",
+            info.name,
+            info.catalog_key,
+            info.warehouse,
+        )
 
 
 def _install_middleware(app: FastAPI, settings: ServiceSettings) -> None:
