@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: venv run test lint typecheck unit interop-venv rust-venv java-env browser bench clean spark-cluster-test \
+.PHONY: venv run stop test lint typecheck unit interop-venv rust-venv java-env browser bench clean spark-cluster-test \
 	console-assets
 
 $(STAMP): pyproject.toml
@@ -34,9 +34,15 @@ $(CONSOLE_VENDOR)/.stamp: $(CONSOLE)/package.json $(CONSOLE)/package-lock.json
 
 console-assets: $(CONSOLE_VENDOR)/.stamp
 
-## The main job: embedded Postgres, a local warehouse, the Spark demo.
+## The main job: embedded Postgres, a local warehouse, the Spark demo. Both under this checkout's own
+## .paimon-meta/ (not ~/.paimon-meta, which another checkout's `make run` may be using); `make stop` stops
+## that Postgres (its data stays for the next `make run`).
+run stop: export PAIMON_META_HOME ?= $(CURDIR)/.paimon-meta
 run: venv
 	$(PY) -m paimon_meta.cli demo
+
+stop: venv
+	$(PY) -m paimon_meta.cli db embedded stop
 
 ## ruff, and the layering: import-linter's contracts in pyproject.toml (imports point down the layers).
 lint: venv

@@ -1,5 +1,7 @@
 """${message}
 
+Kind: expand (adds only: the previous release keeps working on it) | contract (removes or renames what the
+release before the previous one used; never in the release that stopped using it).
 Revision ID: ${up_revision}
 Revises: ${down_revision | comma,n}
 Create Date: ${create_date}

@@ -280,6 +280,27 @@ class PrincipalAlreadyExistsError(AlreadyExistsError):
     resource = "principal"
 
 
+class CatalogNotFoundError(NotFoundError):
+    """No catalog with that name in the metastore (``paimon_catalogs``)."""
+
+    resource = "catalog"
+
+
+class CatalogAlreadyExistsError(AlreadyExistsError):
+    """A catalog with that name (or that catalog key) already exists."""
+
+    resource = "catalog"
+
+
+class WarehouseOverlapError(CatalogAlreadyExistsError):
+    """A catalog's warehouse would equal, contain or lie inside another catalog's (``holder``): two
+    catalogs must never share files."""
+
+
+class CatalogNotEmptyError(ValidationError):
+    """A catalog still holds databases (drop them first, or drop the catalog with ``cascade``)."""
+
+
 class CommitError(PaimonMetaError):
     """Base class of commit outcomes that are not success."""
 

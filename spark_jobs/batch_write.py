@@ -8,7 +8,7 @@ batch identifier (``Long.MAX_VALUE``); both are recorded in the snapshot. Only t
 attempt of each Spark task contributes messages, so task retries never duplicate files in the commit.
 
 Run it: ``python -m spark_jobs.batch_write --table-path /wh/db.db/t --generate 1000000`` or
-``spark-submit spark_jobs/batch_write.py --table db.t --metastore-url ... --source-parquet s3://...``.
+``spark-submit spark_jobs/batch_write.py --table db.t --metastore ... --source-parquet s3://...``.
 """
 
 from __future__ import annotations

@@ -17,14 +17,19 @@ TOKEN_ENV = "PAIMON_META_TOKEN"
 
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--table-path`` (storage-guarded) or ``--table db.t`` with ``--metastore-url/--warehouse``."""
+    """``--table-path`` (storage-guarded) or ``--table db.t`` with ``--metastore/--warehouse`` (the
+    ``paimon-meta`` CLI's names; ``--metastore-url`` is kept as an alias)."""
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--table-path", help="table location; commits guarded by storage alone")
     target.add_argument("--table", help="db.table in the metastore catalog")
     parser.add_argument(
+        "--metastore",
         "--metastore-url",
+        dest="metastore_url",
         default=None,
-        help="metastore URL (default: $PAIMON_META_URL, else embedded Postgres)",
+        metavar="URL",
+        help="metastore URL, as paimon-meta's --metastore (default: $PAIMON_META_URL, else embedded "
+        "Postgres); --metastore-url is an alias",
     )
     parser.add_argument("--warehouse", default=None, help="warehouse root of the catalog")
     parser.add_argument(

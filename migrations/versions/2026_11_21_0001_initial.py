@@ -7,6 +7,7 @@ columns are nullable or defaulted, so Java's INSERTs keep working) and renames J
 key names to our naming convention. Downgrading to base puts them back into Java's shape instead of
 dropping them: their rows may belong to a Java catalog.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0001
 Revises:
 Create Date: 2026-11-21

@@ -5,6 +5,7 @@ trigger): a run writes ``started`` (its settings) before it touches anything and
 or ``failed`` (why) at the end; a ``started`` without either is a run that died. The view
 ``paimon_maintenance_history`` has one row per run.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-22

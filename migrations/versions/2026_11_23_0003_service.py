@@ -16,6 +16,8 @@
   snapshots), in which ids after T are created again. Publishing events carry their timeline, and a
   snapshot id is unique per (table, timeline) instead of per table.
 
+Kind: expand (adds only; check constraints widened, the snapshot index widened by the new timeline
+column, default 0): the previous release keeps working on it.
 Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-23

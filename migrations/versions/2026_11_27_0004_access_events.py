@@ -6,6 +6,7 @@ the table, the access level and the storage actions the credentials allow, when 
 ``payload`` the STS role session name that storage's own audit log shows, and whether the answer reused
 credentials vended earlier). The credentials themselves are never stored.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-27

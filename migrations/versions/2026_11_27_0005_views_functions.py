@@ -20,6 +20,7 @@ same statement-level trigger): one row per create, alter, rename and drop of a v
 its surrogate id, its identifier after the change, the version it left behind, the principal and, in
 ``payload``, the definition created, the changes applied or the name it had before.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-27

@@ -10,6 +10,7 @@ The maintenance log's operation CHECK grows by the partition and consumer operat
 (``create_partitions``, ``drop_partitions``, ``mark_done_partitions``, ``reset_consumer``) and by the
 branch operations (``create_branch``, ``drop_branch``, ``rename_branch``, ``fast_forward_branch``).
 
+Kind: expand (adds only; a check constraint widened): the previous release keeps working on it.
 Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-27

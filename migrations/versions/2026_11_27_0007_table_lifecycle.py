@@ -1,6 +1,7 @@
 """The maintenance log records a table's life in the catalog: ``register_table`` (an existing table
 adopted at its location), ``drop_table`` (alone, or one of a database drop's) and ``rollback_schema``.
 
+Kind: expand (adds only; a check constraint widened): the previous release keeps working on it.
 Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-27

@@ -3,6 +3,7 @@ clients'): ``paimon_tables.table_schema`` holds such a table's schema as Paimon'
 ``schema/schema-<id>`` file would hold), so nothing of ours is written into the table's directory, which
 its clients read as a whole. NULL for Paimon tables, whose schemas are on storage.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-27

@@ -11,6 +11,7 @@ its own snapshot pointer.
   takes a timeline no event of that (table, branch) has used, as a rollback does on main, so the unique
   index holds across incarnations and exactly-once lookups see only the current one.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0009
 Revises: 0008
 Create Date: 2026-11-27

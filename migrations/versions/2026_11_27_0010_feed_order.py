@@ -8,6 +8,7 @@ running (``pg_snapshot_xmin(pg_current_snapshot())``): every row that becomes vi
 ``txid`` at or above that horizon, so it sorts after everything already read (metastore/feed.py). Rows
 already in the logs get the migration's own transaction id (one value: their order is their event ids).
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-27

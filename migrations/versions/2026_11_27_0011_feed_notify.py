@@ -6,6 +6,7 @@ The log stays the source of truth: a notification carries nothing (Postgres fold
 notifications into one) and a reader that missed one (its connection broke) catches up from its
 position. NOTIFY is delivered only if the transaction commits.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0011
 Revises: 0010
 Create Date: 2026-11-27

@@ -6,6 +6,7 @@ One row per (catalog key, sink): the feed position (metastore/feed.py: ``txid``,
 and by which replica. The publisher writes it only after the broker acked every event up to it, from the
 session that holds the catalog's outbox advisory lock, and only forward.
 
+Kind: expand (adds only): the previous release keeps working on it.
 Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-27

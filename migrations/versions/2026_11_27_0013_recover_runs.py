@@ -1,6 +1,7 @@
 """The maintenance log records recoveries run from the operator console (``recover``), with the
 principal and the operator's reason, as it records the console's tag and rollback actions.
 
+Kind: expand (adds only; a check constraint widened): the previous release keeps working on it.
 Revision ID: 0013
 Revises: 0012
 Create Date: 2026-11-27

@@ -12,6 +12,10 @@ deletes under another row's key), so refusing it would keep the hole open. Each 
 warning on ``paimon_meta.migrations``; drop the row that should not be there (its files stay, held by
 the other row).
 
+Kind: expand (adds a column and its indexes; stored locations rewritten to their normal form, the same
+places to the previous release, which inserts rows without a key that the overlap check still compares): the
+previous release keeps working on it.
+
 Revision ID: 0014
 Revises: 0013
 Create Date: 2026-11-29

@@ -11,6 +11,8 @@ other catalogs' locks in a shared metastore are not read either).
 On a large log the upgrade builds the indexes once, holding a lock that blocks writes to the logs while
 it runs (README, "Operating it").
 
+Kind: expand (adds only: indexes): the previous release keeps working on it.
+
 Revision ID: 0015
 Revises: 0014
 Create Date: 2026-11-28

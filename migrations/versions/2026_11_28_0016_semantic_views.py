@@ -9,6 +9,8 @@ content}`` (content up to 1 MiB of UTF-8) kept verbatim, with the ids, version a
 ``replace_table`` run of the maintenance log (both CHECK constraints widened here). The logs are
 append-only: a downgrade keeps their newer rows by not re-checking them (as 0013 does).
 
+Kind: expand (adds only; check constraints widened): the previous release keeps working on it.
+
 Revision ID: 0016
 Revises: 0015
 Create Date: 2026-11-28

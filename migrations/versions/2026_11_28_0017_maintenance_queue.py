@@ -10,6 +10,8 @@
 * ``paimon_dropped_tables``: the recycle bin: a dropped table's row and grants until it is purged.
 * The maintenance log records queue runs (``maintain``), undrops and purges.
 
+Kind: expand (adds only; a check constraint widened): the previous release keeps working on it.
+
 Revision ID: 0017
 Revises: 0016
 Create Date: 2026-11-28
@@ -47,6 +49,7 @@ OLD_OPERATIONS = (
     "drop_table",
     "rollback_schema",
     "recover",
+    "replace_table",  # 0016
 )
 OPERATIONS = (*OLD_OPERATIONS, "maintain", "undrop_table", "purge_table")
 KINDS = ("compact", "expire_snapshots", "expire_partitions", "create_tag", "remove_orphans", "purge_dropped")

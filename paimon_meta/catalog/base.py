@@ -37,9 +37,9 @@ class Catalog(Protocol):
     schema, ``MetastoreUnavailableError`` when the catalog's backend cannot be reached.
     """
 
-    def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+    def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
         """Create database ``name``; one that already exists is kept (or, without ``ignore_if_exists``,
-        is a ``DatabaseAlreadyExistsError``)."""
+        is a ``DatabaseAlreadyExistsError``). ``ignore_if_exists`` is positional too, as pypaimon's."""
         ...
 
     def list_databases(self) -> list[str]:

@@ -32,7 +32,7 @@ from paimon_meta.commit.metastore.guard import LockSettings, MetastoreGuard
 from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitter
 from paimon_meta.db.embedded import default_home, ensure_embedded_postgres
 from paimon_meta.db.engine import make_engine
-from paimon_meta.db.migrate import upgrade
+from paimon_meta.db.migrate import check_compatible, upgrade
 from paimon_meta.errors import (
     CommitConflictError,
     DatabaseAlreadyExistsError,
@@ -45,6 +45,7 @@ from paimon_meta.errors import (
 from paimon_meta.io import get_file_io, location_key, normalise_uri, resolve_location, scheme_of
 from paimon_meta.io.base import FileIO
 from paimon_meta.metastore.catalog_objects import CatalogObjects
+from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
 from paimon_meta.metastore.recycle_bin import RecycleBin
@@ -78,14 +79,17 @@ CATALOG_KEY = "catalog-key"
 RECYCLE_BIN_RETENTION = "paimon-meta.recycle-bin.retention"
 DEFAULT_RECYCLE_BIN_RETENTION = "7 d"
 MAINTENANCE_ENABLED = "paimon-meta.maintenance.enabled"
-_CATALOG_OPTIONS = {
-    LOCK_LEASE,
-    LOCK_ACQUIRE_TIMEOUT,
-    CATALOG_KEY,
-    EXTERNAL_ROOTS_ALLOWED,
-    RECYCLE_BIN_RETENTION,
-    MAINTENANCE_ENABLED,
-}
+#: The options a MetastoreCatalog reads itself (not its FileIO's, not its tables' defaults).
+CATALOG_OPTIONS = frozenset(
+    {
+        LOCK_LEASE,
+        LOCK_ACQUIRE_TIMEOUT,
+        CATALOG_KEY,
+        EXTERNAL_ROOTS_ALLOWED,
+        RECYCLE_BIN_RETENTION,
+        MAINTENANCE_ENABLED,
+    }
+)
 
 
 _log = logging.getLogger(__name__)
@@ -129,7 +133,7 @@ class MetastoreCatalog:
         # in its normal form: tables' locations are joined to it and compared with stored normal forms
         self.warehouse = normalise_uri(warehouse)
         self.options = dict(options)
-        self.file_io_options = {k: v for k, v in options.items() if k not in _CATALOG_OPTIONS}
+        self.file_io_options = {k: v for k, v in options.items() if k not in CATALOG_OPTIONS}
         self.file_io: FileIO = get_file_io(self.warehouse, self.file_io_options)
         self._file_ios: dict[str, FileIO] = {}
         self._file_ios_lock = threading.Lock()
@@ -156,7 +160,7 @@ class MetastoreCatalog:
     # ---- databases ---------------------------------------------------------------------------------
 
     @_metastore_call
-    def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+    def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
         validate_identifier("database", name)
         if self.registry.database_exists(name):
             if ignore_if_exists:
@@ -666,15 +670,46 @@ def _comparable(schema: TableSchema) -> TableSchema:
 def connect(
     metastore_url: str | None = None,
     warehouse: str | None = None,
+    *,
+    catalog: str | None = None,
     **options: str,
 ) -> MetastoreCatalog:
     """Connect to the metastore (``metastore_url``, else ``$PAIMON_META_URL``, else an embedded Postgres
     under ``$PAIMON_META_HOME``) and a warehouse (``warehouse``, else ``$PAIMON_META_WAREHOUSE``, else
-    ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect.
+    ``$PAIMON_META_HOME/warehouse``). The schema is migrated to the latest revision on connect
+    (:func:`connect_catalog` with ``migrate=False`` only checks it).
 
     A commit service (``http(s)://``) is reached with :func:`paimon_meta.connect_service` instead: its
     catalog is another type with no database behind it; both are a
-    :class:`~paimon_meta.catalog.base.Catalog`."""
+    :class:`~paimon_meta.catalog.base.Catalog`.
+
+    ``catalog``: a catalog of the metastore (``paimon-meta catalogs create``): its warehouse, catalog key,
+    storage profile and options are the metastore's (``options`` given here win over its options, e.g.
+    the caller's own storage keys); ``warehouse`` is then not given."""
+    return connect_catalog(metastore_url, warehouse, options, migrate=True, catalog=catalog)
+
+
+def connect_catalog(
+    metastore_url: str | None,
+    warehouse: str | None,
+    options: Mapping[str, str],
+    *,
+    migrate: bool,
+    catalog: str | None = None,
+) -> MetastoreCatalog:
+    """:func:`connect`; with ``migrate`` False (``paimon-meta serve`` unless ``--migrate``) the schema is
+    only checked to be within the compatibility window (``db.migrate.compatible``).
+
+    Raises:
+        SchemaNotReadyError: ``migrate`` is False and the schema is empty or older than this code's.
+        CatalogNotFoundError: ``catalog`` is not a catalog of the metastore.
+        ValidationError: ``catalog`` with a ``warehouse``, or with another ``catalog-key`` option.
+    """
+    if catalog is not None and warehouse is not None:
+        raise ValidationError(
+            f"give the catalog {catalog!r} or a warehouse, not both: its warehouse is the metastore's",
+            catalog=catalog,
+        )
     if metastore_url is not None and metastore_url.startswith(("http://", "https://")):
         raise ValidationError(
             f"{metastore_url} is a commit service: use paimon_meta.connect_service(url, token=...)",
@@ -684,9 +719,35 @@ def connect(
     embedded = url is None
     if url is None:
         url = ensure_embedded_postgres().url
-    wh = resolve_location(
-        warehouse or os.environ.get(ENV_WAREHOUSE) or str(Path(default_home()) / "warehouse")
-    )
     engine = make_engine(url)
-    upgrade(engine)
-    return MetastoreCatalog(engine, wh, options, info=ConnectInfo(str(url), wh, embedded))
+    try:
+        if migrate:
+            upgrade(engine)
+        else:
+            check_compatible(engine)
+        if catalog is None:
+            wh = resolve_location(
+                warehouse or os.environ.get(ENV_WAREHOUSE) or str(Path(default_home()) / "warehouse")
+            )
+            opts = dict(options)
+        else:
+            wh, opts = _catalog_of(engine, catalog, options)
+    except BaseException:
+        engine.dispose()
+        raise
+    return MetastoreCatalog(engine, wh, opts, info=ConnectInfo(str(url), wh, embedded))
+
+
+def _catalog_of(engine: Engine, name: str, options: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """The warehouse and options of the metastore's catalog ``name`` (``options`` win, but for the
+    catalog key, which must be the catalog's)."""
+    info = Catalogs(engine).get(name)
+    given = options.get(CATALOG_KEY)
+    if given is not None and given != info.catalog_key:
+        raise ValidationError(
+            f"catalog {name!r} has catalog key {info.catalog_key!r}, not {given!r}: drop the {CATALOG_KEY} "
+            "option",
+            catalog=name,
+            option=CATALOG_KEY,
+        )
+    return info.warehouse, {**info.storage_options(), **options, CATALOG_KEY: info.catalog_key}

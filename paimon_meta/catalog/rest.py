@@ -618,7 +618,7 @@ class RestCatalog:
 
     # ---- catalog ----------------------------------------------------------------------------------
 
-    def create_database(self, name: str, *, ignore_if_exists: bool = True) -> None:
+    def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
         body = _request(models.CreateDatabaseRequest, name=validate_identifier("database", name))
         try:
             self.client.send("POST", self.client.path(paths.DATABASES), body)
@@ -835,6 +835,52 @@ class RestCatalog:
             self.client.path(paths.CATALOG_EVENTS), models.ListCatalogEventsResponse, query=query
         )
         return [e.model_dump(mode="json", by_alias=True) for e in page.events], page.next_page_token
+
+    # ---- on-call operations (admin grants; ``paimon-meta ... --metastore http://``) -------------------
+
+    def _table_op(self, template: str, identifier: str, body: BaseModel) -> dict[str, Any]:
+        db, name = split_identifier(identifier)
+        path = self.client.path(template, database=db, table=name)
+        return self.client.post(path, body, models.OperationReport).root
+
+    def recover(
+        self,
+        identifier: str,
+        *,
+        older_than_seconds: float | None = None,
+        dry_run: bool = False,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Recovery of the table run by the service (``POST .../recover``): the report's fields."""
+        body = _request(
+            models.RecoverTableRequest, older_than_seconds=older_than_seconds, dry_run=dry_run, reason=reason
+        )
+        return self._table_op(paths.RECOVER, identifier, body)
+
+    def expire_snapshots(self, identifier: str, **settings: Any) -> dict[str, Any]:
+        """Snapshot expiration run by the service (``POST .../expire-snapshots``; ``settings``:
+        ``retain_min``, ``retain_max``, ``older_than_seconds``, ``max_deletes``, ``dry_run``)."""
+        return self._table_op(
+            paths.EXPIRE_SNAPSHOTS, identifier, _request(models.ExpireSnapshotsRequest, **settings)
+        )
+
+    def remove_orphan_files(
+        self, identifier: str, *, older_than_seconds: float, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Orphan cleanup run by the service (``POST .../remove-orphan-files``)."""
+        body = _request(
+            models.RemoveOrphanFilesRequest, older_than_seconds=older_than_seconds, dry_run=dry_run
+        )
+        return self._table_op(paths.REMOVE_ORPHAN_FILES, identifier, body)
+
+    def list_locks(self) -> list[dict[str, Any]]:
+        """The lock rows of the tables this principal administers (``GET .../locks``)."""
+        return self.client.get(self.client.path(paths.LOCKS), models.ListLocksResponse).locks
+
+    def release_lock(self, lock_id: str, *, reason: str, force: bool = False) -> dict[str, Any]:
+        """Release a lock row through the service (``POST .../locks/release``)."""
+        body = _request(models.ReleaseLockRequest, lock_id=lock_id, reason=reason, force=force)
+        return self.client.post(self.client.path(paths.RELEASE_LOCK), body, models.OperationReport).root
 
     def _log(
         self,

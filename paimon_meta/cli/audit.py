@@ -27,6 +27,7 @@ _COMMIT_COLUMNS: list[render.Column] = [
     "conflicts",
     ("elapsed_ms", "ms"),
     ("commit_user", "user"),
+    "principal",
     ("final_reason", "reason"),
     ("commit_id", "commit"),
 ]
@@ -56,6 +57,7 @@ _LOCK_EVENT_COLUMNS: list[render.Column] = [
 _ACCESS_COLUMNS: list[render.Column] = [
     ("event_id", "id"),
     ("created_at", "at"),
+    ("event_type", "event"),
     "principal",
     ("table_identifier", "table"),
     "level",
@@ -109,7 +111,18 @@ def register(commands: Commands) -> None:
         "one JSON object a line, from the start (or --after POSITION) and then as they happen, until "
         "interrupted (or --follow-seconds)",
     )
-    p.add_argument("--after", metavar="POSITION", help="with --follow: resume after this event id")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--after", metavar="POSITION", help="with --follow: resume after this event id")
+    start.add_argument(
+        "--from-now", action="store_true", help="with --follow: only events from now on, none of the past"
+    )
+    p.add_argument(
+        "--catalog-name",
+        default="paimon",
+        metavar="NAME",
+        help="with --follow from the database: the catalog named in each event's source, as the service's "
+        "`serve --catalog-name` (default paimon), so both print the same lines",
+    )
     p.add_argument(
         "--follow-seconds",
         type=float,
@@ -137,8 +150,8 @@ def _commits(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def _events(ctx: Context, args: argparse.Namespace) -> Output:
-    if (args.after is not None or args.follow_seconds is not None) and not args.follow:
-        raise ValidationError("--after and --follow-seconds go with --follow")
+    if (args.after is not None or args.follow_seconds is not None or args.from_now) and not args.follow:
+        raise ValidationError("--after, --from-now and --follow-seconds go with --follow")
     if args.follow:
         return _follow(ctx, args)
     if args.principal is not None and not args.access:
@@ -232,16 +245,20 @@ def _follow(ctx: Context, args: argparse.Namespace) -> Output:
     import json
     import time
 
-    from paimon_meta.metastore.feed import START, FeedFilter, Position, cloud_event, read_feed
+    from paimon_meta.metastore.feed import START, FeedFilter, Position, cloud_event, feed_head, read_feed
+    from paimon_meta.rest import models, paths
 
     deadline = None if args.follow_seconds is None else time.monotonic() + args.follow_seconds
     remote = ctx.remote()
     printed = 0
     if remote is None:
         cat = ctx.catalog()
-        position = START if args.after is None else Position.parse(args.after, field="--after")
+        if args.from_now:
+            position = feed_head(cat.engine)
+        else:
+            position = START if args.after is None else Position.parse(args.after, field="--after")
         keep = FeedFilter(subject=args.table)
-    token = args.after
+    token = paths.FEED_NOW if args.from_now else args.after
     try:
         while deadline is None or time.monotonic() < deadline:
             if remote is None:
@@ -252,7 +269,13 @@ def _follow(ctx: Context, args: argparse.Namespace) -> Output:
                     limit=args.limit,
                     keep=keep,
                 )
-                lines = [cloud_event(e, cat.registry.catalog_key) for e in events]
+                # encoded as the service encodes them (its model), so both paths print the same lines
+                lines = [
+                    models.CloudEvent.model_validate(cloud_event(e, args.catalog_name)).model_dump(
+                        mode="json", by_alias=True
+                    )
+                    for e in events
+                ]
             else:
                 lines, token = remote.catalog_events(after=token, table=args.table, limit=args.limit)
             for line in lines:

@@ -27,6 +27,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 EXIT_REFUSED = 4
+EXIT_FINDINGS = 5
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_FAILURE: "operational failure (storage or metastore error, unresolved commit, failed demo check)",
@@ -36,6 +37,7 @@ EXIT_CODES = {
         "conflict or refused (commit conflict, live lock not forced, table lock busy past timeout, "
         "token refused by the service)"
     ),
+    EXIT_FINDINGS: "`verify` found inconsistencies (each named in its report)",
 }
 
 ENV_URL = "PAIMON_META_URL"
@@ -43,7 +45,8 @@ ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
 ENV_OPTIONS = "PAIMON_META_OPTIONS"
 ENV_TOKEN = "PAIMON_META_TOKEN"  # as spark_jobs' --service/--token
 
-#: The commands that work with ``--metastore http(s)://...`` (read-only; ``tags`` only lists there).
+#: The commands that work with ``--metastore http(s)://...`` (``tags`` only lists there; the on-call
+#: commands need an admin grant on the table).
 REMOTE_COMMANDS = (
     "tables",
     "snapshots",
@@ -52,12 +55,12 @@ REMOTE_COMMANDS = (
     "events --table",
     "tags (listing)",
     "credentials",
+    "recover, expire-snapshots, remove-orphan-files, locks (admin)",
 )
 #: Where to look instead, for read-only commands a service does not answer.
 _SERVICE_HINTS = {
     "db current": "the service's GET /readyz says whether it is ready (its log says why not)",
     "metrics": "scrape the service's GET /metrics with an admin token",
-    "locks list": "a table's lock history: `paimon-meta events --table DB.T --locks`",
     "events --access": "the data-access log is the metastore's (paimon_access_events); a service serves "
     "no route for it",
 }
@@ -72,6 +75,10 @@ EPILOG = (
     f"  {ENV_WAREHOUSE}  warehouse root (/path or s3://bucket/prefix)\n"
     f"  {ENV_OPTIONS}    catalog/storage options, 'k=v,k=v' (s3.endpoint, s3.access-key, s3.secret-key,\n"
     "                         s3.region, s3.path-style-access, lock.lease-seconds, ...); --option wins\n"
+    "  PAIMON_META_CONFIG     a TOML file of settings (--config)\n"
+    "  every flag also as PAIMON_META_<COMMAND>_<FLAG> (a global one: PAIMON_META_<FLAG>); secrets\n"
+    "  (--metastore, --token, --option) also from a file: --X-file or $NAME_FILE. Precedence: flag >\n"
+    "  environment > file > default; `paimon-meta config show [COMMAND]` prints each and its source.\n"
     "\ndurations: 90s, 15min, 2h, 1d, 250ms (a bare number is seconds)"
 )
 
@@ -142,7 +149,9 @@ class Context:
 
     def options(self) -> dict[str, str]:
         out: dict[str, str] = {}
-        for item in _split_options(os.environ.get(ENV_OPTIONS, "")) + list(self.args.option or []):
+        # The file's, then $PAIMON_META_OPTIONS', then the flags' (cli.config gathers them in that order):
+        # a later KEY wins.
+        for item in self.args.option or []:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
                 raise ValidationError(f"option {item!r} is not KEY=VALUE")
@@ -209,7 +218,3 @@ class Context:
             self._catalog.close()
         if self._remote is not None:
             self._remote.close()
-
-
-def _split_options(text: str) -> list[str]:
-    return [p.strip() for p in text.replace("\n", ",").split(",") if p.strip()]

@@ -60,8 +60,10 @@ ACCOUNTS_SCHEMA = pa.schema(
 
 def register(commands: Commands) -> None:
     p = commands.add("demo", _demo, "the end-to-end Spark demo (needs the spark extra)")
-    p.add_argument("--rows-per-writer", type=positive, default=1_000_000)
-    p.add_argument("--writers", type=positive, default=4)
+    p.add_argument(
+        "--rows-per-writer", type=positive, default=1_000_000, help="rows each Spark writer appends"
+    )
+    p.add_argument("--writers", type=positive, default=4, help="concurrent Spark writers")
 
 
 def _demo(ctx: Context, args: argparse.Namespace) -> Output:

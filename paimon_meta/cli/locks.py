@@ -1,4 +1,5 @@
-"""``paimon-meta locks list|release``: the metastore's lock rows (ours and Java's), and releasing one."""
+"""``paimon-meta locks list|release``: the metastore's lock rows (ours and Java's), and releasing one; with
+``--metastore http(s)://`` through the commit service (the rows of the tables the token administers)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ _LOCK_COLUMNS: list[render.Column] = [
     "kind",
     "owner",
     ("fencing_token", "token"),
-    ("age_seconds", "age s"),
+    ("age_seconds", "held s"),
     ("lease_left_seconds", "lease left s"),
     ("heartbeat_age_seconds", "heartbeat s ago"),
     "state",
@@ -25,9 +26,10 @@ def register(commands: Commands) -> None:
     p = locks.action(
         "list",
         _locks_list,
-        "every lock row: owner, token, age, lease left, heartbeat, state (live, heartbeat_overdue: the "
+        "every lock row: owner, token, time held, lease left, heartbeat, state (live, heartbeat_overdue: the "
         "holder lost its metastore connection, froze or died; stale; java)",
     )
+    p.set_defaults(remote=True)
     p.add_argument("--stale", action="store_true", help="only expired rows")
     p.add_argument(
         "--overdue",
@@ -41,28 +43,44 @@ def register(commands: Commands) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.set_defaults(remote=True)
     p.add_argument("key", metavar="KEY", help="lock id, e.g. jdbc.db.table")
     p.add_argument("--reason", required=True, help="why (stored in the lock event log)")
     p.add_argument("--force", action="store_true", help="release even a live, heartbeating lock")
 
 
 def _locks_list(ctx: Context, args: argparse.Namespace) -> Output:
+    remote = ctx.remote()
+    if remote is not None:
+        rows = [
+            r
+            for r in remote.list_locks()
+            if (not args.stale and not args.overdue)
+            or (args.stale and r["stale"])
+            or (args.overdue and r["heartbeat_overdue"])
+        ]
+        return Output(rows, render.table(rows, _LOCK_COLUMNS))
     from paimon_meta.ops.locks import list_locks
 
-    rows = list_locks(ctx.catalog().lock, stale_only=args.stale, overdue_only=args.overdue)
-    data = [render.jsonable(r) for r in rows]
+    found = list_locks(ctx.catalog().lock, stale_only=args.stale, overdue_only=args.overdue)
+    data = [render.jsonable(r) for r in found]
     return Output(data, render.table(data, _LOCK_COLUMNS))
 
 
 def _locks_release(ctx: Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.ops.locks import release_lock
+    remote = ctx.remote()
+    if remote is not None:
+        result = remote.release_lock(args.key, reason=args.reason, force=args.force)
+    else:
+        from paimon_meta.ops.locks import release_lock
 
-    result = release_lock(ctx.catalog().lock, args.key, reason=args.reason, force=args.force)
-    held = result.lock
-    how = "forced" if result.forced else "stale"
+        released = release_lock(ctx.catalog().lock, args.key, reason=args.reason, force=args.force)
+        result = render.jsonable(released.to_dict())
+    held = result["lock"]
+    how = "forced" if result["forced"] else "stale"
     text = (
-        f"released {held.lock_id} ({how}; was held by {held.owner or 'a Java writer'}, "
-        f"token {render.cell(held.fencing_token)}, age {held.age_seconds:.1f}s) "
-        f"by {result.operator}: {result.reason}"
+        f"released {held['lock_id']} ({how}; was held by {held['owner'] or 'a Java writer'}, "
+        f"token {render.cell(held['fencing_token'])}, held {held['age_seconds']:.1f}s) "
+        f"by {result['operator']}: {result['reason']}"
     )
-    return Output(result.to_dict(), text)
+    return Output(result, text)

@@ -16,29 +16,50 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from paimon_meta.cli import (
     audit,
+    catalogs,
     db,
     demo,
     locks,
+    logs,
     maintain,
     maintenance,
     metrics,
     principals,
     render,
     serve,
+    settings,
     tables,
     tags,
+    verify,
 )
 from paimon_meta.cli.args import Commands, add_globals
-from paimon_meta.cli.context import EPILOG, EXIT_USAGE, Context, Output, exit_code
+from paimon_meta.cli.config import ConfigError, ConfigFile, HelpFormatter, Layers, config_path
+from paimon_meta.cli.context import EPILOG, EXIT_OK, EXIT_USAGE, Context, Output, exit_code
 from paimon_meta.errors import PaimonMetaError
 
-GROUPS = (db, tables, audit, locks, maintenance, maintain, metrics, serve, tags, principals, demo)
+GROUPS = (
+    db,
+    tables,
+    audit,
+    locks,
+    maintenance,
+    maintain,
+    verify,
+    metrics,
+    serve,
+    tags,
+    principals,
+    catalogs,
+    settings,
+    demo,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="paimon-meta",
         description="Operate Apache Paimon tables committed through a Postgres metastore.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     add_globals(parser, None)
     # The global options are accepted after the command too (``paimon-meta locks list --json``).
     commands = Commands.of(parser)
@@ -57,18 +79,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("paimon-meta")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH, not installed
+        return "(not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``paimon-meta`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`| head`): what it did not read is nobody's; nothing to report. Python
+        # would complain again flushing stdout at exit, so stdout points at /dev/null from here on.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def parse(
+    argv: Sequence[str], environ: Mapping[str, str], parser: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
+    """``argv`` parsed, then completed from ``environ`` and the TOML file (flag > environment > file >
+    default; ``cli.config``).
+
+    Raises:
+        SystemExit: ``--help`` (0) or a usage error (2), as argparse does.
+        ConfigError: the file or a variable is unusable (it is named).
+    """
+    parser = parser or build_parser()
+    layers = Layers(parser)
+    path = config_path(argv, environ)
+    # The file's keys are checked before anything runs, whichever command runs.
+    document = ConfigFile.load(path, layers) if path else None
+    layers.relax(environ, document)
+    args = parser.parse_args(argv)
+    layers.apply(args, argv, environ, document)
+    return args
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parse(argv, os.environ)
     except SystemExit as e:  # --help (0) or a usage error (2)
         return int(e.code or 0) if isinstance(e.code, int) else EXIT_USAGE
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    except ConfigError as e:
+        return _failed(e, argparse.Namespace(json="--json" in argv, debug=False))
+    logs.configure(args.log_format, logging.DEBUG if args.debug else logging.WARNING)
     ctx = Context(args)
     try:
         if not getattr(args, "remote", False):
@@ -77,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("paimon-meta: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise
     except Exception as e:
         return _failed(e, args)
     finally:

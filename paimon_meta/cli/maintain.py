@@ -65,14 +65,16 @@ def register(commands: Commands) -> None:
     p.add_argument("--state", choices=["queued", "running", "dead"], help="only jobs in this state")
     p = group.action("runs", _runs, "recent maintenance runs with their outcome")
     p.add_argument("--table", metavar="TABLE", help="db.table")
-    p.add_argument("--limit", type=positive, default=50)
+    p.add_argument("--limit", type=positive, default=50, help="the latest N runs (default 50)")
     group.action("debts", _debts, "each table's debt as last measured")
     p = group.action("pause", _pause, "pause maintenance of a table, or of the whole catalog")
     p.add_argument("table", nargs="?", metavar="TABLE", help="db.table (default: the whole catalog)")
     p = group.action("resume", _resume, "resume maintenance paused by `pause`")
     p.add_argument("table", nargs="?", metavar="TABLE", help="db.table (default: the whole catalog)")
     p = group.action("retry", _retry, "queue a dead job again with fresh attempts")
-    p.add_argument("job_id", type=int, metavar="JOB")
+    p.add_argument(
+        "job_id", type=int, metavar="JOB", help="the dead job to queue again (its id in `maintenance queue`)"
+    )
 
     p = commands.add("dropped", _dropped, "tables in the recycle bin")
     p.add_argument("--database", metavar="DB", help="only this database's")

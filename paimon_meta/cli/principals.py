@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 def register(commands: Commands) -> None:
     ps = commands.group("principals", "service principals, their tokens and grants")
     p = ps.action("create", _create, "create a principal and print its token (shown once)")
-    p.add_argument("name")
+    p.add_argument("name", help="the principal's name (user:..., a service name)")
     _expires_in(p)
     p = ps.action("token", _token, "issue another token for a principal (shown once)")
-    p.add_argument("name")
+    p.add_argument("name", help="the principal's name (user:..., a service name)")
     _expires_in(p)
     p = ps.action(
         "create-group",
@@ -35,18 +35,22 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("name", help="the group as the identity provider's groups claim names it")
     p = ps.action("revoke-token", _revoke_token, "revoke a principal's tokens (or one by prefix)")
-    p.add_argument("name")
+    p.add_argument("name", help="the principal's name (user:..., a service name)")
     p.add_argument("--prefix", help="only the token starting with this (as `principals list` shows)")
     for action, handler, text in (
         ("grant", _grant, "grant read|write|admin on the catalog, a database or a table"),
         ("revoke", _revoke, "revoke exactly such a grant"),
     ):
         p = ps.action(action, handler, text)
-        p.add_argument("name")
-        p.add_argument("privilege", choices=[v.value for v in Privilege])
+        p.add_argument("name", help="the principal's name (user:..., a service name)")
+        p.add_argument(
+            "privilege",
+            choices=[v.value for v in Privilege],
+            help="read, write (implies read) or admin (create/alter/drop; implies write)",
+        )
         scope = p.add_mutually_exclusive_group()
-        scope.add_argument("--database", metavar="DB")
-        scope.add_argument("--table", metavar="DB.T")
+        scope.add_argument("--database", metavar="DB", help="on one database (default: the whole catalog)")
+        scope.add_argument("--table", metavar="DB.T", help="on one table (default: the whole catalog)")
     ps.action("list", _list, "principals with their grants and tokens (prefixes)")
 
 

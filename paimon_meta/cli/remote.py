@@ -31,6 +31,7 @@ COMMIT_HISTORY = (
     "final_reason",
     "first_event_at",
     "last_event_at",
+    "principal",
 )
 COMMIT_EVENTS = (
     "event_id",

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from paimon_meta.cli import logs
 from paimon_meta.cli.args import Commands
-from paimon_meta.cli.context import Context, Output
+from paimon_meta.cli.context import ENV_URL, Context, Output
 
 if TYPE_CHECKING:
     from paimon_meta.service.oidc import OidcSettings
@@ -28,7 +29,26 @@ def register(commands: Commands) -> None:
     p.add_argument("--port", type=int, default=8181, help="port (default 8181)")
     p.add_argument("--catalog-name", default="paimon", help="the REST prefix clients use as 'warehouse'")
     p.add_argument("--workers", type=int, default=32, help="threads for blocking work (default 32)")
-    p.add_argument("--drain-seconds", type=float, default=30.0, help="SIGTERM grace for in-flight requests")
+    p.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=30.0,
+        help="on SIGTERM: not ready at once, new requests 503, in-flight ones may finish for this long, "
+        "then 503 for what is left and exit 0 (default 30)",
+    )
+    p.add_argument(
+        "--migrate",
+        action="store_true",
+        help="migrate the metastore to this release's schema at start-up (default: only check it is "
+        "within the compatibility window; migrations are `paimon-meta db upgrade`'s, e.g. a Job)",
+    )
+    p.add_argument(
+        "--recovery-interval-seconds",
+        type=float,
+        default=60.0,
+        help="settle commits left pending (a replica stopped mid-commit) this often, one replica at a "
+        "time (0: never; `paimon-meta recover` does it; default 60)",
+    )
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024, help="request body limit")
     p.add_argument(
         "--group-max-commits",
@@ -222,7 +242,33 @@ def register(commands: Commands) -> None:
         default=2,
         help="maintenance jobs run at once on this replica (default 2; 0: none here)",
     )
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the service's and uvicorn's log level (default info)",
+    )
+
+
+def announce_start(metastore_url: str | None, warehouse: str | None, catalog_name: str) -> None:
+    """Say where the service keeps things before it starts: the catalog, its warehouse and the metastore
+    (password hidden). A warehouse nobody chose (no ``--warehouse`` nor ``$PAIMON_META_WAREHOUSE``: the
+    default under ``$PAIMON_META_HOME``) is a warning when the metastore is a real server's, where tables
+    would otherwise land in the home directory of whoever started the replica without anyone noticing."""
+    from sqlalchemy import make_url
+
+    from paimon_meta.db.embedded import default_home
+
+    log = logging.getLogger("paimon_meta.service")
+    where = warehouse or str(Path(default_home()) / "warehouse")
+    shown = "the embedded Postgres" if metastore_url is None else make_url(metastore_url).render_as_string()
+    log.info("catalog %r: warehouse %s, metastore %s", catalog_name, where, shown)
+    if warehouse is None and metastore_url is not None:
+        log.warning(
+            "no --warehouse (nor $PAIMON_META_WAREHOUSE): tables go under the default %s on this machine; "
+            "give every replica the same --warehouse (a shared path or s3://...)",
+            where,
+        )
 
 
 def _serve(ctx: Context, args: argparse.Namespace) -> Output:
@@ -236,7 +282,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     if args.feed_scan_rows < 1:
         raise ValidationError("--feed-scan-rows must be at least 1", field="--feed-scan-rows")
 
-    _log_to_stderr(args.log_level)
+    logs.configure_service(args.log_format, args.log_level)
     sts = (
         StsSettings(
             role_arn=args.sts_role_arn,
@@ -250,6 +296,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         else None
     )
     warehouse = args.warehouse or os.environ.get(ENV_WAREHOUSE)
+    announce_start(args.metastore or os.environ.get(ENV_URL), warehouse, args.catalog_name)
     if sts is not None and not vendable(warehouse or ""):
         raise ValidationError(
             f"--sts-role-arn vends S3 credentials, but the warehouse {warehouse!r} is not on S3: drop the "
@@ -263,6 +310,8 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         catalog_name=args.catalog_name,
         worker_threads=args.workers,
         drain_seconds=args.drain_seconds,
+        recovery_interval_seconds=args.recovery_interval_seconds,
+        migrate=args.migrate,
         max_body_bytes=args.max_body_bytes,
         group_max_commits=args.group_max_commits,
         group_max_hold_seconds=args.group_max_hold_ms / 1000,
@@ -292,7 +341,14 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         events_nats=_events_nats(args),
         maintenance_workers=args.maintenance_workers,
     )
-    serve(settings, host=args.host, port=args.port, log_level=args.log_level)
+    if not args.migrate:
+        # Before uvicorn starts: an empty or older metastore is one line naming what to run, not a
+        # failed start-up's traceback. (Migrating is `paimon-meta db upgrade`'s, or --migrate's.)
+        from paimon_meta.db.migrate import check_compatible
+
+        check_compatible(settings.metastore_url or ctx.metastore_url())
+    # uvicorn's loggers go through ours (configured above): it installs no handlers of its own.
+    serve(settings, host=args.host, port=args.port, log_level=args.log_level, log_config=None)
     return Output({"stopped": True}, "")
 
 
@@ -357,13 +413,3 @@ def _oidc(args: argparse.Namespace) -> OidcSettings | None:
         groups_claim=args.oidc_groups_claim,
         algorithms=tuple(a.strip() for a in args.oidc_algorithms.split(",") if a.strip()),
     )
-
-
-def _log_to_stderr(level: str) -> None:
-    """The service's own log lines (``paimon_meta.*``) at ``level`` on stderr, not through the root."""
-    logger = logging.getLogger("paimon_meta")
-    logger.setLevel(level.upper())
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger.addHandler(handler)
-    logger.propagate = False

@@ -24,7 +24,7 @@ from paimon_meta.errors import NotFoundError, UnsupportedError
 
 def register(commands: Commands) -> None:
     p = commands.add("tables", _tables, "list registered tables (of one database, or all)", remote=True)
-    p.add_argument("database", nargs="?", metavar="DB")
+    p.add_argument("database", nargs="?", metavar="DB", help="only this database's tables (default: all)")
 
     p = commands.add(
         "snapshots",

@@ -15,8 +15,8 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("table", metavar="TABLE", help="db.table")
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-snapshot", type=int, metavar="ID")
-    target.add_argument("--to-tag", metavar="TAG")
+    target.add_argument("--to-snapshot", type=int, metavar="ID", help="roll back to this snapshot")
+    target.add_argument("--to-tag", metavar="TAG", help="roll back to the snapshot this tag names")
     p.add_argument(
         "--from-snapshot", type=int, metavar="ID", help="refuse unless this is the latest snapshot"
     )
@@ -29,8 +29,8 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("table", metavar="TABLE", help="db.table")
     action = p.add_mutually_exclusive_group()
-    action.add_argument("--create", metavar="NAME")
-    action.add_argument("--delete", metavar="NAME")
+    action.add_argument("--create", metavar="NAME", help="create a tag (of --snapshot, default the latest)")
+    action.add_argument("--delete", metavar="NAME", help="delete a tag")
     p.add_argument(
         "--snapshot", type=int, metavar="ID", help="with --create: tag this snapshot (default latest)"
     )

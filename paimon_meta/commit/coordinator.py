@@ -57,6 +57,7 @@ from paimon_meta.errors import (
     LockLostError,
     TableNotFoundError,
     TableRowChangedError,
+    UnsupportedError,
     ValidationError,
 )
 from paimon_meta.model import limits
@@ -76,6 +77,10 @@ from paimon_meta.table.live_files import readded
 from paimon_meta.table.option_policy import MAIN_BRANCH, check_main_branch
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.overwrite import OverwriteSpec, PartitionMatcher
+
+#: Options under which a commit assigns row ids to new files (Paimon's row tracking, which
+#: ``data-evolution.enabled`` requires): messages to such a table are refused by :meth:`_validate`.
+ROW_ID_OPTIONS = ("row-tracking.enabled", "data-evolution.enabled")
 
 log = logging.getLogger(__name__)
 
@@ -825,6 +830,16 @@ class CommitCoordinator:
     # ---- housekeeping -----------------------------------------------------------------------------
 
     def _validate(self, messages: Sequence[CommitMessage]) -> None:
+        # Step 0: a table whose rows carry ids assigned at commit is not committed here.
+        for key in ROW_ID_OPTIONS:
+            if (self.schema.options.get(key) or "false").strip().lower() == "true":
+                raise UnsupportedError(
+                    f"table option {key}=true: committing messages to such a table is not supported: its "
+                    "commit assigns row ids (each new file's firstRowId, the snapshot's nextRowId) that "
+                    "paimon_meta's committer does not assign; commit through POST .../commit with the "
+                    "snapshot the client builds (pypaimon and Java do), which the service publishes as is",
+                    option=key,
+                )
         # Step 1: nothing a message names may leave the table or break its numbers (commit/validate.py).
         self._validator.validate(messages)
 

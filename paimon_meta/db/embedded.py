@@ -66,9 +66,13 @@ class EmbeddedPostgres:
         return f"postgresql+psycopg://{_SUPERUSER}@{_HOST}:{self.port}/{database}"
 
 
+#: Where the embedded Postgres (and the default warehouse) live.
+ENV_HOME = "PAIMON_META_HOME"
+
+
 def default_home() -> Path:
     """``$PAIMON_META_HOME`` or ``~/.paimon-meta``."""
-    return Path(os.environ.get("PAIMON_META_HOME") or Path.home() / ".paimon-meta").expanduser()
+    return Path(os.environ.get(ENV_HOME) or Path.home() / ".paimon-meta").expanduser()
 
 
 def _bin(name: str) -> Path:

@@ -105,6 +105,51 @@ def downgrade(url_or_engine: str | URL | Engine, revision: str) -> None:
         command.downgrade(alembic_config(connection), revision)
 
 
+class SchemaNotReadyError(PaimonMetaError):
+    """The metastore's schema is not one this code can serve: empty (never migrated) or older than this
+    code's head (fields: ``current``, ``head``). Run ``paimon-meta db upgrade`` (or ``serve --migrate``)."""
+
+
+def compatible(current_revision: str | None) -> bool:
+    """Whether code at this tree's head can run against a metastore at ``current_revision``: the
+    compatibility window (docs/DEPLOYMENT.md, "Rolling upgrades"). Migrations are expand/contract: a
+    release never removes or renames what the previous release reads or writes, so this code serves its
+    own head and any revision it does not know (a newer release's migrations, which only added things);
+    a revision older than its head lacks what this code writes, and an empty database has nothing."""
+    if current_revision is None:
+        return False
+    script = ScriptDirectory.from_config(alembic_config())
+    head_revisions = set(script.get_heads())
+    if current_revision in head_revisions:
+        return True
+    try:
+        return script.get_revision(current_revision) is None
+    except Exception:  # unknown to this tree: a newer release migrated the metastore
+        return True
+
+
+def check_compatible(url_or_engine: str | URL | Engine) -> str:
+    """The metastore's revision, when :func:`compatible`.
+
+    Raises:
+        SchemaNotReadyError: it is empty or older than this code's head (the message says what to run).
+    """
+    rev = current(url_or_engine)
+    if compatible(rev):
+        assert rev is not None
+        return rev
+    head = ", ".join(heads())
+    what = (
+        "is empty (never migrated)" if rev is None else f"is at revision {rev}, older than this code's {head}"
+    )
+    raise SchemaNotReadyError(
+        f"the metastore's schema {what}: run `paimon-meta db upgrade` first (a migration Job), or start "
+        "`paimon-meta serve --migrate` to migrate it at start-up",
+        current=rev,
+        head=head,
+    )
+
+
 def current(url_or_engine: str | URL | Engine) -> str | None:
     """The revision the database is at, or None if it was never migrated."""
     with _connection(url_or_engine) as connection:

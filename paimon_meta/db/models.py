@@ -72,6 +72,7 @@ __all__ = [
     "MaintenanceCursor",
     "DroppedTable",
     "OutboxPosition",
+    "PaimonCatalog",
     "PaimonDatabase",
     "PaimonDatabaseProperty",
     "PaimonFunction",
@@ -280,6 +281,8 @@ class DistributedLock(Base):
     lease_seconds: Mapped[int | None] = mapped_column(Integer)
     hostname: Mapped[str | None] = mapped_column(Text)
     pid: Mapped[int | None] = mapped_column(Integer)
+    #: When the current holder acquired the row (``acquired_at`` moves with every heartbeat); 0018.
+    held_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
 
 class CommitEventRecord(Base):
@@ -447,6 +450,8 @@ class AccessEventType(enum.StrEnum):
     """``paimon_access_events.event_type`` values (enforced by a CHECK constraint)."""
 
     CREDENTIALS_VENDED = "credentials_vended"
+    #: A commit the service refused for want of a write grant (403; migration 0018).
+    COMMIT_REFUSED = "commit_refused"
 
 
 class AccessLevel(enum.StrEnum):
@@ -476,7 +481,8 @@ class AccessEventRecord(Base):
     table_identifier: Mapped[str] = mapped_column(Text)
     access_level: Mapped[str] = mapped_column(Text)
     actions: Mapped[list[str]] = mapped_column(JSONB)
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: None for a ``commit_refused`` row: nothing was handed out.
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("clock_timestamp()")
@@ -892,3 +898,35 @@ class DroppedTable(Base):
     dropped_by: Mapped[str | None] = mapped_column(Text)
     dropped_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     purge_after: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class PaimonCatalog(Base):
+    """A catalog of the service (migration 0019): a name clients use as their ``warehouse``, the catalog
+    key its databases, tables and locks are stored under, its warehouse root, its storage profile and the
+    default options of its tables. No two catalogs' warehouses equal or nest (``warehouse_key``, compared
+    under an advisory lock by ``paimon_meta.metastore.catalogs``)."""
+
+    __tablename__ = "paimon_catalogs"
+    __table_args__ = (
+        UniqueConstraint("name"),
+        UniqueConstraint("catalog_key"),
+        Index("ix_paimon_catalogs_warehouse_key", "warehouse_key"),
+    )
+
+    catalog_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    #: ``paimon_meta.io.base.normalise_uri`` of the warehouse root, and its ``location_key``
+    warehouse: Mapped[str] = mapped_column(Text)
+    warehouse_key: Mapped[str] = mapped_column(Text(collation="C"))
+    #: the storage profile: an S3-compatible endpoint, region and path-style addressing (NULL: defaults)
+    storage_endpoint: Mapped[str | None] = mapped_column(Text)
+    storage_region: Mapped[str | None] = mapped_column(Text)
+    storage_path_style: Mapped[bool | None] = mapped_column(Boolean)
+    #: vending: the role assumed for the catalog's clients, and the external id the role's trust requires
+    sts_role_arn: Mapped[str | None] = mapped_column(Text)
+    sts_external_id: Mapped[str | None] = mapped_column(Text)
+    #: the default options of the catalog's tables (and the server's own storage keys, never echoed)
+    options: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))

@@ -1,5 +1,6 @@
 """The data-access log (migration 0004): who was handed storage credentials for which table, allowing
-what, until when. Append-only; the credentials themselves are never written."""
+what, until when; and (0018) whose commit the service refused for want of a write grant. Append-only;
+the credentials themselves are never written."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class StoredAccessEvent:
     table_identifier: str
     level: str
     actions: list[str]
-    expires_at: datetime
+    expires_at: datetime | None
     payload: dict[str, Any]
     created_at: datetime
 
@@ -51,6 +52,26 @@ def append_vended(engine: Engine, event: CredentialsVended) -> int:
         "actions": list(event.actions),
         "expires_at": event.expires_at,
         "payload": dict(event.payload),
+    }
+    statement = insert(AccessEventRecord).returning(AccessEventRecord.event_id)
+    with engine.begin() as conn:
+        return int(conn.execute(statement, row).scalar_one())
+
+
+def append_commit_refused(
+    engine: Engine, *, principal: str, table_id: int, table_identifier: str, payload: Mapping[str, Any]
+) -> int:
+    """Record that ``principal``'s commit to the table was refused (no write grant) in its own
+    transaction; its ``event_id``. ``payload``: the route and the refusal's message."""
+    row = {
+        "event_type": AccessEventType.COMMIT_REFUSED.value,
+        "principal": principal,
+        "table_id": table_id,
+        "table_identifier": table_identifier,
+        "access_level": AccessLevel.WRITE.value,  # what was asked for
+        "actions": ["commit"],
+        "expires_at": None,
+        "payload": dict(payload),
     }
     statement = insert(AccessEventRecord).returning(AccessEventRecord.event_id)
     with engine.begin() as conn:

@@ -127,9 +127,9 @@ _COMMIT = (
 )
 _LOCK = (
     "substr(e.lock_id, length(:catalog_key) + 2) AS subject, e.event_type AS kind, e.created_at AS time, "
-    "e.operator AS principal, jsonb_build_object('lockId', e.lock_id, 'owner', e.owner, "
+    "e.principal, jsonb_build_object('lockId', e.lock_id, 'owner', e.owner, "
     "'fencingToken', e.fencing_token, 'hostname', e.hostname, 'pid', e.pid, 'reason', e.reason, "
-    "'previousOwner', e.previous_owner, 'waitMs', e.wait_ms) AS data"
+    "'operator', e.operator, 'previousOwner', e.previous_owner, 'waitMs', e.wait_ms) AS data"
 )
 _MAINTENANCE = (
     "e.table_identifier AS subject, e.operation || '.' || e.event_type AS kind, e.created_at AS time, "

@@ -145,7 +145,9 @@ _RENEW = (
 _SELECT_ROW = (
     "SELECT lock_id, owner, fencing_token, hostname, pid, acquired_at, heartbeat_at, "
     "expire_time_seconds, lease_seconds, "
-    "EXTRACT(EPOCH FROM AGE(clock_timestamp(), acquired_at))::float8 AS age_seconds "
+    "EXTRACT(EPOCH FROM AGE(clock_timestamp(), acquired_at))::float8 AS age_seconds, held_since, "
+    "EXTRACT(EPOCH FROM clock_timestamp() - coalesce(held_since, acquired_at::timestamptz))::float8 "
+    "AS held_seconds "
     "FROM paimon_distributed_locks"
 )
 _VALIDATE = _SELECT_ROW + " WHERE lock_id = %(lock_id)s FOR KEY SHARE"
@@ -175,7 +177,9 @@ _FORCE_RELEASE_DELETE = "DELETE FROM paimon_distributed_locks WHERE lock_id = %(
 _FORCE_RELEASE_RETURNING = (
     " RETURNING lock_id, owner, fencing_token, hostname, pid, acquired_at, heartbeat_at, "
     "expire_time_seconds, lease_seconds, "
-    "EXTRACT(EPOCH FROM AGE(clock_timestamp(), acquired_at))::float8 AS age_seconds"
+    "EXTRACT(EPOCH FROM AGE(clock_timestamp(), acquired_at))::float8 AS age_seconds, held_since, "
+    "EXTRACT(EPOCH FROM clock_timestamp() - coalesce(held_since, acquired_at::timestamptz))::float8 "
+    "AS held_seconds"
 )
 _FORCE_RELEASE = _FORCE_RELEASE_DELETE + _FORCE_RELEASE_RETURNING
 # Java's expiry predicate (PostgresqlDistributedLockDialect): delete the row only if it is expired, so a
@@ -255,6 +259,9 @@ class LockInfo:
     lease_left_seconds: float
     stale: bool
     java: bool
+    #: When the holder acquired it (migration 0018; None on an older schema) and how long ago.
+    held_since: datetime | None = None
+    held_seconds: float | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> LockInfo:
@@ -280,6 +287,8 @@ class LockInfo:
             lease_left_seconds=expire - age,
             stale=age > expire,
             java=m["owner"] is None,
+            held_since=m.get("held_since"),
+            held_seconds=None if m.get("held_seconds") is None else float(m["held_seconds"]),
         )
 
 

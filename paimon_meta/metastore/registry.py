@@ -835,3 +835,68 @@ class Registry:
             actual=actual[0],
             new=new_snapshot_id,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Relocation:
+    """One location :func:`relocate` rewrote (or, in a dry run, would rewrite)."""
+
+    kind: str  # "table", "database" or "database_property" (Java's ``location`` property)
+    catalog_key: str
+    name: str
+    old: str
+    new: str
+
+
+#: Every registry row whose location is ``:old`` or below it (``starts_with``: no LIKE wildcards).
+_RELOCATABLE = (
+    ("table", "paimon_tables", "database_name || '.' || table_name", "location", ""),
+    ("database", "paimon_databases", "database_name", "location", ""),
+    (
+        "database_property",
+        "paimon_database_properties",
+        "database_name",
+        "property_value",
+        " AND property_key = 'location'",
+    ),
+)
+
+
+def relocate(engine: Engine, old: str, new: str, *, dry_run: bool = False) -> list[Relocation]:
+    """Rewrite every stored location at or below ``old`` to the same place below ``new``, in one
+    transaction, for every catalog key: table and database rows and Java's ``location`` property. For a
+    restored metastore whose warehouse was copied elsewhere (the registry stores absolute locations; the
+    files inside a table are relative). ``dry_run``: only say what would change.
+
+    Raises:
+        ValidationError: ``old`` or ``new`` is not absolute (a URI or a path from ``/``), or they are equal.
+    """
+    roots = []
+    for value in (old, new):
+        root = value.rstrip("/")
+        if not root or not (root.startswith("/") or "://" in root):
+            raise ValidationError(
+                f"{value!r} is not an absolute location (a URI or a path from /)", value=value
+            )
+        roots.append(root)
+    old_root, new_root = roots
+    if old_root == new_root:
+        raise ValidationError(f"relocating {old_root} onto itself changes nothing", value=old)
+    out: list[Relocation] = []
+    params = {"old": old_root, "prefix": old_root + "/"}
+    with engine.begin() as conn:
+        for kind, table, name, column, extra in _RELOCATABLE:
+            where = f"({column} = :old OR starts_with({column}, :prefix)){extra}"
+            # constant identifiers of _RELOCATABLE; the values are parameters
+            select_sql = f"SELECT catalog_key, {name} AS name, {column} AS loc FROM {table} WHERE {where}"  # noqa: S608
+            update_sql = (
+                f"UPDATE {table} SET {column} = :new || substr({column}, length(:old) + 1) WHERE {where}"  # noqa: S608
+            )
+            rows = conn.execute(text(select_sql + " FOR UPDATE"), params).all()
+            for r in rows:
+                out.append(Relocation(kind, r.catalog_key, r.name, r.loc, new_root + r.loc[len(old_root) :]))
+            if not dry_run and rows:
+                conn.execute(text(update_sql), {**params, "new": new_root})
+        if dry_run:
+            conn.rollback()
+    return sorted(out, key=lambda r: (r.kind, r.catalog_key, r.name))

@@ -20,9 +20,7 @@ if TYPE_CHECKING:
 _HISTORY = text(
     "SELECT h.commit_id, h.commit_user, h.commit_identifier, h.commit_kind, h.outcome, h.snapshot_id, "
     "h.attempts, h.retries, h.conflicts, h.conflict_check_ms, h.elapsed_ms::float8 AS elapsed_ms, "
-    "h.final_reason, h.first_event_at, h.last_event_at, "
-    "(SELECT p.principal FROM paimon_commit_events p WHERE p.commit_id = h.commit_id "
-    "AND p.event_type = 'prepared' LIMIT 1) AS principal "
+    "h.final_reason, h.first_event_at, h.last_event_at, h.principal "
     "FROM paimon_commit_history h WHERE h.table_id = :table_id "
     "ORDER BY h.first_event_at DESC, h.commit_id LIMIT :limit OFFSET :offset"
 )
@@ -62,19 +60,15 @@ _RECORDED = text(
 
 
 def commit_history(
-    engine: Engine, table_id: int, *, limit: int = 50, offset: int = 0, with_principal: bool = False
+    engine: Engine, table_id: int, *, limit: int = 50, offset: int = 0
 ) -> list[dict[str, Any]]:
     """The latest ``limit`` commits of a table (``paimon_commit_history``) after skipping the ``offset``
     newest, newest first: by its id, so from before a rename too, and none of an earlier table of the
-    same name. ``with_principal``: each row also names the ``principal`` that prepared the commit (the
-    service's listing has it; ``paimon-meta commits`` does not)."""
+    same name. Each row names the ``principal`` that prepared the commit (None for commits made without
+    the service)."""
     params = {"table_id": table_id, "limit": limit, "offset": offset}
     with engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(_HISTORY, params)]
-    if not with_principal:
-        for row in rows:
-            del row["principal"]
-    return rows
+        return [dict(r._mapping) for r in conn.execute(_HISTORY, params)]
 
 
 def commit_events(

@@ -142,6 +142,8 @@ def expire_snapshots(
     dry_run: bool = False,
     now_ms: int | None = None,
     progress: Progress = quiet,
+    principal: str | None = None,
+    reason: str | None = None,
 ) -> ExpireReport:
     """Expire old snapshots of a catalog table (see the module docstring); arguments left None come
     from the table's options. ``dry_run`` decides under the lock but deletes nothing.
@@ -163,7 +165,12 @@ def expire_snapshots(
     _refuse_decoupled_changelog(table)
     report = ExpireReport(row.identifier, dry_run, config)
     audit = maintenance_run(
-        catalog, row, MaintenanceOperation.EXPIRE_SNAPSHOTS, dry_run=dry_run, settings=asdict(config)
+        catalog,
+        row,
+        MaintenanceOperation.EXPIRE_SNAPSHOTS,
+        dry_run=dry_run,
+        settings={**asdict(config), **({"reason": reason} if reason else {})},
+        principal=principal,
     )
     with audit as run:
         with table_lock(catalog, row, "expire-snapshots", progress=progress):

@@ -58,6 +58,8 @@ class LockRow:
     hostname: str | None
     pid: int | None
     acquired_at: datetime
+    #: How long the holder has held it (since ``held_since``): a hung writer's lock grows old even
+    #: while its heartbeat keeps it live (``heartbeat_age_seconds`` is the time since the last renewal).
     age_seconds: float
     lease_left_seconds: float
     heartbeat_at: datetime | None
@@ -68,6 +70,7 @@ class LockRow:
     heartbeat_overdue: bool = False
     # "stale", "java", "heartbeat_overdue" or "live" (module docstring).
     state: str = "live"
+    held_since: datetime | None = None
 
     @classmethod
     def of(cls, info: LockInfo, heartbeat_age: float | None) -> LockRow:
@@ -86,7 +89,8 @@ class LockRow:
             hostname=info.hostname,
             pid=info.pid,
             acquired_at=info.acquired_at,
-            age_seconds=round(info.age_seconds, 3),
+            # Before migration 0018 rows had no held_since: the time since the last renewal is all there is.
+            age_seconds=round(info.age_seconds if info.held_seconds is None else info.held_seconds, 3),
             lease_left_seconds=round(info.lease_left_seconds, 3),
             heartbeat_at=info.heartbeat_at,
             heartbeat_age_seconds=None if heartbeat_age is None else round(heartbeat_age, 3),
@@ -94,6 +98,7 @@ class LockRow:
             stale=info.stale,
             heartbeat_overdue=overdue,
             state=state,
+            held_since=info.held_since,
         )
 
 

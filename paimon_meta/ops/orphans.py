@@ -110,6 +110,8 @@ def remove_orphan_files(
     dry_run: bool = False,
     now_ms: int | None = None,
     progress: Progress = quiet,
+    principal: str | None = None,
+    reason: str | None = None,
 ) -> OrphanReport:
     """Delete the table's orphan files older than ``older_than_seconds`` (see the module docstring).
 
@@ -135,7 +137,12 @@ def remove_orphan_files(
         row,
         MaintenanceOperation.REMOVE_ORPHAN_FILES,
         dry_run=dry_run,
-        settings={"older_than_seconds": older_than_seconds, "listed": len(listed)},
+        settings={
+            "older_than_seconds": older_than_seconds,
+            "listed": len(listed),
+            **({"reason": reason} if reason else {}),
+        },
+        principal=principal,
     )
     with audit as run:
         with table_lock(catalog, row, "remove-orphan-files", progress=progress):
@@ -143,7 +150,7 @@ def remove_orphan_files(
                 reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
             used = referenced_names(table) | pending_commit_files(catalog.events, row.table_id)
         for status in listed:
-            verdict = _classify(table, status, used)
+            verdict = classify_file(table, status, used)
             if verdict == "referenced":
                 report.referenced += 1
             elif verdict == "candidate":
@@ -180,7 +187,7 @@ def _delete_orphans(
     """Delete the orphans found, outside the table's lock (see the module docstring); a file named by a
     commit that went in flight since the decision is kept."""
     in_flight = pending_commit_files(catalog.events, table_id)
-    # Only files listed under the table's root are candidates (_classify); the guard also refuses what
+    # Only files listed under the table's root are candidates (classify_file); the guard also refuses what
     # the file system resolves elsewhere (a "." or ".." segment, a control character), so no listing
     # quirk of a store turns cleanup into a deletion outside.
     guard = path_guard(table)
@@ -198,7 +205,7 @@ def _delete_orphans(
             report.deleted.append(orphan.path)
 
 
-def _classify(table: FileStoreTable, status: FileStatus, used: set[str]) -> str:
+def classify_file(table: FileStoreTable, status: FileStatus, used: set[str]) -> str:
     """``ignored`` (never ours to delete), ``referenced`` or ``candidate``."""
     root = table.path.rstrip("/") + "/"
     if not status.path.startswith(root):

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, WithJsonSchema, field_validator
 from pydantic.alias_generators import to_camel
 
 #: A number of a request: within Postgres' BIGINT (and Java's long), else 400 naming the field
@@ -804,3 +804,40 @@ class ListCatalogEventsResponse(_Model):
 class HealthResponse(_Model):
     status: str
     detail: dict[str, Any] = Field(default_factory=dict)
+
+
+# ---- on-call operations (admin; ``paimon-meta recover|expire-snapshots|remove-orphan-files|locks``) --------
+
+
+class RecoverTableRequest(_Request):
+    #: The grace period after a commit's last event (None: recovery's default).
+    older_than_seconds: float | None = Field(default=None, ge=0)
+    dry_run: bool = False
+    reason: str | None = Field(default=None, max_length=1000)
+
+
+class ExpireSnapshotsRequest(_Request):
+    retain_min: int | None = Field(default=None, ge=1)
+    retain_max: int | None = Field(default=None, ge=1)
+    older_than_seconds: float | None = Field(default=None, ge=0)
+    max_deletes: int | None = Field(default=None, ge=1)
+    dry_run: bool = False
+
+
+class RemoveOrphanFilesRequest(_Request):
+    older_than_seconds: float = Field(default=86_400.0, ge=0)
+    dry_run: bool = False
+
+
+class ReleaseLockRequest(_Request):
+    lock_id: str = Field(min_length=1, max_length=255)
+    reason: str = Field(min_length=1, max_length=1000)
+    force: bool = False
+
+
+class OperationReport(RootModel[dict[str, Any]]):
+    """What an operation did, as the CLI's ``--json`` prints it (the ops report's fields)."""
+
+
+class ListLocksResponse(_Model):
+    locks: list[dict[str, Any]]

@@ -99,6 +99,13 @@ MAINTENANCE_RUNS = f"{TABLE}/maintenance-runs"
 SNAPSHOT_RECORDINGS = f"{TABLE}/snapshot-recordings"
 #: The change feed: every table's commit, lock and maintenance events, as CloudEvents, resumable.
 CATALOG_EVENTS = f"{CATALOG}/events"
+#: On-call work through the service (admin; our extension): a table's recovery, snapshot expiration and
+#: orphan cleanup, and the catalog's lock rows with their release.
+RECOVER = f"{TABLE}/recover"
+EXPIRE_SNAPSHOTS = f"{TABLE}/expire-snapshots"
+REMOVE_ORPHAN_FILES = f"{TABLE}/remove-orphan-files"
+LOCKS = f"{CATALOG}/locks"
+RELEASE_LOCK = f"{LOCKS}/release"
 
 # ---- the protocol, operation by operation --------------------------------------------------------------
 #: ``(method, template, operationId)`` of every operation of apache/paimon's ``rest-catalog-open-api.yaml``
@@ -227,6 +234,8 @@ COMMIT_ID = "commitId"
 #: ``CATALOG_EVENTS`` filters: one table (``db.t``), a database, event kinds (comma-separated), the
 #: principal, a time range (ISO 8601; ``since`` inclusive, ``until`` exclusive).
 FEED_TABLE = "table"
+#: The change feed's ``pageToken`` that means "from now on" (the head of the feed).
+FEED_NOW = "now"
 FEED_DATABASE = "database"
 FEED_KIND = "kind"
 FEED_PRINCIPAL = "principal"

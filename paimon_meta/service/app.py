@@ -16,6 +16,7 @@ principal, route, status, latency; what the client chose is JSON-quoted) and the
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -36,10 +37,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paimon_meta.catalog.metastore import connect
+from paimon_meta.catalog.metastore import CATALOG_OPTIONS, MetastoreCatalog, connect_catalog
 from paimon_meta.db import migrate
 from paimon_meta.db.budget import QueryBudget, bounded
 from paimon_meta.db.models import Privilege
+from paimon_meta.errors import AlreadyExistsError, ValidationError
+from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.ops import metrics as event_log_metrics
 from paimon_meta.rest import models, paths
 from paimon_meta.service import (
@@ -53,6 +56,7 @@ from paimon_meta.service import (
     routes_common,
     routes_feed,
     routes_functions,
+    routes_ops,
     routes_partitions,
     routes_schemas,
     routes_semantic_views,
@@ -67,14 +71,17 @@ from paimon_meta.service.console import routes as console_routes
 from paimon_meta.service.console import session as console_session
 from paimon_meta.service.retry import repeat
 from paimon_meta.service.routes_feed import EVENT_STREAM
-from paimon_meta.service.state import ServiceSettings, ServiceState
+from paimon_meta.service.state import DRAIN_RETRY_AFTER_SECONDS, ServiceSettings, ServiceState
 
 access_log = logging.getLogger("paimon_meta.service.access")
 log = logging.getLogger("paimon_meta.service")
 
 API_VERSION = "0.1.0"
 #: Paths answered without a token (they say only whether the process is up / ready).
-PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ})
+#: What a browser asks of any address: the root (sent on to the console) and an icon (none).
+ROOT = "/"
+FAVICON = "/favicon.ico"
+PUBLIC_PATHS = frozenset({paths.HEALTHZ, paths.READYZ, ROOT, FAVICON})
 #: Paths admission control never sheds (an operator must see an overloaded replica).
 NEVER_SHED = PUBLIC_PATHS | {paths.METRICS}
 #: The paths of the live streams (the change feed's route, the console's live view): the only requests
@@ -135,6 +142,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_table.router)
     app.include_router(routes_commits.router)
     app.include_router(routes_audit.router)
+    app.include_router(routes_ops.router)
     app.include_router(routes_access.router)
     app.include_router(routes_partitions.router)
     app.include_router(routes_snapshots.router)
@@ -148,6 +156,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     console_routes.install(app)
     _name_spec_operations(app)
     _install_ops(app)
+    _install_browser_paths(app)
     _install_middleware(app, settings)
     return app
 
@@ -172,8 +181,44 @@ def _name_spec_operations(app: FastAPI) -> None:
 
 
 def _connect(settings: ServiceSettings) -> ServiceState:
-    catalog = connect(settings.metastore_url, settings.warehouse, **settings.options)
-    return ServiceState(settings, catalog)
+    catalog = connect_catalog(
+        settings.metastore_url, settings.warehouse, settings.options, migrate=settings.migrate
+    )
+    try:
+        _adopt_default_catalog(settings, catalog)
+        return ServiceState(settings, catalog)
+    except BaseException:
+        catalog.close()
+        raise
+
+
+def _adopt_default_catalog(settings: ServiceSettings, catalog: MetastoreCatalog) -> None:
+    """Record the catalog this process serves (``--catalog-name``, the ``catalog-key`` option,
+    ``--warehouse``) as a row of ``paimon_catalogs`` if it has none: how a single-catalog metastore
+    becomes one catalog with its rows (migration 0019 cannot know its warehouse). The flags stay what
+    this process serves: a row that disagrees with them, or a name or place another catalog has, is a
+    warning naming both, never a refused start (existing deployments do not change)."""
+    try:
+        info, created = Catalogs(catalog.engine).ensure_default(
+            settings.catalog_name,
+            catalog.warehouse,
+            catalog_key=catalog.registry.catalog_key,
+            options=settings.options,
+            sts_role_arn=None if settings.sts is None else settings.sts.role_arn,
+            sts_external_id=None if settings.sts is None else settings.sts.external_id,
+            skip_options=CATALOG_OPTIONS,
+            created_by="serve",
+        )
+    except (ValidationError, AlreadyExistsError) as e:
+        log.warning("default catalog %r not recorded as a catalog: %s", settings.catalog_name, e.message)
+        return
+    if created:
+        log.info(
+            "default catalog %r recorded (catalog key %r, warehouse %s)",
+            info.name,
+            info.catalog_key,
+            info.warehouse,
+        )
 
 
 def _install_middleware(app: FastAPI, settings: ServiceSettings) -> None:
@@ -251,6 +296,12 @@ class _EveryRequest:
                 # the stream routes themselves: any other request is admitted (or shed) whatever its
                 # Accept header says.
                 stream = is_stream_request(method, scope["path"], headers)
+                if service is not None and service.draining and scope["path"] not in NEVER_SHED:
+                    # SIGTERM: nothing new starts here; the client re-sends (another replica answers).
+                    await _closing(_stopping("this replica is shutting down; retry"))(
+                        scope, receive, send_with_id
+                    )
+                    return
                 admitted = service is not None and scope["path"] not in NEVER_SHED and not stream
                 if admitted and service is not None and not service.admit_request():
                     shed = errors.error_response(
@@ -261,10 +312,12 @@ class _EveryRequest:
                     await shed(scope, receive, send_with_id)
                     return
                 try:
-                    if stream or service is None or scope["path"] in NEVER_SHED:
-                        await self.app(scope, receive, send_with_id)
+                    if admitted and service is not None:
+                        # the drain's deadline around the route class's budget (service.bounds)
+                        bounded_app = functools.partial(_bounded, self.app, service)
+                        await _until_deadline(service, bounded_app, scope, receive, send_with_id)
                     else:
-                        await _bounded(self.app, service, scope, receive, send_with_id)
+                        await self.app(scope, receive, send_with_id)
                 finally:
                     if admitted and service is not None:
                         service.request_done()
@@ -307,6 +360,54 @@ async def _bounded(app: ASGIApp, service: ServiceState, scope: Scope, receive: R
             group.cancel_scope.cancel()
     if failure is not None:
         raise failure
+
+
+def _stopping(message: str) -> Response:
+    return errors.error_response(503, message, retry_after=DRAIN_RETRY_AFTER_SECONDS)
+
+
+async def _until_deadline(
+    service: ServiceState, app: ASGIApp, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Run the request; if the drain's deadline passes first (SIGTERM, then ``drain_seconds``), answer 503
+    + Retry-After in its place (never a cancelled task's 500) and leave it to finish on its own: what it
+    sends afterwards is dropped. A commit answered so is settled by recovery or the client's re-send of the
+    same identifier (deduplicated); one withdrawn from its table's queue was never started."""
+    answered = False
+    started = False
+
+    async def guarded(message: Message) -> None:
+        nonlocal started
+        if answered:
+            return
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    task = asyncio.ensure_future(app(scope, receive, guarded))
+    deadline = service.deadline()
+    await asyncio.wait((task, deadline), return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        task.result()
+        return
+    service.abandon()
+    task.add_done_callback(functools.partial(_forget, service))
+    answered = True
+    if not started:
+        log.warning(
+            "drain deadline: answered %s %s 503 (still running)", scope["method"], log_text(scope["path"])
+        )
+        message = (
+            "this replica shut down before the request finished; re-send it (a commit with the same "
+            "identifier is deduplicated)"
+        )
+        await _closing(_stopping(message))(scope, receive, send)
+
+
+def _forget(service: ServiceState, task: asyncio.Future[None]) -> None:
+    """Collect an abandoned request's outcome (so asyncio does not log it as never retrieved)."""
+    service.abandoned_done()
+    if not task.cancelled() and task.exception() is not None:
+        log.info("a request answered at the drain deadline ended later: %r", task.exception())
 
 
 async def _authenticate(service: ServiceState, scope: Scope, headers: Headers) -> Response | None:
@@ -446,6 +547,20 @@ def _body_as_json(scope: Scope) -> None:
     scope["headers"] = headers
 
 
+def _install_browser_paths(app: FastAPI) -> None:
+    """``/`` and ``/favicon.ico``, answered without a token (they reveal nothing): a browser opened on
+    the service's address lands on the console, and its icon request is neither a refusal nor a
+    warning in the log."""
+
+    @app.get(ROOT, include_in_schema=False)
+    async def root() -> Response:
+        return RedirectResponse(f"{console_session.PREFIX}/", status_code=303)
+
+    @app.get(FAVICON, include_in_schema=False)
+    async def favicon() -> Response:
+        return Response(status_code=204, headers={"cache-control": "max-age=86400"})
+
+
 def _install_ops(app: FastAPI) -> None:
     @app.get(paths.HEALTHZ, response_model=models.HealthResponse, tags=["operations"])
     async def healthz() -> models.HealthResponse:
@@ -460,17 +575,20 @@ def _install_ops(app: FastAPI) -> None:
         responses={503: routes_common.ERRORS[503]},
     )
     def readyz(request: Request) -> Response:
-        """Postgres answers and its schema is at the migrations' head; 503 otherwise. No token needed,
+        """Postgres answers and its schema is within the compatibility window (this code's head, or a newer
+        release's); 503 otherwise, and at once when draining. No token needed,
         so it says only ready or not (the reason is logged)."""
         service: ServiceState = request.app.state.service
+        if service.draining:  # SIGTERM: out of the load balancer at once
+            return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
         try:
             current = migrate.current(service.catalog.engine)
             heads = migrate.heads()
         except Exception as e:
             log.warning("not ready: metastore unreachable: %s", e)
             return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
-        if current not in heads:
-            log.warning("not ready: metastore schema at %s, expected %s", current, heads)
+        if not migrate.compatible(current):
+            log.warning("not ready: metastore schema at %s, this code needs %s or newer", current, heads)
             return errors.error_response(503, "not ready", retry_after=errors.RETRY_AFTER_SECONDS)
         body = models.HealthResponse(status="ready")
         return Response(body.model_dump_json(by_alias=True), media_type="application/json")

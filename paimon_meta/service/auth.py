@@ -4,7 +4,8 @@ Each route declares ``Depends(Require(privilege, scope))``: ``scope`` names whic
 grant must cover (``catalog``: none; ``database``; ``table``). ``privilege=None`` only authenticates
 (listings then show what the principal's grants reach). A missing or unknown token is 401, a missing
 grant 403; either way the route body never runs, so nothing is written, and the refusal is logged
-(``paimon_meta.service.auth``) and counted (``paimon_meta_service_auth_refusals_total``).
+(``paimon_meta.service.auth``) and counted (``paimon_meta_service_auth_refusals_total``); a refused
+commit is also recorded in the data-access log (``commit_refused``), as docs/AUDIT.md counts it.
 
 The token itself is checked earlier, by the app's middleware, before a request's body is read (see
 ``service.app``): a route then finds the request's ``access`` already there and only checks the grant.
@@ -57,6 +58,8 @@ class Require:
 
     privilege: Privilege | None
     scope: Scope = "catalog"
+    #: A commit route: a refusal (403) is also recorded in the data-access log (``commit_refused``).
+    commit: bool = False
 
     async def __call__(self, request: Request) -> Access:
         # On the event loop when the answer is cached (no worker-thread hop per request); a miss asks
@@ -87,22 +90,57 @@ class Require:
             target = (
                 "the catalog" if database is None else database if table is None else f"{database}.{table}"
             )
-            self._refuse(request, state, "forbidden", access.principal)
+            _log_refusal(
+                request, state, "forbidden", access.principal, privilege=self.privilege, scope=self.scope
+            )
+            message = f"principal {access.principal!r} has no {self.privilege.value} grant on {target}"
+            if self.commit and database is not None and table is not None:
+                route = getattr(request.scope.get("route"), "path", request.url.path)
+                await anyio.to_thread.run_sync(
+                    state.record_refused_commit, access.principal, database, table, message, route
+                )
             raise ForbiddenError(
-                f"principal {access.principal!r} has no {self.privilege.value} grant on {target}",
+                message,
                 resource_type="TABLE" if table else "DATABASE" if database else None,
                 resource_name=None if database is None else target,
             )
         return access
 
     def _refuse(self, request: Request, state: ServiceState, reason: str, principal: str | None) -> None:
-        log.warning(
-            "refused %s %s: %s (principal %s, needs %s on %s)",
-            request.method,
-            log_text(request.url.path),
-            reason,
-            log_text(principal or "-"),
-            self.privilege.value if self.privilege else "a token",
-            self.scope,
-        )
-        state.metrics.auth_refusals.labels(reason=reason).inc()
+        _log_refusal(request, state, reason, principal, privilege=self.privilege, scope=self.scope)
+
+
+def forbidden(
+    request: Request, access: Access, privilege: Privilege, scope: Scope, database: str | None = None
+) -> ForbiddenError:
+    """The 403 of a grant a handler checks itself (``Require(None)`` routes), logged and counted as
+    :class:`Require` refuses; the caller raises it."""
+    state: ServiceState = request.app.state.service
+    _log_refusal(request, state, "forbidden", access.principal, privilege=privilege, scope=scope)
+    target = "the catalog" if database is None else database
+    return ForbiddenError(
+        f"principal {access.principal!r} has no {privilege.value} grant on {target}",
+        resource_type=None if database is None else "DATABASE",
+        resource_name=database,
+    )
+
+
+def _log_refusal(
+    request: Request,
+    state: ServiceState,
+    reason: str,
+    principal: str | None,
+    *,
+    privilege: Privilege | None,
+    scope: Scope,
+) -> None:
+    log.warning(
+        "refused %s %s: %s (principal %s, needs %s on %s)",
+        request.method,
+        log_text(request.url.path),
+        reason,
+        log_text(principal or "-"),
+        privilege.value if privilege else "a token",
+        scope,
+    )
+    state.metrics.auth_refusals.labels(reason=reason).inc()

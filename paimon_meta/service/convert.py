@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import PurePosixPath
 from typing import Any
 
 from paimon_meta.errors import UnsupportedError, ValidationError
@@ -56,15 +57,26 @@ def table_response_id(row: TableRow) -> str:
     return str(row.table_uuid) if row.table_uuid is not None else f"{TABLE_ID_PREFIX}{row.table_id}"
 
 
+def client_path(location: str, options: Mapping[str, str]) -> str:
+    """The ``path`` of a table as clients get it: the location, but an object table's plain local path as a
+    ``file://`` URI. pypaimon reaches object tables through its virtual filesystem (``pvfs://``), which picks
+    the storage by the path's scheme (``file:/`` or ``oss://``) and refuses a plain path ("Storage type
+    doesn't support now"); its object-table reader and every other client take the URI as well."""
+    if table_type(options) == "object-table" and location.startswith("/"):
+        return PurePosixPath(location).as_uri()
+    return location
+
+
 def table_response(
     row: TableRow, schema: TableSchema, location: str, *, external: bool = False
 ) -> models.GetTableResponse:
-    """``external``: the table's files are not the catalog's (a drop leaves them)."""
+    """``external``: the table's files are not the catalog's (a drop leaves them). An object table's
+    location on the local filesystem goes out as a ``file://`` URI (:func:`client_path`)."""
     return models.GetTableResponse(
         id=table_response_id(row),
         database=row.database,
         name=row.name,
-        path=location,
+        path=client_path(location, schema.options),
         is_external=external,
         schema_id=schema.id,
         schema=schema_body(schema),

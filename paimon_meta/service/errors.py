@@ -53,6 +53,7 @@ from paimon_meta.errors import (
     UnsupportedError,
     ValidationError,
 )
+from paimon_meta.ops.common import RefusedError
 from paimon_meta.rest import models
 
 log = logging.getLogger("paimon_meta.service")
@@ -126,6 +127,12 @@ class OverloadedError(ServiceError):
     def __init__(self, message: str, *, retry_after: int = RETRY_AFTER_SECONDS) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class DrainingError(OverloadedError):
+    """This replica is shutting down (SIGTERM): the request was not started, or a commit was withdrawn
+    from its table's queue before anything of it was published. Re-sending it (to another replica) is
+    safe: 503 with ``Retry-After``."""
 
 
 #: Local file-system errors that repeating cannot fix (permissions, a read-only mount, a name the file
@@ -216,6 +223,8 @@ def classify(e: BaseException, budget: QueryBudget | None = None) -> Answer:
         return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, AlreadyExistsError):
         return Answer(409, e.message, e.resource.upper(), _resource_name(e))
+    if isinstance(e, RefusedError):  # an operation refused to protect a live writer (a live lock)
+        return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, UnsupportedError):
         return Answer(501, e.message)
     if isinstance(e, FieldTooLargeError):

@@ -258,6 +258,10 @@ class FeedHub:
             self._seq += 1
         self._wake()
 
+    def wake_all(self) -> None:
+        """Wake every stream waiting for events (they look at their verdict again: a drain ends them)."""
+        self._wake()
+
     def _wake(self) -> None:
         with self._lock:
             waiters = list(self._waiters)

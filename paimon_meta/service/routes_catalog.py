@@ -10,7 +10,12 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from paimon_meta.catalog import metadata_tables
 from paimon_meta.db.models import Privilege
-from paimon_meta.errors import NotFoundError, ValidationError
+from paimon_meta.errors import (
+    DatabaseAlreadyExistsError,
+    NotFoundError,
+    TableAlreadyExistsError,
+    ValidationError,
+)
 from paimon_meta.metastore.branches import MAIN
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.identifier import validate_identifier
@@ -18,7 +23,7 @@ from paimon_meta.ops import branches as branch_ops
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require
+from paimon_meta.service.auth import Require, forbidden
 from paimon_meta.service.deps import catalog_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
@@ -35,7 +40,6 @@ from paimon_meta.service.routes_common import (
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER], responses=ERRORS)
 
 READ_DATABASE = Depends(Require(Privilege.READ, "database"))
-ADMIN_CATALOG = Depends(Require(Privilege.ADMIN, "catalog"))
 ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
 READ_TABLE = Depends(Require(Privilege.READ, "table"))
 ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
@@ -102,14 +106,23 @@ def list_databases(
 @router.post(
     paths.DATABASES,
     tags=["databases"],
-    dependencies=[PREFIX, ADMIN_CATALOG],
+    dependencies=[PREFIX],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
-def create_database(request: Request, body: models.CreateDatabaseRequest) -> Response:
+def create_database(
+    request: Request, body: models.CreateDatabaseRequest, access: Annotated[Access, AUTHENTICATED]
+) -> Response:
+    """Needs admin on the catalog. Without it, a database the caller can see that exists already is
+    answered 409 (pypaimon's ``create_database(name, True)``, as any client's "ignore if exists", then
+    goes on), anything else 403."""
     catalog = catalog_of(request)
     name = validate_identifier("database", body.name)
-    catalog.create_database(name, ignore_if_exists=False)
+    if not access.allows(Privilege.ADMIN):
+        if access.sees_database(name) and catalog.registry.database_exists(name):
+            raise DatabaseAlreadyExistsError(f"database {name!r} already exists", database=name)
+        raise forbidden(request, access, Privilege.ADMIN, "catalog")
+    catalog.create_database(name, False)
     if body.options:
         catalog.alter_database(name, updates=body.options, removals=[])
     return Response(status_code=200)
@@ -192,14 +205,25 @@ def list_tables(
 @router.post(
     paths.TABLES,
     tags=["tables"],
-    dependencies=[PREFIX, ADMIN_DATABASE],
+    dependencies=[PREFIX],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT, **UNSUPPORTED},
 )
-def create_table(request: Request, database: str, body: models.CreateTableRequest) -> Response:
+def create_table(
+    request: Request, database: str, body: models.CreateTableRequest, access: Annotated[Access, AUTHENTICATED]
+) -> Response:
+    """Needs admin on the database. Without it, a table the caller may read that exists already is
+    answered 409 (the clients' "ignore if exists" then goes on), anything else 403."""
     if body.identifier.database != database:
         raise_field("identifier.database", f"{body.identifier.database!r} is not the path's {database!r}")
     identifier = table_identifier(database, body.identifier.object)
+    if not access.allows(Privilege.ADMIN, database):
+        name = identifier.split(".", 1)[1]
+        if access.allows(Privilege.READ, database, name) and name in catalog_of(request).list_tables(
+            database
+        ):
+            raise TableAlreadyExistsError(f"table {identifier} already exists", table=identifier)
+        raise forbidden(request, access, Privilege.ADMIN, "database", database)
     # The clients write and read the data: options only our own reader or writer lacks are refused by
     # those operations, not at create (the table is pypaimon's or Java's to use).
     schema = convert.table_schema(body.schema_)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import concurrent.futures
 import functools
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
@@ -31,15 +32,18 @@ from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.errors import DrainingError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, OUTCOME_UNKNOWN, PREFIX, UNSUPPORTED
-from paimon_meta.service.state import ServiceState
+from paimon_meta.service.state import DRAIN_RETRY_AFTER_SECONDS, ServiceState
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
 READ = Depends(Require(Privilege.READ, "table"))
 WRITE = Depends(Require(Privilege.WRITE, "table"))
+#: The commit's grant: a refusal is recorded in the data-access log too.
+COMMIT = Depends(Require(Privilege.WRITE, "table", commit=True))
 
 
 def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:
@@ -58,19 +62,20 @@ def commit_messages(
     database: str,
     table: str,
     body: models.CommitMessagesRequest,
-    access: Annotated[Access, WRITE],
+    access: Annotated[Access, COMMIT],
 ) -> Response:
     """Commit the messages as one APPEND (or OVERWRITE with ``overwrite``) snapshot, plus a COMPACT one
     if they carry compaction results, exactly as an in-process commit; to ``branch`` when named (404
     ``BRANCH`` without one), with its own dedupe, conflicts and events. 409: a conflict (nothing landed);
     400: undecodable or invalid messages; 500 with an unknown outcome: re-send the same identifier."""
-    messages = _messages(body)
     catalog, identifier, state = catalog_of(request), table_identifier(database, table), state_of(request)
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
-    with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
-        result = _commit(state, catalog, identifier, body, access, messages, overwrite)
+    with state.counted_commit("messages"):
+        messages = _messages(body)  # undecodable: counted as rejected
+        with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
+            result = _commit(state, catalog, identifier, body, access, messages, overwrite)
     # Serialized here, not by FastAPI's response_model (which validates the model once more).
     body_json = models.CommitMessagesResponse(
         snapshot_ids=list(result.snapshot_ids), deduplicated=result.deduplicated
@@ -109,6 +114,15 @@ def _commit(
                 watermark=body.watermark,
             )
             return state.groups.commit(prepared)
+        except concurrent.futures.CancelledError:
+            # Withdrawn from the table's queue at the drain's deadline, before it ran: nothing published
+            # (its files go now; its recovery record is settled by recovery).
+            prepared.discard()
+            raise DrainingError(
+                f"this replica is shutting down and the commit of {identifier} had not started: nothing "
+                "was committed; re-send it",
+                retry_after=DRAIN_RETRY_AFTER_SECONDS,
+            ) from None
         except (TableRowChangedError, TableNotFoundError):
             # A cached row gone stale (renamed, dropped, re-created): nothing was published (found under
             # the lock, before staging); read the row again and commit once more.
@@ -196,9 +210,7 @@ def list_commits(
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
     limit, offset = convert.offset_page(max_results, page_token)
-    rows = audit.commit_history(
-        catalog.engine, row.table_id, limit=limit + 1, offset=offset, with_principal=True
-    )
+    rows = audit.commit_history(catalog.engine, row.table_id, limit=limit + 1, offset=offset)
     records = [
         models.CommitRecord(
             **{**r, "commit_id": str(r["commit_id"])}, started_at=convert.millis(r["first_event_at"])

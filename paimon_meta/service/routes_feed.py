@@ -41,6 +41,7 @@ from paimon_meta.metastore.feed import (
     Position,
     Reach,
     cloud_event,
+    feed_head,
     kept,
     scan_feed,
 )
@@ -51,9 +52,11 @@ from paimon_meta.service.errors import NotAuthenticatedError
 from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import AUTHENTICATED, BEARER, ERRORS, PREFIX, MaxResults, PageToken
-from paimon_meta.service.streams.rights import UNCOVERED, WHY, Verdict
+from paimon_meta.service.streams.rights import DRAINING, UNCOVERED, WHY, Verdict
 
 log = logging.getLogger(__name__)
+#: The reconnection delay a stream ended by a drain tells its client (an SSE ``retry:`` field).
+DRAIN_RETRY_MS = 1000
 
 router = APIRouter(
     route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS, tags=["change feed"]
@@ -89,7 +92,8 @@ def list_catalog_events(
     since: Annotated[datetime | None, Query(alias=paths.FEED_SINCE)] = None,
     until: Annotated[datetime | None, Query(alias=paths.FEED_UNTIL)] = None,
 ) -> models.ListCatalogEventsResponse | Response:
-    """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either) of the tables
+    """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either; ``pageToken=now``:
+    from now on, with the position to follow from as the next page token) of the tables
     the caller may read; the filters keep one table (``db.t``), a database, kinds
     (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``),
     a principal, a time range. ``Accept: text/event-stream``: the live stream."""
@@ -97,7 +101,9 @@ def list_catalog_events(
     if not 0 < limit <= MAX_PAGE:
         raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
     last_event_id = request.headers.get("last-event-id")
-    if page_token:
+    if page_token == paths.FEED_NOW:  # from now on: after every event already visible
+        after = feed_head(catalog_of(request).engine)
+    elif page_token:
         after = Position.parse(page_token)
     elif last_event_id:
         after = Position.parse(last_event_id, field="Last-Event-ID")
@@ -137,6 +143,8 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     covered = _covers(access, keep)
 
     def verdict() -> Verdict:
+        if state.draining:  # SIGTERM: every stream ends at once, its client reconnects elsewhere
+            return Verdict(None, DRAINING)
         now = rights.verdict(credential)
         if now.access is not None and covered and not _covers(now.access, keep):
             return Verdict(None, UNCOVERED)
@@ -299,7 +307,8 @@ class _Feed:
             now = verdict()
             if now.ended is not None:
                 ended(now.ended)
-                yield f": stream ended: {WHY[now.ended]}\n\n"
+                hint = f"retry: {DRAIN_RETRY_MS}\n" if now.ended == DRAINING else ""
+                yield f"{hint}: stream ended: {WHY[now.ended]}\n\n"
                 return
             seen, sent, capped = hub.seq, False, False
             if now.access is not None:

@@ -1,9 +1,10 @@
 """Run the service with uvicorn: ``paimon-meta serve``.
 
-On SIGTERM (or SIGINT) uvicorn stops accepting connections, lets in-flight requests finish for up to
-``drain_seconds`` and then exits; a commit cut off after that (or by SIGKILL) leaves only states
-recovery resolves (docs/DESIGN.md, "The commit service"). Several replicas may serve one metastore and
-warehouse: every commit takes the table's lock.
+On SIGTERM (or SIGINT) the replica drains (:class:`DrainingServer`): not ready at once, new requests
+503, streams ended, in-flight requests finish for up to ``drain_seconds``, then it exits 0; a commit cut
+off after that (or by SIGKILL) leaves only states recovery resolves (docs/DESIGN.md, "The commit
+service"), which a replica runs in the background (``ServiceState``, one replica at a time). Several
+replicas may serve one metastore and warehouse: every commit takes the table's lock.
 
 Slow and oversized clients (README, "Hardening"): uvicorn closes a connection idle between requests after
 ``keep_alive_seconds`` and answers 503 beyond ``max_connections``; it has no limit of its own on the
@@ -26,15 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import ssl
+import threading
+import time
+from types import FrameType
 from typing import Any
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from paimon_meta.errors import ValidationError
 from paimon_meta.service.app import create_app
-from paimon_meta.service.state import ServiceSettings
+from paimon_meta.service.state import ServiceSettings, ServiceState
 
 log = logging.getLogger("paimon_meta.service")
 
@@ -105,6 +112,66 @@ class HeaderLimitsProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
 
+#: After the drain, how long uvicorn waits for connections to close before it cancels what is left.
+SHUTDOWN_GRACE_SECONDS = 3
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server with our drain on SIGTERM/SIGINT (README "Graceful drain").
+
+    At the signal the port stays open while the replica drains: ``/readyz`` answers 503 at once (a load
+    balancer takes the replica out), every new request is answered 503 + Retry-After, live streams end
+    with an SSE ``retry:`` hint, and the requests in flight (commits) may finish for ``drain_seconds``.
+    At that deadline commits still queued behind a table's lock are withdrawn (503, nothing published)
+    and requests still running are answered 503 by the middleware; then uvicorn closes the port and the
+    connections, the app's shutdown releases what it holds, and the process exits 0 (the signal is not
+    raised again). A second signal stops at once, as uvicorn's own.
+    """
+
+    def __init__(self, config: uvicorn.Config, drain_seconds: float) -> None:
+        super().__init__(config)
+        self.drain_seconds = drain_seconds
+        self._drain: threading.Thread | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        service: ServiceState | None = getattr(getattr(self.config.app, "state", None), "service", None)
+        if self._drain is not None or service is None or self.should_exit:
+            # A second signal, or one before the app started: uvicorn's own (at once).
+            self.should_exit = True
+            self.force_exit = self._drain is not None
+            return
+        service.begin_drain()
+        self._drain = threading.Thread(
+            target=self._drain_then_exit, args=(service,), name="drain", daemon=True
+        )
+        self._drain.start()
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().serve(sockets)
+        service: ServiceState | None = getattr(getattr(self.config.app, "state", None), "service", None)
+        if service is not None and service.draining and service.abandoned:
+            # Requests answered 503 at the deadline still run on worker threads (a commit waiting for its
+            # table's lock): their answers were given, the app is shut down, and waiting for them (the
+            # event loop's end cancels their tasks and waits for the threads) could take a lock's whole
+            # timeout. Nothing of theirs can be published any more than a killed process's could.
+            log.warning("exiting with %d request(s) still running past the drain", service.abandoned)
+            logging.shutdown()
+            os._exit(0)
+
+    def _drain_then_exit(self, service: ServiceState) -> None:
+        started = time.monotonic()
+        deadline = started + self.drain_seconds
+        while service.busy() and time.monotonic() < deadline and not self.should_exit:
+            time.sleep(0.02)
+        if service.busy():
+            service.deadline_reached()
+            late = time.monotonic() + SHUTDOWN_GRACE_SECONDS
+            while service.busy() and time.monotonic() < late:
+                time.sleep(0.02)
+        log.info("drained in %.2fs; stopping", time.monotonic() - started)
+        self.should_exit = True
+
+
 def protocol_for(settings: ServiceSettings) -> type[HeaderLimitsProtocol]:
     """:class:`HeaderLimitsProtocol` with ``settings``' limits."""
     return type(
@@ -143,9 +210,15 @@ def check_tls(settings: ServiceSettings) -> bool:
 
 
 def serve(
-    settings: ServiceSettings, *, host: str = "127.0.0.1", port: int = 8181, log_level: str = "info"
+    settings: ServiceSettings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8181,
+    log_level: str = "info",
+    log_config: dict[str, Any] | None = LOGGING_CONFIG,
 ) -> None:
-    """Serve until SIGTERM/SIGINT (blocks).
+    """Serve until SIGTERM/SIGINT (blocks). ``log_config``: uvicorn's logging set-up (None: the caller
+    configured the ``uvicorn`` loggers itself).
 
     Raises:
         ValidationError: the TLS settings cannot be used (:func:`check_tls`).
@@ -156,8 +229,10 @@ def serve(
         host=host,
         port=port,
         log_level=log_level,
+        log_config=log_config,
         access_log=False,  # our middleware logs each request with its id and principal
-        timeout_graceful_shutdown=max(1, int(settings.drain_seconds)),
+        # The drain itself ran before uvicorn's shutdown (DrainingServer): what is left is closing.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         lifespan="on",
         http=protocol_for(settings),
         timeout_keep_alive=max(1, int(settings.keep_alive_seconds)),
@@ -169,7 +244,7 @@ def serve(
         ssl_certfile=settings.tls_cert if tls else None,
         ssl_keyfile=settings.tls_key if tls else None,
     )
-    server = uvicorn.Server(config)
+    server = DrainingServer(config, settings.drain_seconds)
     scheme = "https" if tls else "http"
     log.info("serving catalog %r on %s://%s:%d", settings.catalog_name, scheme, host, port)
     server.run()

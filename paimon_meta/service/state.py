@@ -3,6 +3,9 @@ its metrics. Created in the app's lifespan, never at import time."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import math
 import os
 import threading
@@ -17,11 +20,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.faults import Fault
-from paimon_meta.errors import TableNotFoundError, ValidationError
+from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
-from paimon_meta.metastore.access_events import append_vended
+from paimon_meta.metastore.access_events import append_commit_refused, append_vended
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.bounds import DEFAULT_STATEMENT_TIMEOUTS, parse_statement_timeouts
@@ -35,6 +38,14 @@ from paimon_meta.service.vending import CredentialVending
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 
+log = logging.getLogger("paimon_meta.service")
+
+#: The lock (in the metastore's lock table) a replica holds while it runs recovery in the background.
+RECOVERY_LOCK = "paimon_meta:recovery"
+#: After the drain, how long closing waits for commits holding a table's lock to finish.
+CLOSE_GRACE_SECONDS = 5.0
+#: What a client of a stopping replica is told to wait before it re-sends (to another replica).
+DRAIN_RETRY_AFTER_SECONDS = 1
 #: What a principal at its stream cap is told to wait (a stream of its own must end first).
 STREAM_RETRY_AFTER_SECONDS = 5
 
@@ -48,6 +59,8 @@ def statement_timeouts_of(specs: list[str] | None) -> dict[str, float]:
 DEFAULT_FEED_SCAN_ROWS = 10_000
 #: Seconds; request latencies from sub-millisecond reads to lock timeouts.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +149,13 @@ class ServiceSettings:
     # and the standalone ``paimon-meta maintain`` through the queue in Postgres. ``paimon-meta serve``
     # runs 2 unless told otherwise (--maintenance-workers); an embedded app, none.
     maintenance_workers: int = 0
+    # Recovery in the background (README "Graceful drain"): every this many seconds one replica at a time
+    # (a lease on the metastore lock ``RECOVERY_LOCK``) settles the commits left prepared, e.g. by a replica
+    # stopped mid-commit; 0 turns it off (``paimon-meta recover`` then does it).
+    recovery_interval_seconds: float = 60.0
+    # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
+    # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
+    migrate: bool = False
 
     @property
     def feed_streams_per_principal(self) -> int:
@@ -143,6 +163,11 @@ class ServiceSettings:
         if self.max_feed_streams_per_principal is not None:
             return self.max_feed_streams_per_principal
         return max(1, self.max_feed_streams // 16)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _until(deadline: float, access: Access | None) -> float:
@@ -176,13 +201,14 @@ class ServiceMetrics:
         )
         self.commits = Counter(
             "paimon_meta_service_commits_total",
-            "REST commits by outcome (published, conflict, rejected, failed).",
-            ("outcome",),
+            "Commits by route (snapshot: the REST snapshot commit; messages: CommitMessages) and outcome "
+            "(published, conflict, rejected, overloaded, failed).",
+            ("route", "outcome"),
             registry=self.registry,
         )
         self.commit_latency = Histogram(
             "paimon_meta_service_commit_seconds",
-            "Time to commit a snapshot under the lock, lock wait included.",
+            "Time to commit (either commit route), lock wait included.",
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -304,6 +330,13 @@ class AuthThrottle:
         return len(self._buckets)
 
 
+@dataclass(slots=True)
+class CommitCount:
+    """The outcome :meth:`ServiceState.counted_commit` counts (``published`` unless told otherwise)."""
+
+    outcome: str = "published"
+
+
 class ServiceState:
     """One per process; shared by request threads (everything in it is thread-safe)."""
 
@@ -351,6 +384,14 @@ class ServiceState:
         self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
         self._commit_rows: dict[str, TableRow] = {}
         self._in_flight = 0
+        # The drain (server.DrainingServer): set at SIGTERM; the deadline future is resolved (on the event
+        # loop) when ``drain_seconds`` passed with requests still in flight.
+        self._draining = threading.Event()
+        self._deadline_passed = False
+        self._abandoned = 0  # requests answered 503 at the deadline and still running
+        self._deadline: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+        self._stop_recovery = threading.Event()
+        self._recovery: threading.Thread | None = None
         self.stream_slots = StreamSlots(settings.max_feed_streams, settings.feed_streams_per_principal)
         self.stream_rights = StreamRights(self.principals.standing, interval=settings.feed_recheck_seconds)
         self._feed_hub: FeedHub | None = None
@@ -387,6 +428,98 @@ class ServiceState:
             catalog, MaintainerSettings(workers=settings.maintenance_workers), where=self.replica
         )
         self.maintainer.start()
+        if settings.recovery_interval_seconds > 0:
+            self._recovery = threading.Thread(target=self._recover_loop, name="recovery", daemon=True)
+            self._recovery.start()
+
+    # -- the drain --------------------------------------------------------------------------------------
+
+    @property
+    def draining(self) -> bool:
+        """SIGTERM arrived: /readyz answers 503, new requests 503 + Retry-After, streams end."""
+        return self._draining.is_set()
+
+    def begin_drain(self) -> None:
+        """Stop admitting (any thread): readiness flips, live streams are woken to end with a retry hint."""
+        if self._draining.is_set():
+            return
+        self._draining.set()
+        log.info("draining: not ready, new requests refused (503), in-flight ones may finish")
+        with self._lock:
+            hub = self._feed_hub
+        if hub is not None:
+            hub.wake_all()
+        self._stop_recovery.set()
+
+    def busy(self) -> int:
+        """Requests (streams aside) being handled now."""
+        with self._lock:
+            return self._in_flight
+
+    def deadline(self) -> asyncio.Future[None]:
+        """A future (of the running loop) resolved when the drain's deadline passed."""
+        with self._lock:
+            if self._deadline is None:
+                loop = asyncio.get_running_loop()
+                future: asyncio.Future[None] = loop.create_future()
+                if self._deadline_passed:
+                    future.set_result(None)
+                self._deadline = (loop, future)
+            return self._deadline[1]
+
+    def deadline_reached(self) -> int:
+        """The drain's time is up (any thread): commits still queued here behind a table's lock are
+        withdrawn (their callers get a retryable 503: nothing of theirs was published), and requests still
+        running are answered 503 by the middleware. Returns how many commits were withdrawn."""
+        with self._lock:
+            self._deadline_passed = True
+            deadline = self._deadline
+        if deadline is not None:
+            loop, future = deadline
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
+                loop.call_soon_threadsafe(_resolve, future)
+        withdrawn = self.groups.cancel_waiting()
+        if withdrawn:
+            log.warning("drain deadline: %d queued commit(s) withdrawn (answered 503, retryable)", withdrawn)
+        return withdrawn
+
+    def abandon(self) -> None:
+        """A request was answered 503 at the drain's deadline while it still runs (on a worker thread)."""
+        with self._lock:
+            self._abandoned += 1
+
+    def abandoned_done(self) -> None:
+        with self._lock:
+            self._abandoned -= 1
+
+    @property
+    def abandoned(self) -> int:
+        """Requests answered at the deadline whose work still runs (the process need not wait for them)."""
+        with self._lock:
+            return self._abandoned
+
+    def _recover_loop(self) -> None:
+        """Recovery in the background, one replica at a time: whoever holds the lease runs it."""
+        from paimon_meta.ops.recovery import recover_all
+
+        interval = self.settings.recovery_interval_seconds
+        lock_id = f"{RECOVERY_LOCK}:{self.catalog.registry.catalog_key}"
+        while not self._stop_recovery.wait(interval):
+            try:
+                lease = self.catalog.lock.try_acquire(
+                    lock_id, owner=self.replica, lease_seconds=max(30, int(interval))
+                )
+                if lease is None:
+                    continue  # another replica's turn
+                try:
+                    reports = recover_all(self.catalog)
+                finally:
+                    lease.release()
+                settled = sum(len(r.commits) for r in reports)
+                if settled:
+                    log.info("recovery: %d pending commit(s) settled", settled)
+            except Exception:
+                log.warning("recovery in the background failed; next try in %gs", interval, exc_info=True)
 
     def observe_failure(self, answer: Answer) -> None:
         """Count a request answered for a dependency's failure (called by the exception handler)."""
@@ -470,6 +603,30 @@ class ServiceState:
             return self._feed_hub
 
     @contextmanager
+    def counted_commit(self, route: str) -> Iterator[CommitCount]:
+        """Count the commit the body makes in ``paimon_meta_service_commits_total{route, outcome}`` and
+        time it; the body sets ``outcome`` for an answer that is not an exception (a refused base)."""
+        count = CommitCount()
+        started = time.monotonic()
+        try:
+            yield count
+        except CommitConflictError:
+            count.outcome = "conflict"
+            raise
+        except (ValidationError, NotFoundError):  # the caller's fault: nothing was attempted
+            count.outcome = "rejected"
+            raise
+        except OverloadedError:
+            count.outcome = "overloaded"
+            raise
+        except BaseException:
+            count.outcome = "failed"
+            raise
+        finally:
+            self.metrics.commits.labels(route=route, outcome=count.outcome).inc()
+            self.metrics.commit_latency.observe(time.monotonic() - started)
+
+    @contextmanager
     def admit_commit(self, identifier: str) -> Iterator[None]:
         """Hold a place for one commit of ``identifier`` while it is queued or running on this replica.
 
@@ -520,6 +677,32 @@ class ServiceState:
         if hit is not None and hit[0] > time.monotonic():
             return True, hit[1]
         return False, None
+
+    def record_refused_commit(
+        self, principal: str, database: str, table: str, message: str, route: str
+    ) -> None:
+        """Record a commit refused for want of a write grant in the data-access log (``commit_refused``),
+        so an audit of each principal's commits counts it; a table that does not exist has nothing to
+        record. Never raises: the refusal's answer does not depend on its record (a failure is logged)."""
+        try:
+            row = self.catalog.registry.get_table_row(database, table)
+            append_commit_refused(
+                self.catalog.engine,
+                principal=principal,
+                table_id=row.table_id,
+                table_identifier=row.identifier,
+                payload={"route": route, "message": message},
+            )
+        except TableNotFoundError:
+            return
+        except Exception:
+            log.warning(
+                "could not record the refused commit of %s to %s.%s",
+                principal,
+                database,
+                table,
+                exc_info=True,
+            )
 
     def authenticate(self, token: str) -> Access | None:
         """The token's principal and grants, cached for ``auth_cache_seconds`` (a revoked token or
@@ -657,10 +840,12 @@ class ServiceState:
         return manager
 
     def close(self) -> None:
-        # In-flight requests had their drain time; a commit still queued then is cut off like any
-        # commit of a stopped process (recovery resolves it).
+        # In-flight requests had their drain time (server.DrainingServer): what is still running gets a
+        # moment to release its lock; a commit cut off after that is settled by recovery, like any commit
+        # of a stopped process. Maintenance stops taking jobs (a job cut off is taken over after its lease).
+        self._stop_recovery.set()
         self.maintainer.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
-        self.groups.join(timeout=self.settings.drain_seconds)
+        self.groups.join(timeout=min(self.settings.drain_seconds, CLOSE_GRACE_SECONDS))
         if self.outbox is not None:
             # After the last commits of this replica: the batch in flight is acked and its position saved.
             self.outbox.stop(timeout=min(10.0, max(1.0, self.settings.drain_seconds)))

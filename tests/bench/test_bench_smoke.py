@@ -169,3 +169,11 @@ def test_outbox_to_nats(pg_server: PgServer) -> None:
     require_nats_server()
     out = run_bench("bench_outbox.py", "--url", server_url(pg_server), "--clients", "2", "--commits", "2")
     assert '"publisher_on"' in out and '"catch_up"' in out and '"events_per_s"' in out
+
+
+def test_verify_at_a_few_tables(pg_server: PgServer) -> None:
+    """Issue 40's verify benchmark: every run clean (the script fails on a finding)."""
+    out = run_bench(
+        "bench_verify.py", "--url", server_url(pg_server), "--tables", "4", "--commits", "2", "--repeat", "1"
+    )
+    assert '"verify_data_files"' in out and '"snapshots": 8' in out

@@ -161,3 +161,25 @@ def test_console_entry_exit_codes_and_one_line_errors(
     assert missing.stderr.strip() == "paimon-meta: error: table db.nope does not exist"
     debug = run("--debug", "snapshots", "db.nope")
     assert debug.returncode == 3 and "Traceback" in debug.stderr
+
+
+def test_commits_name_the_principal_from_the_history_view(cli: Cli, catalog: MetastoreCatalog) -> None:
+    """``paimon-meta commits`` and ``paimon_commit_history`` say who committed (the service's principal;
+    none for a commit made with database credentials)."""
+    from paimon_meta.commit.coordinator import CommitCoordinator
+
+    create(catalog)
+    write(catalog, range(3))
+    row = catalog.registry.get_table_row("db", "t")
+    table = catalog.get_table("db.t")
+    guard = catalog._guard(row, table.snapshot_manager, principal="etl")
+    CommitCoordinator(table, guard, commit_user="u").commit(prepare(table, range(3, 5)), 1)
+    commits = cli.json("commits", "db.t")
+    assert [(c["snapshot_id"], c["principal"]) for c in commits] == [(2, "etl"), (1, None)]
+    code, out, _ = cli.run("commits", "db.t")
+    assert code == 0 and "principal" in out.splitlines()[0] and " etl " in out
+    with catalog.engine.connect() as conn:
+        got = conn.execute(
+            text("SELECT snapshot_id, principal FROM paimon_commit_history ORDER BY snapshot_id")
+        ).all()
+    assert [tuple(r) for r in got] == [(1, None), (2, "etl")]

@@ -8,12 +8,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
+import paimon_meta
 import paimon_meta.catalog.rest
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.metastore.principals import Principals
@@ -42,12 +45,6 @@ READ_COMMANDS: list[tuple[str, ...]] = [
 DATABASE_COMMANDS: list[tuple[str, ...]] = [
     ("db", "upgrade"),
     ("db", "current"),
-    ("recover",),
-    ("recover", TABLE, "--dry-run"),
-    ("expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s"),
-    ("remove-orphan-files", TABLE, "--older-than", "0s"),
-    ("locks", "list"),
-    ("locks", "release", "jdbc.db.t", "--reason", "test", "--force"),
     ("metrics",),
     ("rollback", TABLE, "--to-snapshot", "1"),
     ("tags", TABLE, "--create", "v2"),
@@ -190,8 +187,8 @@ def test_database_commands_are_refused_and_change_nothing(served: Served, catalo
         code, out, _ = served.over_http(*command, "--json")
         assert code == 2 and json.loads(out)["type"] == "DatabaseUrlRequiredError", command
     # a refused command is refused before the token matters
-    assert served.over_http("recover", token=None)[0] == 2
-    assert "needs a database URL" in served.over_http("recover", token=None)[2]
+    assert served.over_http("metrics", token=None)[0] == 2
+    assert "needs a database URL" in served.over_http("metrics", token=None)[2]
     after = (
         served.db.run("snapshots", TABLE, "--json")[1],
         served.db.run("tags", TABLE, "--json")[1],
@@ -236,7 +233,8 @@ def test_console_script_over_http_one_line_errors(served: Served) -> None:
     ok = run("--json", "snapshots", TABLE, token=served.tokens["reader"])
     assert ok.returncode == 0 and ok.stdout == served.db.run("--json", "snapshots", TABLE)[1]
     for result, code in (
-        (run("expire-snapshots", TABLE, token=served.tokens["reader"]), 2),
+        (run("metrics", token=served.tokens["reader"]), 2),
+        (run("expire-snapshots", TABLE, token=served.tokens["reader"]), 4),  # needs admin
         (run("commits", TABLE, token="pmt_unknown"), 4),
         (run("commits", TABLE, token=served.tokens["nobody"]), 4),
     ):
@@ -244,7 +242,9 @@ def test_console_script_over_http_one_line_errors(served: Served) -> None:
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
 
 
-def test_follow_prints_the_change_feed_from_the_database_or_the_service(served: Served) -> None:
+def test_follow_prints_the_change_feed_from_the_database_or_the_service(
+    served: Served, catalog: MetastoreCatalog
+) -> None:
     """``events --follow``: one CloudEvent a line, the same events from the database and through the
     service (paged there by 2: ``_PAGE`` is not used, the feed's pages are its own), resumable with
     ``--after``; through the service only what the token may read."""
@@ -259,12 +259,105 @@ def test_follow_prints_the_change_feed_from_the_database_or_the_service(served: 
     assert {"org.paimon.commit.snapshot_published", "org.paimon.lock.acquired"} <= kinds
     assert "org.paimon.maintenance.create_tag.finished" in kinds
     http = follow(served.over_http("events", "--follow", "--follow-seconds", "1", "--limit", "3"))
-    assert [(e["id"], e["type"], e["subject"]) for e in http] == [
-        (e["id"], e["type"], e["subject"]) for e in from_db
-    ]
+    assert http == from_db  # line for line: ids, source, time, data (the reader may read every table)
+    assert {e["source"] for e in from_db} == {"/paimon-meta/catalogs/paimon"}
     after = str(from_db[2]["id"])
     resumed = follow(served.db.run("events", "--follow", "--follow-seconds", "0.5", "--after", after))
     assert [e["id"] for e in resumed] == [e["id"] for e in from_db[3:]]
     theirs = follow(served.over_http("events", "--follow", "--follow-seconds", "1", token="db-reader"))
     assert theirs == []  # a reader of `other` sees none of db.t's events (other.u has none yet)
     assert served.db.run("events", "--after", after)[0] != 0  # --after goes with --follow
+    # --from-now: none of the past, from the database and through the service
+    assert follow(served.db.run("events", "--follow", "--follow-seconds", "0.5", "--from-now")) == []
+    assert follow(served.over_http("events", "--follow", "--follow-seconds", "0.5", "--from-now")) == []
+    assert served.db.run("events", "--follow", "--from-now", "--after", after)[0] == 2
+    # ... and "now" is a position the events after it come from
+    remote = paimon_meta.connect_service(served.url, token=served.tokens["reader"])
+    try:
+        page, token = remote.catalog_events(after="now")
+        assert page == []
+        write(catalog, [99])
+        new: list[dict[str, object]] = []
+        while not any(e["type"] == "org.paimon.commit.snapshot_published" for e in new):
+            page, token = remote.catalog_events(after=token)
+            new += page
+            time.sleep(0.05)  # the horizon may hold the new events back a moment
+        assert {e["subject"] for e in new} == {TABLE} and all(
+            e["id"] not in {x["id"] for x in from_db} for e in new
+        )
+    finally:
+        remote.close()
+
+
+def test_on_call_commands_run_through_the_service_for_an_admin(
+    served: Served, catalog: MetastoreCatalog
+) -> None:
+    """recover, expire-snapshots, remove-orphan-files and locks through the service: with an admin token
+    they print what the database path prints and act (recorded with the principal); a reader is refused
+    (exit 4) with nothing done."""
+    served.tokens["oncall"] = make_principal(catalog, "oncall", [("admin", None, None)])
+    dry_runs: list[tuple[str, ...]] = [
+        ("recover", TABLE, "--dry-run", "--older-than", "60s"),  # the grace: else each side's lock settings
+        ("expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s", "--dry-run"),
+        ("locks", "list"),
+    ]
+    for command in dry_runs:
+        for mode in ((), ("--json",)):
+            expected = served.db.run(*command, *mode)
+            assert expected[0] == 0, (command, expected)
+            # stdout and exit code (the database path also prints its progress on stderr)
+            assert served.over_http(*command, *mode, token="oncall")[:2] == expected[:2], command
+    for command in (
+        ("recover", TABLE),
+        ("expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s"),
+        ("remove-orphan-files", TABLE, "--older-than", "0s"),
+        ("locks", "release", "jdbc.db.t", "--reason", "test", "--force"),
+    ):
+        code, _, err = served.over_http(*command)  # the reader
+        assert code == 4 and "HTTP 403" in err and ("admin" in err or "may not release" in err), (
+            command,
+            err,
+        )
+    assert catalog.get_table(TABLE).snapshot_manager.list_snapshot_ids() == [1, 2, 3]
+
+    code, out, err = served.over_http(
+        "expire-snapshots", TABLE, "--retain-min", "1", "--older-than", "0s", token="oncall"
+    )
+    assert code == 0 and "expired snapshots 1..2" in out, err
+    assert catalog.get_table(TABLE).snapshot_manager.list_snapshot_ids() == [3]
+    code, out, err = served.over_http(
+        "remove-orphan-files", TABLE, "--older-than", "0s", "--json", token="oncall"
+    )
+    assert code == 0 and json.loads(out)["table"] == TABLE, err
+    code, out, err = served.over_http("recover", "--json", token="oncall")  # every table it may see
+    assert code == 0 and sorted(r["table"] for r in json.loads(out)) == [TABLE, "other.u"], err
+    with catalog.engine.connect() as conn:
+        runs = conn.execute(
+            text(
+                "SELECT operation, principal FROM paimon_maintenance_events WHERE event_type = 'started' "
+                "AND table_identifier = :t AND principal IS NOT NULL AND NOT dry_run ORDER BY event_id"
+            ),
+            {"t": TABLE},
+        ).all()
+    assert [tuple(r) for r in runs] == [
+        ("expire_snapshots", "oncall"),
+        ("remove_orphan_files", "oncall"),
+        ("recover", "oncall"),
+    ]
+
+    # a lock left by a dead holder, listed and released through the service
+    lease = catalog.lock.acquire("jdbc.db.t", owner="dead-writer", lease_seconds=60, timeout_seconds=5)
+    lease.stop_heartbeat()
+    code, out, _ = served.over_http("locks", "list", "--json", token="oncall")
+    assert [r["owner"] for r in json.loads(out)] == ["dead-writer"]
+    code, out, err = served.over_http("locks", "release", "jdbc.db.t", "--reason", "on call", token="oncall")
+    assert code == 4 and "live" in err  # refused: it is within its lease
+    code, out, err = served.over_http(
+        "locks", "release", "jdbc.db.t", "--reason", "on call", "--force", token="oncall"
+    )
+    assert (
+        code == 0
+        and "released jdbc.db.t (forced; was held by dead-writer" in out
+        and "oncall (service)" in out
+    ), err
+    assert catalog.lock.get_lock("jdbc.db.t") is None

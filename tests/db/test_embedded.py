@@ -68,3 +68,27 @@ def test_database_names_are_validated(home: Path) -> None:
 
     with pytest.raises(ValidationError):
         ensure_embedded_postgres(home, database='x"; DROP')
+
+
+def test_the_cli_says_whether_it_runs_and_stops_it(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`paimon-meta db embedded status|stop` (and `make stop`): what `make run` leaves running."""
+    import json
+
+    from paimon_meta.cli import main
+
+    monkeypatch.setenv("PAIMON_META_HOME", str(home))
+
+    def cli(*argv: str) -> dict[str, object]:
+        assert main(["--json", "db", "embedded", *argv]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert isinstance(data, dict)
+        return data
+
+    assert cli("status") == {"home": str(home), "running": False}
+    server = ensure_embedded_postgres(home)
+    assert cli("status") == {"home": str(home), "running": True, "pid": server.pid, "port": server.port}
+    assert cli("stop") == {"home": str(home), "stopped": True}
+    assert embedded_status(home) is None
+    assert cli("stop") == {"home": str(home), "stopped": False}

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.postgres
 
 REPO = Path(__file__).resolve().parents[2]
 OUR_TABLES = sorted(Base.metadata.tables)
-HEAD = "0017"  # the newest revision under migrations/versions
+HEAD = "0019"  # the newest revision under migrations/versions
 
 
 def _diff(engine: Engine) -> list[object]:
@@ -53,6 +53,14 @@ def test_revision_files_are_date_prefixed() -> None:
         year, month, day, *_ = name.split("_")
         assert len(year) == 4 and len(month) == 2 and len(day) == 2, name
         assert (year + month + day).isdigit(), name
+
+
+def test_every_migration_says_expand_or_contract() -> None:
+    """Rolling upgrades (docs/DEPLOYMENT.md): a migration's header says whether it only adds (expand: the
+    previous release keeps working on it) or removes what an older release used (contract)."""
+    for path in sorted((REPO / "migrations" / "versions").glob("*.py")):
+        header = path.read_text().split('"""')[1]
+        assert "Kind: expand (" in header or "Kind: contract (" in header, path.name
 
 
 def test_models_match_migrations(pg_engine: Engine) -> None:

@@ -15,7 +15,7 @@ import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.errors import ValidationError
-from paimon_meta.metastore.feed import FEED_CHANNEL, START, FeedFilter, Position, read_feed
+from paimon_meta.metastore.feed import FEED_CHANNEL, START, FeedEvent, FeedFilter, Position, read_feed
 from paimon_meta.ops.tags import create_tag
 from tests.fixtures.service import FAST_LOCK
 
@@ -156,3 +156,32 @@ def test_a_committed_event_notifies_feed_readers_and_a_rolled_back_one_does_not(
         _lock_event(writer, "t")
         writer.rollback()
         assert [n for n in listener.notifies(timeout=0.5)] == []
+
+
+def test_lock_events_carry_the_principal_their_commit_ran_as(clean_db: str, tmp_path: Path) -> None:
+    """A commit made for a principal (the service's) records it on its lock events too; the feed says
+    so (a forced release names its operator in the data)."""
+    from paimon_meta.commit.coordinator import CommitCoordinator
+
+    catalog = paimon_meta.connect(clean_db, str(tmp_path / "wh"), **FAST_LOCK)
+    try:
+        table = catalog.create_table("db.t", SCHEMA)
+        row = catalog.registry.get_table_row("db", "t")
+        wb = table.new_batch_write_builder()
+        write = wb.new_write()
+        write.write_arrow(pa.table({"k": pa.array([1], pa.int64())}))
+        guard = catalog._guard(row, table.snapshot_manager, principal="etl")
+        CommitCoordinator(table, guard, commit_user="u").commit(write.prepare_commit(), 1)
+        write.close()
+        start = Position(0, 0, 0)
+        events: list[FeedEvent] = []
+        while True:  # the horizon may hold recent events back while other transactions run
+            page, start = read_feed(catalog.engine, catalog_key=KEY, after=start, limit=1000)
+            events += page
+            if {e.kind for e in events if e.log == "lock"} >= {"acquired", "released"}:
+                break
+        locks = [e for e in events if e.log == "lock"]
+        assert locks and all(e.principal == "etl" for e in locks), locks
+        assert all(e.principal == "etl" for e in events if e.log == "commit")
+    finally:
+        catalog.close()

@@ -203,3 +203,26 @@ def test_metrics_from_the_event_log_in_prometheus_format(catalog: MetastoreCatal
         assert missing.value.code == 404
     finally:
         server.close()
+
+
+def test_lock_age_is_the_time_held_while_heartbeats_keep_renewing_it(catalog: MetastoreCatalog) -> None:
+    """A writer hung while holding the lock: its heartbeat renews the row every lease/3, so the time since
+    the renewal stays small, but the age ``locks list`` shows is how long it has been held."""
+    import time
+
+    lease = catalog.lock.acquire("jdbc.db.hung", owner="hung-writer", lease_seconds=1, timeout_seconds=5)
+    with lease:
+        deadline = time.monotonic() + 60
+        renewed_past_held = None
+        while time.monotonic() < deadline:
+            [row] = list_locks(catalog.lock)
+            assert row.state == "live" and row.held_since is not None
+            if row.heartbeat_at is not None and row.heartbeat_at > row.held_since and row.age_seconds > 3:
+                renewed_past_held = row
+                break
+            time.sleep(0.2)
+        assert renewed_past_held is not None, "the held age never passed three leases"
+        # renewed within the last lease, held for longer than three: what a hung writer looks like
+        assert renewed_past_held.heartbeat_age_seconds is not None
+        assert renewed_past_held.heartbeat_age_seconds < renewed_past_held.age_seconds
+        assert renewed_past_held.lease_left_seconds > 0

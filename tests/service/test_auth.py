@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
+from paimon_meta.errors import DatabaseAlreadyExistsError
+from paimon_meta.metastore.access_events import access_events
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.auth import Require
 from tests.fixtures.service import make_principal
 from tests.service.helpers import P, auth, commit_body, seed, state_of_storage
+
+AUDIT = Path(__file__).resolve().parents[2] / "docs" / "AUDIT.md"
 
 pytestmark = pytest.mark.postgres
 
@@ -25,12 +32,14 @@ D = "/v1/{prefix}/databases/{database}"
 EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/v1/config"): (None, "catalog"),
     ("GET", "/v1/{prefix}/databases"): (None, "catalog"),
-    ("POST", "/v1/{prefix}/databases"): ("admin", "catalog"),
+    # creating needs admin, checked in the handler: one who may see an existing database or table is
+    # told it exists (409), so the clients' "ignore if exists" works without admin
+    ("POST", "/v1/{prefix}/databases"): (None, "catalog"),
     ("GET", D): ("read", "database"),
     ("POST", D): ("admin", "database"),
     ("DELETE", D): ("admin", "database"),
     ("GET", f"{D}/tables"): (None, "catalog"),
-    ("POST", f"{D}/tables"): ("admin", "database"),
+    ("POST", f"{D}/tables"): (None, "catalog"),
     ("GET", T): ("read", "table"),
     ("POST", T): ("admin", "table"),
     ("DELETE", T): ("admin", "table"),
@@ -109,6 +118,13 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", f"{D}/semantic-views/{{semantic_view}}"): ("admin", "database"),
     ("DELETE", f"{D}/semantic-views/{{semantic_view}}"): ("admin", "database"),
     # Operations: the metrics name every table; the document and its viewers need a token.
+    # On-call work (routes_ops): admin on the table; the lock rows and their release check admin on each
+    # lock's table in the handler.
+    ("POST", f"{T}/recover"): ("admin", "table"),
+    ("POST", f"{T}/expire-snapshots"): ("admin", "table"),
+    ("POST", f"{T}/remove-orphan-files"): ("admin", "table"),
+    ("GET", "/v1/{prefix}/locks"): (None, "catalog"),
+    ("POST", "/v1/{prefix}/locks/release"): (None, "catalog"),
     ("GET", "/metrics"): ("admin", "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),
     ("GET", "/docs"): (None, "catalog"),
@@ -125,13 +141,16 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/ui/live/events"): (None, "catalog"),
     ("POST", "/ui/locks/release"): (None, "catalog"),
     ("POST", "/ui/tables/{database}/{table}/recover"): ("admin", "table"),
+    ("POST", "/ui/tables/{database}/{table}/expire-snapshots"): ("admin", "table"),
+    ("POST", "/ui/tables/{database}/{table}/remove-orphan-files"): ("admin", "table"),
     ("POST", "/ui/tables/{database}/{table}/tags"): ("write", "table"),
     ("POST", "/ui/tables/{database}/{table}/tags/{tag}/delete"): ("write", "table"),
     ("POST", "/ui/tables/{database}/{table}/rollback"): ("admin", "table"),
 }
 #: Answered without a token: they say only whether the process is up / ready; the console's sign-in
-#: form, its sign-out (it only clears the cookie) and its static files (no data).
-UNAUTHENTICATED = {"/healthz", "/readyz", "/ui/login", "/ui/logout", "/ui/static"}
+#: form, its sign-out (it only clears the cookie) and its static files (no data); ``/`` (a redirect to the
+#: console) and ``/favicon.ico`` (no content), which a browser asks for.
+UNAUTHENTICATED = {"/healthz", "/readyz", "/ui/login", "/ui/logout", "/ui/static", "/", "/favicon.ico"}
 
 
 def _requirements(route: APIRoute) -> set[tuple[str | None, str]]:
@@ -210,7 +229,41 @@ def test_read_only_principal_cannot_commit(
     )
     _status(r, 403)
     assert "write" in r.json()["message"]
+    messages = {"commitUser": "u", "commitIdentifier": 1, "messages": "", "messagesVersion": 1}
+    _status(
+        service_client.post(
+            f"{P}/databases/db/tables/t/commit-messages", json=messages, headers=tokens["reader"]
+        ),
+        403,
+    )
+    _status(
+        service_client.post(
+            f"{P}/databases/db/tables/nope/commit-messages", json=messages, headers=tokens["reader"]
+        ),
+        403,
+    )
+    _status(
+        service_client.post(
+            f"{P}/databases/db/tables/t/tags", json={"tagName": "x"}, headers=tokens["reader"]
+        ),
+        403,
+    )
     assert state_of_storage(service_catalog) == before
+    # Both refused commits are in the data-access log (the table that does not exist and the tag are
+    # not), and the cookbook's per-principal audit counts them.
+    refused = [e for e in access_events(service_catalog.engine) if e.event_type == "commit_refused"]
+    assert sorted(
+        (e.principal, e.table_identifier, e.payload["route"].rsplit("/", 1)[-1]) for e in refused
+    ) == [
+        ("reader", "db.t", "commit"),
+        ("reader", "db.t", "commit-messages"),
+    ]
+    [block] = [
+        b for b in re.findall(r"```sql\n(.*?)```", AUDIT.read_text(), re.S) if "refused_or_conflicted" in b
+    ]
+    with service_catalog.engine.connect() as conn:
+        audit_rows = {r.principal: r for r in conn.execute(text(block))}
+    assert audit_rows["reader"].refused_or_conflicted == 2 and audit_rows["reader"].published == 0
     # but it reads
     assert (
         service_client.get(f"{P}/databases/db/tables/t/snapshot", headers=tokens["reader"]).status_code == 200
@@ -290,3 +343,39 @@ def test_tokens_are_stored_hashed(service_catalog: MetastoreCatalog) -> None:
         stored = conn.execute(text("SELECT token_hash, token_prefix FROM paimon_tokens")).one()
     assert token not in stored.token_hash and len(stored.token_hash) == 64
     assert token.startswith(stored.token_prefix) and len(stored.token_prefix) < len(token) // 3
+
+
+def test_creating_what_exists_is_409_for_whoever_may_see_it_and_403_for_others(
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, dict[str, str]]
+) -> None:
+    """pypaimon's ``create_database(name, True)``/``create_table(name, schema, True)`` ignore only a 409:
+    a writer of an existing database and table goes on; creating anything still needs admin, and one
+    who may not see the database learns nothing about it."""
+    table_body = service_client.get(f"{P}/databases/db/tables/t", headers=tokens["admin"]).json()
+    create_t = {"identifier": {"database": "db", "object": "t"}, "schema": table_body["schema"]}
+    create_u = {"identifier": {"database": "db", "object": "u"}, "schema": table_body["schema"]}
+
+    def refusals() -> float:
+        metrics = service_client.get("/metrics", headers=tokens["admin"]).text
+        prefix = 'paimon_meta_service_auth_refusals_total{reason="forbidden"}'
+        return sum(float(x.split()[-1]) for x in metrics.splitlines() if x.startswith(prefix))
+
+    before = refusals()
+    for who in ("reader", "writer"):
+        _status(service_client.post(f"{P}/databases", json={"name": "db"}, headers=tokens[who]), 409)
+        _status(service_client.post(f"{P}/databases/db/tables", json=create_t, headers=tokens[who]), 409)
+        _status(service_client.post(f"{P}/databases", json={"name": "new"}, headers=tokens[who]), 403)
+        _status(service_client.post(f"{P}/databases/db/tables", json=create_u, headers=tokens[who]), 403)
+    _status(service_client.post(f"{P}/databases", json={"name": "db"}, headers=tokens["other"]), 403)
+    _status(service_client.post(f"{P}/databases/db/tables", json=create_t, headers=tokens["other"]), 403)
+    assert refusals() == before + 6  # the 403s are counted as the dependency's are
+    assert service_catalog.list_databases() == ["db", "other"] and service_catalog.list_tables("db") == ["t"]
+    _status(service_client.post(f"{P}/databases", json={"name": "db"}, headers=tokens["admin"]), 409)
+    assert (
+        service_client.post(f"{P}/databases", json={"name": "new"}, headers=tokens["admin"]).status_code
+        == 200
+    )
+    # ignore_if_exists is positional, as pypaimon's
+    service_catalog.create_database("new", True)
+    with pytest.raises(DatabaseAlreadyExistsError):
+        service_catalog.create_database("new", False)

@@ -196,9 +196,18 @@ def test_commit_messages_answers_refusals_and_commits(service_catalog: Metastore
         assert malformed.status_code == 400 and "malformed JSON" in malformed.json()["message"]
         # Counted under the route's path (not as an unmatched request).
         route = 'route="/v1/{prefix}/databases/{database}/tables/{table}/commit-messages"'
-        assert f'paimon_meta_service_requests_total{{method="POST",{route},status="200"}} 2.0' in (
-            client.get("/metrics", headers=ops).text
-        )
+        metrics = client.get("/metrics", headers=ops).text
+        # every commit route is counted in the commits counter too, by outcome
+        commits = {
+            line.split(" ")[0]: float(line.split(" ")[1])
+            for line in metrics.splitlines()
+            if line.startswith("paimon_meta_service_commits_total{")
+        }
+        assert commits == {
+            'paimon_meta_service_commits_total{outcome="rejected",route="messages"}': 2.0,  # %%%, nope
+            'paimon_meta_service_commits_total{outcome="published",route="messages"}': 2.0,
+        }
+        assert f'paimon_meta_service_requests_total{{method="POST",{route},status="200"}} 2.0' in (metrics)
     assert [status for status, _ in got] == [401, 403, 400, 400, 400, 404, 404, 200, 200]
     assert all(set(body) == {"message", "resourceType", "resourceName", "code"} for _, body in got[:7])
     assert got[2][1]["message"].startswith("messages: not base64")

@@ -285,6 +285,9 @@ def test_stale_base_is_a_conflict_answer(
     r = service_client.post(f"{P}/databases/db/tables/t/commit", json=stale, headers=admin)
     assert r.status_code == 200 and r.json() == {"success": False}
     assert state_of_storage(service_catalog) == before
+    metrics = service_client.get("/metrics", headers=admin).text
+    for outcome in ("published", "conflict"):
+        assert f'paimon_meta_service_commits_total{{outcome="{outcome}",route="snapshot"}} 1.0' in metrics
     with service_catalog.engine.connect() as conn:
         reasons = (
             conn.execute(

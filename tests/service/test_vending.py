@@ -112,6 +112,7 @@ def test_a_reader_gets_read_credentials_that_reach_the_table(service: Service) -
     [event] = access_events(service.catalog.engine, principal="reader")
     assert (event.table_identifier, event.level, event.event_type) == ("db.t", "read", "credentials_vended")
     assert event.actions == ["s3:GetObject", "s3:ListBucket"]
+    assert event.expires_at is not None  # a vend hands out credentials until then
     assert abs(event.expires_at.timestamp() * 1000 - expires) < 1000
     assert event.payload["session_name"] == "pm-read-reader"
     assert event.payload["cached"] is False

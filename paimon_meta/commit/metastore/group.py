@@ -192,6 +192,14 @@ class TableGroup:
         with self._mutex:
             return self._idle.wait_for(lambda: self._worker is None, timeout)
 
+    def cancel_waiting(self) -> int:
+        """Withdraw the queued commits not started yet (a stopping process): their futures are cancelled
+        (their callers get ``CancelledError``; nothing of theirs was published, their recovery records
+        are settled by recovery) and the worker skips them. Returns how many."""
+        with self._mutex:
+            items = [item for item in self._queue if not item.running]
+        return sum(1 for item in items if item.future.cancel())
+
     def _next(self) -> _Item | None:
         with self._mutex:
             return self._queue.popleft() if self._queue else None
@@ -388,6 +396,12 @@ class GroupCommitter:
         return all(
             g.join(None if deadline is None else max(0.0, deadline - time.monotonic())) for g in groups
         )
+
+    def cancel_waiting(self) -> int:
+        """:meth:`TableGroup.cancel_waiting` of every table."""
+        with self._mutex:
+            groups = list(self._groups.values())
+        return sum(group.cancel_waiting() for group in groups)
 
     def commit(self, prepared: PreparedCommit) -> CommitResult:
         """Queue a prepared commit behind the others of its table; block until it is resolved and

@@ -14,6 +14,8 @@ NUMBER = "n"
 MESSAGES: Mapping[str, str] = {
     "lock-released": "Lock released.",
     "recovered": "Recovery ran: {n} pending commits resolved.",
+    "expired": "Expiration ran: {n} snapshots expired.",
+    "orphans-removed": "Orphan cleanup ran: {n} files deleted.",
     "tag-created": "Tag created on snapshot {n}.",
     "tag-deleted": "Tag deleted.",
     "rolled-back": "Rolled back to snapshot {n}.",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
@@ -27,7 +28,7 @@ from fastapi.templating import Jinja2Templates
 from paimon_meta.errors import PaimonMetaError, ValidationError
 from paimon_meta.metastore.feed import START, FeedFilter, Position, feed_head
 from paimon_meta.metastore.principals import Access
-from paimon_meta.ops import locks, recovery, rollback, tags
+from paimon_meta.ops import expire, locks, orphans, recovery, rollback, tags
 from paimon_meta.service import errors
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.auth import log_text
@@ -321,6 +322,42 @@ async def recover(
     return _back(_table_path(database, table), "recovered", len(report.commits))
 
 
+@router.post("/tables/{database}/{table}/expire-snapshots")
+async def expire_snapshots(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+) -> Response:
+    """Expire snapshots by the table's retention options, recorded as an ``expire_snapshots`` run."""
+    reason = _reason(form)
+    report = await run(
+        functools.partial(
+            expire.expire_snapshots,
+            catalog_of(request),
+            table_identifier(database, table),
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_table_path(database, table), "expired", len(report.expired))
+
+
+@router.post("/tables/{database}/{table}/remove-orphan-files")
+async def remove_orphan_files(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+) -> Response:
+    """Delete the table's orphan files older than a day, recorded as a ``remove_orphan_files`` run."""
+    reason = _reason(form)
+    report = await run(
+        functools.partial(
+            orphans.remove_orphan_files,
+            catalog_of(request),
+            table_identifier(database, table),
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_table_path(database, table), "orphans-removed", len(report.deleted))
+
+
 @router.post("/tables/{database}/{table}/tags")
 async def create_tag(
     request: Request, database: str, table: str, form: Form, access: Annotated[Access, WRITE_TABLE]
@@ -393,4 +430,14 @@ def _human_bytes(n: object) -> str:
     return f"{value:.1f} TiB"
 
 
+def _when(value: object) -> str:
+    """A moment as every page shows it: ``YYYY-MM-DD HH:MM:SS UTC`` (the templates' ``when`` filter; the
+    live view's script writes the same). Naive datetimes are the metastore's UTC; None is empty."""
+    if not isinstance(value, datetime):
+        return ""
+    moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 templates.env.filters["bytes"] = _human_bytes
+templates.env.filters["when"] = _when

@@ -37,7 +37,9 @@ REVOKED = "revoked"
 EXPIRED = "expired"
 UNCOVERED = "grants"
 UNVERIFIED = "unverified"
+DRAINING = "draining"
 WHY = {
+    DRAINING: "this replica is shutting down: reconnect with the last event id (another replica resumes)",
     REVOKED: "the token was revoked, or its principal deleted",
     EXPIRED: "the token expired",
     UNCOVERED: "the principal's grants no longer cover this stream",

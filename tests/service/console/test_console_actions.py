@@ -102,10 +102,12 @@ ACTIONS: list[tuple[str, dict[str, str]]] = [
     (f"{T}/tags", {"tag": "keep-1"}),
     (f"{T}/rollback", {"snapshot_id": "1"}),
     (f"{T}/recover", {}),
+    (f"{T}/expire-snapshots", {}),
+    (f"{T}/remove-orphan-files", {}),
 ]
 
 
-@pytest.mark.parametrize(("path", "fields"), ACTIONS, ids=["tag", "rollback", "recover"])
+@pytest.mark.parametrize(("path", "fields"), ACTIONS, ids=["tag", "rollback", "recover", "expire", "orphans"])
 def test_refused_actions_write_nothing(
     service_client: TestClient,
     service_catalog: MetastoreCatalog,
@@ -270,3 +272,25 @@ def test_what_writers_and_operators_wrote_is_escaped(
         assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     r = service_client.get(f"{T}?done={evil}")
     assert evil not in r.text
+
+
+def test_expiration_and_orphan_cleanup_from_the_console_record_reason_and_principal(
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, str]
+) -> None:
+    sign_in(service_client, tokens["admin"])
+    page = service_client.get(T).text
+    assert count_testid(page, "expire-form") == 1 and count_testid(page, "orphans-form") == 1
+    csrf = session.csrf_token(tokens["admin"])
+    r = service_client.post(f"{T}/expire-snapshots", data={"reason": "disk full", "csrf_token": csrf})
+    assert r.status_code == 200 and "Expiration ran:" in r.text, r.text
+    r = service_client.post(
+        f"{T}/remove-orphan-files", data={"reason": "after the crash", "csrf_token": csrf}
+    )
+    assert r.status_code == 200 and "Orphan cleanup ran: 0 files deleted." in r.text, r.text
+    for operation, reason in (("expire_snapshots", "disk full"), ("remove_orphan_files", "after the crash")):
+        started, finished = runs(service_catalog, operation)
+        assert started.principal == "ops" and started.payload["reason"] == reason
+        assert finished.event_type == "finished"
+    sign_in(service_client, tokens["reader"])
+    page = service_client.get(T).text
+    assert "expire-form" not in page and "orphans-form" not in page

@@ -266,3 +266,45 @@ def test_the_maintenance_page_shows_the_queue_and_each_tables_debt(
     sign_in(service_client, reader)
     page = service_client.get("/ui/maintenance").text
     assert count_testid(page, "maintenance-job") == 0 and count_testid(page, "maintenance-debt") == 1
+
+
+TIME_CELL = re.compile(r'<td class="time">([^<]*)</td>')
+ONE_FORMAT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+
+
+def test_the_table_page_lists_its_maintenance_runs_and_every_time_in_one_format(
+    service_client: TestClient, service_catalog: MetastoreCatalog, admin_token: str
+) -> None:
+    from paimon_meta.ops.expire import expire_snapshots
+
+    expire_snapshots(service_catalog, "db.t", dry_run=True)
+    sign_in(service_client, admin_token)
+    html = service_client.get("/ui/tables/db/t").text
+    runs = html[html.index("<h2>Maintenance runs</h2>") :]
+    assert count_testid(runs, "maintenance-row") == 1 and "No runs." not in runs
+    assert "expire_snapshots" in runs
+    pages = [html, *(service_client.get(p).text for p in ("/ui/", "/ui/maintenance", "/ui/locks"))]
+    times = [t for page in pages for t in TIME_CELL.findall(page) if t]
+    assert len(times) >= 4  # commits, lock events, runs on the table page; the runs page
+    assert all(ONE_FORMAT.fullmatch(t) for t in times), times
+
+
+def test_a_browser_at_the_root_is_sent_to_the_console_and_its_icon_is_no_refusal(
+    service_client: TestClient, admin_token: str
+) -> None:
+    def refusals() -> str:
+        metrics = service_client.get("/metrics", headers={"Authorization": f"Bearer {admin_token}"}).text
+        return "\n".join(
+            line
+            for line in metrics.splitlines()
+            if line.startswith("paimon_meta_service_auth_refusals_total")
+        )
+
+    before = refusals()
+    root = service_client.get("/", headers={"Accept": "text/html"}, follow_redirects=False)
+    assert root.status_code == 303 and root.headers["location"] == "/ui/"
+    icon = service_client.get("/favicon.ico", follow_redirects=False)
+    assert icon.status_code == 204 and icon.content == b""
+    assert refusals() == before
+    # ... and the console still asks for a session
+    assert service_client.get("/ui/", follow_redirects=False).headers["location"] == "/ui/login"

@@ -18,6 +18,8 @@
       });
     };
     var opts = {
+      // times in UTC, as every page writes them (the server's `when` filter)
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
       width: Math.max(400, holder.clientWidth || 900),
       height: 280,
       series: [
@@ -37,6 +39,12 @@
   }
 
   // ---- the live view: an EventSource on the console's change-feed stream ----
+  // A moment as the pages show it (the server's `when` filter): "YYYY-MM-DD HH:MM:SS UTC".
+  function when(time) {
+    var d = new Date(time);
+    return isNaN(d.getTime()) ? "" : d.toISOString().slice(0, 19).replace("T", " ") + " UTC";
+  }
+
   function cell(row, text, cls) {
     var td = document.createElement("td");
     td.textContent = text == null ? "" : String(text);
@@ -57,7 +65,7 @@
       tr.setAttribute("data-testid", "live-event");
       tr.setAttribute("data-type", e.type);
       tr.setAttribute("data-id", m.lastEventId);  // the feed position: resume and gap checks
-      cell(tr, new Date(e.time).toLocaleTimeString(), "time");
+      cell(tr, when(e.time), "time");
       cell(tr, e.type.replace(/^org\.paimon\./, ""));
       cell(tr, e.subject);
       cell(tr, data.snapshotId);
