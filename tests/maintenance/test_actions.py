@@ -28,6 +28,7 @@ from paimon_meta.metastore.feed import FeedFilter, read_feed
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.ops.references import read_entries  # noqa: F401 - the module the in-flight check uses
 from paimon_meta.table.consumers import ConsumerManager
+from paimon_meta.table.mergetree.universal import level_sorted_runs
 from paimon_meta.table.tags import TagManager
 from tests.ops.helpers import (
     TABLE,
@@ -401,3 +402,37 @@ def test_consumers_past_their_expiration_time_are_deleted_before_snapshots_expir
     (run,) = [r for r in _runs(catalog, "expire_snapshots") if r["outcome"] == "done"]
     assert run["expired_consumers"] == ["stale"]
     assert read_keys(catalog) == list(range(5))
+
+
+def test_compaction_is_due_when_the_pick_chooses_runs_not_at_a_run_count(catalog: MetastoreCatalog) -> None:
+    # first-row writers put files on the levels above the newest (4, then 3, 2, 1): runs of chosen sizes
+    catalog.create_table(
+        "db.fr",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "1", "merge-engine": "first-row", "num-sorted-run.compaction-trigger": "3"},
+    )
+
+    def commit(keys: range) -> None:
+        table = catalog.get_table("db.fr")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array(keys, pa.int32()), "v": [f"v{k}" for k in keys]}))
+        builder.new_commit().commit(w.prepare_commit())
+
+    commit(range(3000))
+    commit(range(5000, 5010))
+    commit(range(5005, 5015))  # 5 new keys: a run smaller than the one below it
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.scheduler.tick(sweep=True)
+    runs = level_sorted_runs(
+        catalog.get_table("db.fr").new_read_builder().new_scan().plan().splits()[0].files
+    )
+    sizes = [r.total_size for r in runs]
+    assert [r.level for r in runs] == [2, 3, 4] and sizes[0] * 1.01 < sizes[1] < sizes[2], sizes
+    # 3 runs, the trigger, but no rule picks them: the newest is more than 1 % smaller than the next, the
+    # newer runs weigh less than twice the oldest, and there are not more runs than the trigger
+    assert maintainer.queue.jobs() == []
+    commit(range(5020, 5030))  # a 4th run: more runs than the trigger
+    maintainer.scheduler.tick(sweep=True)
+    assert [j.kind for j in maintainer.queue.jobs()] == [MaintenanceKind.COMPACT]
