@@ -57,7 +57,7 @@ def test_metrics_show_the_queue_the_debts_and_the_runs(
     service_client: TestClient, service_catalog: MetastoreCatalog
 ) -> None:
     table = service_catalog.create_table("db.pk", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
-    for k in range(6):
+    for k in range(9):
         builder = table.new_batch_write_builder()
         write = builder.new_write()
         write.write_arrow(pa.table({"k": pa.array([k], pa.int64()), "p": ["a"], "v": ["x"]}))
@@ -67,7 +67,9 @@ def test_metrics_show_the_queue_the_debts_and_the_runs(
     admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
     text = service_client.get("/metrics", headers=admin).text
     assert 'paimon_meta_maintenance_jobs{kind="compact",state="queued"} 1' in text
-    assert 'paimon_meta_maintenance_debt_sorted_runs{table="db.pk"} 6' in text
+    assert 'paimon_meta_maintenance_debt_sorted_runs{table="db.pk"} 9' in text
+    # 9 runs: past the stop trigger (5 + 3), where a Java writer would wait
+    assert 'paimon_meta_maintenance_debt_buckets_over_stop_trigger{table="db.pk"} 1' in text
     maintainer.drain()
     text = scrape(service_catalog.engine)  # /metrics reuses its read of the event log for a while
     assert 'paimon_meta_maintenance_runs_total{kind="compact",outcome="done"} 1' in text
