@@ -6,9 +6,13 @@ one-row batches (distinct keys) through ``paimon_meta.connect`` (the lock-guarde
 every commit. With maintenance on, a separate process runs ``paimon-meta maintain`` (``--maintenance-
 workers`` workers, the scheduler fed by the commit log), as a replica would beside the writers.
 
+``--preload N``: before the writers start, N rows (keys above the writers') are written in one commit and
+fully compacted: a table with a base, where a full compaction costs what the base costs.
+
 The parent samples every ``--every`` user commits (counted from the commit log): the most files and sorted
-runs of any bucket, and the latency of a full read of the table (median of 3). After the writers end, the
-table is fully compacted once more and read (median of 3): the reference "fully compacted" read.
+runs of any bucket, and a full read of the table (median of 3): its latency and the CPU time of the
+reading process (less sensitive than the latency to what else runs on the machine). After the writers end,
+the table is fully compacted once more and read (median of 3): the reference "fully compacted" read.
 
 Reported per side: commit p50/p99 (ms), the samples, the final compacted read; then the ratios on/off.
 
@@ -16,7 +20,8 @@ Usage::
 
     python bench/bench_maintenance.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
                                       [--writers 8] [--commits 2000] [--every 200]
-                                      [--maintenance-workers 2] [--sides on,off]
+                                      [--maintenance-workers 2] [--tick-seconds 1] [--sides on,off]
+                                      [--preload 0] [--maintainer-log PATH]
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_commit import load, scratch_database  # noqa: E402
 
 TABLE = "db.pk"
+#: preloaded keys start here (the writers' keys are below it)
+PRELOAD_BASE = 10**9
 LOCK = {"lock.lease-seconds": "10", "lock.acquire-timeout-seconds": "120"}
 
 
@@ -47,6 +54,22 @@ def _schema() -> Any:
     import pyarrow as pa
 
     return pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+def _preload(catalog: Any, rows: int) -> None:
+    """``rows`` rows in one commit (keys above every writer's), then fully compacted: the table's base."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from paimon_meta.table.compact import compact
+
+    table = catalog.get_table(TABLE)
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    keys = pa.array(range(PRELOAD_BASE, PRELOAD_BASE + rows), pa.int64())
+    write.write_arrow(pa.table({"k": keys, "v": pc.cast(keys, pa.string())}))
+    builder.new_commit().commit(write.prepare_commit())
+    compact(catalog.get_table(TABLE))
 
 
 def _writer(url: str, warehouse: str, writer: int, commits: int, out: Any) -> None:
@@ -102,17 +125,47 @@ def _sample(catalog: Any) -> dict[str, Any]:
     table = catalog.get_table(TABLE)
     buckets = bucket_files(table)
     reads = []
+    cpu = []
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         builder = table.new_read_builder()
         rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).num_rows
         reads.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
     return {
         "files_per_bucket": max((b.files for b in buckets), default=0),
         "sorted_runs": max((b.sorted_runs for b in buckets), default=0),
         "read_ms": round(statistics.median(reads), 1),
+        "read_cpu_ms": round(statistics.median(cpu), 1),
         "rows": rows,
     }
+
+
+def _maintenance_runs(catalog: Any) -> dict[str, Any]:
+    """The maintenance runs of the side, from the maintenance log: per kind and outcome, how many, their
+    total and median duration, and (compaction) commits made and files merged."""
+    from sqlalchemy import text
+
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT payload FROM paimon_maintenance_events WHERE operation = 'maintain' "
+                "AND event_type <> 'started'"
+            )
+        ).scalars()
+        out: dict[str, Any] = {}
+        for p in rows:
+            key = f"{p.get('kind')}.{p.get('outcome')}"
+            entry = out.setdefault(key, {"runs": 0, "ms": [], "commits": 0, "files_merged": 0})
+            entry["runs"] += 1
+            entry["ms"].append(float(p.get("duration_ms") or 0))
+            entry["commits"] += len(p.get("snapshot_ids") or [])
+            entry["files_merged"] += int(p.get("compacted_files") or 0)
+    for entry in out.values():
+        ms = entry.pop("ms")
+        entry["total_s"] = round(sum(ms) / 1000, 1)
+        entry["median_ms"] = round(statistics.median(ms), 1)
+    return out
 
 
 def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str, Any]:
@@ -122,6 +175,8 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
     with scratch_database(server) as url, tempfile.TemporaryDirectory() as warehouse:
         catalog = paimon_meta.connect(url, warehouse, **LOCK)
         catalog.create_table(TABLE, _schema(), primary_keys=["k"], options={"bucket": "2"})
+        if args.preload:
+            _preload(catalog, args.preload)
         maintainer = None
         if maintenance:
             maintainer = subprocess.Popen(
@@ -139,10 +194,12 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
                     str(args.maintenance_workers),
                     "--poll-seconds",
                     "0.2",
+                    "--tick-seconds",
+                    str(args.tick_seconds),
                 ],
                 env={**os.environ, "PYTHONPATH": str(REPO)},
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=open(args.maintainer_log, "ab") if args.maintainer_log else subprocess.DEVNULL,  # noqa: SIM115
             )
             # started writers wait for nobody: let the maintainer come up first (its first tick)
             _wait_for_cursor(catalog)
@@ -172,6 +229,7 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
             maintainer.terminate()
             maintainer.wait(60)
         final = _sample(catalog)
+        runs = _maintenance_runs(catalog)
         compact(catalog.get_table(TABLE))
         compacted = _sample(catalog)
         catalog.close()
@@ -185,6 +243,7 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
         "samples": samples,
         "final": final,
         "fully_compacted": compacted,
+        "maintenance_runs": runs,
     }
 
 
@@ -197,7 +256,12 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=2000, help="per writer")
     parser.add_argument("--every", type=int, default=200)
     parser.add_argument("--maintenance-workers", type=int, default=2)
+    parser.add_argument("--tick-seconds", type=float, default=1.0, help="the maintainer's scheduler tick")
     parser.add_argument("--sides", default="on,off")
+    parser.add_argument("--maintainer-log", help="append the maintainer's stderr to this file")
+    parser.add_argument(
+        "--preload", type=int, default=0, help="rows written and fully compacted before the writers start"
+    )
     args = parser.parse_args()
     if not args.url:
         parser.error("--url or $PAIMON_META_TEST_DSN")
@@ -214,11 +278,15 @@ def main() -> None:
             f"commit p50 {r['commit_p50_ms']} ms p99 {r['commit_p99_ms']} ms; fully compacted read "
             f"{r['fully_compacted']['read_ms']} ms"
         )
+        for key, entry in sorted(r["maintenance_runs"].items()):
+            print(f"  runs {key}: {entry}")
         for s in r["samples"]:
             ratio = s["read_ms"] / r["fully_compacted"]["read_ms"]
+            cpu_ratio = s["read_cpu_ms"] / r["fully_compacted"]["read_cpu_ms"]
             print(
                 f"  {s['commits']:>6} commits: files/bucket {s['files_per_bucket']:>5}, sorted runs "
-                f"{s['sorted_runs']:>5}, read {s['read_ms']:>8} ms ({ratio:.2f}x compacted)"
+                f"{s['sorted_runs']:>5}, read {s['read_ms']:>8} ms ({ratio:.2f}x compacted), read CPU "
+                f"{s['read_cpu_ms']:>8} ms ({cpu_ratio:.2f}x)"
             )
 
 

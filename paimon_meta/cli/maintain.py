@@ -52,6 +52,12 @@ def register(commands: Commands) -> None:
     p.add_argument("--workers", type=positive, default=2, help="jobs run at once (default 2)")
     p.add_argument("--lease-seconds", type=float, default=60.0, help="a job's lease (default 60)")
     p.add_argument("--poll-seconds", type=float, default=1.0, help="queue polling when idle (default 1)")
+    p.add_argument(
+        "--tick-seconds",
+        type=float,
+        default=1.0,
+        help="how often the commit log is read and debts measured (default 1)",
+    )
     p.add_argument("--once", action="store_true", help="measure every table, run the due jobs, then exit")
 
     group = commands.group("maintenance", "the maintenance queue: jobs, runs, debts, pauses")
@@ -85,7 +91,10 @@ def _maintainer(ctx: Context, args: argparse.Namespace) -> Any:
     from paimon_meta.ops.common import operator_identity
 
     settings = MaintainerSettings(
-        workers=args.workers, lease_seconds=args.lease_seconds, poll_seconds=args.poll_seconds
+        workers=args.workers,
+        lease_seconds=args.lease_seconds,
+        poll_seconds=args.poll_seconds,
+        tick_seconds=args.tick_seconds,
     )
     return Maintainer(ctx.catalog(), settings, where=f"maintain:{operator_identity()}")
 

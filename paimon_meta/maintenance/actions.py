@@ -1,5 +1,6 @@
 """What each kind of maintenance job does, with the tools that exist for it: compaction
-(``table.compact``), snapshot expiration (``ops.expire``), partition drops (``ops.partitions``), tags
+(``table.compact``: for primary-key tables the runs Paimon's universal pick chooses, for append tables
+their small files), snapshot expiration (``ops.expire``), partition drops (``ops.partitions``), tags
 (``ops.tags``), orphan cleanup (``ops.orphans``) and the recycle bin's purge (``ops.tables``).
 
 Every action re-measures what it acts on when it runs (the debt that queued it may be stale) and does
@@ -33,6 +34,8 @@ from paimon_meta.ops.orphans import remove_orphan_files
 from paimon_meta.ops.partitions import drop_partitions, list_partitions
 from paimon_meta.ops.tags import create_tag, delete_tag
 from paimon_meta.table.compact import compact
+from paimon_meta.table.consumers import ConsumerManager
+from paimon_meta.table.mergetree.universal import UniversalCompaction
 
 if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
@@ -44,6 +47,8 @@ log = logging.getLogger(__name__)
 COMMIT_USER_PREFIX = "paimon-meta-maintenance-"
 #: Who maintenance runs are recorded as (the maintenance log's ``principal``).
 PRINCIPAL = "paimon-meta-maintenance"
+#: The most compaction commits one job makes (each of the runs the pick chooses on the latest snapshot).
+MAX_COMPACTION_ROUNDS = 8
 
 
 @dataclass(slots=True)
@@ -99,10 +104,17 @@ def run_action(
             outcome.files_after = outcome.details["written_files"]
         return outcome
     if kind is MaintenanceKind.EXPIRE_SNAPSHOTS:
+        # Consumers past consumer.expiration-time first, as Java's commit does: the snapshots only they
+        # held back may then expire in this run.
+        consumers: list[str] = []
+        if options.consumer_expiration_ms is not None:
+            cutoff = int(time.time() * 1000) - options.consumer_expiration_ms
+            consumers = ConsumerManager(table.file_io, table.path).expire(cutoff)
         report = expire_snapshots(catalog, identifier)
         outcome = Outcome(
-            acted=bool(report.expired),
+            acted=bool(report.expired or consumers),
             details={
+                "expired_consumers": consumers,
                 "expired": len(report.expired),
                 "earliest_after": report.earliest_after,
                 "deleted_data_files": len(report.deleted_data_files),
@@ -135,9 +147,11 @@ def run_action(
 
 
 def _compact(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:
+    if table.schema.primary_keys:
+        return _compact_runs(table)
     buckets = bucket_files(table)
-    worst = max((b.sorted_runs if table.schema.primary_keys else b.small_files for b in buckets), default=0)
-    trigger = options.sorted_run_trigger if table.schema.primary_keys else options.min_file_num
+    worst = max((b.small_files for b in buckets), default=0)
+    trigger = options.min_file_num
     if worst < trigger:
         return Outcome(details={"worst_bucket": worst, "trigger": trigger})
     result = compact(table, commit_user=f"{COMMIT_USER_PREFIX}{uuid.uuid4()}")
@@ -154,6 +168,41 @@ def _compact(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:
             "trigger": trigger,
         },
     )
+
+
+def _compact_runs(table: FileStoreTable) -> Outcome:
+    """Primary key: the runs the universal pick chooses, committed; again on the new snapshot while the
+    pick still chooses something (writers add runs meanwhile), at most :data:`MAX_COMPACTION_ROUNDS`
+    commits: each is small, so the table stays near its trigger."""
+    strategy = UniversalCompaction.of(table.schema.options)
+    worst = max((b.sorted_runs for b in bucket_files(table)), default=0)
+    details: dict[str, Any] = {
+        "strategy": "universal",
+        "worst_bucket": worst,
+        "trigger": strategy.num_run_compaction_trigger,
+        "snapshot_ids": [],
+        "buckets": 0,
+        "conflicts": 0,
+        "rows_rewritten": 0,
+        "compacted_files": 0,
+        "written_files": 0,
+        "rounds": 0,
+    }
+    for _ in range(MAX_COMPACTION_ROUNDS):
+        # A user of its own per commit: batch commits of one user share one identifier, so a second commit
+        # of the same user would be taken for a retry of the first and skipped (Java's dedupe).
+        user = f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"
+        result = compact(table, commit_user=user, strategy=strategy)
+        if not result.snapshot_ids:
+            break
+        details["rounds"] += 1
+        details["snapshot_ids"] += list(result.snapshot_ids)
+        details["buckets"] += result.buckets
+        details["conflicts"] += result.conflicts
+        details["rows_rewritten"] += result.rows_rewritten
+        details["compacted_files"] += result.files_before
+        details["written_files"] += result.files_after
+    return Outcome(acted=bool(details["snapshot_ids"]), details=details)
 
 
 def _expire_partitions(

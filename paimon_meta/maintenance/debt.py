@@ -1,11 +1,14 @@
 """A table's maintenance debt, measured from its latest snapshot, and the jobs it calls for.
 
-* **Compaction**: per bucket, the sorted runs of a primary-key table (each level-0 file is one run, each
-  non-empty higher level one more: Java's ``LevelSortedRun``s) against ``num-sorted-run.compaction-trigger``,
-  or the small files of an append table (below 70 % of ``target-file-size``: ``compactionFileSize``)
-  against ``compaction.min.file-num``.
+* **Compaction**: a primary-key table owes it when Paimon's universal pick chooses runs to merge in some
+  bucket (``table.mergetree.universal``: with at least ``num-sorted-run.compaction-trigger`` sorted runs,
+  by size amplification, size ratio or run count; each level-0 file is one run, each non-empty higher
+  level one more: Java's ``LevelSortedRun``s); buckets beyond ``num-sorted-run.stop-trigger`` (where
+  Java writers would wait; ours never do) are counted too. An append table owes it when a bucket has
+  ``compaction.min.file-num`` small files (below 70 % of ``target-file-size``: ``compactionFileSize``).
 * **Snapshots beyond retention**: more than ``snapshot.num-retained.max``, or more than ``.min`` with the
-  second-oldest older than ``snapshot.time-retained`` (so the oldest would expire: Java's rule).
+  second-oldest older than ``snapshot.time-retained`` (so the oldest would expire: Java's rule); or
+  consumers not updated within ``consumer.expiration-time`` (the same job deletes them first).
 * **Partitions past expiration**: partitions whose time (from their values: ``values-time``) is older
   than now minus ``partition.expiration-time``, looked for every ``partition.expiration-check-interval``.
 * **A tag due**: ``tag.automatic-creation = process-time``: the last period that ended (plus
@@ -25,9 +28,11 @@ from typing import TYPE_CHECKING, Any
 from paimon_meta.db.models import MaintenanceKind
 from paimon_meta.maintenance.options import MaintenanceOptions
 from paimon_meta.table.compact import compaction_file_size
+from paimon_meta.table.consumers import ConsumerManager
+from paimon_meta.table.mergetree.universal import UniversalCompaction, pick_bucket, stop_trigger
 from paimon_meta.table.read.scan import FileStoreScan
 from paimon_meta.table.tags import TagManager
-from paimon_meta.table.write.arrow_input import UNAWARE_BUCKET
+from paimon_meta.table.write.arrow_input import UNAWARE_BUCKET, num_levels
 
 if TYPE_CHECKING:
     from paimon_meta.table.table import FileStoreTable
@@ -46,8 +51,14 @@ class Debt:
     max_sorted_runs: int = 0
     max_small_files: int = 0
     compaction_trigger: int = 0
+    #: primary key: the buckets the universal pick would compact now, and those past the stop trigger
+    buckets_picked: int = 0
+    stop_trigger: int = 0
+    buckets_over_stop_trigger: int = 0
     snapshots: int = 0
     snapshots_expirable: bool = False
+    #: consumers past ``consumer.expiration-time``
+    consumers_expired: int = 0
     expired_partitions: list[dict[str, str]] = field(default_factory=list)
     tag_due: str | None = None
     tags_over_retention: int = 0
@@ -58,10 +69,13 @@ class Debt:
 
     def due(self) -> list[MaintenanceKind]:
         kinds: list[MaintenanceKind] = []
-        worst = self.max_sorted_runs if self.primary_key else self.max_small_files
-        if self.compaction_trigger and worst >= self.compaction_trigger:
+        if self.primary_key:
+            compaction_due = self.buckets_picked > 0
+        else:
+            compaction_due = bool(self.compaction_trigger) and self.max_small_files >= self.compaction_trigger
+        if compaction_due:
             kinds.append(MaintenanceKind.COMPACT)
-        if self.snapshots_expirable:
+        if self.snapshots_expirable or self.consumers_expired:
             kinds.append(MaintenanceKind.EXPIRE_SNAPSHOTS)
         if self.expired_partitions:
             kinds.append(MaintenanceKind.EXPIRE_PARTITIONS)
@@ -80,16 +94,20 @@ class BucketFiles:
     bytes: int
     sorted_runs: int
     small_files: int
+    #: primary key: the universal pick chooses runs of this bucket to merge now
+    picked: bool = False
 
 
 def bucket_files(table: FileStoreTable) -> list[BucketFiles]:
     """Per (partition, bucket) of the latest snapshot: its files, bytes, sorted runs and small files
-    (level 0 included: compaction must see it)."""
+    (level 0 included: compaction must see it), and whether the universal pick would compact it."""
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return []
-    plan = FileStoreScan(table.manifest_reader, table.schema, snapshot, all_levels=True).plan()
-    small = compaction_file_size(table.schema)
+    schema = table.schema
+    plan = FileStoreScan(table.manifest_reader, schema, snapshot, all_levels=True).plan()
+    small = compaction_file_size(schema)
+    strategy = UniversalCompaction.of(schema.options) if schema.primary_keys else None
     out = []
     for split in plan.splits():
         levels = {f.level for f in split.files if f.level > 0}
@@ -100,6 +118,8 @@ def bucket_files(table: FileStoreTable) -> list[BucketFiles]:
                 bytes=sum(f.file_size for f in split.files),
                 sorted_runs=level0 + len(levels),
                 small_files=sum(1 for f in split.files if f.file_size < small),
+                picked=strategy is not None
+                and pick_bucket(strategy, num_levels(schema), split.files) is not None,
             )
         )
     return out
@@ -128,12 +148,19 @@ def measure(
     debt.max_sorted_runs = max((b.sorted_runs for b in buckets), default=0)
     debt.max_small_files = max((b.small_files for b in buckets), default=0)
     debt.compaction_trigger = options.sorted_run_trigger if debt.primary_key else options.min_file_num
+    if debt.primary_key:
+        debt.buckets_picked = sum(1 for b in buckets if b.picked)
+        debt.stop_trigger = stop_trigger(schema.options)
+        debt.buckets_over_stop_trigger = sum(1 for b in buckets if b.sorted_runs > debt.stop_trigger)
     if schema.num_buckets == UNAWARE_BUCKET and not debt.primary_key:
         debt.compaction_trigger = options.min_file_num
     earliest = snapshots.earliest_snapshot_id()
     if latest is not None and earliest is not None:
         debt.snapshots = latest - earliest + 1
         debt.snapshots_expirable = _snapshots_expirable(table, earliest, debt.snapshots, now)
+    if options.consumer_expiration_ms is not None:
+        consumers = ConsumerManager(table.file_io, table.path)
+        debt.consumers_expired = len(consumers.expired(now - options.consumer_expiration_ms))
     last_partition_check = last_runs.get(MaintenanceKind.EXPIRE_PARTITIONS.value)
     if (
         options.partition_expiration_ms is not None

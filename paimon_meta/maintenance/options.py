@@ -9,6 +9,8 @@ Paimon's options, with Java's defaults:
   ``target-file-size``) is compacted;
 * ``snapshot.num-retained.min``/``.max``, ``snapshot.time-retained``, ``snapshot.expire.limit``:
   snapshot expiration (``ops.expire``);
+* ``consumer.expiration-time`` (off): consumers not updated for that long are deleted by the job that
+  expires snapshots, before it does (Java's commit does the same), so they hold back expiration no more;
 * ``partition.expiration-time`` (off), ``partition.expiration-check-interval`` (1 h),
   ``partition.timestamp-formatter``, ``partition.timestamp-pattern``: partition TTL by the partition's
   values (Java's ``values-time`` strategy);
@@ -42,6 +44,7 @@ ORPHAN_OLDER_THAN = PREFIX + "orphan-cleanup.older-than"
 
 SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
 COMPACTION_MIN_FILE_NUM = "compaction.min.file-num"
+CONSUMER_EXPIRATION_TIME = "consumer.expiration-time"
 PARTITION_EXPIRATION_TIME = "partition.expiration-time"
 PARTITION_EXPIRATION_CHECK_INTERVAL = "partition.expiration-check-interval"
 PARTITION_TIMESTAMP_FORMATTER = "partition.timestamp-formatter"
@@ -95,6 +98,7 @@ class MaintenanceOptions:
     enabled: bool
     sorted_run_trigger: int
     min_file_num: int
+    consumer_expiration_ms: int | None
     partition_expiration_ms: int | None
     partition_check_interval_ms: int
     partition_formatter: str | None
@@ -133,6 +137,7 @@ class MaintenanceOptions:
             enabled=enabled,
             sorted_run_trigger=_int(table_options, SORTED_RUN_TRIGGER, 5),
             min_file_num=_int(table_options, COMPACTION_MIN_FILE_NUM, 5),
+            consumer_expiration_ms=_duration(table_options, CONSUMER_EXPIRATION_TIME, None),
             partition_expiration_ms=_duration(table_options, PARTITION_EXPIRATION_TIME, None),
             partition_check_interval_ms=_duration(table_options, PARTITION_EXPIRATION_CHECK_INTERVAL, "1 h")
             or 0,

@@ -6,12 +6,18 @@ Which snapshots expire follows Java exactly: keep at least ``snapshot.num-retain
 per run; never a snapshot a consumer (``consumer/consumer-<id>``) still has to read. The snapshots
 ``[earliest, end)`` expire and ``end`` becomes the earliest.
 
-What is deleted, in Java's order (so an interrupted run is finished by the next one):
+What is deleted:
 
 1. data files DELETEd by the deltas of snapshots ``(earliest, end]`` (an ADD of the same file in the same
    delta cancels it: an upgrade keeps the file) and changelog files ADDed by expired snapshots;
 2. manifest lists, manifests, index manifests, index files and statistics of expired snapshots;
-3. the expired snapshot files, then the ``EARLIEST`` hint.
+3. the expired snapshot files and the ``EARLIEST`` hint.
+
+Java deletes in that order, so an interrupted run is finished by the next one. Here 3 comes first: under
+the table's metastore lock the run decides what expires and what the files of 1 and 2 are, and publishes
+the change (3); it releases the lock and only then deletes the files of 1 and 2, so a writer waits for one
+decision and publish, never for file deletions. A run interrupted after 3 leaves the files of 1 and 2 as
+orphans, which the orphan scan deletes once they are older than its window (disk space, never data).
 
 Every candidate is checked against a keep-set computed from the retained snapshots, the tags and every
 snapshot and tag of the table's branches (which read the table's own manifests and data files): files live
@@ -19,8 +25,12 @@ in the first retained snapshot, files added by the deltas and changelogs of late
 file any of them references, and files named by commits still in flight. Java trusts the manifest
 invariants alone; the keep-set makes a bug or a foreign writer cost disk space instead of data.
 
-The whole run holds the table's metastore lock, so no commit through the lock can build on a snapshot
-being expired or reference a file being deleted.
+Why the files of 1 and 2 may be deleted after the lock is released: they are referenced by no retained
+snapshot, tag or branch, and by no commit in flight, at the decision; the expired snapshots are gone before
+the lock is released, so every later commit builds on a retained snapshot (whose files are kept), adds new
+files of its own, and cannot delete or upgrade a file no longer live (its conflict check refuses); a tag or
+branch can only be made of a snapshot that still exists. Commits in flight are read again before deleting,
+and a file one of them names is kept.
 """
 
 from __future__ import annotations
@@ -162,15 +172,29 @@ def expire_snapshots(
         settings={**asdict(config), **({"reason": reason} if reason else {})},
         principal=principal,
     )
-    with audit as run, table_lock(catalog, row, "expire-snapshots", progress=progress):
-        if not dry_run:
-            # Record what is on storage before any of it can disappear (the event log equals storage).
-            reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
-        # Tags past their retention first, as Java's commit does before expiring snapshots: the snapshots
-        # only they kept may then expire in this run.
-        report.expired_tags = expire_tags(table, now_ms=now_ms, dry_run=dry_run)
-        keep_files = pending_commit_files(catalog.events, row.table_id)
-        _expire(table, config, report, keep_files, now_ms=now_ms, progress=progress)
+    with audit as run:
+        with table_lock(catalog, row, "expire-snapshots", progress=progress):
+            if not dry_run:
+                # Record what is on storage before any of it can disappear (the event log equals storage).
+                reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
+            # Tags past their retention first, as Java's commit does before expiring snapshots: the
+            # snapshots only they kept may then expire in this run.
+            report.expired_tags = expire_tags(table, now_ms=now_ms, dry_run=dry_run)
+            keep_files = pending_commit_files(catalog.events, row.table_id)
+            _expire(table, config, report, keep_files, now_ms=now_ms, progress=progress)
+        if not dry_run and (report.deleted_data_files or report.deleted_metadata_files):
+            # Outside the lock (a writer waits for the decision and the publish only): these files are
+            # referenced by no snapshot left, tag, branch or commit in flight, and no later commit can
+            # reference them (see the module docstring). A commit that started meanwhile and names one is
+            # respected all the same.
+            in_flight = pending_commit_files(catalog.events, row.table_id)
+            report.deleted_data_files = _unnamed(report.deleted_data_files, in_flight)
+            progress(
+                f"{report.table}: deleting {len(report.deleted_data_files)} data files and "
+                f"{len(report.deleted_metadata_files)} metadata files"
+            )
+            _delete_all(table, report.deleted_data_files)
+            _delete_all(table, report.deleted_metadata_files)
         run.record(
             MaintenanceEventType.FINISHED,
             {
@@ -282,12 +306,14 @@ def _expire(
     report.deleted_metadata_files = sorted(doomed_meta)
     if report.dry_run:
         return
-    progress(f"{report.table}: deleting {len(doomed_data)} data files and {len(doomed_meta)} metadata files")
-    _delete_all(table, doomed_data)
-    _delete_all(table, doomed_meta)
+    # The publish: the expired snapshots leave the table; their files are deleted after the lock.
     for snap in expiring:
         sm.file_io.delete(sm.snapshot_path(snap.id))
     sm.commit_earliest_hint(end)
+
+
+def _unnamed(paths: list[str], names: set[str]) -> list[str]:
+    return [p for p in paths if p.rsplit("/", 1)[-1] not in names]
 
 
 class _KeepSet:

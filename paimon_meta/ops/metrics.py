@@ -95,7 +95,9 @@ _MAINTENANCE_DEBTS = text(
     "SELECT d.table_identifier AS table, coalesce((d.debt ->> 'max_sorted_runs')::float8, 0) AS runs, "
     "coalesce((d.debt ->> 'max_small_files')::float8, 0) AS small, "
     "coalesce((d.debt ->> 'snapshots')::float8, 0) AS snapshots, "
-    "coalesce((d.debt ->> 'files')::float8, 0) AS files FROM paimon_maintenance_debts d "
+    "coalesce((d.debt ->> 'files')::float8, 0) AS files, "
+    "coalesce((d.debt ->> 'buckets_over_stop_trigger')::float8, 0) AS stopped "
+    "FROM paimon_maintenance_debts d "
     "JOIN paimon_tables t ON t.table_id = d.table_id ORDER BY d.table_identifier"
 )
 # (label, seconds) rows per histogram; each is wrapped by _HISTOGRAM below.
@@ -194,6 +196,12 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
     debt_files = MetricFamily(
         "paimon_meta_maintenance_debt_files", "gauge", "Live data files of a table, as last measured."
     )
+    debt_stopped = MetricFamily(
+        "paimon_meta_maintenance_debt_buckets_over_stop_trigger",
+        "gauge",
+        "Buckets of a primary-key table with more sorted runs than num-sorted-run.stop-trigger (where Java "
+        "writers would wait for compaction), as last measured.",
+    )
 
     with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
         per_table_attempts: dict[str, float] = {}
@@ -237,6 +245,7 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
             debt_small.add(r.small, table=r.table)
             debt_snapshots.add(r.snapshots, table=r.table)
             debt_files.add(r.files, table=r.table)
+            debt_stopped.add(r.stopped, table=r.table)
         conn.rollback()
     for kind, n in counts.items():
         held.add(n, holder=kind)
@@ -262,6 +271,7 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
         debt_small,
         debt_snapshots,
         debt_files,
+        debt_stopped,
     ]
 
 

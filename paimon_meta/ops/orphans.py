@@ -15,8 +15,13 @@ before committing them); the default day does, a threshold of minutes is only sa
 running. Temporary files (a crashed write's ``.<name>.<uuid>.tmp``) are deleted by the same rule.
 
 The directory is listed first; then, holding the table's metastore lock, the referenced set is built
-from the snapshots and in-flight commits of that moment and the orphans are deleted, so a commit made
-through the lock never sees one of its files disappear. Tables with branches or a decoupled changelog
+from the snapshots, tags and in-flight commits of that moment (no commit through the lock publishes
+meanwhile); the lock is released and the orphans are deleted, so a writer waits for the decision only,
+never for the deletions. That is safe because an orphan is unreferenced at the decision and older than the
+threshold: a later commit builds on a snapshot whose files were referenced (so are not orphans), writes new
+files (younger than the threshold) and names old ones only if it kept them past the threshold, which the
+threshold must already exclude (above); commits in flight are read again before deleting, and a file one of
+them names is kept. Tables with branches or a decoupled changelog
 are refused (their references live elsewhere).
 """
 
@@ -139,10 +144,11 @@ def remove_orphan_files(
         },
         principal=principal,
     )
-    with audit as run, table_lock(catalog, row, "remove-orphan-files", progress=progress):
-        if not dry_run:
-            reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
-        used = referenced_names(table) | pending_commit_files(catalog.events, row.table_id)
+    with audit as run:
+        with table_lock(catalog, row, "remove-orphan-files", progress=progress):
+            if not dry_run:
+                reconcile(catalog.registry, catalog.events, row, table.snapshot_manager)
+            used = referenced_names(table) | pending_commit_files(catalog.events, row.table_id)
         for status in listed:
             verdict = classify_file(table, status, used)
             if verdict == "referenced":
@@ -158,20 +164,7 @@ def remove_orphan_files(
             f"{report.too_young} unreferenced but younger than {older_than_seconds:.0f}s"
         )
         if not dry_run:
-            # Only files listed under the table's root are candidates (classify_file); the guard also
-            # refuses what the file system resolves elsewhere (a "." or ".." segment, a control
-            # character), so no listing quirk of a store turns cleanup into a deletion outside.
-            guard = path_guard(table)
-            what = f"remove-orphan-files {row.identifier}"
-            for orphan in report.orphans:
-                if not guard.allowed(orphan.path, report.refused, what=what):
-                    continue
-                try:
-                    table.file_io.delete(orphan.path)
-                except FileIOError:
-                    report.failed.append(orphan.path)
-                else:
-                    report.deleted.append(orphan.path)
+            _delete_orphans(catalog, row.table_id, table, report)
         run.record(
             MaintenanceEventType.FINISHED,
             {
@@ -186,6 +179,30 @@ def remove_orphan_files(
             },
         )
     return report
+
+
+def _delete_orphans(
+    catalog: MetastoreCatalog, table_id: int, table: FileStoreTable, report: OrphanReport
+) -> None:
+    """Delete the orphans found, outside the table's lock (see the module docstring); a file named by a
+    commit that went in flight since the decision is kept."""
+    in_flight = pending_commit_files(catalog.events, table_id)
+    # Only files listed under the table's root are candidates (classify_file); the guard also refuses what
+    # the file system resolves elsewhere (a "." or ".." segment, a control character), so no listing
+    # quirk of a store turns cleanup into a deletion outside.
+    guard = path_guard(table)
+    what = f"remove-orphan-files {report.table}"
+    for orphan in report.orphans:
+        if orphan.path.rsplit("/", 1)[-1] in in_flight:
+            continue
+        if not guard.allowed(orphan.path, report.refused, what=what):
+            continue
+        try:
+            table.file_io.delete(orphan.path)
+        except FileIOError:
+            report.failed.append(orphan.path)
+        else:
+            report.deleted.append(orphan.path)
 
 
 def classify_file(table: FileStoreTable, status: FileStatus, used: set[str]) -> str:

@@ -577,6 +577,26 @@ class ListMaintenanceRunsResponse(_Model):
     next_page_token: str | None
 
 
+class DroppedTable(_Model):
+    """A table in the recycle bin (our extension): what ``undrop`` (with ``dropId``) restores."""
+
+    drop_id: int
+    table_id: int
+    database: str
+    name: str
+    location: str | None
+    dropped_by: str | None
+    dropped_at: datetime
+    purge_after: datetime
+    #: the grants on the table kept with it (restored by an undrop)
+    grants: int
+
+
+class ListDroppedTablesResponse(_Model):
+    tables: list[DroppedTable]
+    next_page_token: str | None
+
+
 class SnapshotRecording(_Model):
     """An event that recorded a snapshot in the log (``snapshot_published``, ``external``, ``recovered``)."""
 

@@ -84,6 +84,8 @@ FILTER_COMMITTED = f"{TABLE}/filter-committed"
 COMMITS = f"{TABLE}/commits"
 #: Restore a dropped table from the recycle bin (``POST``, optional ``dropId``), with its grants.
 UNDROP_TABLE = f"{TABLE}/undrop"
+#: The recycle bin of a database (``GET``): its dropped tables, with the drop ids an undrop takes.
+DROPPED_TABLES = f"{DATABASE}/dropped-tables"
 
 # ---- the audit trail (our extension) -------------------------------------------------------------------
 REGISTRY = f"{TABLE}/registry"

@@ -1,6 +1,6 @@
 """Tables across the catalog and a table's life beyond create: details of a database's tables, the
 catalog-wide listing, a table by its id, registering an existing table, rolling a schema back, restoring
-a dropped table from the recycle bin (``undrop``, our extension).
+a dropped table from the recycle bin (``undrop``) and listing the bin (``dropped-tables``), our extensions.
 
 Listings page by key (the registry's primary key index), filtered by the caller's grants: a page is
 read in batches until it is full, so a caller sees only tables it may read and every page costs about
@@ -286,3 +286,41 @@ def undrop_table(
         catalog_of(request), table_identifier(database, table), drop_id=drop_id, principal=access.principal
     )
     return Response(status_code=200)
+
+
+@router.get(
+    paths.DROPPED_TABLES,
+    response_model=models.ListDroppedTablesResponse,
+    tags=["tables"],
+    dependencies=[ADMIN_DATABASE],
+)
+def list_dropped_tables(
+    request: Request,
+    database: str,
+    max_results: MaxResults = None,
+    page_token: PageToken = None,
+) -> models.ListDroppedTablesResponse:
+    """The recycle bin of a database (our extension): its dropped tables, oldest drop first, with the
+    ``dropId`` an undrop takes and when each is purged. Needs admin on the database, as an undrop does (a
+    database dropped with its tables is listed too: its name need not exist any more)."""
+    validate_identifier("database", database)
+    limit, offset = convert.offset_page(max_results, page_token)
+    entries = catalog_of(request).recycle_bin.entries(database=database)
+    page = entries[offset : offset + limit]
+    return models.ListDroppedTablesResponse(
+        tables=[
+            models.DroppedTable(
+                drop_id=d.drop_id,
+                table_id=d.table_id,
+                database=d.database,
+                name=d.name,
+                location=d.location,
+                dropped_by=d.dropped_by,
+                dropped_at=d.dropped_at,
+                purge_after=d.purge_after,
+                grants=len(d.grants),
+            )
+            for d in page
+        ],
+        next_page_token=str(offset + limit) if offset + limit < len(entries) else None,
+    )

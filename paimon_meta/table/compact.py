@@ -1,4 +1,6 @@
-"""Full compaction of a table, bucket by bucket, as a dedicated job (writers stay write-only).
+"""Compaction of a table, bucket by bucket, as a dedicated job (writers stay write-only): full, or of the
+runs Paimon's universal pick chooses per primary-key bucket (``mergetree.universal``, what maintenance
+runs).
 
 Planning, rewriting and committing are separate so an engine (``spark_jobs.compaction``) can run the
 rewrites anywhere: :func:`plan_compaction` (driver) -> :func:`run_task` per :class:`CompactTask`
@@ -25,6 +27,12 @@ planned too (first-row batch reads skip them, compaction must not). Rewritten ro
 (level = output level, ``file_source = COMPACT``), so the files of a bucket never overlap in key
 range (the commit's LSM check).
 
+Universal compaction (``strategy``: Java ``UniversalCompaction`` as ``MergeTreeCompactManager`` runs it):
+per bucket only the runs the pick chooses (a prefix of the runs, newest first) are merged, the same way,
+into the level it chooses; retractions are kept unless no level above that output holds data, and only a
+file bound for the max level is rewritten for its deletes. The output level is empty but for the picked
+runs, so the result is again one sorted run per level.
+
 Concurrent writers keep committing APPENDs meanwhile: their new files are simply not part of the
 plan. When something else removed a planned file (another compaction, an overwrite), the commit
 fails with ``CommitConflictError`` and :func:`compact` re-plans on the new snapshot, reusing the
@@ -38,6 +46,7 @@ vectors. A bucket is rewritten in memory: its data must fit in the worker's memo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,6 +65,7 @@ from paimon_meta.model.types import DataType
 from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.file_layout import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, FileLayout
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, MergeEngine, merge_key_value_rows
+from paimon_meta.table.mergetree.universal import UniversalCompaction, drops_deletes, pick_bucket
 from paimon_meta.table.read.scan import FileStoreScan, PartitionFilterArg, Plan, Split
 from paimon_meta.table.read.split_read import read_file_for_rewrite
 from paimon_meta.table.table import FileStoreTable
@@ -125,13 +135,24 @@ def _check_compactable(schema: TableSchema) -> None:
 
 
 def plan_compaction(
-    table: FileStoreTable, *, partition_filter: PartitionFilterArg | None = None
+    table: FileStoreTable,
+    *,
+    partition_filter: PartitionFilterArg | None = None,
+    strategy: UniversalCompaction | None = None,
 ) -> CompactPlan:
-    """The full-compaction tasks of the latest snapshot (optionally of some partitions only)."""
+    """The compaction tasks of the latest snapshot (optionally of some partitions only): full compaction,
+    or, given a ``strategy``, the runs it picks per primary-key bucket (append tables: always their
+    small files)."""
     schema = table.schema
     _check_compactable(schema)
     plan = _scan_all_levels(table, partition_filter)
-    planner = _plan_primary_key_bucket if schema.primary_keys else _plan_append_bucket
+    planner: Callable[[TableSchema, Split], CompactTask | None]
+    if not schema.primary_keys:
+        planner = _plan_append_bucket
+    elif strategy is None:
+        planner = _plan_primary_key_bucket
+    else:
+        planner = functools.partial(_plan_universal_bucket, strategy=strategy)
     tasks = [task for split in plan.splits() if (task := planner(schema, split)) is not None]
     return CompactPlan(plan.snapshot_id, tuple(tasks))
 
@@ -177,49 +198,90 @@ def _plan_append_bucket(schema: TableSchema, split: Split) -> CompactTask | None
 
 
 def _plan_primary_key_bucket(schema: TableSchema, split: Split) -> CompactTask | None:
+    """Full compaction (``CompactStrategy.pickFullCompaction``): every run into the max level."""
     max_level = num_levels(schema) - 1
-    files = list(split.files)
-    if all(f.level == max_level for f in files):
-        return None  # one sorted run at the max level already (pickFullCompaction)
+    if all(f.level == max_level for f in split.files):
+        return None  # one sorted run at the max level already
+    return _plan_unit(schema, split, split.files, output_level=max_level, drop_delete=True)
+
+
+def _plan_universal_bucket(
+    schema: TableSchema, split: Split, *, strategy: UniversalCompaction
+) -> CompactTask | None:
+    """The runs :class:`UniversalCompaction` picks, merged into the level it picks."""
+    unit = pick_bucket(strategy, num_levels(schema), split.files)
+    if unit is None:
+        return None
+    return _plan_unit(
+        schema,
+        split,
+        unit.files,
+        output_level=unit.output_level,
+        drop_delete=drops_deletes(unit, split.files),
+    )
+
+
+def _run_of(f: DataFileMeta) -> tuple[int, str]:
+    # each level-0 file is a sorted run of its own; a higher level is one run
+    return (0, f.file_name) if f.level == 0 else (f.level, "")
+
+
+def _plan_unit(
+    schema: TableSchema,
+    split: Split,
+    files: Sequence[DataFileMeta],
+    *,
+    output_level: int,
+    drop_delete: bool,
+) -> CompactTask | None:
+    """Java ``MergeTreeCompactTask``: ``files`` cut into sections of overlapping key ranges; a section of
+    several runs, or a small file of a one-run section, is merged with its small neighbours; a large file
+    of a one-run section is moved to ``output_level`` unchanged (an *upgrade*: no rewrite), unless it is
+    bound for the max level carrying deletes, then it is rewritten alone."""
+    max_level = num_levels(schema) - 1
     key_types = [schema.field(k).type for k in schema.trimmed_primary_keys]
     min_size = compaction_file_size(schema)
     rewrite: list[tuple[DataFileMeta, ...]] = []
     upgrade: list[DataFileMeta] = []
 
     def upgrade_or_rewrite(file: DataFileMeta) -> None:
-        # MergeTreeCompactTask.upgrade: a file with deletes must be rewritten to reach the max
-        # level (its retractions are dropped there).
-        if file.level == max_level:
+        if file.level == output_level:
             return
-        if file.delete_row_count == 0:
+        if output_level != max_level or file.delete_row_count == 0:
             upgrade.append(file)
         else:
+            # its retractions must be dropped before it reaches the max level
             rewrite.append((file,))
 
-    def flush(sections: list[list[DataFileMeta]]) -> None:
-        # Consecutive candidate sections are merged into one run (MergeTreeCompactTask.rewrite);
-        # a lone single-file candidate needs no merge.
-        if len(sections) == 1 and len(sections[0]) == 1:
-            upgrade_or_rewrite(sections[0][0])
-        elif sections:
-            rewrite.append(tuple(f for s in sections for f in s))
-        sections.clear()
+    def flush(candidate: list[list[DataFileMeta]]) -> None:
+        # Consecutive candidates are merged into one run (MergeTreeCompactTask.rewrite); a lone candidate
+        # of one run needs no merge: its files are upgraded.
+        if len(candidate) == 1 and len({_run_of(f) for f in candidate[0]}) == 1:
+            for f in candidate[0]:
+                upgrade_or_rewrite(f)
+        elif candidate:
+            rewrite.append(tuple(f for section in candidate for f in section))
+        candidate.clear()
 
     pending: list[list[DataFileMeta]] = []
     for section in _key_sections(files, key_types):
-        if len(section) > 1 or section[0].file_size < min_size:
+        if len({_run_of(f) for f in section}) > 1:
             pending.append(section)
-        else:
-            flush(pending)
-            upgrade_or_rewrite(section[0])
+            continue
+        for f in section:  # one run: its files in key order
+            if f.file_size < min_size:
+                pending.append([f])
+            else:
+                flush(pending)
+                upgrade_or_rewrite(f)
     flush(pending)
     if not rewrite and not upgrade:
         return None
     return _task(
         split,
         schema,
-        output_level=max_level,
-        drop_delete=True,
+        output_level=output_level,
+        drop_delete=drop_delete,
         rewrite=tuple(rewrite),
         upgrade=tuple(upgrade),
     )
@@ -428,9 +490,10 @@ def compact(
     partition_filter: PartitionFilterArg | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     commit_user: str | None = None,
+    strategy: UniversalCompaction | None = None,
 ) -> CompactResult:
-    """Fully compact ``table`` (open for writing) and commit one COMPACT snapshot (as ``commit_user``,
-    else a fresh one).
+    """Compact ``table`` (open for writing) and commit one COMPACT snapshot (as ``commit_user``, else a
+    fresh one): fully, or only the runs ``strategy`` picks in each primary-key bucket.
 
     ``runner`` executes the rewrite tasks (in this process by default; ``spark_jobs.compaction``
     runs them on executors). On ``CommitConflictError`` the plan is redone on the new snapshot:
@@ -441,7 +504,7 @@ def compact(
     carried: list[CommitMessage] = []
     conflicts = 0
     for attempt in range(1, max_attempts + 1):
-        plan = plan_compaction(table, partition_filter=partition_filter)
+        plan = plan_compaction(table, partition_filter=partition_filter, strategy=strategy)
         if carried:
             live = _live_identities(table, partition_filter)
             stale = [m for m in carried if not _still_live(m, live)]

@@ -4,6 +4,10 @@ A streaming reader with a ``consumer-id`` records its progress in ``consumer/con
 ``{"nextSnapshot": N}``, the first snapshot it has not read yet. Snapshot expiration keeps every snapshot
 from the smallest ``nextSnapshot`` on (``paimon_meta.ops.references.consumer_min_next_snapshot``). A
 consumer file is replaced whole on every update (Java's ``overwriteFileUtf8``).
+
+``consumer.expiration-time``: a consumer whose file was last written longer ago than that is gone
+(Java's ``ConsumerManager.expire``, run by Java's commit before it expires snapshots; here by the
+maintenance job that expires snapshots): it holds back snapshot expiration no more.
 """
 
 from __future__ import annotations
@@ -59,6 +63,22 @@ class ConsumerManager:
         """Set (or create) the consumer's next snapshot."""
         validate_consumer_id(consumer_id)
         self.file_io.write(self.path(consumer_id), json.dumps({NEXT_SNAPSHOT: next_snapshot}).encode())
+
+    def expired(self, cutoff_ms: int) -> list[str]:
+        """The ids of the consumers whose file was last written before ``cutoff_ms`` (epoch ms)."""
+        out = []
+        for status in self.file_io.list(self.directory):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith(CONSUMER_PREFIX) and status.mtime_ms < cutoff_ms:
+                out.append(name[len(CONSUMER_PREFIX) :])
+        return sorted(out)
+
+    def expire(self, cutoff_ms: int) -> list[str]:
+        """Delete the consumers :meth:`expired` names; their ids."""
+        ids = self.expired(cutoff_ms)
+        for consumer_id in ids:
+            self.file_io.delete(self.path(consumer_id))
+        return ids
 
     def delete(self, consumer_id: str) -> None:
         """Remove the consumer (absent: nothing to do)."""

@@ -10,8 +10,10 @@ import pytest
 from sqlalchemy import text
 
 import paimon_meta
+from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.maintenance.debt import bucket_files
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
+from paimon_meta.table.compact import compact
 from tests.interop.arrow_reader import assert_reads_as_we_do
 from tests.interop.canonical import assert_java_reads_as_we_do
 from tests.interop.java_env import JavaHarness
@@ -23,6 +25,14 @@ pytestmark = [pytest.mark.interop, pytest.mark.postgres]
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("p", pa.string()), ("v", pa.string())])
 RETENTION = {"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3"}
+
+
+def _commit(catalog: MetastoreCatalog, name: str, data: pa.Table) -> None:
+    table = catalog.get_table(name)
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(data)
+    builder.new_commit().commit(write.prepare_commit())
 
 
 def _maintained_tables(clean_db: str, warehouse: str) -> list[str]:
@@ -52,7 +62,37 @@ def _maintained_tables(clean_db: str, warehouse: str) -> list[str]:
                     )
                 )
                 builder.new_commit().commit(write.prepare_commit())
-        Maintainer(catalog, MaintainerSettings(workers=0)).drain()
+        # a table the universal pick leaves on two levels: a large run at the max level (4) and the
+        # newer runs merged above it (3), updates and a delete of keys below included
+        catalog.create_table(
+            "db.levels",
+            SCHEMA,
+            primary_keys=["k", "p"],
+            options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"},
+        )
+        base = {"k": list(range(3000)), "p": ["a"] * 3000, "v": [f"base{k}" for k in range(3000)]}
+        _commit(catalog, "db.levels", pa.table(base, schema=SCHEMA))
+        compact(catalog.get_table("db.levels"))  # one run at the max level, as an operator's compaction
+        maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+        _commit(
+            catalog, "db.levels", pa.table({"k": [1, 2], "p": ["a", "a"], "v": ["x1", "x2"]}, schema=SCHEMA)
+        )
+        _commit(
+            catalog, "db.levels", pa.table({"k": [3, 3], "p": ["a", "b"], "v": ["x3", "n3"]}, schema=SCHEMA)
+        )
+        _commit(
+            catalog,
+            "db.levels",
+            pa.table(
+                {
+                    "k": pa.array([5, 2], pa.int64()),
+                    "p": ["a", "a"],
+                    "v": pa.array([None, "y2"], pa.string()),
+                    "_row_kind": ["-D", "+U"],
+                }
+            ),
+        )
+        maintainer.drain()
         with catalog.engine.connect() as conn:
             done = set(
                 conn.execute(
@@ -69,10 +109,14 @@ def _maintained_tables(clean_db: str, warehouse: str) -> list[str]:
             "db.append:compact",
             "db.append:expire_snapshots",
         } <= done
+        splits = catalog.get_table("db.levels").new_read_builder().new_scan().plan().splits()
+        assert {f.level for s in splits for f in s.files} == {3, 4}
         paths = []
-        for name in ("db.pk", "db.append"):
+        for name in ("db.pk", "db.append", "db.levels"):
             table = catalog.get_table(name)
             assert max(b.sorted_runs for b in bucket_files(table)) < 3 or name == "db.append"
+            if name == "db.levels":
+                continue  # not expired: too few snapshots
             assert table.snapshot_manager.earliest_snapshot_id() not in (None, 1)
             paths.append(table.path)
         return paths

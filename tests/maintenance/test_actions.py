@@ -11,6 +11,7 @@ import time
 import uuid
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -26,6 +27,8 @@ from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.feed import FeedFilter, read_feed
 from paimon_meta.ops.recovery import recover_table
 from paimon_meta.ops.references import read_entries  # noqa: F401 - the module the in-flight check uses
+from paimon_meta.table.consumers import ConsumerManager
+from paimon_meta.table.mergetree.universal import level_sorted_runs
 from paimon_meta.table.tags import TagManager
 from tests.ops.helpers import (
     TABLE,
@@ -284,3 +287,152 @@ def test_tags_are_created_per_period_and_the_oldest_beyond_the_maximum_deleted(
     assert tags == [names[1]]  # the newest; the older one deleted by tag.num-retained-max
     outcomes = [(r["created"], r["deleted"]) for r in _runs(catalog, "create_tag")]
     assert outcomes == [(names[0], []), (names[1], [names[0]])]
+
+
+def test_compaction_merges_only_the_runs_the_universal_pick_chooses(catalog: MetastoreCatalog) -> None:
+    catalog.create_table(
+        "db.pk",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"},
+    )
+
+    def commit(keys: list[int]) -> None:
+        table = catalog.get_table("db.pk")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array(keys, pa.int32()), "v": [f"v{k}" for k in keys]}))
+        builder.new_commit().commit(w.prepare_commit())
+
+    commit(list(range(5000)))
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    commit([5000])
+    commit([5001])
+    maintainer.drain()  # 3 level-0 runs and no higher level: all merged into the max level
+    (oldest,) = catalog.get_table("db.pk").new_read_builder().new_scan().plan().splits()[0].files
+    assert oldest.level == 4
+    commit([1])
+    commit([2])
+    # 3 runs: two new one-row files above a large level-4 run: the debt calls for the pick
+    maintainer.scheduler.tick(sweep=True)
+    (job,) = maintainer.queue.jobs()
+    assert job.kind is MaintenanceKind.COMPACT
+    maintainer.drain()
+    files = catalog.get_table("db.pk").new_read_builder().new_scan().plan().splits()[0].files
+    # the large run is left alone; the two new runs are merged into level 3
+    assert oldest.file_name in {f.file_name for f in files if f.level == 4}
+    assert [f.level for f in files if f.file_name != oldest.file_name] == [3]
+    last = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"][-1]
+    assert last["strategy"] == "universal" and last["files_before"] == 2 and last["rounds"] == 1
+    assert read_keys(catalog, identifier="db.pk") == list(range(5002))
+    # 2 runs, fewer than the trigger: nothing is due
+    maintainer.scheduler.tick(sweep=True)
+    assert maintainer.queue.jobs() == []
+
+
+def test_a_compaction_job_compacts_again_while_writers_add_runs(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paimon_meta.maintenance import actions
+
+    catalog.create_table(
+        "db.pk",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"},
+    )
+    keys = iter(range(100))
+
+    def commit() -> None:
+        k = next(keys)
+        table = catalog.get_table("db.pk")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array([k], pa.int32()), "v": [f"v{k}"]}))
+        builder.new_commit().commit(w.prepare_commit())
+
+    for _ in range(3):
+        commit()
+    real = actions.compact
+    calls = []
+
+    def compact_then_write(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        calls.append(result)
+        if len(calls) == 1:
+            for _ in range(3):  # writers add runs while the job runs: the pick chooses again
+                commit()
+        return result
+
+    monkeypatch.setattr(actions, "compact", compact_then_write)
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.drain()
+    (run,) = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"]
+    assert run["rounds"] == 2 and len(set(run["snapshot_ids"])) == 2
+    table = catalog.get_table("db.pk")
+    assert max(b.sorted_runs for b in bucket_files(table)) < 3
+    assert read_keys(catalog, identifier="db.pk") == list(range(6))
+    # every data file written is in some snapshot: no round's files were left behind
+    on_disk = {str(p) for p in Path(table.path).rglob("data-*")}
+    assert on_disk <= referenced_paths(table)
+
+
+def test_consumers_past_their_expiration_time_are_deleted_before_snapshots_expire(
+    catalog: MetastoreCatalog,
+) -> None:
+    create(
+        catalog,
+        **{
+            "consumer.expiration-time": "1 h",
+            "snapshot.num-retained.min": "1",
+            "snapshot.time-retained": "1 ms",
+        },
+    )
+    for k in range(5):
+        write(catalog, [k])
+    table = catalog.get_table(TABLE)
+    consumers = ConsumerManager(table.file_io, table.path)
+    consumers.reset("stale", 2)
+    consumers.reset("reading", 4)
+    make_old([consumers.path("stale")], seconds=2 * 3600)
+    Maintainer(catalog, MaintainerSettings(workers=0)).drain()
+    # the stale consumer no longer holds snapshots 2 and 3; the one still reading holds 4
+    assert consumers.consumers() == {"reading": 4}
+    assert catalog.get_table(TABLE).snapshot_manager.earliest_snapshot_id() == 4
+    (run,) = [r for r in _runs(catalog, "expire_snapshots") if r["outcome"] == "done"]
+    assert run["expired_consumers"] == ["stale"]
+    assert read_keys(catalog) == list(range(5))
+
+
+def test_compaction_is_due_when_the_pick_chooses_runs_not_at_a_run_count(catalog: MetastoreCatalog) -> None:
+    # first-row writers put files on the levels above the newest (4, then 3, 2, 1): runs of chosen sizes
+    catalog.create_table(
+        "db.fr",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "1", "merge-engine": "first-row", "num-sorted-run.compaction-trigger": "3"},
+    )
+
+    def commit(keys: range) -> None:
+        table = catalog.get_table("db.fr")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array(keys, pa.int32()), "v": [f"v{k}" for k in keys]}))
+        builder.new_commit().commit(w.prepare_commit())
+
+    commit(range(3000))
+    commit(range(5000, 5010))
+    commit(range(5005, 5015))  # 5 new keys: a run smaller than the one below it
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
+    maintainer.scheduler.tick(sweep=True)
+    runs = level_sorted_runs(
+        catalog.get_table("db.fr").new_read_builder().new_scan().plan().splits()[0].files
+    )
+    sizes = [r.total_size for r in runs]
+    assert [r.level for r in runs] == [2, 3, 4] and sizes[0] * 1.01 < sizes[1] < sizes[2], sizes
+    # 3 runs, the trigger, but no rule picks them: the newest is more than 1 % smaller than the next, the
+    # newer runs weigh less than twice the oldest, and there are not more runs than the trigger
+    assert maintainer.queue.jobs() == []
+    commit(range(5020, 5030))  # a 4th run: more runs than the trigger
+    maintainer.scheduler.tick(sweep=True)
+    assert [j.kind for j in maintainer.queue.jobs()] == [MaintenanceKind.COMPACT]

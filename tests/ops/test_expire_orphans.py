@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import CorruptMetadataError
+from paimon_meta.io.local import LocalFileIO
 from paimon_meta.ops.common import operator_identity
 from paimon_meta.ops.expire import ExpireConfig, expire_snapshots, plan_end
 from paimon_meta.ops.orphans import remove_orphan_files
@@ -295,3 +296,84 @@ def test_expire_keeps_what_a_branch_reads(catalog: MetastoreCatalog) -> None:
     on_branch = catalog.get_table(TABLE).branch("b1").new_read_builder()
     rows = on_branch.new_read().to_arrow(on_branch.new_scan().plan().splits())
     assert rows.column("k").to_pylist() == [1]
+
+
+class _DeletionWatch:
+    """Wraps ``LocalFileIO.delete``: notes for each file deleted whether the table's lock was held, and at
+    the first deletion of a data file makes a user commit (through a catalog that waits at most 3 s for
+    the lock): it must publish while the maintenance run is still deleting."""
+
+    def __init__(self, catalog: MetastoreCatalog, clean_db: str, warehouse: str) -> None:
+        self.catalog = catalog
+        self.lock_id = catalog.registry.lock_id("db", "t")
+        self.writer = paimon_meta.connect(
+            clean_db, warehouse, **{**FAST_LOCK, "lock.acquire-timeout-seconds": "3"}
+        )
+        self.deleted: list[tuple[str, bool]] = []
+        self.user_snapshot: int | None = None
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        original = LocalFileIO.delete
+
+        def delete(io: LocalFileIO, path: str) -> None:
+            held = self.catalog.lock.get_lock(self.lock_id) is not None
+            self.deleted.append((path, held))
+            if "/bucket-" in path and self.user_snapshot is None:
+                self.user_snapshot = -1  # (the commit below deletes nothing, but never recurse)
+                self.user_snapshot = write(self.writer, [999])
+            original(io, path)
+
+        monkeypatch.setattr(LocalFileIO, "delete", delete)
+
+    def held_while_deleting(self, part: str) -> set[bool]:
+        return {held for path, held in self.deleted if part in path}
+
+
+def test_expiration_deletes_files_after_releasing_the_lock_so_a_commit_waits_for_one_publish(
+    catalog: MetastoreCatalog, clean_db: str, warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(catalog)
+    for i in range(5):
+        write(catalog, range(i * 10, i * 10 + 10), overwrite=True)
+    watch = _DeletionWatch(catalog, clean_db, warehouse)
+    watch.install(monkeypatch)
+    try:
+        report = expire_snapshots(catalog, TABLE, retain_min=2, time_retained_ms=0)
+    finally:
+        monkeypatch.undo()
+        watch.writer.close()
+    assert report.expired == [1, 2, 3] and report.deleted_data_files
+    # the publish (the expired snapshot files) under the lock; data files and manifests after it
+    assert watch.held_while_deleting("/snapshot/snapshot-") == {True}
+    assert watch.held_while_deleting("/bucket-") == {False}
+    assert watch.held_while_deleting("/manifest/") == {False}
+    # the user's commit went through while the expiration was deleting files
+    assert watch.user_snapshot == 6
+    assert read_keys(catalog) == [*range(40, 50), 999]
+    table = catalog.get_table(TABLE)
+    assert not any(table.file_io.exists(p) for p in report.deleted_data_files)
+    assert unreferenced_manifest_files(table) == set()
+    assert_consistent(catalog)
+
+
+def test_orphan_cleanup_deletes_after_releasing_the_lock(
+    catalog: MetastoreCatalog, clean_db: str, warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create(catalog)
+    write(catalog, range(10))
+    table = catalog.get_table(TABLE)
+    orphan = f"{table.paths.bucket_path((), 0)}/data-{uuid.uuid4()}-0.parquet"
+    table.file_io.write(orphan, b"garbage")
+    make_old([orphan])
+    watch = _DeletionWatch(catalog, clean_db, warehouse)
+    watch.install(monkeypatch)
+    try:
+        report = remove_orphan_files(catalog, TABLE, older_than_seconds=3600)
+    finally:
+        monkeypatch.undo()
+        watch.writer.close()
+    assert report.deleted == [orphan]
+    assert watch.deleted == [(orphan, False)]
+    assert watch.user_snapshot == 2
+    assert read_keys(catalog) == [*range(10), 999]
+    assert_consistent(catalog)

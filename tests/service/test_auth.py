@@ -76,6 +76,7 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/v1/{prefix}/tables/id/{tableId}"): (None, "catalog"),
     ("POST", f"{D}/register"): ("admin", "database"),
     ("POST", f"{T}/undrop"): ("admin", "database"),
+    ("GET", f"{D}/dropped-tables"): ("admin", "database"),
     ("POST", f"{T}/rollback-schema"): ("admin", "table"),
     # The change feed: any token; the events are those of tables the caller may read.
     ("GET", "/v1/{prefix}/events"): (None, "catalog"),

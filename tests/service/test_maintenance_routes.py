@@ -57,7 +57,7 @@ def test_metrics_show_the_queue_the_debts_and_the_runs(
     service_client: TestClient, service_catalog: MetastoreCatalog
 ) -> None:
     table = service_catalog.create_table("db.pk", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
-    for k in range(6):
+    for k in range(9):
         builder = table.new_batch_write_builder()
         write = builder.new_write()
         write.write_arrow(pa.table({"k": pa.array([k], pa.int64()), "p": ["a"], "v": ["x"]}))
@@ -67,7 +67,9 @@ def test_metrics_show_the_queue_the_debts_and_the_runs(
     admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
     text = service_client.get("/metrics", headers=admin).text
     assert 'paimon_meta_maintenance_jobs{kind="compact",state="queued"} 1' in text
-    assert 'paimon_meta_maintenance_debt_sorted_runs{table="db.pk"} 6' in text
+    assert 'paimon_meta_maintenance_debt_sorted_runs{table="db.pk"} 9' in text
+    # 9 runs: past the stop trigger (5 + 3), where a Java writer would wait
+    assert 'paimon_meta_maintenance_debt_buckets_over_stop_trigger{table="db.pk"} 1' in text
     maintainer.drain()
     text = scrape(service_catalog.engine)  # /metrics reuses its read of the event log for a while
     assert 'paimon_meta_maintenance_runs_total{kind="compact",outcome="done"} 1' in text
@@ -88,3 +90,39 @@ def test_the_service_runs_maintenance_workers_when_asked(service_catalog: Metast
             time.sleep(0.2)
     finally:
         state.maintainer.stop()
+
+
+def test_the_recycle_bin_of_a_database_is_listed_with_its_drop_ids(
+    service_client: TestClient, service_catalog: MetastoreCatalog
+) -> None:
+    seed(service_catalog, "db.t")
+    seed(service_catalog, "db.u")
+    admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
+    dbadmin = auth(make_principal(service_catalog, "dba", [("admin", "db", None)]))
+    reader = auth(make_principal(service_catalog, "r", [("read", "db", None)]))
+    assert service_client.get(f"{P}/databases/db/dropped-tables", headers=admin).json()["tables"] == []
+    assert service_client.delete(f"{P}/databases/db/tables/t", headers=admin).status_code == 200
+    assert service_client.delete(f"{P}/databases/db/tables/u", headers=admin).status_code == 200
+    listed = service_client.get(f"{P}/databases/db/dropped-tables", headers=dbadmin)
+    assert listed.status_code == 200, listed.text
+    tables = listed.json()["tables"]
+    assert [(t["database"], t["name"], t["droppedBy"]) for t in tables] == [
+        ("db", "t", "root"),
+        ("db", "u", "root"),
+    ]
+    assert all(t["purgeAfter"] > t["droppedAt"] and t["dropId"] > 0 for t in tables)
+    # paged; the drop id is what an undrop takes
+    first = service_client.get(f"{P}/databases/db/dropped-tables?maxResults=1", headers=admin).json()
+    assert [t["name"] for t in first["tables"]] == ["t"] and first["nextPageToken"] == "1"
+    u = tables[1]["dropId"]
+    undrop = service_client.post(f"{P}/databases/db/tables/u/undrop?dropId={u}", headers=admin)
+    assert undrop.status_code == 200
+    after = service_client.get(f"{P}/databases/db/dropped-tables", headers=admin).json()["tables"]
+    assert [t["name"] for t in after] == ["t"]
+    # reading the bin needs admin on the database, as an undrop does
+    assert service_client.get(f"{P}/databases/db/dropped-tables", headers=reader).status_code == 403
+    # a database dropped with its tables: still listed
+    assert service_client.delete(f"{P}/databases/db", headers=admin).status_code == 200
+    gone = service_client.get(f"{P}/databases/db/dropped-tables", headers=admin)
+    assert gone.status_code == 200, gone.text
+    assert sorted(t["name"] for t in gone.json()["tables"]) == ["t", "u"]
