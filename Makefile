@@ -9,8 +9,8 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: venv run stop test lint typecheck unit interop-venv rust-venv java-env browser bench clean spark-cluster-test \
-	console-assets
+.PHONY: venv run stop test test-fast checks suite lint typecheck unit interop-venv rust-venv java-env browser bench clean \
+	spark-cluster-test console-assets
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,9 +82,31 @@ browser:
 	    "(tests/browser is skipped without it, and fails under CI=true)"; \
 	fi
 
-## Lint, type-check and the whole test suite (interop, Postgres, S3, Spark and browser tests included).
-test: venv lint typecheck interop-venv rust-venv java-env browser
-	$(VENV)/bin/pytest tests -q --durations=40
+## pytest-xdist: XDIST workers (default 2, one per core of the CI machine; `XDIST=0` runs in one process).
+## `--dist loadscope` keeps a module's (and a class's) tests on one worker, so module-scoped servers, Spark
+## sessions and private Postgres clusters are started once per module; session-scoped fixtures are per worker.
+XDIST ?= 2
+PYTEST_PARALLEL := $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist loadscope)
+
+## Lint, type-check and the whole test suite (interop, Postgres, S3, Spark and browser tests included), the 40
+## slowest tests printed at the end.
+test: venv
+	$(MAKE) -j2 checks
+	$(MAKE) suite
+
+## ruff, import-linter and mypy: independent of each other (`make -j3 checks` runs them side by side).
+checks: lint typecheck
+
+suite: venv interop-venv rust-venv java-env browser
+	$(VENV)/bin/pytest tests -q $(PYTEST_PARALLEL) --durations=40
+
+## The iteration tier: no other engines, no Spark, no browser, no torture or chaos runs (under 5 minutes on the
+## CI machine); `make test` is what CI runs.
+test-fast: venv
+	$(VENV)/bin/pytest tests -q $(PYTEST_PARALLEL) --durations=15 \
+	  -m "not interop and not spark and not browser and not slow" \
+	  --ignore=tests/torture --ignore=tests/chaos --ignore=tests/interop --ignore=tests/spark \
+	  --ignore=tests/browser --ignore=tests/bench
 
 ## tests/spark on a Spark standalone cluster (a master and two workers, stopped at the end) instead of local[2,2].
 spark-cluster-test: venv

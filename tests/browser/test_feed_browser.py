@@ -12,7 +12,12 @@ import pytest
 
 from tests.browser.conftest import Console, Shots
 from tests.browser.feed_page import EVENTS_PATH, feed_ids, open_feed_page, seen, wait_for_snapshot
+from tests.fixtures.postgres import isolated_metastore
 from tests.fixtures.service import FailoverProxy
+
+# The feed's horizon is the oldest transaction open on the whole Postgres cluster: this module's
+# databases live on a cluster of its own (tests/fixtures/postgres.py, isolated_metastore).
+pg_server, pg_template, pg_url, pg_engine = isolated_metastore()
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext

@@ -21,8 +21,13 @@ import paimon_meta.catalog.rest
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.metastore.principals import Principals
 from tests.cli.helpers import Cli
+from tests.fixtures.postgres import isolated_metastore
 from tests.fixtures.service import REPO, ServiceProcess, make_principal, spawn_service
 from tests.ops.helpers import TABLE, create, write
+
+# The feed's horizon is the oldest transaction open on the whole Postgres cluster: this module's
+# databases live on a cluster of its own (tests/fixtures/postgres.py, isolated_metastore).
+pg_server, pg_template, pg_url, pg_engine = isolated_metastore()
 
 pytestmark = pytest.mark.postgres
 

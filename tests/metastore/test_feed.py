@@ -17,7 +17,12 @@ from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.errors import ValidationError
 from paimon_meta.metastore.feed import FEED_CHANNEL, START, FeedEvent, FeedFilter, Position, read_feed
 from paimon_meta.ops.tags import create_tag
+from tests.fixtures.postgres import isolated_metastore
 from tests.fixtures.service import FAST_LOCK
+
+# The feed's horizon is the oldest transaction open on the whole Postgres cluster: this module's
+# databases live on a cluster of its own (tests/fixtures/postgres.py, isolated_metastore).
+pg_server, pg_template, pg_url, pg_engine = isolated_metastore()
 
 pytestmark = pytest.mark.postgres
 

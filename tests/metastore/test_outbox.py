@@ -11,6 +11,11 @@ from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.errors import LockLostError
 from paimon_meta.metastore.feed import START, Position
 from paimon_meta.metastore.outbox import OutboxLease
+from tests.fixtures.postgres import isolated_metastore
+
+# The feed's horizon is the oldest transaction open on the whole Postgres cluster: this module's
+# databases live on a cluster of its own (tests/fixtures/postgres.py, isolated_metastore).
+pg_server, pg_template, pg_url, pg_engine = isolated_metastore()
 
 pytestmark = pytest.mark.postgres
 

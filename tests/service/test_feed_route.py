@@ -14,8 +14,13 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.service import routes_feed
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
+from tests.fixtures.postgres import isolated_metastore
 from tests.fixtures.service import make_principal
 from tests.service.helpers import P, auth, seed
+
+# The feed's horizon is the oldest transaction open on the whole Postgres cluster: this module's
+# databases live on a cluster of its own (tests/fixtures/postgres.py, isolated_metastore).
+pg_server, pg_template, pg_url, pg_engine = isolated_metastore()
 
 pytestmark = pytest.mark.postgres
 

@@ -19,7 +19,12 @@ import pytest
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from tests.fixtures.postgres import isolated_metastore
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
+
+# The feed's horizon is the oldest transaction open on the whole Postgres cluster: this module's
+# databases live on a cluster of its own (tests/fixtures/postgres.py, isolated_metastore).
+pg_server, pg_template, pg_url, pg_engine = isolated_metastore()
 
 pytestmark = pytest.mark.postgres
 

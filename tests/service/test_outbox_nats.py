@@ -34,7 +34,12 @@ from paimon_meta.service.outbox import (
 )
 from paimon_meta.service.state import ServiceMetrics
 from tests.fixtures.nats import NatsServer, StreamMessage, read_stream, stream_count
+from tests.fixtures.postgres import isolated_metastore
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
+
+# The feed's horizon is the oldest transaction open on the whole Postgres cluster: this module's
+# databases live on a cluster of its own (tests/fixtures/postgres.py, isolated_metastore).
+pg_server, pg_template, pg_url, pg_engine = isolated_metastore()
 
 pytestmark = pytest.mark.postgres
 
