@@ -28,7 +28,7 @@ Usage::
 
     python bench/bench_service_ab.py --base REV [--url postgresql+psycopg://...] [--rounds 3]
                                      [--clients 16] [--commits 50] [--sequential 300]
-                                     [--separate-metastores]
+                                     [--separate-metastores] [--head-serve-arg ARG ...]
 """
 
 from __future__ import annotations
@@ -87,9 +87,11 @@ def worktree(revision: str) -> Iterator[Path]:
 
 
 @contextmanager
-def server(url: str, warehouse: str, log_dir: Path, source: Path) -> Iterator[bench_rest_service.Server]:
+def server(
+    url: str, warehouse: str, log_dir: Path, source: Path, extra: Sequence[str] = ()
+) -> Iterator[bench_rest_service.Server]:
     bench_rest_service.SERVE = serve_command(source)
-    with bench_rest_service.servers(url, warehouse, log_dir, 1) as (started,):
+    with bench_rest_service.servers(url, warehouse, log_dir, 1, extra=extra) as (started,):
         yield started
 
 
@@ -248,6 +250,7 @@ class Side:
     warehouse: str
     setup: Local | Agent
     token: str
+    serve_args: Sequence[str] = ()
 
     @property
     def database(self) -> str:
@@ -269,6 +272,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="each side its own metastore even if the migration heads match (they must where they differ)",
     )
+    parser.add_argument(
+        "--head-serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument to this checkout's `serve` only (repeat for each), e.g. "
+        "--head-serve-arg=--maintenance-workers --head-serve-arg=0 (an option the base may not know)",
+    )
     args = parser.parse_args(argv)
     if not args.url:
         parser.error("--url (or $PAIMON_META_TEST_DSN) is required")
@@ -287,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         warehouse = str(tmp / "warehouse")
         catalog = stack.enter_context(paimon_meta.connect(url, warehouse))
         local = Local(catalog)
-        head_side = Side(REPO, url, warehouse, local, local.token())
+        head_side = Side(REPO, url, warehouse, local, local.token(), args.head_serve_arg)
         if separate:
             base_url = stack.enter_context(scratch_database(args.url, migrate=False))
             base_warehouse = str(tmp / "warehouse-base")
@@ -305,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 f"metastore: one, shared by both sides (migration head {', '.join(head_heads)}), "
                 "and one warehouse"
             )
+        if args.head_serve_arg:
+            metastores += f"; this checkout's server run with {' '.join(args.head_serve_arg)}"
         print(metastores, flush=True)
         sides = {base_label: base_side, head_label: head_side}
         tables = iter(range(1_000_000))
@@ -315,14 +328,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 name = f"db.t{next(tables)}"
                 side.setup.create_table(name)
                 before = transactions(catalog, side.database)
-                with server(side.url, side.warehouse, tmp, side.source) as srv:
+                with server(side.url, side.warehouse, tmp, side.source, side.serve_args) as srv:
                     targets = [Target(name, args.commits, service=srv.uri, token=side.token)] * args.clients
                     run = run_clients(None, targets, label, verify=side.setup.verify)
                 rates[label].append(run["rate"])
                 xacts[label].append((transactions(catalog, side.database) - before) / run["commits"])
         with (
             server(base_side.url, base_side.warehouse, tmp, base) as base_server,
-            server(head_side.url, head_side.warehouse, tmp, REPO) as head_server,
+            server(head_side.url, head_side.warehouse, tmp, REPO, head_side.serve_args) as head_server,
         ):
             times = sequential(
                 catalog, sides, {base_label: base_server.uri, head_label: head_server.uri}, args=args
