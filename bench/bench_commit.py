@@ -104,15 +104,17 @@ print(json.dumps({"latencies_ms": latencies, "plan_cold_ms": plans[0], "plan_war
 
 
 @contextmanager
-def scratch_database(server_url: str) -> Iterator[str]:
-    """A fresh, migrated database on the server of ``server_url``, dropped afterwards."""
+def scratch_database(server_url: str, *, migrate: bool = True) -> Iterator[str]:
+    """A fresh database on the server of ``server_url``, migrated by this checkout (unless ``migrate`` is
+    false: then empty, for another revision's code to migrate), dropped afterwards."""
     name = f"paimon_meta_bench_{uuid.uuid4().hex[:12]}"
     admin = libpq_conninfo(server_url)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
     try:
-        upgrade(url)
+        if migrate:
+            upgrade(url)
         yield url
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:

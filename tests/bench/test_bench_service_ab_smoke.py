@@ -2,7 +2,8 @@
 temporary worktree) against this checkout's, grouped and uncontended, and each revision's in-process
 commit path in a child process. No timing is asserted: only that
 both servers served every commit (``run_clients`` checks exactly-once after each round) and that the
-report has its rows, and that the worktree is gone afterwards."""
+report has its rows, and that the worktree is gone afterwards; once on one metastore, once with each side
+its own (the path taken when the base's migration head differs from this checkout's)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,8 @@ def _worktrees() -> list[str]:
     return [line for line in listing.stdout.splitlines() if line.startswith("worktree ")]
 
 
-def test_base_against_this_checkout(pg_server: PgServer) -> None:
-    if _git("rev-parse", "HEAD").returncode != 0:
-        pytest.skip("not a git checkout: the benchmark compares against a git revision")
-    before = _worktrees()
-    out = run_bench(
+def _run(pg_server: PgServer, *extra: str) -> str:
+    return run_bench(
         "bench_service_ab.py",
         "--url",
         server_url(pg_server),
@@ -44,12 +42,39 @@ def test_base_against_this_checkout(pg_server: PgServer) -> None:
         "3",
         "--sequential",
         "20",
+        *extra,
         timeout=240,
     )
+
+
+def _assert_report(out: str) -> None:
     assert "before: load average" in out and "after: load average" in out
     assert "| (in-process) |" in out
     assert "| (in-process, base (HEAD), child process) |" in out
     assert "| (in-process, this checkout, child process) |" in out
     assert "| base (HEAD) |" in out and "| this checkout |" in out
     assert "metastore transactions per commit" in out
+
+
+def test_base_against_this_checkout(pg_server: PgServer) -> None:
+    if _git("rev-parse", "HEAD").returncode != 0:
+        pytest.skip("not a git checkout: the benchmark compares against a git revision")
+    before = _worktrees()
+    out = _run(pg_server)
+    _assert_report(out)
+    assert "metastore: one, shared by both sides" in out
+    assert _worktrees() == before
+
+
+def test_separate_metastores(pg_server: PgServer) -> None:
+    """The path a base with another migration head takes (forced here, the base being HEAD): each side
+    its own database migrated by its own code, the base's tables, token and exactly-once checks made by a
+    child process of the base revision; the base server serves only its own database."""
+    if _git("rev-parse", "HEAD").returncode != 0:
+        pytest.skip("not a git checkout: the benchmark compares against a git revision")
+    before = _worktrees()
+    out = _run(pg_server, "--separate-metastores")
+    _assert_report(out)
+    assert "metastores: SEPARATE, one per side" in out
+    assert "the base's setup and exactly-once checks by a child process of the base revision" in out
     assert _worktrees() == before
