@@ -1,6 +1,7 @@
 """Fixtures live in tests/fixtures/ plugins; this file only registers them."""
 
 pytest_plugins = [
+    "tests.fixtures.scheduling",
     "tests.fixtures.golden",
     "tests.fixtures.s3",
     "tests.fixtures.postgres",
