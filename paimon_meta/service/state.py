@@ -151,8 +151,10 @@ class ServiceSettings:
     maintenance_workers: int = 0
     # Recovery in the background (README "Graceful drain"): every this many seconds one replica at a time
     # (a lease on the metastore lock ``RECOVERY_LOCK``) settles the commits left prepared, e.g. by a replica
-    # stopped mid-commit; 0 turns it off (``paimon-meta recover`` then does it).
-    recovery_interval_seconds: float = 60.0
+    # stopped mid-commit; 0 turns it off (``paimon-meta recover`` then does it). ``paimon-meta serve`` runs
+    # it every 60 s unless told otherwise (--recovery-interval-seconds); an embedded app, never (as its
+    # maintenance workers: an app that embeds the service decides what runs in its process).
+    recovery_interval_seconds: float = 0.0
     # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
     # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
     migrate: bool = False
