@@ -58,6 +58,9 @@ class Replica:
                     *("--warehouse", self.warehouse),
                     *("--host", self.host, "--port", str(self.port)),
                     *("--drain-seconds", "5", "--log-level", "warning"),
+                    # commits of these tests only: the exactly-once checks count every snapshot, and the
+                    # service's own maintenance would add compactions (tests/maintenance runs it)
+                    *("--maintenance-workers", "0"),
                 ],
                 env=env,
                 stdout=log,

@@ -55,6 +55,8 @@ def test_serve_answers_and_stops_on_sigterm(clean_db: str, tmp_path: object) -> 
             str(port),
             "--log-level",
             "warning",
+            "--maintenance-workers",
+            "0",
         ],
         cwd=REPO,
         stdout=subprocess.PIPE,
