@@ -107,7 +107,8 @@ def test_pypaimon_with_no_storage_keys_writes_and_reads_through_vended_credentia
     assert read["refused"] is not None
     refusals = [line for line in vending.server.log_tail(400).splitlines() if "/commit" in line]
     assert refusals and all("forbidden" in line and "analyst" in line for line in refusals), refusals
-    [vend] = vending.events("analyst")
+    # the analyst's access events: its vend, and its refused commits (commit_refused, AUDIT.md)
+    [vend] = [e for e in vending.events("analyst") if e.event_type == "credentials_vended"]
     assert vend.level == "read" and "s3:PutObject" not in vend.actions
     # Still 12 rows: the reader's commit did not land.
     with connect_service(vending.server.base, vending.writer) as remote:
