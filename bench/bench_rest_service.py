@@ -166,6 +166,9 @@ def start_server(
     log_path = log_dir / f"serve-{port}.log"
     env = {k: v for k, v in os.environ.items() if k != "PAIMON_META_OPTIONS"}  # default lock settings
     env["PAIMON_META_URL"] = url
+    # the commits measured only: the service's own maintenance would add compactions to the counts (an
+    # older revision's serve ignores the variable)
+    env.setdefault("PAIMON_META_SERVE_MAINTENANCE_WORKERS", "0")
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             [*SERVE, "--warehouse", warehouse, "--port", str(port), "--log-level", "warning", *extra],
