@@ -479,7 +479,7 @@ class CommitCoordinator:
                         attempts=attempt,
                     ) from e
                 wait = self.retry.wait_ms(attempt)
-                self.record_retry(commit_id, attempt, str(e), wait)
+                self.record_retry(commit_id, attempt, str(e), wait, error=type(e).__name__)
                 time.sleep(wait / 1000)
 
     def _attempt(self, session: GuardSession, attempt: int, p: Pending) -> tuple[int, bool]:
@@ -590,10 +590,16 @@ class CommitCoordinator:
         deduplicated (an earlier call published it) or will never be attempted."""
         self._delete(pending.writer.written)
 
-    def record_retry(self, commit_id: str, attempt: int, reason: str, wait_ms: float) -> None:
+    def record_retry(
+        self, commit_id: str, attempt: int, reason: str, wait_ms: float, *, error: str | None = None
+    ) -> None:
         """Log (``retried``, no lock needed) that attempt ``attempt`` definitely failed for ``reason``
-        and the commit is attempted again after ``wait_ms``."""
-        self.guard.event(commit_id, "retried", attempt=attempt, reason=reason, wait_ms=round(wait_ms, 3))
+        (``error``: the failure's class, e.g. ``LockLostError`` for a lease not renewed in time) and the
+        commit is attempted again after ``wait_ms``."""
+        details: dict[str, object] = {"reason": reason, "wait_ms": round(wait_ms, 3)}
+        if error is not None:
+            details["error"] = error
+        self.guard.event(commit_id, "retried", attempt=attempt, **details)
 
     def _checked(
         self,
