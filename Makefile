@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: venv run stop test test-fast checks suite lint typecheck unit interop-venv rust-venv java-env browser bench clean \
+.PHONY: venv run stop test test-fast checks deps suite lint typecheck unit interop-venv rust-venv java-env browser bench clean \
 	spark-cluster-test console-assets
 
 $(STAMP): pyproject.toml
@@ -89,15 +89,19 @@ XDIST ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist loadscope)
 
 ## Lint, type-check and the whole test suite (interop, Postgres, S3, Spark and browser tests included), the 40
-## slowest tests printed at the end.
+## slowest tests printed at the end. The checks (CPU) run while the other engines install (network and disk),
+## each target's output kept together (-O).
 test: venv
-	$(MAKE) -j2 checks
+	$(MAKE) -j6 -O checks deps
 	$(MAKE) suite
+
+## What the suite needs beside the venv: the other engines' venvs, Java Paimon and the browser.
+deps: interop-venv rust-venv java-env browser
 
 ## ruff, import-linter and mypy: independent of each other (`make -j3 checks` runs them side by side).
 checks: lint typecheck
 
-suite: venv interop-venv rust-venv java-env browser
+suite: venv deps
 	$(VENV)/bin/pytest tests -q $(PYTEST_PARALLEL) --durations=40
 
 ## The iteration tier: no other engines, no Spark, no browser, no torture or chaos runs (under 5 minutes on the

@@ -20,6 +20,7 @@ hundreds of examples per operation with a fresh seed each run.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +35,14 @@ from schemathesis import GenerationMode
 from schemathesis.checks import CHECKS, load_all_checks
 from sqlalchemy import inspect, text
 
+import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import NotFoundError
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.rest import paths
 from paimon_meta.service.openapi import document
-from tests.fixtures.service import in_process_client, make_principal
+from tests.fixtures.postgres import PgServer
+from tests.fixtures.service import FAST_LOCK, in_process_client, make_principal
 from tests.service.helpers import SCHEMA, auth, seed
 
 pytestmark = pytest.mark.postgres
@@ -51,8 +54,9 @@ REFUSED_EXAMPLES = 60 if SLOW else 3
 #: Reproducible in CI and in the bounded run; the long run explores new ground each time.
 DERANDOMIZE = os.environ.get("CI", "").lower() == "true" or not SLOW
 
-#: The operations of the document the app serves (``test_served_document_is_the_generated_one``).
-OPERATIONS = [(method.upper(), path) for path, ops in document()["paths"].items() for method in ops]
+#: The document the app serves (``test_served_document_is_the_generated_one``) and its operations.
+DOCUMENT = document()
+OPERATIONS = [(method.upper(), path) for path, ops in DOCUMENT["paths"].items() for method in ops]
 #: Answered without a token.
 PUBLIC = frozenset({"/healthz", "/readyz"})
 #: Names that exist in the seeded catalog: a steered path parameter takes one of these.
@@ -110,20 +114,55 @@ class Fuzz:
             self.catalog.create_table("db.u", SCHEMA)
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What the module's tests share: one metastore database and warehouse, the seeded catalog, the
+    principals and the parsed document. Each test still gets an app of its own (an address throttled by
+    one test's bad tokens is not throttled in the next); a test's examples change the catalog the next
+    ones see (``ensure_seeded`` restores the names they steer towards), in the same order on every run."""
+
+    catalog: MetastoreCatalog
+    warehouse: Path
+    schema: Any
+    admin: dict[str, str]
+    reader: dict[str, str]
+    nobody: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def shared(
+    pg_server: PgServer, pg_template: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Shared]:
+    name = f"paimon_meta_fuzz_{uuid.uuid4().hex[:12]}"
+    url = pg_server.create_database(name, template=pg_template)
+    warehouse = tmp_path_factory.mktemp("fuzz") / "warehouse"
+    catalog = paimon_meta.connect(url, str(warehouse), **FAST_LOCK)
+    try:
+        yield Shared(
+            catalog=catalog,
+            warehouse=warehouse,
+            # the served document (test_served_document_is_the_generated_one), parsed once
+            schema=schemathesis.openapi.from_dict(DOCUMENT),
+            admin=auth(make_principal(catalog, "admin", [("admin", None, None)])),
+            reader=auth(make_principal(catalog, "reader", [("read", "db", "t")])),
+            nobody=auth(make_principal(catalog, "nobody")),
+        )
+    finally:
+        catalog.close()
+        pg_server.drop_database(name)
+
+
 @pytest.fixture
-def fuzz(service_catalog: MetastoreCatalog, tmp_path: Path) -> Iterator[Fuzz]:
-    with in_process_client(service_catalog) as client:
-        admin = auth(make_principal(service_catalog, "admin", [("admin", None, None)]))
-        served = client.get("/openapi.json", headers=admin)
-        assert served.status_code == 200, served.text
+def fuzz(shared: Shared) -> Iterator[Fuzz]:
+    with in_process_client(shared.catalog) as client:
         env = Fuzz(
             client=client,
-            catalog=service_catalog,
-            warehouse=tmp_path / "warehouse",
-            schema=schemathesis.openapi.from_dict(served.json()),
-            admin=admin,
-            reader=auth(make_principal(service_catalog, "reader", [("read", "db", "t")])),
-            nobody=auth(make_principal(service_catalog, "nobody")),
+            catalog=shared.catalog,
+            warehouse=shared.warehouse,
+            schema=shared.schema,
+            admin=shared.admin,
+            reader=shared.reader,
+            nobody=shared.nobody,
         )
         env.ensure_seeded()
         yield env
@@ -333,7 +372,7 @@ def test_served_document_is_the_generated_one(
 ) -> None:
     """What the operations are parametrized from is what the app serves."""
     admin = auth(make_principal(service_catalog, "admin", [("admin", None, None)]))
-    assert service_client.get("/openapi.json", headers=admin).json() == document()
+    assert service_client.get("/openapi.json", headers=admin).json() == DOCUMENT
 
 
 def refuse_all(fuzz: Fuzz, op: Any, kind: str, headers: dict[str, str] | None, *, public: bool) -> None:
