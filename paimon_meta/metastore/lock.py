@@ -45,6 +45,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ from paimon_meta.metastore.deferred import (
     Observer,
     ReleaseOutcome,
     Settlement,
+    connection_lost,
 )
 from paimon_meta.metastore.events import EventLog, LockEvent, LockEventType
 
@@ -128,7 +130,7 @@ _ACQUIRE = (
     "  FROM acquired a CROSS JOIN expired e"
     "  UNION ALL"
     "  SELECT 2, a.lock_id, 'acquired', a.owner, a.fencing_token, a.hostname, a.pid, NULL, NULL,"
-    "  %(wait_ms)s::float8, jsonb_build_object('lease_seconds', %(lease)s::int)"
+    "  %(wait_ms)s::float8, jsonb_build_object('lease_seconds', %(lease)s::int, 'attempt', %(attempt)s::text)"
     "  FROM acquired a) AS events ORDER BY ord) "
     "SELECT fencing_token, acquired_at FROM acquired"
 )
@@ -190,6 +192,24 @@ _FORCE_RELEASE_STALE = (
     + _FORCE_RELEASE_RETURNING
 )
 _NOTIFY = "SELECT pg_notify(%(channel)s, %(lock_id)s)"
+# The release of an acquire whose answer was lost (:class:`_InDoubtAcquire`): the row is ours only if
+# it carries the fencing token that attempt's own ``acquired`` event recorded (the attempt id is in its
+# payload), owner- and token-checked like any release; nothing if that attempt never committed.
+_RELEASE_IN_DOUBT = (
+    "WITH mine AS ("
+    " SELECT fencing_token FROM paimon_lock_events"
+    " WHERE lock_id = %(lock_id)s AND event_type = 'acquired' AND owner = %(owner)s"
+    " AND payload ->> 'attempt' = %(attempt)s), "
+    "released AS ("
+    " DELETE FROM paimon_distributed_locks"
+    " WHERE lock_id = %(lock_id)s AND owner = %(owner)s AND fencing_token IN (SELECT fencing_token FROM mine)"
+    " RETURNING lock_id, fencing_token), "
+    "logged AS ("
+    " INSERT INTO paimon_lock_events (lock_id, event_type, owner, fencing_token, hostname, pid, payload)"
+    " SELECT lock_id, 'released', %(owner)s, fencing_token, %(hostname)s, %(pid)s, %(payload)s"
+    " FROM released) "
+    "SELECT pg_notify(%(channel)s, lock_id) FROM released"
+)
 _SET_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %(value)s, true)"
 
 # The hot statements, planned once per connection (see ServerStatement).
@@ -203,6 +223,7 @@ _ACQUIRE_PREPARED = ServerStatement(
         ("hostname", "text"),
         ("pid", "int4"),
         ("wait_ms", "float8"),
+        ("attempt", "text"),
     ),
 )
 _VALIDATE_PREPARED = ServerStatement(
@@ -907,6 +928,7 @@ class MetastoreLock:
             "hostname": self._hostname,
             "pid": pid,
             "wait_ms": round((t0 - request.started) * 1000.0, 3),
+            "attempt": uuid.uuid4().hex,
         }
         first = request.first
         try:
@@ -925,6 +947,17 @@ class MetastoreLock:
             )
         except psycopg.errors.LockNotAvailable:
             return None, 0.0  # rolled back, ``first`` included: the next attempt carries it again
+        except Exception as exc:
+            if connection_lost(exc, conn):
+                # In doubt: the transaction may have committed with our row in it, and no lease of ours
+                # knows its token. Unreleased, it would block the table, this caller's own retry
+                # included, for the whole lease; so it is released in the background once the metastore
+                # answers (nothing is deleted if the attempt never committed).
+                self._deferred.add(
+                    _InDoubtAcquire(self, request, str(params["attempt"]), t0 + request.lease_seconds),
+                    error=exc,
+                )
+            raise
         request.first = []
         if first and request.first_committed is not None:
             request.first_committed()
@@ -1011,6 +1044,52 @@ class MetastoreLock:
             )
             conn.exec_driver_sql(_NOTIFY, {"channel": self.channel(lock_id), "lock_id": lock_id})
         return info
+
+
+class _InDoubtAcquire:
+    """A :class:`~paimon_meta.metastore.deferred.Releasable` for an acquire whose answer was lost
+    (the connection died with its transaction sent): the deferred retrier deletes the row it may have
+    inserted, identified by the attempt id in its ``acquired`` event (``_RELEASE_IN_DOUBT``), until
+    the lease that row would have had runs out.
+
+    Invariant: only a row no lease of this process knows is deleted: the attempt raised, so no
+    :class:`LockLease` was made for its token, and a later acquire, ours or anyone's, inserts a row
+    with another token (tokens are drawn from a sequence)."""
+
+    def __init__(self, lock: MetastoreLock, request: _Request, attempt: str, deadline: float) -> None:
+        self.lock_id = request.lock_id
+        self.owner = request.owner
+        self.fencing_token = 0  # unknown here: the statement finds it from the attempt's event
+        self._lock = lock
+        self._attempt = attempt
+        self._deadline = deadline
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    def release_statement(self, extra: dict[str, Any] | None = None) -> Statement:
+        return (
+            _RELEASE_IN_DOUBT,
+            {
+                "lock_id": self.lock_id,
+                "owner": self.owner,
+                "attempt": self._attempt,
+                "hostname": self._lock._hostname,
+                "pid": os.getpid(),
+                "payload": Jsonb({"in_doubt_acquire": self._attempt, **(extra or {})}),
+                "channel": self._lock.channel(self.lock_id),
+            },
+        )
+
+    def fenced_statements(self, *, idle_timeout_seconds: float | None = None) -> list[Statement]:
+        raise NotImplementedError("an in-doubt acquire carries no settlement")
+
+    def check_fenced(self, conn: RawConnection, rows: Sequence[list[dict[str, Any]]]) -> None:
+        raise NotImplementedError("an in-doubt acquire carries no settlement")
+
+    def confirm_release(self, deleted: bool) -> None:
+        """Nothing to record: no lease was made for the attempt."""
 
 
 @dataclass(slots=True)

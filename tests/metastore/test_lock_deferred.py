@@ -140,3 +140,71 @@ def test_closing_the_lock_ends_pending_releases(clean_engine: Engine) -> None:
     assert lock.wait_deferred(10)
     assert [r.outcome for r in reports] == [ReleaseOutcome.CLOSED]
     assert lock.get_lock(lid) is not None  # it expires after its lease
+
+
+def _answer_lost(monkeypatch: pytest.MonkeyPatch, *, committed: bool) -> None:
+    """The next acquiring batch loses its answer: with ``committed`` it ran (the row and its events are
+    in), else it never reached the server; either way the caller sees a connection failure."""
+    import paimon_meta.metastore.lock as lock_module
+
+    real = lock_module.run_batch  # type: ignore[attr-defined]
+    armed = [True]
+
+    def run_batch(conn: object, statements: list[object], *args: object, **kwargs: object) -> object:
+        acquiring = any(getattr(s, "statement", None) is lock_module._ACQUIRE_PREPARED for s in statements)
+        if acquiring and armed[0]:
+            armed[0] = False
+            if committed:
+                real(conn, statements, *args, **kwargs)  # type: ignore[arg-type]
+            raise psycopg.OperationalError("server closed the connection unexpectedly (injected)")
+        return real(conn, statements, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lock_module, "run_batch", run_batch)
+
+
+def test_an_acquire_whose_answer_was_lost_does_not_block_the_table_for_its_lease(
+    lock: MetastoreLock, clean_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acquiring transaction committed but its answer never came (a metastore restart): the row is
+    ours, no lease knows its token, and every writer, the same owner's retry included, would wait the
+    whole lease. It is released in the background instead, by the token its attempt's event recorded."""
+    reports = _reports(lock)
+    lid = _lid()
+    _answer_lost(monkeypatch, committed=True)
+    with pytest.raises(psycopg.OperationalError):
+        lock.acquire(lid, owner="a", lease_seconds=30)
+    assert lock.wait_deferred(20)
+    assert lock.get_lock(lid) is None
+    # the same owner's retry gets the lock at once, far within the 30 s lease the orphan would have had
+    again = lock.acquire(lid, owner="a", lease_seconds=30, timeout_seconds=5)
+    events = [e.event for e in EventLog(clean_engine).lock_events(lid)]
+    assert [e.event_type for e in events] == [
+        LockEventType.ACQUIRED,
+        LockEventType.RELEASED,
+        LockEventType.ACQUIRED,
+    ]
+    orphan, released = events[0], events[1]
+    assert released.owner == "a" and released.fencing_token == orphan.fencing_token
+    assert released.payload["in_doubt_acquire"] == orphan.payload["attempt"]
+    assert again.fencing_token > (orphan.fencing_token or 0)
+    assert [r.outcome for r in reports] == [ReleaseOutcome.RELEASED]
+    again.release()
+
+
+def test_an_acquire_that_never_committed_releases_nothing(
+    lock: MetastoreLock, clean_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lost before it ran: the background release finds no row of that attempt and deletes nothing,
+    not even the same owner's next, live, lease."""
+    reports = _reports(lock)
+    lid = _lid()
+    _answer_lost(monkeypatch, committed=False)
+    with pytest.raises(psycopg.OperationalError):
+        lock.acquire(lid, owner="a", lease_seconds=30)
+    live = lock.acquire(lid, owner="a", lease_seconds=30, timeout_seconds=5)
+    assert lock.wait_deferred(20)
+    held = lock.get_lock(lid)
+    assert held is not None and held.fencing_token == live.fencing_token
+    assert [r.outcome for r in reports] == [ReleaseOutcome.GONE]
+    assert [e.event.event_type for e in EventLog(clean_engine).lock_events(lid)] == [LockEventType.ACQUIRED]
+    assert live.release()

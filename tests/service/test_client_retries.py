@@ -37,7 +37,7 @@ class Faults:
     next three such requests (method and the path's last segment) get, in order, a 503 with
     ``Retry-After: 1`` without reaching the app; the app's answer replaced by a 500 "outcome unknown";
     the app's answer cut off after its headers (the connection closed before the body is complete).
-    ``reached`` counts the requests the app served, by the same key."""
+    ``reached`` counts the requests that reached the app, by the same key."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -59,8 +59,10 @@ class Faults:
         async def keep(message: Message) -> None:
             answer.append(message)
 
-        await self.app(scope, receive, send if fault is None else keep)
+        # Counted before the app runs: once the app has sent its answer the client may already be
+        # asserting on the count (counting after the await raced with it on a loaded machine).
         self.reached[key] += 1
+        await self.app(scope, receive, send if fault is None else keep)
         if fault == "500":
             await _answer(send, 500, "the outcome is unknown: re-send the same commit to resolve it")
         elif fault == "reset":
