@@ -143,6 +143,12 @@ class Staged:
     body: bytes
 
 
+class StorageAhead(SnapshotRaceLost):
+    """``snapshot-N`` was taken after the guard answered the latest id without checking storage
+    (``GuardSession.storage_unverified``): storage is ahead of the guard's record. A definite failure
+    of the attempt; the next one checks storage first."""
+
+
 @dataclass(frozen=True, slots=True)
 class Deduplicated:
     """I1: the commit's (user, identifier, kind) is already published as ``snapshot_id`` (an earlier
@@ -452,12 +458,20 @@ class CommitCoordinator:
         # An unknown outcome raises out of this loop (see _publish), so every retry below follows a
         # definite failure: earlier attempts' files can never be referenced by a published snapshot.
         attempt = 0
+        free = 0  # retries after StorageAhead: not counted against the retry policy (see below)
         while True:
             attempt += 1
             mark = len(pending.writer.written)
             try:
                 with self.guard.session(commit_id, attempt) as session:
-                    sid, dedup = self._attempt(session, attempt, pending)
+                    sid, dedup, hint = self._attempt(session, attempt, pending)
+                if hint:
+                    # After the lock's release (the publishing transaction released it): LATEST is
+                    # only a hint, verified by every reader (``SnapshotManager.latest_snapshot_id``
+                    # trusts LATEST=N only if snapshot-(N+1) is absent, as Java's
+                    # ``SnapshotManager.latestSnapshotId``), so a hint that a later commit's overtook
+                    # and this one then set back is only a slower read, never a wrong one.
+                    advance_hints(self.snapshots, sid)
                 if dedup:
                     # Nothing of ours can be referenced: the match is an earlier commit() call.
                     self.delete_written(pending)
@@ -468,36 +482,52 @@ class CommitCoordinator:
                 # it again).
                 self.delete_written(pending)
                 raise e
+            except StorageAhead as e:
+                # The create lost after a latest id not checked against storage (guard: "S3 floor"):
+                # storage is ahead of the log (another engine, a crashed writer, maybe an earlier send
+                # of this very commit). Definite: nothing of ours is named. The next session checks
+                # storage, records what it finds and redoes the dedupe lookup (I1), at once and without
+                # spending the retry budget (a table must stay committable with commit.max-retries=0).
+                # Bounded: that next session is verified, so it cannot raise this again.
+                self.drop_attempt(pending, mark)
+                self.guard.storage_may_be_ahead()
+                free += 1
+                self.record_retry(commit_id, attempt, str(e), 0.0, error=type(e).__name__)
             except (SnapshotRaceLost, LockLostError) as e:
                 # Definite failure of this attempt only: drop what it staged and retry on the new state.
                 self.drop_attempt(pending, mark)
-                if not self.retry.may_retry(attempt, started):
+                if not self.retry.may_retry(attempt - free, started):
                     self.delete_written(pending)
                     raise CommitFailedError(
                         f"commit {commit_id} gave up after {attempt} attempts: {e}",
                         commit_id=commit_id,
                         attempts=attempt,
                     ) from e
-                wait = self.retry.wait_ms(attempt)
+                wait = self.retry.wait_ms(attempt - free)
                 self.record_retry(commit_id, attempt, str(e), wait, error=type(e).__name__)
                 time.sleep(wait / 1000)
 
-    def _attempt(self, session: GuardSession, attempt: int, p: Pending) -> tuple[int, bool]:
-        """One attempt under the guard: base, stage, fence, publish, record. (snapshot id, deduplicated)."""
+    def _attempt(self, session: GuardSession, attempt: int, p: Pending) -> tuple[int, bool, bool]:
+        """One attempt under the guard: base, stage, fence, publish, record. (snapshot id,
+        deduplicated, whether to write the hints once the session ended)."""
         latest = self.base(session)
         staged = self.stage(session, attempt, p, latest)
         if isinstance(staged, Deduplicated):
-            return staged.snapshot_id, True
+            return staged.snapshot_id, True, False
         # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
         session.before_publish()
         crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
-        self._publish(staged, p.writer)
+        try:
+            self._publish(staged, p.writer)
+        except SnapshotRaceLost as e:
+            if session.storage_unverified():
+                raise StorageAhead(f"{e} (storage was ahead of the metastore's pointer)") from None
+            raise
         self.created(staged.snapshot)
-        # Still under the guard, so hints only move forward (they are only hints: readers verify them).
-        # In a group the last commit of the hold writes them (a reader meanwhile lists the directory).
+        # The hints are written by the caller after the session (the lock released), by the last commit
+        # of a group hold (a reader meanwhile lists the directory).
         snap = staged.snapshot
-        if snap.id == 1 or not session.defer_hints():
-            advance_hints(self.snapshots, snap.id)
+        hint = snap.id == 1 or not session.defer_hints()
         try:
             session.published(snap, attempt=attempt, details=p.published_details(snap))
         except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
@@ -509,7 +539,7 @@ class CommitCoordinator:
                 exc_info=True,
             )
         crashpoints.reached(CrashPoint.AFTER_EVENT)
-        return snap.id, False
+        return snap.id, False, hint
 
     # ---- the attempt API: the steps every commit path drives (module docstring) ----------------------
 

@@ -101,7 +101,9 @@ def test_golden_table_round_trips_through_s3(
     assert [s.path[len(dst) :] for s in s3.list(snapshot_dir)] == local_snapshots
 
 
-def test_puts_go_without_expect_continue(moto_server: MotoS3, s3_warehouse: tuple[str, dict[str, str]]) -> None:
+def test_puts_go_without_expect_continue(
+    moto_server: MotoS3, s3_warehouse: tuple[str, dict[str, str]]
+) -> None:
     """botocore would send ``Expect: 100-continue`` and wait for the interim answer (a round trip per
     PUT); FileIO's PUTs, plain and conditional, carry no such header, and the store accepts them."""
     uri, options = s3_warehouse

@@ -122,6 +122,8 @@ class BatchOutcome:
 
     results: dict[int, CommitResult | BaseException]
     rest: list[int]
+    # The snapshots created (first id, last id): the caller writes the hints once the lock is released.
+    created: tuple[int, int] | None = None
 
 
 def commit_batch(hold: LockHold, prepared: Sequence[PreparedCommit]) -> BatchOutcome:
@@ -211,11 +213,15 @@ class _Batch:
         for e, st in created:
             e.coordinator.created(st.snapshot)
         if created:
-            # Under the lock: hints only move forward.
-            advance_hints(created[0][0].coordinator.snapshots, created[-1][1].snapshot.id)
+            # The hints are written by the caller once the lock is released (write_hints).
+            self.outcome.created = (created[0][1].snapshot.id, created[-1][1].snapshot.id)
         undone = [e for e, _ in staged[done.created + done.doubtful :]]
         if stop is not None:
             log.warning("batch of %s stopped after %s snapshots: %s", self.hold.lock_id, len(created), stop)
+            for e in undone:
+                # The name may be taken because storage was ahead of the pointer read unchecked (the
+                # guard's "S3 floor" invariant): each goes on alone with storage checked first.
+                e.guard.storage_may_be_ahead()
         for e in undone:
             e.coordinator.record_retry(e.commit_id, 1, f"the batch stopped before it: {stop}", 0.0)
         self.back_to_single(undone)
@@ -288,6 +294,16 @@ class _Batch:
 
     def _result(self, e: _Entry, result: CommitResult | BaseException) -> None:
         self.outcome.results[self._index[id(e)]] = result
+
+
+def write_hints(prepared: PreparedCommit, created: tuple[int, int]) -> None:
+    """LATEST (and EARLIEST if snapshot 1 is among them) for the snapshots a batch created, written after
+    the lock's release: hints are verified by every reader (coordinator._commit_kind)."""
+    first, last = created
+    snapshots = prepared.coordinator.snapshots
+    if first == 1:
+        advance_hints(snapshots, 1)
+    advance_hints(snapshots, last)
 
 
 def _stage_all(live: Sequence[_Entry]) -> None:
