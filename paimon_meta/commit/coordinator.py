@@ -119,6 +119,9 @@ class Pending:
     # The delta and changelog manifest lists (name, size), written before the lock with the delta.
     delta_list: tuple[str, int] | None = None
     changelog_list: tuple[str, int] | None = None
+    # The base manifest list merged before the lock on the snapshot the table object held then
+    # (:meth:`CommitCoordinator.prestage_base`); used under the guard only if that snapshot is the latest.
+    base: PrestagedBase | None = None
 
     def published_details(self, snapshot: Snapshot) -> dict[str, Any]:
         """The payload of the ``snapshot_published`` event of ``snapshot``, this commit's snapshot."""
@@ -131,6 +134,29 @@ class Pending:
             "snapshot_uuid": snapshot.uuid,
             **self.changes.counts(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PrestagedBase:
+    """A base manifest list written before the lock: the merge of ``on``'s base and delta lists.
+
+    Invariant: a snapshot's base list depends on nothing but the snapshot it is built on (its base and
+    delta lists, merged by the table's options), never on the commit's own changes. So a list merged
+    from snapshot S before the lock is exactly what staging on S under the lock would write, and it is
+    used iff the latest snapshot read under the guard is S (same id, uuid and lists: ids are reused
+    after a rollback); otherwise the base list is staged under the guard as before (restage) and this
+    one, named by nothing, is deleted once the commit is decided. ``files``: what writing it wrote
+    (the list and any manifests the merge rewrote), all recorded in the pending's writer."""
+
+    on: tuple[int, str | None, str, str]
+    name: str
+    size: int
+    files: tuple[str, ...]
+
+
+def snapshot_key(snapshot: Snapshot) -> tuple[int, str | None, str, str]:
+    """What tells two snapshots apart when ids are reused (a rollback): id, uuid and lists."""
+    return (snapshot.id, snapshot.uuid, snapshot.base_manifest_list, snapshot.delta_manifest_list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +334,8 @@ class CommitCoordinator:
                     writer,
                 )
                 pendings.append(self._write_ahead(pending))
+            if pendings:
+                pendings[0] = self.prestage_base(pendings[0])
         except BaseException:
             # Nothing names these files yet (I3: definitely unreferenced).
             for writer in writers:
@@ -345,6 +373,35 @@ class CommitCoordinator:
         return dataclasses.replace(
             pending, delta=delta, delta_list=delta_list, changelog=changelog, changelog_list=changelog_list
         )
+
+    def held_latest(self) -> Snapshot | None:
+        """The newest snapshot this coordinator or its table object holds in memory (no I/O): the
+        one it last created, else the newest its snapshot manager cached. A guess at the latest
+        snapshot, checked under the guard by whoever builds on it."""
+        return self._last_published or self.snapshots.newest_cached()
+
+    def prestage_base(self, pending: Pending) -> Pending:
+        """``pending`` with its base manifest list written now, before the lock, on :meth:`held_latest`
+        (:class:`PrestagedBase`: used under the guard only if that is still the latest). Unchanged when
+        nothing is held (an empty table, a fresh table object): staged under the guard then."""
+        on = self.held_latest()
+        if on is None:
+            return pending
+        writer = pending.writer
+        mark = len(writer.written)
+        name, size = self._write_base_list(on, writer)
+        base = PrestagedBase(snapshot_key(on), name, size, tuple(writer.written[mark:]))
+        return dataclasses.replace(pending, base=base)
+
+    def discard_unused_base(self, pending: Pending, snapshot: Snapshot) -> None:
+        """``snapshot``, the one published for ``pending``, is durable: delete ``pending``'s prestaged
+        base list (and what its merge wrote) unless ``snapshot`` names it (it was restaged on another
+        latest under the guard). Nothing else can name those files (I3: definitely unreferenced)."""
+        base = pending.base
+        if base is None or snapshot.base_manifest_list == base.name:
+            return
+        self._delete(base.files)
+        pending.writer.forget(base.files)
 
     def commit_prepared(self, prepared: PreparedCommit) -> CommitResult:
         """Commit what :meth:`prepare` planned (once): each snapshot under the guard, in order."""
@@ -385,6 +442,9 @@ class CommitCoordinator:
                     ) from e
                 raise
             self.guard.finished(commit_id, outcome="deduplicated" if dedup else "published", snapshot_id=sid)
+            last = self._last_published
+            if not dedup and last is not None and last.id == sid:
+                self.discard_unused_base(pending, last)
             ids.append(sid)
             deduplicated = deduplicated or dedup
             attempts += n
@@ -760,21 +820,19 @@ class CommitCoordinator:
         """Snapshot ``latest`` + 1 with ``table_files`` (whose manifests are ``delta``): the merged base
         list, the delta, changelog and index lists written (non-durable), the JSON serialized."""
         writer, watermark = p.writer, p.watermark
-        previous: list[ManifestFileMeta] = []
         prev_total = 0
         index_manifest = None
         if latest is not None:
-            previous = self._read_list(latest.base_manifest_list) + self._read_list(
-                latest.delta_manifest_list
-            )
             prev_total = latest.total_record_count or 0
             index_manifest = latest.index_manifest
             if latest.watermark is not None:
                 watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
-        base_after = merge_manifests(
-            previous, read=self._read_manifest, writer=writer, options=self.merge_options
-        )
-        base_name, base_size = writer.write_manifest_list(base_after)
+        pre = p.base
+        if pre is not None and latest is not None and pre.on == snapshot_key(latest):
+            # Merged before the lock from this very snapshot (PrestagedBase's invariant): no write here.
+            base_name, base_size = pre.name, pre.size
+        else:
+            base_name, base_size = self._write_base_list(latest, writer)
         # An OVERWRITE's delta depends on the latest snapshot: its list is written here, each attempt.
         delta_name, delta_size = p.delta_list or writer.write_manifest_list(delta)
         changelog_name: str | None = None
@@ -819,6 +877,19 @@ class CommitCoordinator:
             uuid=str(uuid.uuid4()),
         )
         return Staged(snapshot, snapshot_to_json(snapshot).encode())
+
+    def _write_base_list(self, latest: Snapshot | None, writer: ManifestWriter) -> tuple[str, int]:
+        """The base manifest list of the snapshot after ``latest``: its base and delta lists merged
+        (the table's merge options), written by ``writer``. Depends on ``latest`` only."""
+        previous: list[ManifestFileMeta] = []
+        if latest is not None:
+            previous = self._read_list(latest.base_manifest_list) + self._read_list(
+                latest.delta_manifest_list
+            )
+        base_after = merge_manifests(
+            previous, read=self._read_manifest, writer=writer, options=self.merge_options
+        )
+        return writer.write_manifest_list(base_after)
 
     def _publish(self, staged: Staged, writer: ManifestWriter) -> None:
         """I2: create snapshot-N only if absent (:func:`create_snapshot_file`).

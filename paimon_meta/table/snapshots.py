@@ -80,6 +80,12 @@ class SnapshotManager:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 
+    def newest_cached(self) -> Snapshot | None:
+        """The highest-id snapshot in the cache (of the current timeline), without I/O: a guess at the
+        latest, for work done before a lock that is checked under it."""
+        with self._lock:
+            return self._cache[max(self._cache)] if self._cache else None
+
     def _read_hint(self, path: str) -> int | None:
         # HintFileUtils.readHint: any failure (absent, partial write, garbage) means "no hint".
         try:

@@ -258,6 +258,7 @@ class _Batch:
         for e, st in created:
             sid = st.snapshot.id
             e.coordinator.guard.finished(e.commit_id, outcome="published", snapshot_id=sid)
+            e.coordinator.discard_unused_base(e.pending, st.snapshot)
             e.prepared.used = True
             self._result(e, CommitResult((e.commit_id,), (sid,), False, 1))
         for e, st in doubtful:
