@@ -33,6 +33,7 @@ each snapshot is attempted under the guard and its outcome decided. The single p
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -444,7 +445,7 @@ class CommitCoordinator:
             self.guard.finished(commit_id, outcome="deduplicated" if dedup else "published", snapshot_id=sid)
             last = self._last_published
             if not dedup and last is not None and last.id == sid:
-                self.discard_unused_base(pending, last)
+                self.guard.after_release(functools.partial(self.discard_unused_base, pending, last))
             ids.append(sid)
             deduplicated = deduplicated or dedup
             attempts += n
@@ -526,12 +527,13 @@ class CommitCoordinator:
                 with self.guard.session(commit_id, attempt) as session:
                     sid, dedup, hint = self._attempt(session, attempt, pending)
                 if hint:
-                    # After the lock's release (the publishing transaction released it): LATEST is
-                    # only a hint, verified by every reader (``SnapshotManager.latest_snapshot_id``
-                    # trusts LATEST=N only if snapshot-(N+1) is absent, as Java's
-                    # ``SnapshotManager.latestSnapshotId``), so a hint that a later commit's overtook
-                    # and this one then set back is only a slower read, never a wrong one.
-                    advance_hints(self.snapshots, sid)
+                    # After the lock's release (the publishing transaction released it, or the group's
+                    # hold does): LATEST is only a hint, verified by every reader
+                    # (``SnapshotManager.latest_snapshot_id`` trusts LATEST=N only if snapshot-(N+1)
+                    # is absent, as Java's ``SnapshotManager.latestSnapshotId``), so a hint that a
+                    # later commit's overtook and this one then set back is only a slower read, never
+                    # a wrong one.
+                    self.guard.after_release(functools.partial(advance_hints, self.snapshots, sid))
                 if dedup:
                     # Nothing of ours can be referenced: the match is an earlier commit() call.
                     self.delete_written(pending)

@@ -11,7 +11,7 @@ an audit trail. Two implementations share one commit path:
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,6 +104,12 @@ class CommitGuard(abc.ABC):
     @abc.abstractmethod
     def session(self, commit_id: str, attempt: int) -> Any:
         """A context manager yielding a :class:`GuardSession` while the table lock is held."""
+
+    def after_release(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once the lock of the session that just ended is released: at once, unless
+        the guard's lock outlives the session (a group's hold: then when the hold releases it). For
+        what must not cost a round trip under the lock (the hints, deleting unused files)."""
+        action()
 
     def storage_may_be_ahead(self) -> None:  # noqa: B027 - optional hook
         """A create of ``snapshot-N`` found the name taken after an unverified read of the latest id

@@ -28,6 +28,7 @@ unknown is reported as such, never cleaned up.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -122,8 +123,6 @@ class BatchOutcome:
 
     results: dict[int, CommitResult | BaseException]
     rest: list[int]
-    # The snapshots created (first id, last id): the caller writes the hints once the lock is released.
-    created: tuple[int, int] | None = None
 
 
 def commit_batch(hold: LockHold, prepared: Sequence[PreparedCommit]) -> BatchOutcome:
@@ -213,8 +212,10 @@ class _Batch:
         for e, st in created:
             e.coordinator.created(st.snapshot)
         if created:
-            # The hints are written by the caller once the lock is released (write_hints).
-            self.outcome.created = (created[0][1].snapshot.id, created[-1][1].snapshot.id)
+            # Once the lock is released: hints are verified by every reader (coordinator._commit_kind).
+            span = (created[0][1].snapshot.id, created[-1][1].snapshot.id)
+            prepared = created[0][0].prepared
+            created[0][0].guard.after_release(functools.partial(write_hints, prepared, span))
         undone = [e for e, _ in staged[done.created + done.doubtful :]]
         if stop is not None:
             log.warning("batch of %s stopped after %s snapshots: %s", self.hold.lock_id, len(created), stop)
@@ -258,7 +259,8 @@ class _Batch:
         for e, st in created:
             sid = st.snapshot.id
             e.coordinator.guard.finished(e.commit_id, outcome="published", snapshot_id=sid)
-            e.coordinator.discard_unused_base(e.pending, st.snapshot)
+            unused = functools.partial(e.coordinator.discard_unused_base, e.pending, st.snapshot)
+            e.guard.after_release(unused)
             e.prepared.used = True
             self._result(e, CommitResult((e.commit_id,), (sid,), False, 1))
         for e, st in doubtful:

@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from paimon_meta.commit.coordinator import CommitResult, PreparedCommit
-from paimon_meta.commit.metastore.batch import BatchOutcome, batchable, commit_batch, dedupe_key, write_hints
+from paimon_meta.commit.metastore.batch import BatchOutcome, batchable, commit_batch, dedupe_key
 from paimon_meta.commit.metastore.guard import LockHold, LockSettings, MetastoreGuard
 from paimon_meta.errors import ValidationError
 from paimon_meta.metastore.lock import MetastoreLock
@@ -263,13 +263,12 @@ class TableGroup:
         hold = LockHold(
             self.lock, self.lock_id, owner=self.owner, settings=self.lock_settings, more=more, follow=follow
         )
-        hints: list[tuple[PreparedCommit, tuple[int, int]]] = []  # what batches created, for the hints
         try:
             while promised or (commits < limit and time.monotonic() - started < settings.max_hold_seconds):
                 promised = False
                 batch = self._take_batch(limit - commits) if hold.held else []
                 if batch:
-                    commits += len(batch) - self._commit_batch(batch, hold, hints)
+                    commits += len(batch) - self._commit_batch(batch, hold)
                     continue
                 item = self._next()
                 if item is None:
@@ -277,11 +276,7 @@ class TableGroup:
                 commits += 1
                 self._commit(item, hold)
         finally:
-            hold.release()
-            if hints:
-                # After the release: hints only, verified by every reader (coordinator._commit_kind).
-                prepared, created = hints[-1]
-                write_hints(prepared, (min(c[0] for _, c in hints), created[1]))
+            hold.release()  # then what the commits left for after it (hints, unused files)
         if self.observer is not None and commits:
             report = GroupReport(self.lock_id, commits, time.monotonic() - started, hold.acquisitions)
             try:
@@ -306,9 +301,7 @@ class TableGroup:
             n = self._batch_size(room)
             return [self._queue.popleft() for _ in range(n)] if n >= 2 else []
 
-    def _commit_batch(
-        self, items: list[_Item], hold: LockHold, hints: list[tuple[PreparedCommit, tuple[int, int]]]
-    ) -> int:
+    def _commit_batch(self, items: list[_Item], hold: LockHold) -> int:
         """Commit ``items`` as one batch; the ones it leaves undecided go back to the head of the queue,
         in order, to be committed one at a time in this hold (the lock kept between them as for any
         queued commit). Returns how many went back."""
@@ -330,8 +323,6 @@ class TableGroup:
                 outcome = None
             if outcome is None:
                 outcome = BatchOutcome({}, list(range(len(ready))))
-            if outcome.created is not None:
-                hints.append((ready[0].prepared, outcome.created))
             for i, result in outcome.results.items():
                 if isinstance(result, BaseException):
                     ready[i].future.set_exception(result)

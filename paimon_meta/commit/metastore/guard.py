@@ -727,6 +727,12 @@ class MetastoreGuard(CommitGuard):
     def storage_may_be_ahead(self) -> None:
         self.verify_storage = True
 
+    def after_release(self, action: Callable[[], None]) -> None:
+        if self.hold is not None:
+            self.hold.after_release(action)
+        else:
+            action()
+
     def pointer_sql(self) -> tuple[str, dict[str, Any]]:
         """The committed-to branch's pointer (column ``latest_snapshot_id``; no row: none)."""
         if self.branch == MAIN:
@@ -1150,6 +1156,20 @@ class LockHold:
         self._conn_cm: Any = None
         self.acquisitions = 0
         self.sessions = 0
+        # Run once the hold releases the lock (MetastoreGuard.after_release), in order.
+        self._after: list[Callable[[], None]] = []
+
+    def after_release(self, action: Callable[[], None]) -> None:
+        """Run ``action`` when this hold ends (:meth:`release`), after the lock is released."""
+        self._after.append(action)
+
+    def _run_after(self) -> None:
+        actions, self._after = self._after, []
+        for action in actions:
+            try:
+                action()
+            except Exception:  # hints and clean-up only: never a commit's outcome
+                log.warning("an action after releasing %s failed", self.lock_id, exc_info=True)
 
     @property
     def held(self) -> bool:
@@ -1399,6 +1419,12 @@ class LockHold:
     def release(self) -> None:
         """End the group: release the lock (with its ``released`` event and NOTIFY) on the group's
         connection, and give the connection back."""
+        try:
+            self._release()
+        finally:
+            self._run_after()
+
+    def _release(self) -> None:
         lease = self.lease
         if lease is None or lease.released:
             self._close_connection()
