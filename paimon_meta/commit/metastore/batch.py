@@ -43,6 +43,7 @@ from paimon_meta.commit.coordinator import (
     Staged,
 )
 from paimon_meta.commit.crashpoints import CrashPoint
+from paimon_meta.commit.manifests import write_deferred
 from paimon_meta.commit.metastore.guard import LockHold, MetastoreGuard, MetastoreSession
 from paimon_meta.commit.publish import advance_hints
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError
@@ -320,19 +321,38 @@ def _stage_all(live: Sequence[_Entry]) -> None:
         # Storage was ahead of the pointer and the first session recorded what it found: the other
         # sessions' dedupe lookups predate that. Rare (a crash, another engine): commit one at a time.
         raise _Reopen("the log caught up with storage while opening the batch")
-    for e in live:
-        assert e.session is not None
-        e.coordinator.observe_timeline(e.session)
-        try:
-            out = e.coordinator.stage(e.session, 1, e.pending, head)
-        except CommitConflictError as exc:
-            e.conflict = exc
-            continue
-        if isinstance(out, Deduplicated):
-            e.deduplicated = out.snapshot_id
-        else:
-            e.staged = out
-            head = out.snapshot
+    # Each commit's base list (and any manifest its merge rewrites) is staged on the snapshot staged
+    # before it, in memory (the writers' read caches hold what they staged); the files are then PUT
+    # together, concurrently (one round trip on S3, not one per commit), before anything can name them:
+    # the links come after, in order (stage_and_link). A failed write raises before any link: nothing
+    # is named, every commit goes one at a time (their attempts' files dropped, I3).
+    # Only where every commit reads through one table object (a service's shared table, one process's
+    # writers of one table): the staging of each reads what the one before staged from that object's
+    # caches, filled as the files are staged; another table object would look for them on storage (a
+    # miss fails the batch, safely, back to one at a time: so then the files are written as staged).
+    one_reader = len({id(e.coordinator.reader) for e in live}) == 1
+    deferred: list[tuple[str, bytes]] = []
+    try:
+        for e in live:
+            assert e.session is not None
+            e.coordinator.observe_timeline(e.session)
+            e.pending.writer.deferred = deferred if one_reader else None
+            try:
+                out = e.coordinator.stage(e.session, 1, e.pending, head)
+            except CommitConflictError as exc:
+                e.conflict = exc
+                continue
+            finally:
+                e.pending.writer.deferred = None
+            if isinstance(out, Deduplicated):
+                e.deduplicated = out.snapshot_id
+            else:
+                e.staged = out
+                head = out.snapshot
+    finally:
+        for e in live:
+            e.pending.writer.deferred = None
+    write_deferred(first.coordinator.file_io, deferred)
 
 
 class _Reopen(Exception):
