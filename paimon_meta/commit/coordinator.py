@@ -46,7 +46,7 @@ from paimon_meta.commit.changes import ChangeSet, CollectedChanges, collect_chan
 from paimon_meta.commit.conflicts import KeyDecoder, check_conflicts, merge_for_commit
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
-from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests
+from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests, write_deferred
 from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
 from paimon_meta.commit.retry import RetryPolicy
 from paimon_meta.commit.validate import MessageValidator
@@ -322,6 +322,15 @@ class CommitCoordinator:
         body = serialize_commit_messages(list(messages), CURRENT_VERSION) if keep else b""
         writers = [self._new_writer() for _ in plan]
         pendings: list[Pending] = []
+        # The delta manifests, their lists, the changelog's and the prestaged base list depend on no
+        # write of each other (a list needs only its manifests' metadata, computed before the write;
+        # the base merge reads the held snapshot's files, already on storage): staged in memory, then
+        # PUT concurrently (one round trip on S3, not one per file). Nothing names them before the
+        # snapshot does, and that is created only after this returned (I3 as before: on failure here
+        # every one of them is deleted).
+        deferred: list[tuple[str, bytes]] = []
+        for writer in writers:
+            writer.deferred = deferred
         try:
             for (kind, change_set), writer in zip(plan, writers, strict=True):
                 pending = Pending(
@@ -337,9 +346,13 @@ class CommitCoordinator:
                 pendings.append(self._write_ahead(pending))
             if pendings:
                 pendings[0] = self.prestage_base(pendings[0])
+            for writer in writers:
+                writer.deferred = None
+            write_deferred(self.file_io, deferred)
         except BaseException:
             # Nothing names these files yet (I3: definitely unreferenced).
             for writer in writers:
+                writer.deferred = None
                 self._delete(writer.written)
             raise
         crashpoints.reached(CrashPoint.AFTER_MANIFESTS)

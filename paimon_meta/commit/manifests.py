@@ -14,9 +14,11 @@ manifest that a crash could still lose. On S3 every PUT is durable and the flag 
 from __future__ import annotations
 
 import math
+import os
+import threading
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
@@ -164,19 +166,34 @@ class ManifestWriter:
         return name
 
 
-def write_deferred(file_io: FileIO, files: Sequence[tuple[str, bytes]], *, max_workers: int = 16) -> None:
+# One pool per process (a forked child gets its own: the parent's threads do not exist there).
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    with _POOL_LOCK:
+        pool = _POOLS.get(pid)
+        if pool is None:
+            _POOLS.clear()
+            pool = _POOLS[pid] = ThreadPoolExecutor(max_workers=16, thread_name_prefix="manifest-put")
+        return pool
+
+
+def write_deferred(file_io: FileIO, files: Sequence[tuple[str, bytes]]) -> None:
     """Write what writers staged in ``deferred`` mode, concurrently (each create-if-absent, not durable:
     made durable with the snapshot that names it, as any manifest). On S3 that is one round trip for
     all of them instead of one each. Raises the first failure once every write ended; then some may
-    exist and some not: nothing names them yet, so the caller drops them like any failed attempt's."""
+    exist and some not: nothing names them yet, so the caller drops them like any failed attempt's.
+    Never call it from a task of the same pool (a process-wide pool of 16 threads)."""
     if len(files) <= 1:
         for path, data in files:
             file_io.create_if_absent(path, data, durable=False)
         return
-    with ThreadPoolExecutor(
-        max_workers=min(max_workers, len(files)), thread_name_prefix="manifest-put"
-    ) as pool:
-        futures = [pool.submit(file_io.create_if_absent, path, data, durable=False) for path, data in files]
+    pool = _pool()
+    futures = [pool.submit(file_io.create_if_absent, path, data, durable=False) for path, data in files]
+    wait(futures)
     for future in futures:
         future.result()
 
