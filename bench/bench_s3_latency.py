@@ -142,6 +142,7 @@ class Request:
     path: str
     at: float
     expect: bool
+    done: float = 0.0  # when the server had answered
 
 
 @dataclass
@@ -175,6 +176,7 @@ def traced_app(app: Any, trace: Trace) -> Callable[..., Iterable[bytes]]:
         with trace.mutex:
             trace.requests.append(request)
         result: Iterable[bytes] = app(environ, start_response)
+        request.done = time.monotonic()
         return result
 
     return middleware
@@ -232,10 +234,28 @@ def p50(values: list[float]) -> float | None:
 
 
 def rtts_of(requests: list[Request]) -> int:
+    """The round trips ``requests`` cost if sent one after the other (an ``Expect: 100-continue`` PUT
+    waits for the interim answer first: 2)."""
     return sum(2 if r.expect and r.method in ("PUT", "POST") else 1 for r in requests)
 
 
-def lone(catalog: Any, name: str, trace: Trace, commits: int, skip: int) -> dict[str, Any]:
+def waves(requests: list[Request], rtt_ms: float) -> int | None:
+    """The round trips ``requests`` actually cost in sequence: a request that arrived while an earlier
+    one's answer could not yet have reached the client (less than RTT/2 after the server answered it)
+    was sent concurrently with it. None at RTT 0 (nothing to tell them apart by)."""
+    if rtt_ms <= 0:
+        return None
+    n, wave_end = 0, float("-inf")
+    for r in sorted(requests, key=lambda r: r.at):
+        if r.at > wave_end + rtt_ms / 2000:
+            n += 2 if r.expect and r.method in ("PUT", "POST") else 1
+            wave_end = r.done
+        else:
+            wave_end = max(wave_end, r.done)
+    return n
+
+
+def lone(catalog: Any, name: str, trace: Trace, commits: int, skip: int, *, rtt_ms: float) -> dict[str, Any]:
     table = catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
     committer = table.committer_factory(table, f"lone-{uuid.uuid4().hex[:6]}")
     latencies: list[float] = []
@@ -318,7 +338,7 @@ def throughput(
     return out
 
 
-def group_hold(catalog: Any, name: str, trace: Trace, k: int) -> dict[str, Any]:
+def group_hold(catalog: Any, name: str, trace: Trace, k: int, rtt_ms: float) -> dict[str, Any]:
     """One hold of ``k`` commits (the first takes the lock while the others queue behind it, all
     prepared beforehand: nothing else runs meanwhile): the S3 requests inside it, the RTTs they cost if
     sent one after the other, and the hold's duration."""
@@ -365,6 +385,7 @@ def group_hold(catalog: Any, name: str, trace: Trace, k: int) -> dict[str, Any]:
         "holds": len(holds),
         "requests_under_lock": sum(len(h) for h in holds),
         "rtts_if_sequential": sum(rtts_of(h) for h in holds),
+        "rtts_measured": None if rtt_ms <= 0 else sum(waves(h, rtt_ms) or 0 for h in holds),
         "hold_ms": round(sum((b - a) * 1000 for a, b in trace.holds), 1),
         "requests_by_kind": dict(sorted(kinds.items())),
     }
@@ -395,8 +416,8 @@ def run(url: str, rtt_ms: float, args: argparse.Namespace) -> dict[str, Any]:
             }
             with paimon_meta.connect(url, f"s3://{bucket}/warehouse", **options) as catalog:
                 result: dict[str, Any] = {"rtt_ms": rtt_ms}
-                result["lone"] = lone(catalog, "db.lone", trace, args.commits, args.skip)
-                result["group_hold"] = group_hold(catalog, "db.group", trace, args.group)
+                result["lone"] = lone(catalog, "db.lone", trace, args.commits, args.skip, rtt_ms=rtt_ms)
+                result["group_hold"] = group_hold(catalog, "db.group", trace, args.group, rtt_ms)
                 result["ungrouped"] = throughput(
                     catalog, "db.ungrouped", trace, args.writers, args.seconds, grouped=False
                 )
