@@ -363,7 +363,7 @@ def group_hold(catalog: Any, name: str, trace: Trace, k: int, rtt_ms: float) -> 
         return original(self, p)
 
     trace.clear()
-    CommitCoordinator.commit_prepared = first_waits  # type: ignore[method-assign]
+    CommitCoordinator.commit_prepared = first_waits  # type: ignore[method-assign,assignment]
     try:
         group = groups.group(catalog.registry.lock_id(*name.split(".")))
         futures = [group.submit(prepared[0])]
