@@ -416,13 +416,14 @@ def run(url: str, rtt_ms: float, args: argparse.Namespace) -> dict[str, Any]:
             }
             with paimon_meta.connect(url, f"s3://{bucket}/warehouse", **options) as catalog:
                 result: dict[str, Any] = {"rtt_ms": rtt_ms}
-                result["lone"] = lone(catalog, "db.lone", trace, args.commits, args.skip, rtt_ms=rtt_ms)
-                result["group_hold"] = group_hold(catalog, "db.group", trace, args.group, rtt_ms)
+                n = int(rtt_ms * 1000)  # one scratch database for every RTT: tables per RTT
+                result["lone"] = lone(catalog, f"db.lone_{n}", trace, args.commits, args.skip, rtt_ms=rtt_ms)
+                result["group_hold"] = group_hold(catalog, f"db.group_{n}", trace, args.group, rtt_ms)
                 result["ungrouped"] = throughput(
-                    catalog, "db.ungrouped", trace, args.writers, args.seconds, grouped=False
+                    catalog, f"db.ungrouped_{n}", trace, args.writers, args.seconds, grouped=False
                 )
                 result["grouped"] = throughput(
-                    catalog, "db.grouped", trace, args.writers, args.seconds, grouped=True
+                    catalog, f"db.grouped_{n}", trace, args.writers, args.seconds, grouped=True
                 )
                 return result
         finally:
