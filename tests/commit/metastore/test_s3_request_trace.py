@@ -192,3 +192,50 @@ def _queued_behind_the_first(
         go.set()
         CommitCoordinator.commit_prepared = original  # type: ignore[method-assign]
     return futures
+
+
+def test_a_snapshot_left_beyond_the_pointer_costs_one_free_retry_and_is_recorded(
+    s3_catalog: MetastoreCatalog, moto_server: MotoS3, holds: _Holds, s3_warehouse: tuple[str, dict[str, str]]
+) -> None:
+    """Storage ahead of the pointer (another engine wrote snapshot 2 straight to S3): the commit's
+    first attempt, built on the unchecked pointer, finds snapshot-2 taken (412: nothing of it named);
+    the retry, at once and outside the retry budget (``commit.max-retries`` = 0 here), checks storage,
+    records the outsider's snapshot ``external`` and publishes snapshot 3. Every acknowledged commit
+    once; the outsider's too."""
+    _, options = s3_warehouse
+    table = s3_catalog.create_table(
+        "db.r",
+        SCHEMA,
+        partition_keys=["p"],
+        options={"bucket": "2", "bucket-key": "k", "commit.max-retries": "0"},
+    )
+    assert table.options.commit_max_retries == 0
+    coordinator = s3_catalog.message_committer("db.r", "u", table=table)
+    first = data_file(rows=1)
+    coordinator.commit([append_msg(0, 0, first)], 0)
+    foreign = paimon_meta.open_table(table.path, {**options, "s3.conditional-writes": "true"})
+    assert foreign.committer_factory is not None
+    outsider = data_file(rows=1)
+    assert foreign.committer_factory(foreign, "outsider").commit(
+        [append_msg(0, 0, outsider)], 7
+    ).snapshot_ids == (2,)
+    mine = data_file(rows=1)
+    with moto_server.trace() as trace:
+        result = coordinator.commit([append_msg(0, 0, mine)], 1)
+    assert result.snapshot_ids == (3,)
+    assert result.attempts == 2
+    creates = [
+        (_key_tail(r), r.if_none_match) for r in trace if r.method == "PUT" and "/snapshot/snap" in r.key
+    ]
+    assert creates == [("snapshot/snapshot-2", "*"), ("snapshot/snapshot-3", "*")]
+    h = read_history(s3_catalog, "db.r")
+    assert [(e["commit_user"], e["snapshot_id"]) for e in h.events_of("external")] == [("outsider", 2)]
+    retried = h.events_of("retried")
+    assert [(e["payload"].get("error"), e["payload"].get("wait_ms")) for e in retried] == [
+        ("StorageAhead", 0.0)
+    ]
+    assert sorted(e["snapshot_id"] for e in h.events_of("snapshot_published")) == [1, 3]
+    assert h.live_files == {first.file_name, outsider.file_name, mine.file_name}  # each once
+    keys = sorted((s.commit_user, s.commit_identifier) for s in h.snapshots.values())
+    assert keys == [("outsider", 7), ("u", 0), ("u", 1)]
+    assert h.pointer == 3
