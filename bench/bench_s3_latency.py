@@ -325,6 +325,8 @@ def throughput(
     for t in threads:
         t.join()
     elapsed = time.monotonic() - start
+    if groups is not None:
+        groups.join(60)  # the hold's end (its after-release writes) before the next phase
     if errors:
         raise errors[0]
     total = sum(done)
