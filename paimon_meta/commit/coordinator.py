@@ -46,8 +46,13 @@ from paimon_meta.commit.changes import ChangeSet, CollectedChanges, collect_chan
 from paimon_meta.commit.conflicts import KeyDecoder, check_conflicts, merge_for_commit
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
-from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests, write_deferred
-from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
+from paimon_meta.commit.manifests import (
+    ManifestWriter,
+    MergeOptions,
+    merge_manifests,
+    write_deferred,
+)
+from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file, earliest_hint
 from paimon_meta.commit.retry import RetryPolicy
 from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import (
@@ -546,7 +551,12 @@ class CommitCoordinator:
                     # is absent, as Java's ``SnapshotManager.latestSnapshotId``), so a hint that a
                     # later commit's overtook and this one then set back is only a slower read, never
                     # a wrong one.
-                    self.guard.after_release(functools.partial(advance_hints, self.snapshots, sid))
+                    self.guard.after_release(
+                        functools.partial(advance_hints, self.snapshots, sid),
+                        key=self.snapshots.paths.latest_hint_path,
+                    )
+                    if sid == 1:  # the keyed LATEST above may be a later one's in a group
+                        self.guard.after_release(functools.partial(earliest_hint, self.snapshots))
                 if dedup:
                     # Nothing of ours can be referenced: the match is an earlier commit() call.
                     self.delete_written(pending)

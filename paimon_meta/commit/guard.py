@@ -105,10 +105,11 @@ class CommitGuard(abc.ABC):
     def session(self, commit_id: str, attempt: int) -> Any:
         """A context manager yielding a :class:`GuardSession` while the table lock is held."""
 
-    def after_release(self, action: Callable[[], None]) -> None:
+    def after_release(self, action: Callable[[], None], *, key: str | None = None) -> None:
         """Run ``action`` once the lock of the session that just ended is released: at once, unless
-        the guard's lock outlives the session (a group's hold: then when the hold releases it). For
-        what must not cost a round trip under the lock (the hints, deleting unused files)."""
+        the guard's lock outlives the session (a group's hold: then when the hold releases it, the
+        actions concurrently, and of those given the same ``key`` only the last: a hint). For what
+        must not cost a round trip under the lock (the hints, deleting unused files)."""
         action()
 
     def storage_may_be_ahead(self) -> None:  # noqa: B027 - optional hook

@@ -181,6 +181,19 @@ def _pool() -> ThreadPoolExecutor:
         return pool
 
 
+def run_together(actions: Sequence[Callable[[], None]]) -> None:
+    """Run independent ``actions`` concurrently on the process's pool and wait for them all (on S3: one
+    round trip for all, not one each); raises the first failure once all ended."""
+    if len(actions) <= 1:
+        for action in actions:
+            action()
+        return
+    futures = [_pool().submit(action) for action in actions]
+    wait(futures)
+    for future in futures:
+        future.result()
+
+
 def write_deferred(file_io: FileIO, files: Sequence[tuple[str, bytes]]) -> None:
     """Write what writers staged in ``deferred`` mode, concurrently (each create-if-absent, not durable:
     made durable with the snapshot that names it, as any manifest). On S3 that is one round trip for

@@ -45,7 +45,7 @@ from paimon_meta.commit.coordinator import (
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.manifests import write_deferred
 from paimon_meta.commit.metastore.guard import LockHold, MetastoreGuard, MetastoreSession
-from paimon_meta.commit.publish import advance_hints
+from paimon_meta.commit.publish import advance_hints, earliest_hint
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError
 from paimon_meta.io.base import CreatedAll
 from paimon_meta.model.snapshot import CommitKind
@@ -214,9 +214,13 @@ class _Batch:
             e.coordinator.created(st.snapshot)
         if created:
             # Once the lock is released: hints are verified by every reader (coordinator._commit_kind).
-            span = (created[0][1].snapshot.id, created[-1][1].snapshot.id)
-            prepared = created[0][0].prepared
-            created[0][0].guard.after_release(functools.partial(write_hints, prepared, span))
+            guard, snapshots = created[0][0].guard, created[0][0].coordinator.snapshots
+            guard.after_release(
+                functools.partial(advance_hints, snapshots, created[-1][1].snapshot.id),
+                key=snapshots.paths.latest_hint_path,
+            )
+            if created[0][1].snapshot.id == 1:
+                guard.after_release(functools.partial(earliest_hint, snapshots))
         undone = [e for e, _ in staged[done.created + done.doubtful :]]
         if stop is not None:
             log.warning("batch of %s stopped after %s snapshots: %s", self.hold.lock_id, len(created), stop)
@@ -298,16 +302,6 @@ class _Batch:
 
     def _result(self, e: _Entry, result: CommitResult | BaseException) -> None:
         self.outcome.results[self._index[id(e)]] = result
-
-
-def write_hints(prepared: PreparedCommit, created: tuple[int, int]) -> None:
-    """LATEST (and EARLIEST if snapshot 1 is among them) for the snapshots a batch created, written after
-    the lock's release: hints are verified by every reader (coordinator._commit_kind)."""
-    first, last = created
-    snapshots = prepared.coordinator.snapshots
-    if first == 1:
-        advance_hints(snapshots, 1)
-    advance_hints(snapshots, last)
 
 
 def _stage_all(live: Sequence[_Entry]) -> None:

@@ -69,6 +69,7 @@ import sqlalchemy.exc
 from sqlalchemy import Connection, Engine
 
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
+from paimon_meta.commit.manifests import run_together
 from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
 from paimon_meta.db.pool import RawConnection, ServerStatement, Statement, rollback_quietly, run_batch
 from paimon_meta.errors import (
@@ -727,9 +728,9 @@ class MetastoreGuard(CommitGuard):
     def storage_may_be_ahead(self) -> None:
         self.verify_storage = True
 
-    def after_release(self, action: Callable[[], None]) -> None:
+    def after_release(self, action: Callable[[], None], *, key: str | None = None) -> None:
         if self.hold is not None:
-            self.hold.after_release(action)
+            self.hold.after_release(action, key=key)
         else:
             action()
 
@@ -1156,20 +1157,25 @@ class LockHold:
         self._conn_cm: Any = None
         self.acquisitions = 0
         self.sessions = 0
-        # Run once the hold releases the lock (MetastoreGuard.after_release), in order.
+        # Run once the hold releases the lock (MetastoreGuard.after_release); keyed: only the last.
         self._after: list[Callable[[], None]] = []
+        self._after_keyed: dict[str, Callable[[], None]] = {}
 
-    def after_release(self, action: Callable[[], None]) -> None:
-        """Run ``action`` when this hold ends (:meth:`release`), after the lock is released."""
-        self._after.append(action)
+    def after_release(self, action: Callable[[], None], *, key: str | None = None) -> None:
+        """Run ``action`` when this hold ends (:meth:`release`), after the lock is released; of the
+        actions with one ``key``, only the last given (the group's LATEST hint: its newest snapshot)."""
+        if key is None:
+            self._after.append(action)
+        else:
+            self._after_keyed[key] = action
 
     def _run_after(self) -> None:
-        actions, self._after = self._after, []
-        for action in actions:
-            try:
-                action()
-            except Exception:  # hints and clean-up only: never a commit's outcome
-                log.warning("an action after releasing %s failed", self.lock_id, exc_info=True)
+        actions = [*self._after, *self._after_keyed.values()]
+        self._after, self._after_keyed = [], {}
+        try:
+            run_together(actions)  # independent: one round trip on S3 for all
+        except Exception:  # hints and clean-up only: never a commit's outcome
+            log.warning("an action after releasing %s failed", self.lock_id, exc_info=True)
 
     @property
     def held(self) -> bool:
