@@ -202,6 +202,14 @@ class PreparedCommit:
     used: bool = False
     # Commit ids of the pendings whose ``prepared`` record was handed to the guard (see announce).
     announced: set[str] = field(default_factory=set)
+    # Counted in the table object's commits in flight until settled (SnapshotManager.begin_commit).
+    in_flight: bool = False
+
+    def settled(self) -> None:
+        """The commit is decided (or will never be attempted): no longer in flight. Idempotent."""
+        if self.in_flight:
+            self.in_flight = False
+            self.coordinator.snapshots.end_commit()
 
     @property
     def kinds(self) -> tuple[CommitKind, ...]:
@@ -218,6 +226,7 @@ class PreparedCommit:
 
     def discard(self) -> None:
         """Delete what :meth:`CommitCoordinator.prepare` wrote (it will never be committed)."""
+        self.settled()
         if not self.used:
             self.used = True
             for pending in self.pendings:
@@ -336,6 +345,9 @@ class CommitCoordinator:
         deferred: list[tuple[str, bytes]] = []
         for writer in writers:
             writer.deferred = deferred
+        # Other commits of this table object in flight: this one will most likely be staged on one of
+        # theirs, not on the snapshot held now; its base list is staged under the lock then.
+        busy = self.snapshots.commits_in_flight > 0
         try:
             for (kind, change_set), writer in zip(plan, writers, strict=True):
                 pending = Pending(
@@ -349,7 +361,7 @@ class CommitCoordinator:
                     writer,
                 )
                 pendings.append(self._write_ahead(pending))
-            if pendings:
+            if pendings and not busy:
                 pendings[0] = self.prestage_base(pendings[0])
             for writer in writers:
                 writer.deferred = None
@@ -361,7 +373,8 @@ class CommitCoordinator:
                 self._delete(writer.written)
             raise
         crashpoints.reached(CrashPoint.AFTER_MANIFESTS)
-        return PreparedCommit(self, identifier, body, spec, pendings)
+        self.snapshots.begin_commit()
+        return PreparedCommit(self, identifier, body, spec, pendings, in_flight=True)
 
     @staticmethod
     def _plan(changes: CollectedChanges, spec: OverwriteSpec | None) -> list[tuple[CommitKind, ChangeSet]]:
@@ -429,6 +442,12 @@ class CommitCoordinator:
         if prepared.used:
             raise ValueError("this prepared commit was already committed")
         prepared.used = True
+        try:
+            return self._commit_prepared(prepared)
+        finally:
+            prepared.settled()
+
+    def _commit_prepared(self, prepared: PreparedCommit) -> CommitResult:
         identifier = prepared.identifier
         ids: list[int] = []
         commit_ids: list[str] = []

@@ -301,6 +301,7 @@ class _Batch:
         self.outcome.rest.sort()
 
     def _result(self, e: _Entry, result: CommitResult | BaseException) -> None:
+        e.prepared.settled()
         self.outcome.results[self._index[id(e)]] = result
 
 
