@@ -270,9 +270,12 @@ class SnapshotCommitter:
             try:
                 create_snapshot_file(self.snapshots, snap.id, snapshot_to_json(snap).encode("utf-8"))
             except SnapshotRaceLost as e:
-                # Outside the lock: a client retrying on the snapshot it then reads gets storage
-                # checked (above), whether or not this session's latest id was.
-                self.guard.storage_may_be_ahead()
+                if session.storage_unverified():
+                    # The pointer was not checked against storage (guard: "S3 floor"): storage is ahead
+                    # of the log. Record what it has now, under this lock (a crashed commit's snapshot
+                    # ``recovered``, another engine's ``external``), so the answer below and the
+                    # client's retry on the snapshot it then reads see the log equal to storage.
+                    session.verified_latest_snapshot_id()
                 raise _Conflict(f"{e} (outside the lock)") from None
             crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
             session.set_statistics(request.statistics)
