@@ -30,7 +30,8 @@ reduced to what the protocol defines (the client checked its changes against its
    the table into the snapshot through its base list).
 5. **Fence and publish** (I2, I3): validate the lease in the publishing transaction; create
    ``snapshot-N`` only if absent (a file already there means a writer outside the lock got there first:
-   ``success: false``); LATEST/EARLIEST hints.
+   ``success: false``; on a pointer not checked against storage, what storage has is recorded first,
+   under the same lock: the guard's "S3 floor" invariant); the LATEST/EARLIEST hints after the release.
 6. **Record** in one transaction: pending audit events, the pointer compare-and-set N-1 -> N with
    ``snapshot_published``, the partition statistics (only if the CAS moved the pointer), the release.
 
