@@ -33,6 +33,7 @@ each snapshot is attempted under the guard and its outcome decided. The single p
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -45,8 +46,13 @@ from paimon_meta.commit.changes import ChangeSet, CollectedChanges, collect_chan
 from paimon_meta.commit.conflicts import KeyDecoder, check_conflicts, merge_for_commit
 from paimon_meta.commit.crashpoints import CrashPoint
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
-from paimon_meta.commit.manifests import ManifestWriter, MergeOptions, merge_manifests
-from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
+from paimon_meta.commit.manifests import (
+    ManifestWriter,
+    MergeOptions,
+    merge_manifests,
+    write_deferred,
+)
+from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file, earliest_hint
 from paimon_meta.commit.retry import RetryPolicy
 from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import (
@@ -119,6 +125,9 @@ class Pending:
     # The delta and changelog manifest lists (name, size), written before the lock with the delta.
     delta_list: tuple[str, int] | None = None
     changelog_list: tuple[str, int] | None = None
+    # The base manifest list merged before the lock on the snapshot the table object held then
+    # (:meth:`CommitCoordinator.prestage_base`); used under the guard only if that snapshot is the latest.
+    base: PrestagedBase | None = None
 
     def published_details(self, snapshot: Snapshot) -> dict[str, Any]:
         """The payload of the ``snapshot_published`` event of ``snapshot``, this commit's snapshot."""
@@ -134,6 +143,29 @@ class Pending:
 
 
 @dataclass(frozen=True, slots=True)
+class PrestagedBase:
+    """A base manifest list written before the lock: the merge of ``on``'s base and delta lists.
+
+    Invariant: a snapshot's base list depends on nothing but the snapshot it is built on (its base and
+    delta lists, merged by the table's options), never on the commit's own changes. So a list merged
+    from snapshot S before the lock is exactly what staging on S under the lock would write, and it is
+    used iff the latest snapshot read under the guard is S (same id, uuid and lists: ids are reused
+    after a rollback); otherwise the base list is staged under the guard as before (restage) and this
+    one, named by nothing, is deleted once the commit is decided. ``files``: what writing it wrote
+    (the list and any manifests the merge rewrote), all recorded in the pending's writer."""
+
+    on: tuple[int, str | None, str, str]
+    name: str
+    size: int
+    files: tuple[str, ...]
+
+
+def snapshot_key(snapshot: Snapshot) -> tuple[int, str | None, str, str]:
+    """What tells two snapshots apart when ids are reused (a rollback): id, uuid and lists."""
+    return (snapshot.id, snapshot.uuid, snapshot.base_manifest_list, snapshot.delta_manifest_list)
+
+
+@dataclass(frozen=True, slots=True)
 class Staged:
     """A snapshot staged under the guard on the latest one (I4): its manifest lists are written (not yet
     durable) and its JSON serialized, but nothing names it. Publishing it is creating ``snapshot-N``
@@ -141,6 +173,12 @@ class Staged:
 
     snapshot: Snapshot
     body: bytes
+
+
+class StorageAhead(SnapshotRaceLost):
+    """``snapshot-N`` was taken after the guard answered the latest id without checking storage
+    (``GuardSession.storage_unverified``): storage is ahead of the guard's record. A definite failure
+    of the attempt; the next one checks storage first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +202,14 @@ class PreparedCommit:
     used: bool = False
     # Commit ids of the pendings whose ``prepared`` record was handed to the guard (see announce).
     announced: set[str] = field(default_factory=set)
+    # Counted in the table object's commits in flight until settled (SnapshotManager.begin_commit).
+    in_flight: bool = False
+
+    def settled(self) -> None:
+        """The commit is decided (or will never be attempted): no longer in flight. Idempotent."""
+        if self.in_flight:
+            self.in_flight = False
+            self.coordinator.snapshots.end_commit()
 
     @property
     def kinds(self) -> tuple[CommitKind, ...]:
@@ -180,6 +226,7 @@ class PreparedCommit:
 
     def discard(self) -> None:
         """Delete what :meth:`CommitCoordinator.prepare` wrote (it will never be committed)."""
+        self.settled()
         if not self.used:
             self.used = True
             for pending in self.pendings:
@@ -289,6 +336,18 @@ class CommitCoordinator:
         body = serialize_commit_messages(list(messages), CURRENT_VERSION) if keep else b""
         writers = [self._new_writer() for _ in plan]
         pendings: list[Pending] = []
+        # The delta manifests, their lists, the changelog's and the prestaged base list depend on no
+        # write of each other (a list needs only its manifests' metadata, computed before the write;
+        # the base merge reads the held snapshot's files, already on storage): staged in memory, then
+        # PUT concurrently (one round trip on S3, not one per file). Nothing names them before the
+        # snapshot does, and that is created only after this returned (I3 as before: on failure here
+        # every one of them is deleted).
+        deferred: list[tuple[str, bytes]] = []
+        for writer in writers:
+            writer.deferred = deferred
+        # Other commits of this table object in flight: this one will most likely be staged on one of
+        # theirs, not on the snapshot held now; its base list is staged under the lock then.
+        busy = self.snapshots.commits_in_flight > 0
         try:
             for (kind, change_set), writer in zip(plan, writers, strict=True):
                 pending = Pending(
@@ -302,13 +361,20 @@ class CommitCoordinator:
                     writer,
                 )
                 pendings.append(self._write_ahead(pending))
+            if pendings and not busy:
+                pendings[0] = self.prestage_base(pendings[0])
+            for writer in writers:
+                writer.deferred = None
+            write_deferred(self.file_io, deferred)
         except BaseException:
             # Nothing names these files yet (I3: definitely unreferenced).
             for writer in writers:
+                writer.deferred = None
                 self._delete(writer.written)
             raise
         crashpoints.reached(CrashPoint.AFTER_MANIFESTS)
-        return PreparedCommit(self, identifier, body, spec, pendings)
+        self.snapshots.begin_commit()
+        return PreparedCommit(self, identifier, body, spec, pendings, in_flight=True)
 
     @staticmethod
     def _plan(changes: CollectedChanges, spec: OverwriteSpec | None) -> list[tuple[CommitKind, ChangeSet]]:
@@ -340,6 +406,35 @@ class CommitCoordinator:
             pending, delta=delta, delta_list=delta_list, changelog=changelog, changelog_list=changelog_list
         )
 
+    def held_latest(self) -> Snapshot | None:
+        """The newest snapshot this coordinator or its table object holds in memory (no I/O): the
+        one it last created, else the newest its snapshot manager cached. A guess at the latest
+        snapshot, checked under the guard by whoever builds on it."""
+        return self._last_published or self.snapshots.newest_cached()
+
+    def prestage_base(self, pending: Pending) -> Pending:
+        """``pending`` with its base manifest list written now, before the lock, on :meth:`held_latest`
+        (:class:`PrestagedBase`: used under the guard only if that is still the latest). Unchanged when
+        nothing is held (an empty table, a fresh table object): staged under the guard then."""
+        on = self.held_latest()
+        if on is None:
+            return pending
+        writer = pending.writer
+        mark = len(writer.written)
+        name, size = self._write_base_list(on, writer)
+        base = PrestagedBase(snapshot_key(on), name, size, tuple(writer.written[mark:]))
+        return dataclasses.replace(pending, base=base)
+
+    def discard_unused_base(self, pending: Pending, snapshot: Snapshot) -> None:
+        """``snapshot``, the one published for ``pending``, is durable: delete ``pending``'s prestaged
+        base list (and what its merge wrote) unless ``snapshot`` names it (it was restaged on another
+        latest under the guard). Nothing else can name those files (I3: definitely unreferenced)."""
+        base = pending.base
+        if base is None or snapshot.base_manifest_list == base.name:
+            return
+        self._delete(base.files)
+        pending.writer.forget(base.files)
+
     def commit_prepared(self, prepared: PreparedCommit) -> CommitResult:
         """Commit what :meth:`prepare` planned (once): each snapshot under the guard, in order."""
         if prepared.coordinator is not self:
@@ -347,6 +442,12 @@ class CommitCoordinator:
         if prepared.used:
             raise ValueError("this prepared commit was already committed")
         prepared.used = True
+        try:
+            return self._commit_prepared(prepared)
+        finally:
+            prepared.settled()
+
+    def _commit_prepared(self, prepared: PreparedCommit) -> CommitResult:
         identifier = prepared.identifier
         ids: list[int] = []
         commit_ids: list[str] = []
@@ -379,6 +480,9 @@ class CommitCoordinator:
                     ) from e
                 raise
             self.guard.finished(commit_id, outcome="deduplicated" if dedup else "published", snapshot_id=sid)
+            last = self._last_published
+            if not dedup and last is not None and last.id == sid:
+                self.guard.after_release(functools.partial(self.discard_unused_base, pending, last))
             ids.append(sid)
             deduplicated = deduplicated or dedup
             attempts += n
@@ -452,12 +556,26 @@ class CommitCoordinator:
         # An unknown outcome raises out of this loop (see _publish), so every retry below follows a
         # definite failure: earlier attempts' files can never be referenced by a published snapshot.
         attempt = 0
+        free = 0  # retries after StorageAhead: not counted against the retry policy (see below)
         while True:
             attempt += 1
             mark = len(pending.writer.written)
             try:
                 with self.guard.session(commit_id, attempt) as session:
-                    sid, dedup = self._attempt(session, attempt, pending)
+                    sid, dedup, hint = self._attempt(session, attempt, pending)
+                if hint:
+                    # After the lock's release (the publishing transaction released it, or the group's
+                    # hold does): LATEST is only a hint, verified by every reader
+                    # (``SnapshotManager.latest_snapshot_id`` trusts LATEST=N only if snapshot-(N+1)
+                    # is absent, as Java's ``SnapshotManager.latestSnapshotId``), so a hint that a
+                    # later commit's overtook and this one then set back is only a slower read, never
+                    # a wrong one.
+                    self.guard.after_release(
+                        functools.partial(advance_hints, self.snapshots, sid),
+                        key=self.snapshots.paths.latest_hint_path,
+                    )
+                    if sid == 1:  # the keyed LATEST above may be a later one's in a group
+                        self.guard.after_release(functools.partial(earliest_hint, self.snapshots))
                 if dedup:
                     # Nothing of ours can be referenced: the match is an earlier commit() call.
                     self.delete_written(pending)
@@ -468,36 +586,52 @@ class CommitCoordinator:
                 # it again).
                 self.delete_written(pending)
                 raise e
+            except StorageAhead as e:
+                # The create lost after a latest id not checked against storage (guard: "S3 floor"):
+                # storage is ahead of the log (another engine, a crashed writer, maybe an earlier send
+                # of this very commit). Definite: nothing of ours is named. The next session checks
+                # storage, records what it finds and redoes the dedupe lookup (I1), at once and without
+                # spending the retry budget (a table must stay committable with commit.max-retries=0).
+                # Bounded: that next session is verified, so it cannot raise this again.
+                self.drop_attempt(pending, mark)
+                self.guard.storage_may_be_ahead()
+                free += 1
+                self.record_retry(commit_id, attempt, str(e), 0.0, error=type(e).__name__)
             except (SnapshotRaceLost, LockLostError) as e:
                 # Definite failure of this attempt only: drop what it staged and retry on the new state.
                 self.drop_attempt(pending, mark)
-                if not self.retry.may_retry(attempt, started):
+                if not self.retry.may_retry(attempt - free, started):
                     self.delete_written(pending)
                     raise CommitFailedError(
                         f"commit {commit_id} gave up after {attempt} attempts: {e}",
                         commit_id=commit_id,
                         attempts=attempt,
                     ) from e
-                wait = self.retry.wait_ms(attempt)
+                wait = self.retry.wait_ms(attempt - free)
                 self.record_retry(commit_id, attempt, str(e), wait, error=type(e).__name__)
                 time.sleep(wait / 1000)
 
-    def _attempt(self, session: GuardSession, attempt: int, p: Pending) -> tuple[int, bool]:
-        """One attempt under the guard: base, stage, fence, publish, record. (snapshot id, deduplicated)."""
+    def _attempt(self, session: GuardSession, attempt: int, p: Pending) -> tuple[int, bool, bool]:
+        """One attempt under the guard: base, stage, fence, publish, record. (snapshot id,
+        deduplicated, whether to write the hints once the session ended)."""
         latest = self.base(session)
         staged = self.stage(session, attempt, p, latest)
         if isinstance(staged, Deduplicated):
-            return staged.snapshot_id, True
+            return staged.snapshot_id, True, False
         # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
         session.before_publish()
         crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
-        self._publish(staged, p.writer)
+        try:
+            self._publish(staged, p.writer)
+        except SnapshotRaceLost as e:
+            if session.storage_unverified():
+                raise StorageAhead(f"{e} (storage was ahead of the metastore's pointer)") from None
+            raise
         self.created(staged.snapshot)
-        # Still under the guard, so hints only move forward (they are only hints: readers verify them).
-        # In a group the last commit of the hold writes them (a reader meanwhile lists the directory).
+        # The hints are written by the caller after the session (the lock released), by the last commit
+        # of a group hold (a reader meanwhile lists the directory).
         snap = staged.snapshot
-        if snap.id == 1 or not session.defer_hints():
-            advance_hints(self.snapshots, snap.id)
+        hint = snap.id == 1 or not session.defer_hints()
         try:
             session.published(snap, attempt=attempt, details=p.published_details(snap))
         except Exception:  # the snapshot is durable: the commit succeeded whatever the log says
@@ -509,7 +643,7 @@ class CommitCoordinator:
                 exc_info=True,
             )
         crashpoints.reached(CrashPoint.AFTER_EVENT)
-        return snap.id, False
+        return snap.id, False, hint
 
     # ---- the attempt API: the steps every commit path drives (module docstring) ----------------------
 
@@ -730,21 +864,19 @@ class CommitCoordinator:
         """Snapshot ``latest`` + 1 with ``table_files`` (whose manifests are ``delta``): the merged base
         list, the delta, changelog and index lists written (non-durable), the JSON serialized."""
         writer, watermark = p.writer, p.watermark
-        previous: list[ManifestFileMeta] = []
         prev_total = 0
         index_manifest = None
         if latest is not None:
-            previous = self._read_list(latest.base_manifest_list) + self._read_list(
-                latest.delta_manifest_list
-            )
             prev_total = latest.total_record_count or 0
             index_manifest = latest.index_manifest
             if latest.watermark is not None:
                 watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
-        base_after = merge_manifests(
-            previous, read=self._read_manifest, writer=writer, options=self.merge_options
-        )
-        base_name, base_size = writer.write_manifest_list(base_after)
+        pre = p.base
+        if pre is not None and latest is not None and pre.on == snapshot_key(latest):
+            # Merged before the lock from this very snapshot (PrestagedBase's invariant): no write here.
+            base_name, base_size = pre.name, pre.size
+        else:
+            base_name, base_size = self._write_base_list(latest, writer)
         # An OVERWRITE's delta depends on the latest snapshot: its list is written here, each attempt.
         delta_name, delta_size = p.delta_list or writer.write_manifest_list(delta)
         changelog_name: str | None = None
@@ -789,6 +921,19 @@ class CommitCoordinator:
             uuid=str(uuid.uuid4()),
         )
         return Staged(snapshot, snapshot_to_json(snapshot).encode())
+
+    def _write_base_list(self, latest: Snapshot | None, writer: ManifestWriter) -> tuple[str, int]:
+        """The base manifest list of the snapshot after ``latest``: its base and delta lists merged
+        (the table's merge options), written by ``writer``. Depends on ``latest`` only."""
+        previous: list[ManifestFileMeta] = []
+        if latest is not None:
+            previous = self._read_list(latest.base_manifest_list) + self._read_list(
+                latest.delta_manifest_list
+            )
+        base_after = merge_manifests(
+            previous, read=self._read_manifest, writer=writer, options=self.merge_options
+        )
+        return writer.write_manifest_list(base_after)
 
     def _publish(self, staged: Staged, writer: ManifestWriter) -> None:
         """I2: create snapshot-N only if absent (:func:`create_snapshot_file`).

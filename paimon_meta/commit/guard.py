@@ -11,7 +11,7 @@ an audit trail. Two implementations share one commit path:
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +71,14 @@ class GuardSession(abc.ABC):
     def published(self, snapshot: Snapshot, *, attempt: int, details: dict[str, Any]) -> None:
         """Record the published snapshot (and advance the table pointer) after it is on storage."""
 
+    def storage_unverified(self) -> bool:
+        """True if ``latest_snapshot_id`` answered from the guard's own record without looking at
+        storage (a metastore guard on a store with a real create-if-absent: see
+        ``MetastoreSession.latest_snapshot_id``). Then losing the create of ``snapshot-N`` means
+        storage was ahead of the record, not that this holder's exclusion failed: the caller asks
+        :meth:`CommitGuard.storage_may_be_ahead` and tries again at once."""
+        return False
+
     def defer_hints(self) -> bool:
         """True if the next commit under this same lock hold will move the hints past this snapshot
         (group commit), so this one need not write them. Asked once, after the snapshot is created."""
@@ -96,6 +104,17 @@ class CommitGuard(abc.ABC):
     @abc.abstractmethod
     def session(self, commit_id: str, attempt: int) -> Any:
         """A context manager yielding a :class:`GuardSession` while the table lock is held."""
+
+    def after_release(self, action: Callable[[], None], *, key: str | None = None) -> None:
+        """Run ``action`` once the lock of the session that just ended is released: at once, unless
+        the guard's lock outlives the session (a group's hold: then when the hold releases it, the
+        actions concurrently, and of those given the same ``key`` only the last: a hint). For what
+        must not cost a round trip under the lock (the hints, deleting unused files)."""
+        action()
+
+    def storage_may_be_ahead(self) -> None:  # noqa: B027 - optional hook
+        """A create of ``snapshot-N`` found the name taken after an unverified read of the latest id
+        (:meth:`GuardSession.storage_unverified`): the next session must look at storage first."""
 
     def event(self, commit_id: str, event_type: str, *, attempt: int, **details: Any) -> None:  # noqa: B027
         """Append an audit event that needs no lock (``retried``)."""

@@ -14,8 +14,11 @@ manifest that a crash could still lose. On S3 every PUT is durable and the flag 
 from __future__ import annotations
 
 import math
+import os
+import threading
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
@@ -81,6 +84,10 @@ class ManifestWriter:
     cache_list: CacheList | None = None
     #: Paths written with ``durable=False`` since the last :meth:`sync` (or publish).
     unsynced: list[str] = field(default_factory=list)
+    #: While set, files are not written but appended here as (path, bytes), for the caller to write
+    #: (concurrently, :func:`write_deferred`) before anything can name them. They count as written
+    #: (``written``, ``unsynced``, the read caches) from the moment they are staged.
+    deferred: list[tuple[str, bytes]] | None = None
     _counter: Any = field(default_factory=count)
 
     def _name(self, kind: str) -> str:
@@ -89,6 +96,10 @@ class ManifestWriter:
     def _put(self, name: str, data: bytes) -> None:
         path = self.file_io.join(self.manifest_dir, name)
         self.written.append(name)
+        if self.deferred is not None:
+            self.deferred.append((path, data))
+            self.unsynced.append(path)
+            return
         # create_if_absent: a manifest name is never reused, so finding one already there is a bug.
         # Durable at sync() or with the snapshot that names it (module docstring).
         self.file_io.create_if_absent(path, data, durable=False)
@@ -153,6 +164,51 @@ class ManifestWriter:
         name = self._name("index-manifest")
         self._put(name, data)
         return name
+
+
+# One pool per process (a forked child gets its own: the parent's threads do not exist there).
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    with _POOL_LOCK:
+        pool = _POOLS.get(pid)
+        if pool is None:
+            _POOLS.clear()
+            pool = _POOLS[pid] = ThreadPoolExecutor(max_workers=16, thread_name_prefix="manifest-put")
+        return pool
+
+
+def run_together(actions: Sequence[Callable[[], None]]) -> None:
+    """Run independent ``actions`` concurrently on the process's pool and wait for them all (on S3: one
+    round trip for all, not one each); raises the first failure once all ended."""
+    if len(actions) <= 1:
+        for action in actions:
+            action()
+        return
+    futures = [_pool().submit(action) for action in actions]
+    wait(futures)
+    for future in futures:
+        future.result()
+
+
+def write_deferred(file_io: FileIO, files: Sequence[tuple[str, bytes]]) -> None:
+    """Write what writers staged in ``deferred`` mode, concurrently (each create-if-absent, not durable:
+    made durable with the snapshot that names it, as any manifest). On S3 that is one round trip for
+    all of them instead of one each. Raises the first failure once every write ended; then some may
+    exist and some not: nothing names them yet, so the caller drops them like any failed attempt's.
+    Never call it from a task of the same pool (a process-wide pool of 16 threads)."""
+    if len(files) <= 1:
+        for path, data in files:
+            file_io.create_if_absent(path, data, durable=False)
+        return
+    pool = _pool()
+    futures = [pool.submit(file_io.create_if_absent, path, data, durable=False) for path, data in files]
+    wait(futures)
+    for future in futures:
+        future.result()
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,3 +74,12 @@ def advance_hints(snapshots: SnapshotManager, snapshot_id: int) -> None:
             snapshots.commit_earliest_hint(1)
     except FileIOError:
         log.warning("could not update snapshot hints after snapshot %s", snapshot_id, exc_info=True)
+
+
+def earliest_hint(snapshots: SnapshotManager) -> None:
+    """EARLIEST=1 (after the table's first snapshot), best effort as :func:`advance_hints`. Given apart
+    from LATEST where only a group's last LATEST is written (``CommitGuard.after_release``'s key)."""
+    try:
+        snapshots.commit_earliest_hint(1)
+    except FileIOError:
+        log.warning("could not write the EARLIEST hint", exc_info=True)

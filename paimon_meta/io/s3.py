@@ -224,6 +224,25 @@ def _status(path: str, size: int, mtime: Any, etag: str | None) -> FileStatus:
     )
 
 
+def _drop_expect_continue(params: dict[str, Any], **_: Any) -> None:
+    params.get("headers", {}).pop("Expect", None)
+
+
+def without_expect_continue(client: Any) -> None:
+    """Send PUTs without ``Expect: 100-continue``.
+
+    botocore adds that header to every PUT/POST with a body (``handlers.add_expect_header``, on
+    ``before-call.s3``) and then waits for the server's interim ``100 Continue`` before sending the
+    body: one extra round trip per PUT, for bodies of a few KB that a rejection would waste nothing
+    of. The header is not signed (SigV4 signs only the headers it lists; botocore leaves ``Expect``
+    out), and S3 (and MinIO, moto) accept a PUT without it: the client simply sends headers and body
+    together. This handler runs after botocore's (same event, registered later) and removes it.
+    Idempotent per client (botocore deduplicates by ``unique_id``)."""
+    client.meta.events.register(
+        "before-call.s3", _drop_expect_continue, unique_id="paimon-meta-no-expect-continue"
+    )
+
+
 class S3FileIO(FileIO):
     """FileIO on one S3 endpoint. ``root`` is the warehouse URI: the ``auto`` conditional-write probe
     writes (and deletes) one object below it. Thread-safe; one boto3 client per instance."""
@@ -235,6 +254,7 @@ class S3FileIO(FileIO):
         self.root = root
         self.settings = S3Settings.from_options(options or {})
         self._client = client if client is not None else self._make_client(self.settings)
+        without_expect_continue(self._client)
         self._probe_lock = threading.Lock()
         self._conditional: bool | None = {"true": True, "false": False}.get(self.settings.conditional_writes)
 

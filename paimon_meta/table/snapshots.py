@@ -57,6 +57,23 @@ class SnapshotManager:
         # The live files of the latest snapshots, for the commit path's re-add check (one per table
         # location wherever the manager is shared, as the service shares it).
         self.live_files = LiveFiles()
+        # Commits of this table object prepared and not yet decided (CommitCoordinator.prepare): when
+        # some are, a new one will most likely be staged on a snapshot not published yet, so its base
+        # list is not staged ahead on the one held now (it would be wasted: a PUT and a DELETE).
+        self._in_flight = 0
+
+    def begin_commit(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+
+    def end_commit(self) -> None:
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
+
+    @property
+    def commits_in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
 
     def observe_timeline(self, timeline: int) -> None:
         """The table's timeline as the metastore has it now. A rollback starts a new one and reuses the
@@ -79,6 +96,12 @@ class SnapshotManager:
             self._cache.move_to_end(snapshot.id)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
+
+    def newest_cached(self) -> Snapshot | None:
+        """The highest-id snapshot in the cache (of the current timeline), without I/O: a guess at the
+        latest, for work done before a lock that is checked under it."""
+        with self._lock:
+            return self._cache[max(self._cache)] if self._cache else None
 
     def _read_hint(self, path: str) -> int | None:
         # HintFileUtils.readHint: any failure (absent, partial write, garbage) means "no hint".

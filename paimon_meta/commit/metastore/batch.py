@@ -28,6 +28,7 @@ unknown is reported as such, never cleaned up.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,8 +43,9 @@ from paimon_meta.commit.coordinator import (
     Staged,
 )
 from paimon_meta.commit.crashpoints import CrashPoint
+from paimon_meta.commit.manifests import write_deferred
 from paimon_meta.commit.metastore.guard import LockHold, MetastoreGuard, MetastoreSession
-from paimon_meta.commit.publish import advance_hints
+from paimon_meta.commit.publish import advance_hints, earliest_hint
 from paimon_meta.errors import CommitConflictError, CommitOutcomeUnknownError
 from paimon_meta.io.base import CreatedAll
 from paimon_meta.model.snapshot import CommitKind
@@ -211,11 +213,21 @@ class _Batch:
         for e, st in created:
             e.coordinator.created(st.snapshot)
         if created:
-            # Under the lock: hints only move forward.
-            advance_hints(created[0][0].coordinator.snapshots, created[-1][1].snapshot.id)
+            # Once the lock is released: hints are verified by every reader (coordinator._commit_kind).
+            guard, snapshots = created[0][0].guard, created[0][0].coordinator.snapshots
+            guard.after_release(
+                functools.partial(advance_hints, snapshots, created[-1][1].snapshot.id),
+                key=snapshots.paths.latest_hint_path,
+            )
+            if created[0][1].snapshot.id == 1:
+                guard.after_release(functools.partial(earliest_hint, snapshots))
         undone = [e for e, _ in staged[done.created + done.doubtful :]]
         if stop is not None:
             log.warning("batch of %s stopped after %s snapshots: %s", self.hold.lock_id, len(created), stop)
+            for e in undone:
+                # The name may be taken because storage was ahead of the pointer read unchecked (the
+                # guard's "S3 floor" invariant): each goes on alone with storage checked first.
+                e.guard.storage_may_be_ahead()
         for e in undone:
             e.coordinator.record_retry(e.commit_id, 1, f"the batch stopped before it: {stop}", 0.0)
         self.back_to_single(undone)
@@ -252,6 +264,8 @@ class _Batch:
         for e, st in created:
             sid = st.snapshot.id
             e.coordinator.guard.finished(e.commit_id, outcome="published", snapshot_id=sid)
+            unused = functools.partial(e.coordinator.discard_unused_base, e.pending, st.snapshot)
+            e.guard.after_release(unused)
             e.prepared.used = True
             self._result(e, CommitResult((e.commit_id,), (sid,), False, 1))
         for e, st in doubtful:
@@ -287,6 +301,7 @@ class _Batch:
         self.outcome.rest.sort()
 
     def _result(self, e: _Entry, result: CommitResult | BaseException) -> None:
+        e.prepared.settled()
         self.outcome.results[self._index[id(e)]] = result
 
 
@@ -301,19 +316,38 @@ def _stage_all(live: Sequence[_Entry]) -> None:
         # Storage was ahead of the pointer and the first session recorded what it found: the other
         # sessions' dedupe lookups predate that. Rare (a crash, another engine): commit one at a time.
         raise _Reopen("the log caught up with storage while opening the batch")
-    for e in live:
-        assert e.session is not None
-        e.coordinator.observe_timeline(e.session)
-        try:
-            out = e.coordinator.stage(e.session, 1, e.pending, head)
-        except CommitConflictError as exc:
-            e.conflict = exc
-            continue
-        if isinstance(out, Deduplicated):
-            e.deduplicated = out.snapshot_id
-        else:
-            e.staged = out
-            head = out.snapshot
+    # Each commit's base list (and any manifest its merge rewrites) is staged on the snapshot staged
+    # before it, in memory (the writers' read caches hold what they staged); the files are then PUT
+    # together, concurrently (one round trip on S3, not one per commit), before anything can name them:
+    # the links come after, in order (stage_and_link). A failed write raises before any link: nothing
+    # is named, every commit goes one at a time (their attempts' files dropped, I3).
+    # Only where every commit reads through one table object (a service's shared table, one process's
+    # writers of one table): the staging of each reads what the one before staged from that object's
+    # caches, filled as the files are staged; another table object would look for them on storage (a
+    # miss fails the batch, safely, back to one at a time: so then the files are written as staged).
+    one_reader = len({id(e.coordinator.reader) for e in live}) == 1
+    deferred: list[tuple[str, bytes]] = []
+    try:
+        for e in live:
+            assert e.session is not None
+            e.coordinator.observe_timeline(e.session)
+            e.pending.writer.deferred = deferred if one_reader else None
+            try:
+                out = e.coordinator.stage(e.session, 1, e.pending, head)
+            except CommitConflictError as exc:
+                e.conflict = exc
+                continue
+            finally:
+                e.pending.writer.deferred = None
+            if isinstance(out, Deduplicated):
+                e.deduplicated = out.snapshot_id
+            else:
+                e.staged = out
+                head = out.snapshot
+    finally:
+        for e in live:
+            e.pending.writer.deferred = None
+    write_deferred(first.coordinator.file_io, deferred)
 
 
 class _Reopen(Exception):

@@ -276,7 +276,7 @@ class TableGroup:
                 commits += 1
                 self._commit(item, hold)
         finally:
-            hold.release()
+            hold.release()  # then what the commits left for after it (hints, unused files)
         if self.observer is not None and commits:
             report = GroupReport(self.lock_id, commits, time.monotonic() - started, hold.acquisitions)
             try:

@@ -69,6 +69,7 @@ import sqlalchemy.exc
 from sqlalchemy import Connection, Engine
 
 from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
+from paimon_meta.commit.manifests import run_together
 from paimon_meta.db.models import PRINCIPAL_SETTING_SQL
 from paimon_meta.db.pool import RawConnection, ServerStatement, Statement, rollback_quietly, run_batch
 from paimon_meta.errors import (
@@ -397,6 +398,8 @@ class MetastoreSession(GuardSession):
     unrecorded: _DeferredRecording | None = None
     # The session ended by handing its lease to the retrier (the hold must acquire afresh).
     deferred: bool = False
+    # ``latest_snapshot_id`` answered the pointer without checking storage (see there).
+    unverified: bool = False
 
     def _keeps(self) -> bool:
         """Whether this session's publish keeps the lock for another commit (decided once)."""
@@ -436,13 +439,37 @@ class MetastoreSession(GuardSession):
         self.branch_row = row.get("has_branch_row", True)
 
     def latest_snapshot_id(self) -> int | None:
+        """The latest snapshot id: the pointer, once the log is known to hold everything storage has.
+
+        Everyone who commits through the metastore advances the pointer under this lock, so storage can
+        only be ahead of it by snapshots another engine (or a crashed writer) created, and snapshots are
+        contiguous: storage is ahead iff ``snapshot-(pointer+1)`` exists.
+
+        Invariant (S3 floor): on a store whose create-if-absent is a real compare-and-set
+        (``atomic_create``: S3's ``PUT If-None-Match: *``, a local ``link``), that existence check is
+        not made up front; the pointer is answered as is (``storage_unverified``). It is safe because
+        the only thing built on this answer is the create of ``snapshot-(pointer+1)``, which fails
+        exactly when that file exists (412), i.e. exactly when the check would have found storage
+        ahead. So a create that succeeds proves storage was not ahead: the log held every snapshot, and
+        the dedupe lookup (I1) and the conflict check (I4) that ran against the log saw everything.
+        A create that fails is a definite failure of the attempt (nothing of ours is named); the guard
+        is told (``storage_may_be_ahead``) and the next session checks, reconciles (``recovered`` /
+        ``external``) and redoes the lookup, exactly as before: a re-sent commit whose first send's
+        snapshot is on storage unrecorded is deduplicated there, never published twice. (The check
+        costs a HEAD under the lock on every commit; the 412 path costs one retry, only when another
+        engine or a crashed writer left a snapshot.)
+
+        Otherwise (no real create-if-absent, a branch without its pointer row, a session after a lost
+        create): the existence check, then reconcile if storage is ahead (the log must equal storage
+        before anything is decided) and the lookup redone."""
         snapshots = self.guard.snapshots
-        # Everyone who commits through the metastore advances the pointer under this lock, so storage
-        # can only be ahead of it by snapshots another engine (or a crashed writer) created: one
-        # existence check finds out. Only then reconcile (the log must equal storage before anything
-        # is decided) and redo the lookup.
-        # (A branch without its pointer row gets one from reconcile first.)
+        guard = self.guard
+        if self.branch_row and not guard.verify_storage and guard.trusts_create():
+            self.unverified = True
+            return self.pointer
+        self.unverified = False
         if self.branch_row and not snapshots.snapshot_exists((self.pointer or 0) + 1):
+            guard.verify_storage = False
             return self.pointer
         reconcile(
             self.guard.registry,
@@ -453,7 +480,16 @@ class MetastoreSession(GuardSession):
             branch=self.guard.branch,
         )
         self.load_pointer()
+        guard.verify_storage = False
         return self.pointer
+
+    def verified_latest_snapshot_id(self) -> int | None:
+        """:meth:`latest_snapshot_id` with storage checked (and reconciled) whatever the store."""
+        self.guard.verify_storage = True
+        return self.latest_snapshot_id()
+
+    def storage_unverified(self) -> bool:
+        return self.unverified
 
     def find_committed(
         self, user: str, identifier: int, kind: CommitKind, latest: Snapshot | None
@@ -680,6 +716,23 @@ class MetastoreGuard(CommitGuard):
     # The branch committed to (migration 0009): ``snapshots`` is its manager, its pointer is its row of
     # paimon_table_branches (main: paimon_tables'), its events carry it; the lock stays the table's.
     branch: str = MAIN
+    # Set when a create of snapshot-N lost after an unverified latest id (MetastoreSession.
+    # latest_snapshot_id): the next session checks storage before anything is decided.
+    verify_storage: bool = False
+
+    def trusts_create(self) -> bool:
+        """Whether the store's create-if-absent is a real compare-and-set (then a session need not
+        check storage before staging: see ``MetastoreSession.latest_snapshot_id``)."""
+        return self.snapshots.file_io.capabilities.atomic_create
+
+    def storage_may_be_ahead(self) -> None:
+        self.verify_storage = True
+
+    def after_release(self, action: Callable[[], None], *, key: str | None = None) -> None:
+        if self.hold is not None:
+            self.hold.after_release(action, key=key)
+        else:
+            action()
 
     def pointer_sql(self) -> tuple[str, dict[str, Any]]:
         """The committed-to branch's pointer (column ``latest_snapshot_id``; no row: none)."""
@@ -1104,6 +1157,25 @@ class LockHold:
         self._conn_cm: Any = None
         self.acquisitions = 0
         self.sessions = 0
+        # Run once the hold releases the lock (MetastoreGuard.after_release); keyed: only the last.
+        self._after: list[Callable[[], None]] = []
+        self._after_keyed: dict[str, Callable[[], None]] = {}
+
+    def after_release(self, action: Callable[[], None], *, key: str | None = None) -> None:
+        """Run ``action`` when this hold ends (:meth:`release`), after the lock is released; of the
+        actions with one ``key``, only the last given (the group's LATEST hint: its newest snapshot)."""
+        if key is None:
+            self._after.append(action)
+        else:
+            self._after_keyed[key] = action
+
+    def _run_after(self) -> None:
+        actions = [*self._after, *self._after_keyed.values()]
+        self._after, self._after_keyed = [], {}
+        try:
+            run_together(actions)  # independent: one round trip on S3 for all
+        except Exception:  # hints and clean-up only: never a commit's outcome
+            log.warning("an action after releasing %s failed", self.lock_id, exc_info=True)
 
     @property
     def held(self) -> bool:
@@ -1353,6 +1425,12 @@ class LockHold:
     def release(self) -> None:
         """End the group: release the lock (with its ``released`` event and NOTIFY) on the group's
         connection, and give the connection back."""
+        try:
+            self._release()
+        finally:
+            self._run_after()
+
+    def _release(self) -> None:
         lease = self.lease
         if lease is None or lease.released:
             self._close_connection()

@@ -30,7 +30,8 @@ reduced to what the protocol defines (the client checked its changes against its
    the table into the snapshot through its base list).
 5. **Fence and publish** (I2, I3): validate the lease in the publishing transaction; create
    ``snapshot-N`` only if absent (a file already there means a writer outside the lock got there first:
-   ``success: false``); LATEST/EARLIEST hints.
+   ``success: false``; on a pointer not checked against storage, what storage has is recorded first,
+   under the same lock: the guard's "S3 floor" invariant); the LATEST/EARLIEST hints after the release.
 6. **Record** in one transaction: pending audit events, the pointer compare-and-set N-1 -> N with
    ``snapshot_published``, the partition statistics (only if the CAS moved the pointer), the release.
 
@@ -54,7 +55,7 @@ from dataclasses import dataclass
 from paimon_meta.commit import crashpoints
 from paimon_meta.commit.changes import partition_deltas
 from paimon_meta.commit.crashpoints import CrashPoint
-from paimon_meta.commit.metastore.guard import MetastoreGuard
+from paimon_meta.commit.metastore.guard import MetastoreGuard, MetastoreSession
 from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file
 from paimon_meta.commit.validate import MessageValidator
 from paimon_meta.errors import (
@@ -210,6 +211,21 @@ class SnapshotCommitter:
         delta: Sequence[ManifestEntry],
         seen: Snapshot | None,
     ) -> SnapshotCommitResult:
+        result = self._held(commit_id, ref, request, delta, seen)
+        # After the lock's release: LATEST is only a hint that every reader verifies (the commit path's
+        # note in coordinator._commit_kind).
+        if result.snapshot_id is not None:
+            advance_hints(self.snapshots, result.snapshot_id)
+        return result
+
+    def _held(
+        self,
+        commit_id: str,
+        ref: CommitRef,
+        request: SnapshotCommitRequest,
+        delta: Sequence[ManifestEntry],
+        seen: Snapshot | None,
+    ) -> SnapshotCommitResult:
         snap = request.snapshot
         with self.guard.session(commit_id, 1) as session:
             if self.guard.branch != MAIN and not self.file_io.exists(
@@ -221,9 +237,12 @@ class SnapshotCommitter:
                     resource_name=self.guard.branch,
                 )
             latest_id = session.latest_snapshot_id()
-            # A rollback reuses the ids above its target: nothing cached under another timeline is the base.
-            self.snapshots.observe_timeline(session.timeline)
-            latest = None if latest_id is None else self.snapshots.snapshot(latest_id)
+            if session.storage_unverified() and not _base_matches(self._latest(session, latest_id), request):
+                # The pointer was not checked against storage (guard: "S3 floor"); a base other than
+                # the pointer's snapshot may be one another engine left beyond it: check storage (and
+                # record what it has) before calling it a conflict.
+                latest_id = session.verified_latest_snapshot_id()
+            latest = self._latest(session, latest_id)
             crashpoints.reached(CrashPoint.AFTER_LOCK)
             t0 = time.monotonic()
             outcome: dict[str, str] = {"outcome": "ok"}
@@ -252,9 +271,14 @@ class SnapshotCommitter:
             try:
                 create_snapshot_file(self.snapshots, snap.id, snapshot_to_json(snap).encode("utf-8"))
             except SnapshotRaceLost as e:
+                if session.storage_unverified():
+                    # The pointer was not checked against storage (guard: "S3 floor"): storage is ahead
+                    # of the log. Record what it has now, under this lock (a crashed commit's snapshot
+                    # ``recovered``, another engine's ``external``), so the answer below and the
+                    # client's retry on the snapshot it then reads see the log equal to storage.
+                    session.verified_latest_snapshot_id()
                 raise _Conflict(f"{e} (outside the lock)") from None
             crashpoints.reached(CrashPoint.AFTER_SNAPSHOT)
-            advance_hints(self.snapshots, snap.id)
             session.set_statistics(request.statistics)
             details = {
                 "kind": snap.commit_kind.value,
@@ -276,6 +300,11 @@ class SnapshotCommitter:
                 )
             crashpoints.reached(CrashPoint.AFTER_EVENT)
             return SnapshotCommitResult(True, commit_id, snap.id)
+
+    def _latest(self, session: MetastoreSession, latest_id: int | None) -> Snapshot | None:
+        # A rollback reuses the ids above its target: nothing cached under another timeline is the base.
+        self.snapshots.observe_timeline(session.timeline)
+        return None if latest_id is None else self.snapshots.snapshot(latest_id)
 
     def _validated_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         """Step 1: the delta's and the changelog's entries pass the CommitMessage checks; the delta's."""
@@ -343,14 +372,7 @@ class SnapshotCommitter:
     def _check_base(latest: Snapshot | None, request: SnapshotCommitRequest) -> None:
         snap = request.snapshot
         expected_id = 1 if latest is None else latest.id + 1
-        if latest is None:
-            base_ok = request.base_snapshot_uuid is None
-        elif latest.uuid is None:
-            # Written by an engine that records no uuid: the base cannot be named, only the id checked.
-            base_ok = request.base_snapshot_uuid is None and snap.id == expected_id
-        else:
-            base_ok = request.base_snapshot_uuid == latest.uuid
-        if not base_ok:
+        if not _base_matches(latest, request):
             raise _Conflict(
                 f"the latest snapshot is {None if latest is None else latest.id} "
                 f"(uuid {None if latest is None else latest.uuid}), not the base "
@@ -361,6 +383,16 @@ class SnapshotCommitter:
                 f"snapshot.id must be {expected_id} (the latest snapshot + 1), got {snap.id}",
                 field="snapshot.id",
             )
+
+
+def _base_matches(latest: Snapshot | None, request: SnapshotCommitRequest) -> bool:
+    """Whether ``request`` was built on ``latest`` (step 4's base check)."""
+    if latest is None:
+        return request.base_snapshot_uuid is None
+    if latest.uuid is None:
+        # Written by an engine that records no uuid: the base cannot be named, only the id checked.
+        return request.base_snapshot_uuid is None and request.snapshot.id == latest.id + 1
+    return request.base_snapshot_uuid == latest.uuid
 
 
 @contextmanager

@@ -21,7 +21,7 @@ import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitCoordinator
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport
-from paimon_meta.commit.metastore.guard import LockHold
+from paimon_meta.commit.metastore.guard import LockHold, MetastoreGuard
 from paimon_meta.errors import CommitConflictError, CommitFailedError, FileIOError, LockLostError
 from paimon_meta.io import CreatedAll, FaultInjectingFileIO, LocalFileIO
 from paimon_meta.model.snapshot import CommitKind
@@ -380,8 +380,10 @@ def test_a_batch_that_finds_storage_ahead_when_it_opens_keeps_the_prepared_manif
     catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another engine publishes a snapshot straight to storage after the commits queued and before their
-    batch opens: the batch finds storage ahead of the pointer (it cannot stage on sessions opened before
-    that was recorded) and its commits go one at a time on top of the outsider's snapshot. Going back
+    batch opens. The batch's sessions answer the pointer without checking storage (a real
+    create-if-absent: the guard's "S3 floor" invariant), so the batch stages on it and its first link
+    finds the name taken: nothing of it is named, and its commits go one at a time, storage checked
+    first (the outsider recorded ``external``), on top of the outsider's snapshot. Going back
     drops only the batch attempt's files (I3), never the delta manifests and lists each commit wrote
     before the lock, which the snapshots it then publishes name: every acknowledged commit once, every
     list and manifest there, every row readable."""
@@ -409,7 +411,7 @@ def test_a_batch_that_finds_storage_ahead_when_it_opens_keeps_the_prepared_manif
     results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
     assert groups.join(30)
     assert outsider == [2]
-    assert calls == []  # the batch was given up before it linked anything
+    assert [n for n, _ in calls] == [3]  # one link of the batch, stopped at its first name: none made
     assert [r.snapshot_ids for r in results] == [(1,), (3,), (4,), (5,)]
     h = read_history(catalog, "db.t")
     assert [(e["commit_user"], e["snapshot_id"]) for e in h.events_of("external")] == [("outsider", 2)]
@@ -444,6 +446,9 @@ def test_a_batch_whose_base_read_fails_commits_one_at_a_time_with_its_prepared_m
             raise
 
     monkeypatch.setattr(CommitCoordinator, "base", base)
+    # Where create-if-absent is real the pointer is not checked against storage (the guard's "S3 floor"
+    # invariant): the check (and its fault) is what a store without one still does.
+    monkeypatch.setattr(MetastoreGuard, "trusts_create", lambda self: False)
     # The first commit publishes snapshot 1 alone; the batch's base() is the first to look for 2.
     rule = fio.fail_nth("exists", 1, path_contains="snapshot/snapshot-2")
     results = [f.result(60) for f in _queued_behind_a_held_first(catalog, groups, prepared)]
