@@ -110,7 +110,9 @@ def new_context(chromium: Browser, shots: Shots) -> Iterator[Callable[[], Browse
 
     def make() -> BrowserContext:
         context = chromium.new_context(viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(15_000)
+        context.set_default_timeout(
+            60_000
+        )  # a condition waited for; generous for a loaded machine (load 10+ on 2 cores)
         made.append(context)
         return context
 

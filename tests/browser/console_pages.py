@@ -61,7 +61,7 @@ def post_form(page: Page, path: str, fields: dict[str, str]) -> int:
     return status
 
 
-def wait_until(page: Page, expression: str, arg: Any = None, timeout: float = 15.0) -> None:
+def wait_until(page: Page, expression: str, arg: Any = None, timeout: float = 60.0) -> None:
     """Until ``expression`` (a function of ``arg``) is true in ``page``. Polled from here: the console's
     Content-Security-Policy forbids the ``eval`` that ``Page.wait_for_function`` needs."""
     deadline = time.monotonic() + timeout

@@ -71,7 +71,7 @@ def seen(page: Page) -> list[dict[str, Any]]:
     return events
 
 
-def wait_for_snapshot(page: Page, subject: str, snapshot_id: int, timeout_ms: float = 15_000) -> None:
+def wait_for_snapshot(page: Page, subject: str, snapshot_id: int, timeout_ms: float = 60_000) -> None:
     """Until the page has received ``subject``'s ``snapshot_published`` of ``snapshot_id``."""
     page.wait_for_function(
         """([subject, id]) => window.seen.some(e => e.type === "org.paimon.commit.snapshot_published"
