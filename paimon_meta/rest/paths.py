@@ -247,3 +247,9 @@ def expand(template: str, **segments: str) -> str:
     """``template`` with each ``{name}`` replaced by ``segments[name]`` percent-encoded as one path
     segment (``/`` included, so a name cannot reach another route)."""
     return template.format_map({name: quote(value, safe="") for name, value in segments.items()})
+
+
+# ---- the catalogs' admin API (our extension, shaped as Apache Polaris' management API) ------------------
+MANAGEMENT = "/api/management/v1"
+CATALOGS = f"{MANAGEMENT}/catalogs"
+CATALOG = f"{CATALOGS}/{{catalog}}"

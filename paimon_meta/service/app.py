@@ -52,6 +52,7 @@ from paimon_meta.service import (
     routes_audit,
     routes_branches,
     routes_catalog,
+    routes_catalogs,
     routes_commits,
     routes_common,
     routes_feed,
@@ -153,6 +154,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_semantic_views.router)
     app.include_router(routes_functions.router)
     app.include_router(routes_feed.router)
+    app.include_router(routes_catalogs.router)
     console_routes.install(app)
     _name_spec_operations(app)
     _install_ops(app)
