@@ -88,6 +88,13 @@ class Require:
         # prefix names; the default catalog for a path without one). 404 for a prefix naming none.
         served = await resolve_served(request)
         access = access.in_catalog(served.key, default=served.default)
+        if not served.default and not access.grants:
+            # Nothing of another catalog is shown to a principal holding no grant in it (not even an
+            # empty listing): every route of it is 403 (the default catalog's listings stay as they were).
+            _log_refusal(
+                request, state, "forbidden", access.principal, privilege=self.privilege, scope=self.scope
+            )
+            raise ForbiddenError(f"principal {access.principal!r} holds no grant in catalog {served.name!r}")
         if self.privilege is None:
             return access
         database = request.path_params.get("database") if self.scope != "catalog" else None
