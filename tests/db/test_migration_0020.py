@@ -25,7 +25,8 @@ def _seed_0019(url: str, *, with_catalog: bool) -> None:
         with engine.begin() as conn:
             pid = conn.execute(
                 text(
-                    "INSERT INTO paimon_principals (name, created_by) VALUES ('etl', 'ops') RETURNING principal_id"
+                    "INSERT INTO paimon_principals (name, created_by) VALUES ('etl', 'ops')"
+                    " RETURNING principal_id"
                 )
             ).scalar_one()
             conn.execute(
