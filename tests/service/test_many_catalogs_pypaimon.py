@@ -56,6 +56,37 @@ print(json.dumps({"rows": sorted(r["v"] for r in rows), "path": str(table.table_
 """
 
 
+#: argv: uri warehouse token tag. paimon-rust (pypaimon-rust 0.4.0): creates db_rs and db_rs.t (DataFusion
+#: DDL), commits one batch whose ``v`` carry ``tag``, prints what it reads back and the table's location.
+RUST = r"""
+import json, sys
+import pyarrow as pa
+from pypaimon_rust.datafusion import PaimonCatalog, SQLContext
+
+uri, warehouse, token, tag = sys.argv[1:5]
+options = {"metastore": "rest", "uri": uri, "warehouse": warehouse, "token.provider": "bear", "token": token}
+ctx = SQLContext()
+ctx.register_catalog("pm", options, default_database="")
+ctx.sql("CREATE SCHEMA IF NOT EXISTS pm.db_rs")
+ctx.sql("CREATE TABLE IF NOT EXISTS pm.db_rs.t (k BIGINT NOT NULL, v STRING) WITH ('bucket' = '-1')")
+cat = PaimonCatalog(options)
+schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+wb = cat.get_table("db_rs.t").new_batch_write_builder()
+w = wb.new_write()
+w.write_arrow(pa.record_batch({"k": [1, 2], "v": [tag + "-1", tag + "-2"]}, schema=schema))
+messages = w.prepare_commit()
+w.close()
+c = wb.new_commit()
+c.commit(messages)
+c.close()
+t = cat.get_table("db_rs.t")
+rb = t.new_read_builder()
+batches = rb.new_read().read(rb.new_scan().plan().splits())
+rows = pa.Table.from_batches(batches).to_pylist() if batches else []
+print(json.dumps({"rows": sorted(r["v"] for r in rows), "location": t.location()}))
+"""
+
+
 @dataclass
 class Rig:
     db: str
@@ -151,3 +182,14 @@ def test_pypaimon_creates_commits_and_reads_in_each_catalog(rig: Rig, pypaimon_p
         assert sorted(got.column("v").to_pylist()) == ["a-0", "a-1"]
     with pytest.raises(NotFoundError):
         paimon_meta.connect_service(base, rig.bob, warehouse="nope")
+
+
+def test_paimon_rust_creates_commits_and_reads_in_each_catalog(rig: Rig, rust_python: Path) -> None:
+    base = rig.server.base
+    a: dict[str, Any] = run_pypaimon(RUST, base, "paimon", rig.alice, "ra", python=rust_python)
+    b: dict[str, Any] = run_pypaimon(RUST, base, "lake", rig.bob, "rb", python=rust_python)
+    assert a["rows"] == ["ra-1", "ra-2"] and b["rows"] == ["rb-1", "rb-2"]
+    assert str(rig.local) in a["location"]
+    assert b["location"].startswith(f"s3://{rig.bucket}/warehouse/db_rs.db/t")
+    assert _keys(rig, "warehouse/db_rs.db/t/snapshot/")
+    assert (rig.local / "db_rs.db" / "t" / "snapshot" / "snapshot-1").exists()
