@@ -274,3 +274,26 @@ def test_the_admin_api(rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     Catalogs(rig.a.engine).create("paimon", str(tmp_path / "wh-a"), catalog_key=rig.a.registry.catalog_key)
     _status(c.delete(f"{CATALOGS}/paimon", headers=alice), 400)
     assert _status(c.get(f"{CATALOGS}/paimon", headers=alice), 200)["default"] is True
+
+
+def test_lock_rows_of_one_catalog_are_neither_shown_nor_released_in_the_other(rig: Rig) -> None:
+    c, alice, bob = rig.client, rig.tokens["alice"], rig.tokens["bob"]
+    a_lease = rig.a.lock.try_acquire("jdbc.db.t", owner="holder-a", lease_seconds=60, heartbeat=False)
+    b_lease = rig.b.lock.try_acquire("b.db.t", owner="holder-b", lease_seconds=60, heartbeat=False)
+    assert a_lease is not None and b_lease is not None
+    try:
+        assert [r["lock_id"] for r in _status(c.get(f"{A}/locks", headers=alice), 200)["locks"]] == [
+            "jdbc.db.t"
+        ]
+        assert [r["lock_id"] for r in _status(c.get(f"{B}/locks", headers=bob), 200)["locks"]] == ["b.db.t"]
+        # bob is admin of the whole of b: still not of the default catalog's lock
+        release = {"lockId": "jdbc.db.t", "reason": "not mine", "force": True}
+        _status(c.post(f"{B}/locks/release", json=release, headers=bob), 403)
+        release = {"lockId": "b.db.t", "reason": "not mine", "force": True}
+        _status(c.post(f"{A}/locks/release", json=release, headers=alice), 403)
+        held = {r["lock_id"] for r in _status(c.get(f"{A}/locks", headers=alice), 200)["locks"]}
+        held |= {r["lock_id"] for r in _status(c.get(f"{B}/locks", headers=bob), 200)["locks"]}
+        assert held == {"jdbc.db.t", "b.db.t"}
+    finally:
+        a_lease.release()
+        b_lease.release()

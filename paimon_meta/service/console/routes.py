@@ -291,7 +291,7 @@ async def release_lock(request: Request, form: Form, access: Annotated[Access, A
     operator and the reason."""
     catalog = catalog_of(request)
     lock_id = form.get("lock_id", "")
-    if not pages.may_release(catalog, access, lock_id):
+    if not pages.may_release(catalog, access, lock_id, foreign=pages.foreign_locks(catalog, default=True)):
         raise ForbiddenError(f"principal {access.principal!r} may not release lock {lock_id!r}")
     reason = _reason(form)
     operator = f"{access.principal} (console)"
