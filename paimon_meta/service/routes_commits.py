@@ -74,7 +74,7 @@ def commit_messages(
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
     with state.counted_commit("messages"):
         messages = _messages(body)  # undecodable: counted as rejected
-        with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
+        with state.admit_commit(identifier, catalog):  # 503 at once when this replica's queues are full
             result = _commit(state, catalog, identifier, body, access, messages, overwrite)
     # Serialized here, not by FastAPI's response_model (which validates the model once more).
     body_json = models.CommitMessagesResponse(

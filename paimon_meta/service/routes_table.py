@@ -140,7 +140,7 @@ def commit_table(
     else:
         commit_to = branch_ops.branch_table(catalog, identifier, branch)[1]
     committer = catalog.snapshot_committer(row, commit_to, principal=access.principal)
-    with state.counted_commit("snapshot") as count, state.admit_commit(identifier):
+    with state.counted_commit("snapshot") as count, state.admit_commit(identifier, catalog):
         # admission first refuses with 503 at once when this replica's queues are full
         result = committer.commit(
             SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))

@@ -404,7 +404,7 @@ class ServiceState:
         self.stream_rights = StreamRights(self.principals.standing, interval=settings.feed_recheck_seconds)
         self._feed_hub: FeedHub | None = None
         self._commits = 0
-        self._table_commits: dict[str, int] = {}
+        self._table_commits: dict[tuple[str, str], int] = {}
         self.groups = GroupCommitter(
             catalog.lock,
             settings=GroupSettings(
@@ -657,15 +657,17 @@ class ServiceState:
             self.metrics.commit_latency.observe(time.monotonic() - started)
 
     @contextmanager
-    def admit_commit(self, identifier: str) -> Iterator[None]:
+    def admit_commit(self, identifier: str, catalog: MetastoreCatalog | None = None) -> Iterator[None]:
         """Hold a place for one commit of ``identifier`` while it is queued or running on this replica.
 
         Raises:
             OverloadedError: the table already has ``max_table_commits`` commits here, or the replica
                 ``max_commits`` in all (503 + Retry-After: nothing was done; re-send as it is).
         """
+        # per catalog: the same db.t of two catalogs are two tables, with their own bound
+        key = ((catalog or self.catalog).registry.catalog_key, identifier)
         with self._lock:
-            table = self._table_commits.get(identifier, 0)
+            table = self._table_commits.get(key, 0)
             bound = (
                 "table_commits"
                 if table >= self.settings.max_table_commits
@@ -674,7 +676,7 @@ class ServiceState:
                 else None
             )
             if bound is None:
-                self._table_commits[identifier] = table + 1
+                self._table_commits[key] = table + 1
                 self._commits += 1
         if bound is not None:
             self.metrics.shed.labels(bound=bound).inc()
@@ -686,11 +688,11 @@ class ServiceState:
         finally:
             with self._lock:
                 self._commits -= 1
-                left = self._table_commits[identifier] - 1
+                left = self._table_commits[key] - 1
                 if left:
-                    self._table_commits[identifier] = left
+                    self._table_commits[key] = left
                 else:
-                    del self._table_commits[identifier]
+                    del self._table_commits[key]
             self.metrics.commits_admitted.dec()
 
     def _observe_group(self, report: GroupReport) -> None:
