@@ -126,6 +126,13 @@ def test_each_prefix_is_its_own_catalog(rig: Rig) -> None:
     assert a_row["id"] != b_row["id"]
     assert "wh-a" in a_row["path"] and "wh-b" in b_row["path"]
     assert _status(c.get(f"{B}/databases", headers=bob), 200)["databases"] == ["db"]
+    # the audit routes of db.t: that catalog's table only
+    for prefix, token, snapshots in ((A, alice, [1]), (B, bob, [1, 2, 3])):
+        events = _status(c.get(f"{prefix}/databases/db/tables/t/events", headers=token), 200)["events"]
+        published = sorted(e["snapshotId"] for e in events if e["eventType"] == "snapshot_published")
+        assert published == snapshots, (prefix, events)
+        runs = _status(c.get(f"{prefix}/databases/db/tables/t/maintenance-runs", headers=token), 200)
+        assert runs["runs"] == []
 
 
 def _fill(path: str) -> str:
