@@ -174,8 +174,11 @@ def _catalog_key(ctx: Context, args: argparse.Namespace) -> str | None:
 
 
 def _where(args: argparse.Namespace, db: str | None, table: str | None) -> str:
-    where = "the catalog" if db is None else db if table is None else f"{db}.{table}"
-    return where if args.catalog is None else f"{where} of catalog {args.catalog}"
+    if args.catalog is None:
+        return "the catalog" if db is None else db if table is None else f"{db}.{table}"
+    if db is None:
+        return f"the whole catalog {args.catalog}"
+    return f"{db if table is None else f'{db}.{table}'} in catalog {args.catalog}"
 
 
 def _grant(ctx: Context, args: argparse.Namespace) -> Output:

@@ -345,8 +345,9 @@ class Principals:
                 pg_insert(ServiceGrant)
                 .values(principal_id=pid, privilege=privilege.value, granted_by=granted_by)
                 .on_conflict_do_nothing(index_elements=[ServiceGrant.principal_id, ServiceGrant.privilege])
+                .returning(ServiceGrant.grant_id)
             )
-            return bool(done.rowcount)
+            return done.first() is not None
 
     def revoke_service(self, name: str, privilege: ServicePrivilege) -> bool:
         """Revoke a service-level privilege; False if there was none."""
