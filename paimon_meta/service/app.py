@@ -328,6 +328,9 @@ class _EveryRequest:
             route = getattr(scope.get("route"), "path", "unmatched")
             if service is not None:
                 service.metrics.requests.labels(route, method, str(status)).inc()
+                served = state.get("served")  # the catalog the request resolved (service.deps)
+                if served is not None:
+                    service.metrics.catalog_requests.labels(served.name, str(status)).inc()
                 service.metrics.latency.labels(route, method).observe(elapsed)
             # The client's path and the principal's name JSON-quoted: neither can forge a line or field.
             access_log.info(

@@ -195,6 +195,13 @@ class ServiceMetrics:
             ("route", "method", "status"),
             registry=self.registry,
         )
+        self.catalog_requests = Counter(
+            "paimon_meta_service_catalog_requests_total",
+            "HTTP requests by the catalog they were served by (its name: the default catalog for a path "
+            "without a prefix) and status; requests naming no catalog of the service are not counted here.",
+            ("catalog", "status"),
+            registry=self.registry,
+        )
         self.latency = Histogram(
             "paimon_meta_service_request_seconds",
             "HTTP request latency by route template and method.",

@@ -170,6 +170,9 @@ def test_a_principal_of_one_catalog_is_refused_every_route_of_the_other(rig: Rig
     _status(c.delete(f"{A}/databases/db/tables/t", headers=bob), 403)
     assert _status(c.get(f"{A}/databases", headers=bob), 200)["databases"] == []
     _status(c.get("/metrics", headers=bob), 403)
+    metrics = c.get("/metrics", headers=alice).text
+    assert 'paimon_meta_service_catalog_requests_total{catalog="b",status="403"}' in metrics
+    assert 'paimon_meta_service_catalog_requests_total{catalog="paimon",status="403"}' in metrics
     assert rig.a.list_tables("db") == ["t"]
 
 
