@@ -250,6 +250,5 @@ def expand(template: str, **segments: str) -> str:
 
 
 # ---- the catalogs' admin API (our extension, shaped as Apache Polaris' management API) ------------------
-MANAGEMENT = "/api/management/v1"
-CATALOGS = f"{MANAGEMENT}/catalogs"
-CATALOG = f"{CATALOGS}/{{catalog}}"
+CATALOGS = "/api/management/v1/catalogs"
+CATALOG_ADMIN = f"{CATALOGS}/{{catalog}}"

@@ -139,7 +139,7 @@ def create_catalog(
     return _response(state, info)
 
 
-@router.get(paths.CATALOG, response_model=models.CatalogResponse, tags=["catalogs"])
+@router.get(paths.CATALOG_ADMIN, response_model=models.CatalogResponse, tags=["catalogs"])
 def get_catalog(
     request: Request, catalog: CatalogName, _: Annotated[Access, AUTHENTICATED]
 ) -> models.CatalogResponse:
@@ -148,7 +148,7 @@ def get_catalog(
     return _response(state, info)
 
 
-@router.put(paths.CATALOG, response_model=models.CatalogResponse, tags=["catalogs"], responses=CONFLICT)
+@router.put(paths.CATALOG_ADMIN, response_model=models.CatalogResponse, tags=["catalogs"], responses=CONFLICT)
 def update_catalog(
     request: Request,
     catalog: CatalogName,
@@ -178,7 +178,7 @@ def update_catalog(
 
 
 @router.delete(
-    paths.CATALOG, response_model=models.DropCatalogResponse, tags=["catalogs"], responses=CONFLICT
+    paths.CATALOG_ADMIN, response_model=models.DropCatalogResponse, tags=["catalogs"], responses=CONFLICT
 )
 def drop_catalog(
     request: Request,
