@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 
 from paimon_meta.db.models import Privilege, ServicePrivilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore.catalogs import CatalogInfo, Catalogs, StorageProfile
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.identifier import validate_identifier
@@ -84,6 +85,12 @@ def _get_admin(request: Request, name: str) -> tuple[ServiceState, Access, Catal
     return state, access, info
 
 
+def _check_role(role_arn: str | None, external_id: str | None) -> None:
+    """Refuse (400) a role the catalog could not vend with: its requests would all fail later."""
+    if role_arn is not None:
+        StsSettings(role_arn=role_arn, external_id=external_id)
+
+
 def _profile(storage: models.CatalogStorage | None) -> StorageProfile | None:
     if storage is None:
         return None
@@ -118,6 +125,7 @@ def create_catalog(
     state, access = state_of(request), service_access(request)
     if not access.has_service(ServicePrivilege.CREATE_CATALOG):
         raise _refused(access, "has no service-level create_catalog grant")
+    _check_role(body.sts_role_arn, body.sts_external_id)
     with state.catalog.engine.begin() as conn:
         info = Catalogs(state.catalog.engine).create(
             body.name,
@@ -159,6 +167,7 @@ def update_catalog(
     options. Needs ``admin`` on the whole catalog. Replicas serve the change within their refresh time
     (``catalog_refresh_seconds``). The default catalog's warehouse is the server's flags': not here."""
     state, _access, info = _get_admin(request, catalog)
+    _check_role(body.sts_role_arn or info.sts_role_arn, body.sts_external_id or info.sts_external_id)
     if _is_default(state, info) and body.warehouse is not None:
         raise ValidationError(
             f"catalog {catalog!r} is this service's default catalog: its warehouse is serve --warehouse",

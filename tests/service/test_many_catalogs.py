@@ -261,6 +261,8 @@ def test_the_admin_api(rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         "stsExternalId": "very-secret-external-id",
         "options": {"s3.secret-key": "very-secret-key", "s3.access-key": "AKIA-S", "a": "1"},
     }
+    bad_role = {"name": "r", "warehouse": str(tmp_path / "r"), "stsRoleArn": "not-an-arn"}
+    _status(c.post(CATALOGS, json=bad_role, headers=ops), 400)
     shown = c.post(CATALOGS, json=secret, headers=ops)
     _status(shown, 200)
     for answer in (shown, c.get(f"{CATALOGS}/s", headers=ops), c.get(CATALOGS, headers=ops)):
