@@ -22,8 +22,9 @@ def state_of(request: Request) -> ServiceState:
 
 
 def served_of(request: Request) -> ServedCatalog:
-    """The catalog the request's ``{prefix}`` names (the default catalog for a path without one), kept
-    in the request's state: every check and call of one request uses the same catalog. May read the
+    """The catalog the request's ``{prefix}`` names (the default catalog for a path without one; a
+    console page: the catalog its route put in the request's state, service.console), kept in the
+    request's state: every check and call of one request uses the same catalog. May read the
     metastore (a catalog not served yet, or whose cached row is older than the refresh): call it on a
     worker thread, or :func:`resolve_served` on the event loop.
 

@@ -146,6 +146,8 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/ui/maintenance"): (None, "catalog"),
     ("GET", "/ui/live"): (None, "catalog"),
     ("GET", "/ui/live/events"): (None, "catalog"),
+    # the catalog switcher: any token (the pages of the catalog it switches to check its grants)
+    ("GET", "/ui/catalog"): (None, "catalog"),
     ("POST", "/ui/locks/release"): (None, "catalog"),
     ("POST", "/ui/tables/{database}/{table}/recover"): ("admin", "table"),
     ("POST", "/ui/tables/{database}/{table}/expire-snapshots"): ("admin", "table"),

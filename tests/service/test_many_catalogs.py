@@ -309,3 +309,28 @@ def test_lock_rows_of_one_catalog_are_neither_shown_nor_released_in_the_other(ri
     finally:
         a_lease.release()
         b_lease.release()
+
+
+def test_the_console_switches_catalogs(rig: Rig) -> None:
+    """The console's pages are of the catalog its switcher cookie names, with that catalog's grants only."""
+    c, alice, bob = rig.client, rig.tokens["alice"], rig.tokens["bob"]
+    switched = c.get("/ui/catalog", params={"name": "b"}, headers=bob, follow_redirects=False)
+    assert switched.status_code == 303, switched.text
+    assert "paimon_meta_catalog=b" in switched.headers["set-cookie"]
+    c.cookies.clear()
+    in_b = {"Cookie": "paimon_meta_catalog=b"}
+    page = c.get("/ui/", headers={**bob, **in_b})
+    assert page.status_code == 200 and "Catalog b" in page.text, page.text[:500]
+    assert 'data-testid="catalog-switcher"' in page.text  # bob holds grants in b: it is offered
+    # alice holds nothing in b: b's pages are refused; without the cookie she sees the default catalog
+    assert c.get("/ui/", headers={**alice, **in_b}).status_code == 403
+    assert c.get("/ui/tables/db/t", headers={**alice, **in_b}).status_code == 403
+    default = c.get("/ui/", headers=alice)
+    assert default.status_code == 200 and "Catalog paimon" in default.text
+    # bob's table page in b is b's db.t (three snapshots)
+    assert c.get("/ui/tables/db/t", headers={**bob, **in_b}).status_code == 200
+    assert c.get("/ui/tables/db/t", headers=bob).status_code == 403  # the default catalog's db.t
+    # switching to a catalog that does not exist: 404; a stale cookie falls back to the default catalog
+    assert c.get("/ui/catalog", params={"name": "nope"}, headers=bob).status_code == 404
+    stale = c.get("/ui/", headers={**alice, "Cookie": "paimon_meta_catalog=nope"})
+    assert stale.status_code == 200 and "Catalog paimon" in stale.text

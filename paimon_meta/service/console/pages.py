@@ -194,11 +194,11 @@ def may_release(
     return access.allows(Privilege.ADMIN, *names)
 
 
-def locks_page(catalog: MetastoreCatalog, access: Access) -> dict[str, Any]:
+def locks_page(catalog: MetastoreCatalog, access: Access, *, default: bool = True) -> dict[str, Any]:
     """The lock rows of tables the principal may read (holders, age, lease left, fencing token, state:
     a ``heartbeat_overdue`` row is one whose holder lost its connection), and recent waits for them."""
     rows = []
-    foreign = foreign_locks(catalog, default=True)  # the console shows the default catalog
+    foreign = foreign_locks(catalog, default=default)  # never another catalog's locks
     for lock in locks.list_locks(catalog.lock):
         if foreign(lock.lock_id):
             continue
