@@ -286,6 +286,12 @@ def test_the_admin_api(rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     Catalogs(rig.a.engine).create("paimon", str(tmp_path / "wh-a"), catalog_key=rig.a.registry.catalog_key)
     _status(c.delete(f"{CATALOGS}/paimon", headers=alice), 400)
     assert _status(c.get(f"{CATALOGS}/paimon", headers=alice), 200)["default"] is True
+    # a catalog of the default catalog's key under another name is never served beside it
+    Principals(rig.a.engine).grant("bob", Privilege.READ, catalog_key=rig.a.registry.catalog_key)
+    _status(c.get("/v1/paimon/databases", headers=bob), 200)
+    with rig.a.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE paimon_catalogs SET name = 'alias' WHERE name = 'paimon'")
+    _status(c.get("/v1/alias/databases", headers=bob), 404, "CATALOG")
 
 
 def test_lock_rows_of_one_catalog_are_neither_shown_nor_released_in_the_other(rig: Rig) -> None:

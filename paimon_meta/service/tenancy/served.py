@@ -150,6 +150,15 @@ class ServedCatalogs:
         except CatalogNotFoundError:
             self._retire(name)
             raise CatalogNotFoundError(f"no catalog {name!r} in this service", catalog=name) from None
+        if info.catalog_key == self.default.key:
+            # Another name for the default catalog's rows (a metastore whose default catalog could not be
+            # recorded under its own name): never served twice, with two warehouses over the same rows.
+            self._retire(name)
+            raise CatalogNotFoundError(
+                f"catalog {name!r} has the default catalog's key {info.catalog_key!r}: use "
+                f"{self.default.name!r}",
+                catalog=name,
+            )
         now = time.monotonic()
         with self._lock:
             served = self._served.get(name)
