@@ -16,7 +16,9 @@ catalog it created).
 The unique index of a grant's scope now includes its catalog.
 
 Kind: expand (a nullable column, a new table, an index that only widens uniqueness): the previous release
-ignores the column and the table and keeps working.
+ignores the column and the table and keeps working. It also reads a grant made for another catalog as one of
+its own catalog: grant in catalogs other than the default only once no replica of the previous release is
+left (docs/DESIGN.md, "Many catalogs in one service").
 
 Revision ID: 0020
 Revises: 0019
