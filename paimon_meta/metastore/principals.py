@@ -360,11 +360,6 @@ class Principals:
             )
             return bool(done.rowcount)
 
-    def revoke_catalog(self, catalog_key: str, *, conn: Connection) -> int:
-        """Remove every grant of the catalog ``catalog_key`` (its drop: a catalog created later under
-        the same key starts with none)."""
-        return int(conn.execute(delete(Grant).where(Grant.catalog_key == catalog_key)).rowcount)
-
     def list(self) -> list[PrincipalInfo]:
         with Session(self.engine) as session:
             principals = session.scalars(select(Principal).order_by(Principal.name)).all()

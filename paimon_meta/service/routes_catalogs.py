@@ -205,7 +205,5 @@ def drop_catalog(
             "be dropped while served",
             catalog=catalog,
         )
-    with state.catalog.engine.begin() as conn:
-        held = Catalogs(state.catalog.engine).drop(info.name, cascade=cascade, conn=conn)
-        state.principals.revoke_catalog(info.catalog_key, conn=conn)
+    held = Catalogs(state.catalog.engine).drop(info.name, cascade=cascade)  # its grants with it
     return models.DropCatalogResponse(databases=held)
