@@ -432,7 +432,8 @@ class Catalogs:
     def drop(self, name: str, *, cascade: bool = False, conn: Connection | None = None) -> list[str]:
         """Remove a catalog and its grants; returns the databases it held. Refused while it holds
         databases, unless ``cascade``: then their rows (databases, tables, views, functions, semantic
-        views) go with it in the same transaction. Storage is never touched: the warehouse's files stay where they are.
+        views) go with it in the same transaction. Storage is never touched: the warehouse's files
+        stay where they are.
 
         Raises:
             CatalogNotFoundError: no such catalog.
