@@ -38,3 +38,7 @@ def test_grants_per_catalog_and_service_privileges(cli: Cli, tmp_path: Path) -> 
     assert cli.json("principals", "revoke-service", "bob", "create_catalog")["revoked"] is True
     code, _, _ = cli.run("principals", "grant-service", "bob", "superuser")
     assert code == 2
+    # dropping the catalog drops its grants; the default catalog's stay
+    cli.json("catalogs", "drop", "team_b")
+    [bob] = cli.json("principals", "list")
+    assert [(g["privilege"], g["scope"], g["catalog"]) for g in bob["grants"]] == [("read", "db.t", None)]
