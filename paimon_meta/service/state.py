@@ -431,6 +431,8 @@ class ServiceState:
             metrics_registry=self.metrics.registry,
             record_vended=lambda event: append_vended(engine, event),
             refresh_seconds=settings.catalog_refresh_seconds,
+            maintenance_workers=settings.maintenance_workers,
+            where=self.replica,
         )
         self.catalogs.on_forget = self._forget_catalog
         # Started last: it reads the feed on its own thread and connections, and commits never wait for it.

@@ -340,3 +340,21 @@ def test_the_console_switches_catalogs(rig: Rig) -> None:
     assert c.get("/ui/catalog", params={"name": "nope"}, headers=bob).status_code == 404
     stale = c.get("/ui/", headers={**alice, "Cookie": "paimon_meta_catalog=nope"})
     assert stale.status_code == 200 and "Catalog paimon" in stale.text
+
+
+def test_a_served_catalog_runs_its_own_maintenance_workers(rig: Rig) -> None:
+    """With maintenance workers (``serve --maintenance-workers``), each catalog the replica serves runs its
+    own scheduler and workers on its own queue; they stop when the catalogs are closed."""
+    settings = ServiceSettings(auth_cache_seconds=0, maintenance_workers=1, catalog_refresh_seconds=0)
+    state = ServiceState(settings, rig.a)
+    try:
+        with TestClient(create_app(settings, state=state), raise_server_exceptions=False) as client:
+            _status(client.get(f"{B}/databases", headers=rig.tokens["bob"]), 200)
+            served = state.catalogs.get("b")
+            assert served.maintainer is not None and served.maintainer.catalog is served.catalog
+            threads = list(served.maintainer._threads)
+            assert threads and all(t.is_alive() for t in threads)
+            state.catalogs.close()
+            assert not any(t.is_alive() for t in threads)
+    finally:
+        state.maintainer.stop(timeout=10)

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from paimon_meta.catalog.metastore import CATALOG_KEY, CATALOG_OPTIONS, ConnectInfo, MetastoreCatalog
 from paimon_meta.errors import CatalogNotFoundError
 from paimon_meta.io.sts import DEFAULT_DURATION_SECONDS, StsSettings, vendable
+from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.access_events import CredentialsVended
 from paimon_meta.metastore.catalogs import CatalogInfo, Catalogs
 from paimon_meta.service.feed_hub import FeedHub
@@ -54,6 +55,8 @@ class ServedCatalog:
     #: The row it was connected from (None: the default catalog, connected from the flags).
     info: CatalogInfo | None = None
     checked_at: float = 0.0
+    #: Its maintenance scheduler and workers on this replica (None: none run here for it).
+    maintainer: Maintainer | None = None
     _hub: FeedHub | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -83,6 +86,8 @@ class ServedCatalog:
     def close(self) -> None:
         """Close what this catalog holds but the shared engine (the default catalog's is closed by the
         state itself)."""
+        if self.maintainer is not None:
+            self.maintainer.stop(timeout=10.0)
         self.close_hub()
         if self.vending is not None:
             self.vending.close()
@@ -109,6 +114,8 @@ class ServedCatalogs:
         metrics_registry: CollectorRegistry,
         record_vended: Callable[[CredentialsVended], int],
         refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
+        maintenance_workers: int = 0,
+        where: str = "",
     ) -> None:
         self.default = default
         self._server_options = dict(server_options)
@@ -116,6 +123,10 @@ class ServedCatalogs:
         self._registry = metrics_registry
         self._record_vended = record_vended
         self.refresh_seconds = refresh_seconds
+        #: Maintenance workers each served catalog runs on this replica (``serve --maintenance-workers``;
+        #: 0: none): a catalog is maintained by the replicas serving it (its queue is in the metastore).
+        self.maintenance_workers = maintenance_workers
+        self._where = where
         self._catalogs = Catalogs(default.catalog.engine)
         self._served: dict[str, ServedCatalog] = {}
         self._retired: list[tuple[float, ServedCatalog]] = []
@@ -231,7 +242,15 @@ class ServedCatalogs:
                 self._registry,
                 self._record_vended,
             )
-        return ServedCatalog(info.name, catalog, default=False, vending=vending, info=info)
+        maintainer = None
+        if self.maintenance_workers > 0:
+            maintainer = Maintainer(
+                catalog, MaintainerSettings(workers=self.maintenance_workers), where=self._where
+            )
+            maintainer.start()
+        return ServedCatalog(
+            info.name, catalog, default=False, vending=vending, info=info, maintainer=maintainer
+        )
 
     def every(self) -> list[ServedCatalog]:
         """The catalogs served now (the default first)."""
