@@ -34,6 +34,7 @@ ROLE = "arn:aws:iam::123456789012:role/lake-vending"
 #: ``tag``, prints what it reads back and the table's location.
 PYPAIMON = r"""
 import json, sys
+import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
 uri, warehouse, token, tag = sys.argv[1:5]
