@@ -531,27 +531,44 @@ class ServiceState:
             return self._abandoned
 
     def _recover_loop(self) -> None:
-        """Recovery in the background, one replica at a time: whoever holds the lease runs it."""
+        """Recovery in the background, one replica at a time per catalog: whoever holds a catalog's lease
+        runs it for that catalog. Every catalog this replica serves (the default one, and the others it
+        connected for a request) is recovered, each under its own lease."""
+        interval = self.settings.recovery_interval_seconds
+        while not self._stop_recovery.wait(interval):
+            for served in self.catalogs.every():
+                if self._stop_recovery.is_set():
+                    return
+                self._recover_catalog(served.catalog, interval)
+
+    def _recover_catalog(self, catalog: MetastoreCatalog, interval: float) -> None:
         from paimon_meta.ops.recovery import recover_all
 
-        interval = self.settings.recovery_interval_seconds
-        lock_id = f"{RECOVERY_LOCK}:{self.catalog.registry.catalog_key}"
-        while not self._stop_recovery.wait(interval):
+        lock_id = f"{RECOVERY_LOCK}:{catalog.registry.catalog_key}"
+        try:
+            lease = catalog.lock.try_acquire(
+                lock_id, owner=self.replica, lease_seconds=max(30, int(interval))
+            )
+            if lease is None:
+                return  # another replica's turn
             try:
-                lease = self.catalog.lock.try_acquire(
-                    lock_id, owner=self.replica, lease_seconds=max(30, int(interval))
+                reports = recover_all(catalog)
+            finally:
+                lease.release()
+            settled = sum(len(r.commits) for r in reports)
+            if settled:
+                log.info(
+                    "recovery: %d pending commit(s) of catalog %s settled",
+                    settled,
+                    catalog.registry.catalog_key,
                 )
-                if lease is None:
-                    continue  # another replica's turn
-                try:
-                    reports = recover_all(self.catalog)
-                finally:
-                    lease.release()
-                settled = sum(len(r.commits) for r in reports)
-                if settled:
-                    log.info("recovery: %d pending commit(s) settled", settled)
-            except Exception:
-                log.warning("recovery in the background failed; next try in %gs", interval, exc_info=True)
+        except Exception:
+            log.warning(
+                "recovery in the background of catalog %s failed; next try in %gs",
+                catalog.registry.catalog_key,
+                interval,
+                exc_info=True,
+            )
 
     def observe_failure(self, answer: Answer) -> None:
         """Count a request answered for a dependency's failure (called by the exception handler)."""

@@ -358,3 +358,32 @@ def test_a_served_catalog_runs_its_own_maintenance_workers(rig: Rig) -> None:
             assert not any(t.is_alive() for t in threads)
     finally:
         state.maintainer.stop(timeout=10)
+
+
+def test_background_recovery_covers_every_served_catalog(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recovery in the background settles each catalog the replica serves, each under its own lease."""
+    from paimon_meta.ops import recovery
+
+    recovered: list[str] = []
+
+    def fake_recover_all(cat: MetastoreCatalog, **kwargs: object) -> list[recovery.RecoveryReport]:
+        recovered.append(cat.registry.catalog_key)
+        return []
+
+    monkeypatch.setattr(recovery, "recover_all", fake_recover_all)
+    settings = ServiceSettings(
+        auth_cache_seconds=0, recovery_interval_seconds=0.05, catalog_refresh_seconds=0
+    )
+    state = ServiceState(settings, rig.a)
+    try:
+        with TestClient(create_app(settings, state=state), raise_server_exceptions=False) as client:
+            _status(client.get(f"{B}/databases", headers=rig.tokens["bob"]), 200)
+            deadline = time.monotonic() + 60
+            while not {"jdbc", "b"} <= set(recovered):
+                assert time.monotonic() < deadline, recovered
+                time.sleep(0.05)
+    finally:
+        state.begin_drain()  # stops the recovery thread
+        if state._recovery is not None:
+            state._recovery.join(30)
+        state.catalogs.close()
