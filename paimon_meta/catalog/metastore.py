@@ -126,9 +126,18 @@ class MetastoreCatalog:
     besides (databases' properties, renames, schema changes, the control plane's committers)."""
 
     def __init__(
-        self, engine: Engine, warehouse: str, options: Mapping[str, str], *, info: ConnectInfo
+        self,
+        engine: Engine,
+        warehouse: str,
+        options: Mapping[str, str],
+        *,
+        info: ConnectInfo,
+        own_engine: bool = True,
     ) -> None:
+        """``own_engine`` False: the engine is shared (the service's other catalogs use the default
+        catalog's): :meth:`close` leaves it open."""
         self.engine = engine
+        self._own_engine = own_engine
         self.info = info
         # in its normal form: tables' locations are joined to it and compared with stored normal forms
         self.warehouse = normalise_uri(warehouse)
@@ -654,7 +663,8 @@ class MetastoreCatalog:
         self.file_io.close()
         for other in self._file_ios.values():
             other.close()
-        self.engine.dispose()
+        if self._own_engine:
+            self.engine.dispose()
 
     def __enter__(self) -> MetastoreCatalog:
         return self

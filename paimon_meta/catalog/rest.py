@@ -982,15 +982,31 @@ class RemoteCommitter:
         return list(self.client.post(path, body, models.FilterCommittedResponse).identifiers)
 
 
-def connect_service(uri: str, token: str, *, catalog_name: str | None = None, **options: str) -> RestCatalog:
-    """The catalog served at ``uri`` (``paimon-meta serve``), authenticated with ``token``; ``options``
-    are the storage options of the data files (``s3.endpoint``, ...), the client's retry options
-    (``rest.retry.deadline-seconds``, ``rest.retry.max-backoff-seconds``: see :class:`RestCatalog`) and,
-    for an ``https://`` URL, ``rest.tls.ca-bundle`` (the CAs to verify the server's certificate with,
-    instead of the system's).
+def connect_service(
+    uri: str,
+    token: str,
+    *,
+    warehouse: str | None = None,
+    catalog_name: str | None = None,
+    **options: str,
+) -> RestCatalog:
+    """The catalog served at ``uri`` (``paimon-meta serve``), authenticated with ``token``: the one named
+    ``warehouse`` (a catalog of the service, as Paimon's clients name it: ``GET /v1/config?warehouse=``
+    answers its prefix; ``catalog_name`` is the same, by its older name), else the service's default
+    catalog. ``options`` are the storage options of the data files (``s3.endpoint``, ...), the client's
+    retry options (``rest.retry.deadline-seconds``, ``rest.retry.max-backoff-seconds``: see
+    :class:`RestCatalog`) and, for an ``https://`` URL, ``rest.tls.ca-bundle`` (the CAs to verify the
+    server's certificate with, instead of the system's).
 
     Raises:
+        ValidationError: not an http(s) URL, or ``warehouse`` and ``catalog_name`` naming two catalogs.
+        NotFoundError: the service has no catalog named ``warehouse`` (404 ``CATALOG``).
         ServiceTlsError: the server's certificate was refused, or it does not speak TLS."""
     if not uri.startswith(("http://", "https://")):
         raise errors.ValidationError(f"a commit service URL starts with http:// or https://, got {uri!r}")
-    return RestCatalog(uri, token, catalog_name=catalog_name, options=options)
+    if warehouse is not None and catalog_name is not None and warehouse != catalog_name:
+        raise errors.ValidationError(
+            f"warehouse {warehouse!r} and catalog_name {catalog_name!r} name two catalogs: give one",
+            warehouse=warehouse,
+        )
+    return RestCatalog(uri, token, catalog_name=warehouse or catalog_name, options=options)

@@ -3,6 +3,11 @@
 Names (``paimon_meta.metastore.principals``): ``alice`` signs in with static tokens; ``user:<claim>`` is
 created when the identity provider signs someone in (OIDC); ``group:<name>`` (``create-group``) holds
 grants for the users whose groups claim lists ``<name>``. Grant to any of them by that name.
+
+A principal is service-wide; its grants are per catalog: ``grant --catalog NAME`` grants in that catalog
+of the metastore (``paimon-meta catalogs``), without it in the service's default catalog (the one ``serve
+--catalog-name`` serves). ``grant-service create_catalog`` lets a principal create catalogs through the
+admin API.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_meta.cli.args import Commands
 from paimon_meta.cli.context import Context, Output
-from paimon_meta.db.models import Privilege
+from paimon_meta.db.models import Privilege, ServicePrivilege
 
 if TYPE_CHECKING:
     from paimon_meta.metastore.principals import PrincipalInfo, Principals
@@ -51,6 +56,22 @@ def register(commands: Commands) -> None:
         scope = p.add_mutually_exclusive_group()
         scope.add_argument("--database", metavar="DB", help="on one database (default: the whole catalog)")
         scope.add_argument("--table", metavar="DB.T", help="on one table (default: the whole catalog)")
+        p.add_argument(
+            "--catalog",
+            metavar="NAME",
+            help="in this catalog of the metastore (default: the service's default catalog)",
+        )
+    for action, handler, text in (
+        ("grant-service", _grant_service, "grant a service-level privilege (create_catalog)"),
+        ("revoke-service", _revoke_service, "revoke a service-level privilege"),
+    ):
+        p = ps.action(action, handler, text)
+        p.add_argument("name", help="the principal's name (user:..., a service name)")
+        p.add_argument(
+            "privilege",
+            choices=[v.value for v in ServicePrivilege],
+            help="create_catalog: create catalogs through the admin API (and be admin of those created)",
+        )
     ps.action("list", _list, "principals with their grants and tokens (prefixes)")
 
 
@@ -143,26 +164,70 @@ def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return args.database, None
 
 
+def _catalog_key(ctx: Context, args: argparse.Namespace) -> str | None:
+    """The catalog key ``--catalog`` names (``CatalogNotFoundError`` for none), None without it."""
+    if args.catalog is None:
+        return None
+    from paimon_meta.metastore.catalogs import Catalogs
+
+    return Catalogs(ctx.catalog().engine).get(args.catalog).catalog_key
+
+
+def _where(args: argparse.Namespace, db: str | None, table: str | None) -> str:
+    if args.catalog is None:
+        return "the catalog" if db is None else db if table is None else f"{db}.{table}"
+    if db is None:
+        return f"the whole catalog {args.catalog}"
+    return f"{db if table is None else f'{db}.{table}'} in catalog {args.catalog}"
+
+
 def _grant(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.ops.common import operator_identity
 
     db, table = _scope(args)
     new = _principals(ctx).grant(
-        args.name, Privilege(args.privilege), database=db, table=table, granted_by=operator_identity()
+        args.name,
+        Privilege(args.privilege),
+        database=db,
+        table=table,
+        granted_by=operator_identity(),
+        catalog_key=_catalog_key(ctx, args),
     )
-    where = "the catalog" if db is None else db if table is None else f"{db}.{table}"
+    where = _where(args, db, table)
     text = f"granted {args.privilege} on {where} to {args.name}" if new else "already granted"
     return Output({"principal": args.name, "privilege": args.privilege, "scope": where, "new": new}, text)
 
 
 def _revoke(ctx: Context, args: argparse.Namespace) -> Output:
     db, table = _scope(args)
-    done = _principals(ctx).revoke(args.name, Privilege(args.privilege), database=db, table=table)
-    where = "the catalog" if db is None else db if table is None else f"{db}.{table}"
+    done = _principals(ctx).revoke(
+        args.name,
+        Privilege(args.privilege),
+        database=db,
+        table=table,
+        catalog_key=_catalog_key(ctx, args),
+    )
+    where = _where(args, db, table)
     text = f"revoked {args.privilege} on {where} from {args.name}" if done else "no such grant"
     return Output(
         {"principal": args.name, "privilege": args.privilege, "scope": where, "revoked": done}, text
     )
+
+
+def _grant_service(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.common import operator_identity
+
+    new = _principals(ctx).grant_service(
+        args.name, ServicePrivilege(args.privilege), granted_by=operator_identity()
+    )
+    text = f"granted {args.privilege} to {args.name}" if new else "already granted"
+    return Output({"principal": args.name, "privilege": args.privilege, "new": new}, text)
+
+
+def _revoke_service(ctx: Context, args: argparse.Namespace) -> Output:
+    done = _principals(ctx).revoke_service(args.name, ServicePrivilege(args.privilege))
+    text = f"revoked {args.privilege} from {args.name}" if done else "no such grant"
+    return Output({"principal": args.name, "privilege": args.privilege, "revoked": done}, text)
 
 
 def _list(ctx: Context, args: argparse.Namespace) -> Output:
@@ -171,7 +236,13 @@ def _list(ctx: Context, args: argparse.Namespace) -> Output:
     now = datetime.now(UTC)
     lines = []
     for p, d in zip(principals, data, strict=True):
-        grants = ", ".join(f"{g['privilege']}@{g['scope']}" for g in d["grants"]) or "-"
+        grants = (
+            ", ".join(
+                f"{g['privilege']}@{g['scope']}" + ("" if g["catalog"] is None else f"@{g['catalog']}")
+                for g in d["grants"]
+            )
+            or "-"
+        )
         live = sum(
             1 for t in p.tokens if t.revoked_at is None and (t.expires_at is None or t.expires_at > now)
         )
@@ -185,7 +256,10 @@ def _principal_data(p: PrincipalInfo) -> dict[str, Any]:
         "principal": p.name,
         "created_at": p.created_at.isoformat(),
         "created_by": p.created_by,
-        "grants": [{"privilege": g.privilege.value, "scope": str(g.scope)} for g in p.grants],
+        # catalog: the catalog key the grant applies in (null: the service's default catalog)
+        "grants": [
+            {"privilege": g.privilege.value, "scope": str(g.scope), "catalog": g.catalog} for g in p.grants
+        ],
         "tokens": [
             {
                 "prefix": t.prefix,

@@ -27,7 +27,19 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8181, help="port (default 8181)")
-    p.add_argument("--catalog-name", default="paimon", help="the REST prefix clients use as 'warehouse'")
+    p.add_argument(
+        "--catalog-name",
+        default="paimon",
+        help="the default catalog: the REST prefix clients use as 'warehouse' for --warehouse (the "
+        "metastore's other catalogs are served under their own names)",
+    )
+    p.add_argument(
+        "--catalog-refresh-seconds",
+        type=float,
+        default=2.0,
+        help="a catalog other than the default is re-read from the metastore this often: a catalog "
+        "dropped or altered is noticed within it (default 2)",
+    )
     p.add_argument("--workers", type=int, default=32, help="threads for blocking work (default 32)")
     p.add_argument(
         "--drain-seconds",
@@ -308,6 +320,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         warehouse=warehouse,
         options=ctx.options(),
         catalog_name=args.catalog_name,
+        catalog_refresh_seconds=args.catalog_refresh_seconds,
         worker_threads=args.workers,
         drain_seconds=args.drain_seconds,
         recovery_interval_seconds=args.recovery_interval_seconds,

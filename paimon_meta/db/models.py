@@ -527,15 +527,17 @@ class Token(Base):
 
 
 class Grant(Base):
-    """``privilege`` on the catalog (no database), a database (no table) or one table."""
+    """``privilege`` on the catalog (no database), a database (no table) or one table, in the catalog
+    ``catalog_key`` names (NULL: the service's default catalog; migration 0020)."""
 
     __tablename__ = "paimon_grants"
     __table_args__ = (
         CheckConstraint(_in_list("privilege", Privilege), name="privilege"),
         CheckConstraint("table_name IS NULL OR database_name IS NOT NULL", name="table_in_database"),
         Index(
-            "uq_paimon_grants_scope",
+            "uq_paimon_grants_catalog_scope",
             "principal_id",
+            "catalog_key",
             "privilege",
             "database_name",
             "table_name",
@@ -551,6 +553,31 @@ class Grant(Base):
     privilege: Mapped[str] = mapped_column(Text)
     database_name: Mapped[str | None] = mapped_column(String(255))
     table_name: Mapped[str | None] = mapped_column(String(255))
+    granted_by: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    catalog_key: Mapped[str | None] = mapped_column(String(255))
+
+
+class ServicePrivilege(enum.StrEnum):
+    """``paimon_service_grants.privilege`` values: what is granted outside any catalog."""
+
+    CREATE_CATALOG = "create_catalog"
+
+
+class ServiceGrant(Base):
+    """A privilege at the service level (migration 0020): ``create_catalog``."""
+
+    __tablename__ = "paimon_service_grants"
+    __table_args__ = (
+        CheckConstraint(_in_list("privilege", ServicePrivilege), name="privilege"),
+        UniqueConstraint("principal_id", "privilege"),
+    )
+
+    grant_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    principal_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("paimon_principals.principal_id", ondelete="CASCADE")
+    )
+    privilege: Mapped[str] = mapped_column(Text)
     granted_by: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 

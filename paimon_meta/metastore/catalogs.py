@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, Row, delete, insert, select, text, up
 from sqlalchemy.exc import IntegrityError
 
 from paimon_meta.db.models import (
+    Grant,
     PaimonCatalog,
     PaimonDatabase,
     PaimonDatabaseProperty,
@@ -429,9 +430,10 @@ class Catalogs:
         return CatalogInfo.from_row(row)
 
     def drop(self, name: str, *, cascade: bool = False, conn: Connection | None = None) -> list[str]:
-        """Remove a catalog; returns the databases it held. Refused while it holds databases, unless
-        ``cascade``: then their rows (databases, tables, views, functions, semantic views) go with it in
-        the same transaction. Storage is never touched: the warehouse's files stay where they are.
+        """Remove a catalog and its grants; returns the databases it held. Refused while it holds
+        databases, unless ``cascade``: then their rows (databases, tables, views, functions, semantic
+        views) go with it in the same transaction. Storage is never touched: the warehouse's files
+        stay where they are.
 
         Raises:
             CatalogNotFoundError: no such catalog.
@@ -456,5 +458,7 @@ class Catalogs:
                 PaimonDatabase,
             ):
                 c.execute(delete(model).where(model.catalog_key == key))
+            # its grants go with it: a catalog created again under the key starts with none (migration 0020)
+            c.execute(delete(Grant).where(Grant.catalog_key == key))
             c.execute(delete(PaimonCatalog).where(PaimonCatalog.catalog_id == info.catalog_id))
         return held

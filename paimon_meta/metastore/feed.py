@@ -149,14 +149,23 @@ class _Log:
     database: str
 
 
+#: The commit and maintenance logs name tables by id and ``db.t``, not by catalog: an event is of the
+#: catalog whose table (registered, or in its recycle bin) has its id. Invariant: a feed read for one
+#: catalog never returns another catalog's event (the lock log's ids start with the catalog key); the
+#: events of a table purged from the recycle bin are in no catalog's feed any more.
+_OF_CATALOG = (
+    "e.table_id IN (SELECT t.table_id FROM paimon_tables t WHERE t.catalog_key = :catalog_key"
+    " UNION ALL SELECT d.table_id FROM paimon_dropped_tables d WHERE d.catalog_key = :catalog_key)"
+)
+
 _LOGS = (
     _Log(
         0,
         "paimon_commit_events",
         _COMMIT,
-        "true",
-        "e.table_identifier = k.key",
-        "split_part(e.table_identifier, '.', 1) = k.key",
+        _OF_CATALOG,
+        f"e.table_identifier = k.key AND {_OF_CATALOG}",
+        f"split_part(e.table_identifier, '.', 1) = k.key AND {_OF_CATALOG}",
     ),
     _Log(
         1,
@@ -170,9 +179,9 @@ _LOGS = (
         2,
         "paimon_maintenance_events",
         _MAINTENANCE,
-        "true",
-        "e.table_identifier = k.key",
-        "split_part(e.table_identifier, '.', 1) = k.key",
+        _OF_CATALOG,
+        f"e.table_identifier = k.key AND {_OF_CATALOG}",
+        f"split_part(e.table_identifier, '.', 1) = k.key AND {_OF_CATALOG}",
     ),
 )
 

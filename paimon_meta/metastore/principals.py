@@ -6,6 +6,13 @@ on the catalog (no database), a database (no table) or one table; each privilege
 ones (admin > write > read), and a wider scope covers the narrower ones inside it. :func:`Access.allows`
 is the one check every service route goes through.
 
+A principal is a service-wide identity; its grants are per catalog (migration 0020): each grant names the
+catalog key of the catalog it applies in, or none: "the default catalog" (the one ``paimon-meta serve
+--catalog-name`` names; every grant made before catalogs existed). Invariant: a request of catalog C is
+checked against ``Access.in_catalog(C)`` only, which keeps the grants of C (and the unnamed ones only when
+C is the default): a grant never reaches into another catalog. Service-level privileges
+(``create_catalog``) are outside every catalog (``Access.service``).
+
 Principal names live in three namespaces that cannot meet (invariant: a name says how it signs in):
 
 * ``alice``: an identifier (``IDENTIFIER_PATTERN``, never a ``:``), created by an operator; signs in
@@ -33,7 +40,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from paimon_meta.db.models import Grant, Principal, Privilege, Token
+from paimon_meta.db.models import Grant, Principal, Privilege, ServiceGrant, ServicePrivilege, Token
 from paimon_meta.errors import PrincipalAlreadyExistsError, PrincipalNotFoundError, ValidationError
 from paimon_meta.model.identifier import validate_identifier
 
@@ -113,6 +120,8 @@ class Scope:
 class GrantRow:
     privilege: Privilege
     scope: Scope
+    #: The catalog key of the catalog the grant applies in; None: the service's default catalog.
+    catalog: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +134,29 @@ class Access:
     grants: tuple[GrantRow, ...]
     groups: tuple[str, ...] = ()
     valid_until: float | None = None
+    #: Service-level privileges (outside every catalog), of the principal or its groups.
+    service: frozenset[ServicePrivilege] = frozenset()
+    #: The catalog key this access was narrowed to by :meth:`in_catalog` (None: not narrowed).
+    catalog: str | None = None
+
+    def in_catalog(self, catalog_key: str, *, default: bool) -> Access:
+        """The access within the catalog ``catalog_key``: only its grants, and the grants naming no
+        catalog when it is the service's ``default`` catalog (the module docstring's invariant)."""
+        return Access(
+            self.principal,
+            tuple(g for g in self.grants if g.catalog == catalog_key or (default and g.catalog is None)),
+            groups=self.groups,
+            valid_until=self.valid_until,
+            service=self.service,
+            catalog=catalog_key,
+        )
+
+    def has_service(self, privilege: ServicePrivilege) -> bool:
+        return privilege in self.service
+
+    def catalogs(self) -> frozenset[str | None]:
+        """The catalog keys some grant reaches into (None: the default catalog)."""
+        return frozenset(g.catalog for g in self.grants)
 
     def allows(self, privilege: Privilege, database: str | None = None, table: str | None = None) -> bool:
         """Whether some grant gives ``privilege`` (or a stronger one) over the catalog object named by
@@ -233,45 +265,97 @@ class Principals:
         database: str | None = None,
         table: str | None = None,
         granted_by: str | None = None,
+        catalog_key: str | None = None,
+        conn: Connection | None = None,
     ) -> bool:
-        """Grant; False if the principal already had exactly this grant."""
+        """Grant in the catalog ``catalog_key`` (None: the default catalog); False if the principal
+        already had exactly this grant. ``conn``: in the caller's transaction."""
         scope = _scope(database, table)
-        with self.engine.begin() as conn:
-            pid = self._id(conn, name)
-            exists = conn.execute(
-                select(Grant.grant_id).where(
-                    Grant.principal_id == pid,
-                    Grant.privilege == privilege.value,
-                    Grant.database_name.is_not_distinct_from(scope.database),
-                    Grant.table_name.is_not_distinct_from(scope.table),
-                )
-            ).first()
-            if exists is not None:
-                return False
-            conn.execute(
-                insert(Grant).values(
-                    principal_id=pid,
-                    privilege=privilege.value,
-                    database_name=scope.database,
-                    table_name=scope.table,
-                    granted_by=granted_by,
-                )
+        if catalog_key is not None:
+            validate_identifier("catalog key", catalog_key)
+        if conn is not None:
+            return self._grant(conn, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key)
+        with self.engine.begin() as own:
+            return self._grant(own, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key)
+
+    def _grant(
+        self,
+        conn: Connection,
+        name: str,
+        privilege: Privilege,
+        scope: Scope,
+        *,
+        granted_by: str | None,
+        catalog_key: str | None,
+    ) -> bool:
+        pid = self._id(conn, name)
+        exists = conn.execute(
+            select(Grant.grant_id).where(
+                Grant.principal_id == pid,
+                Grant.catalog_key.is_not_distinct_from(catalog_key),
+                Grant.privilege == privilege.value,
+                Grant.database_name.is_not_distinct_from(scope.database),
+                Grant.table_name.is_not_distinct_from(scope.table),
             )
-            return True
+        ).first()
+        if exists is not None:
+            return False
+        conn.execute(
+            insert(Grant).values(
+                principal_id=pid,
+                privilege=privilege.value,
+                database_name=scope.database,
+                table_name=scope.table,
+                granted_by=granted_by,
+                catalog_key=catalog_key,
+            )
+        )
+        return True
 
     def revoke(
-        self, name: str, privilege: Privilege, *, database: str | None = None, table: str | None = None
+        self,
+        name: str,
+        privilege: Privilege,
+        *,
+        database: str | None = None,
+        table: str | None = None,
+        catalog_key: str | None = None,
     ) -> bool:
-        """Revoke exactly this grant; False if there was none."""
+        """Revoke exactly this grant (of the catalog ``catalog_key``; None: the default catalog);
+        False if there was none."""
         scope = _scope(database, table)
         with self.engine.begin() as conn:
             pid = self._id(conn, name)
             done = conn.execute(
                 delete(Grant).where(
                     Grant.principal_id == pid,
+                    Grant.catalog_key.is_not_distinct_from(catalog_key),
                     Grant.privilege == privilege.value,
                     Grant.database_name.is_not_distinct_from(scope.database),
                     Grant.table_name.is_not_distinct_from(scope.table),
+                )
+            )
+            return bool(done.rowcount)
+
+    def grant_service(self, name: str, privilege: ServicePrivilege, *, granted_by: str | None = None) -> bool:
+        """Grant a service-level privilege; False if the principal already had it."""
+        with self.engine.begin() as conn:
+            pid = self._id(conn, name)
+            done = conn.execute(
+                pg_insert(ServiceGrant)
+                .values(principal_id=pid, privilege=privilege.value, granted_by=granted_by)
+                .on_conflict_do_nothing(index_elements=[ServiceGrant.principal_id, ServiceGrant.privilege])
+                .returning(ServiceGrant.grant_id)
+            )
+            return done.first() is not None
+
+    def revoke_service(self, name: str, privilege: ServicePrivilege) -> bool:
+        """Revoke a service-level privilege; False if there was none."""
+        with self.engine.begin() as conn:
+            pid = self._id(conn, name)
+            done = conn.execute(
+                delete(ServiceGrant).where(
+                    ServiceGrant.principal_id == pid, ServiceGrant.privilege == privilege.value
                 )
             )
             return bool(done.rowcount)
@@ -305,7 +389,9 @@ class Principals:
             rows = conn.execute(
                 text(
                     "SELECT p.name, extract(epoch FROM t.expires_at) AS valid_until,"
-                    " g.privilege, g.database_name, g.table_name"
+                    " g.privilege, g.database_name, g.table_name, g.catalog_key,"
+                    " ARRAY(SELECT s.privilege FROM paimon_service_grants s"
+                    " WHERE s.principal_id = p.principal_id) AS service"
                     " FROM paimon_tokens t JOIN paimon_principals p ON p.principal_id = t.principal_id"
                     " LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
                     " WHERE t.token_hash = :h AND t.revoked_at IS NULL"
@@ -316,7 +402,12 @@ class Principals:
         if not rows:
             return None
         until = rows[0].valid_until
-        return Access(rows[0].name, _grants(rows), valid_until=None if until is None else float(until))
+        return Access(
+            rows[0].name,
+            _grants(rows),
+            valid_until=None if until is None else float(until),
+            service=_service(rows),
+        )
 
     def standing(self, token_hashes: Collection[str], names: Collection[str]) -> Standing:
         """Where many credentials stand now, in one query (the open streams of a replica re-check
@@ -329,13 +420,17 @@ class Principals:
             rows = conn.execute(
                 text(
                     "SELECT t.token_hash, p.name, extract(epoch FROM t.expires_at) AS valid_until,"
-                    " g.privilege, g.database_name, g.table_name"
+                    " g.privilege, g.database_name, g.table_name, g.catalog_key,"
+                    " ARRAY(SELECT s.privilege FROM paimon_service_grants s"
+                    " WHERE s.principal_id = p.principal_id) AS service"
                     " FROM paimon_tokens t JOIN paimon_principals p ON p.principal_id = t.principal_id"
                     " LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
                     " WHERE t.token_hash = ANY(:hashes) AND t.revoked_at IS NULL"
                     " AND (t.expires_at IS NULL OR t.expires_at > now())"
                     " UNION ALL"
-                    " SELECT NULL, p.name, NULL, g.privilege, g.database_name, g.table_name"
+                    " SELECT NULL, p.name, NULL, g.privilege, g.database_name, g.table_name, g.catalog_key,"
+                    " ARRAY(SELECT s.privilege FROM paimon_service_grants s"
+                    " WHERE s.principal_id = p.principal_id) AS service"
                     " FROM paimon_principals p LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
                     " WHERE p.name = ANY(:names)"
                 ),
@@ -353,6 +448,7 @@ class Principals:
                 rs[0].name,
                 _grants(rs),
                 valid_until=None if rs[0].valid_until is None else float(rs[0].valid_until),
+                service=_service(rs),
             )
             for h, rs in by_token.items()
         }
@@ -405,6 +501,7 @@ class Principals:
             _grants(rows),
             groups=tuple(sorted({r.name for r in rows if r.name != user})),
             valid_until=valid_until,
+            service=_service(rows),
         )
 
     @staticmethod
@@ -412,7 +509,9 @@ class Principals:
         """Principals among ``names`` with their grants (one row per grant; grant fields None without)."""
         return conn.execute(
             text(
-                "SELECT p.name, p.created_by, g.privilege, g.database_name, g.table_name"
+                "SELECT p.name, p.created_by, g.privilege, g.database_name, g.table_name, g.catalog_key,"
+                " ARRAY(SELECT s.privilege FROM paimon_service_grants s"
+                " WHERE s.principal_id = p.principal_id) AS service"
                 " FROM paimon_principals p LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
                 " WHERE p.name = ANY(:names)"
             ),
@@ -454,14 +553,21 @@ def _scope(database: str | None, table: str | None) -> Scope:
 
 
 def _grant_row(g: Grant) -> GrantRow:
-    return GrantRow(Privilege(g.privilege), Scope(g.database_name, g.table_name))
+    return GrantRow(Privilege(g.privilege), Scope(g.database_name, g.table_name), g.catalog_key)
 
 
 def _grants(rows: Sequence[Row[Any]]) -> tuple[GrantRow, ...]:
     """The grants of query rows joined LEFT with ``paimon_grants`` (a principal without grants: one
     row whose grant fields are None)."""
     return tuple(
-        GrantRow(Privilege(r.privilege), Scope(r.database_name, r.table_name))
+        GrantRow(Privilege(r.privilege), Scope(r.database_name, r.table_name), r.catalog_key)
         for r in rows
         if r.privilege is not None
     )
+
+
+def _service(rows: Sequence[Row[Any]]) -> frozenset[ServicePrivilege]:
+    """The service-level privileges of query rows carrying a ``service`` array (unknown values of a
+    newer release are ignored: fewer privileges, never more)."""
+    known = {p.value for p in ServicePrivilege}
+    return frozenset(ServicePrivilege(v) for r in rows for v in (r.service or ()) if v in known)

@@ -24,13 +24,21 @@ _HISTORY = text(
     "FROM paimon_commit_history h WHERE h.table_id = :table_id "
     "ORDER BY h.first_event_at DESC, h.commit_id LIMIT :limit OFFSET :offset"
 )
+#: Only the events of tables of one catalog (``:catalog_key``; NULL: every catalog): a table id is of the
+#: catalog whose table (registered, or in its recycle bin) has it (issue 35: ``db.t`` of two catalogs).
+_OF_CATALOG = (
+    "(CAST(:catalog_key AS text) IS NULL OR table_id IN ("
+    "SELECT t.table_id FROM paimon_tables t WHERE t.catalog_key = :catalog_key"
+    " UNION ALL SELECT d.table_id FROM paimon_dropped_tables d WHERE d.catalog_key = :catalog_key)) "
+)
 _EVENTS = text(
     "SELECT event_id, created_at, table_identifier, commit_id, event_type, attempt, commit_user, "
     "commit_identifier, commit_kind, snapshot_id, duration_ms, payload "
     "FROM paimon_commit_events "
     "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) "
-    "AND (CAST(:commit_id AS uuid) IS NULL OR commit_id = :commit_id) "
-    "ORDER BY event_id DESC LIMIT :limit OFFSET :offset"
+    "AND (CAST(:commit_id AS uuid) IS NULL OR commit_id = :commit_id) AND "
+    + _OF_CATALOG
+    + "ORDER BY event_id DESC LIMIT :limit OFFSET :offset"
 )
 _LOCK_EVENTS = text(
     "SELECT event_id, created_at, lock_id, event_type, owner, fencing_token, hostname, pid, operator, "
@@ -39,10 +47,11 @@ _LOCK_EVENTS = text(
     "ORDER BY event_id DESC LIMIT :limit OFFSET :offset"
 )
 _MAINTENANCE = text(
-    "SELECT run_id, table_identifier, operation, outcome, dry_run, operator, started_at, ended_at, "
+    "SELECT run_id, table_identifier, operation, outcome, dry_run, operator, started_at, ended_at, "  # noqa: S608 - constants
     "elapsed_ms, settings, result FROM paimon_maintenance_history "
-    "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) "
-    "ORDER BY started_at DESC, run_id LIMIT :limit OFFSET :offset"
+    "WHERE (CAST(:table AS text) IS NULL OR table_identifier = :table) AND "
+    + _OF_CATALOG
+    + "ORDER BY started_at DESC, run_id LIMIT :limit OFFSET :offset"
 )
 _QUEUE_RUNS = text(
     "SELECT run_id, table_identifier, settings ->> 'kind' AS kind, "
@@ -78,9 +87,10 @@ def commit_events(
     commit_id: str | None = None,
     limit: int = 100,
     offset: int = 0,
+    catalog_key: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The latest ``limit`` commit events (optionally of one table and/or one commit) after skipping the
-    ``offset`` newest, oldest first.
+    """The latest ``limit`` commit events (optionally of one table and/or one commit; of the tables of the
+    catalog ``catalog_key``, None: any) after skipping the ``offset`` newest, oldest first.
 
     Raises:
         ValidationError: ``commit_id`` is not a UUID.
@@ -91,18 +101,23 @@ def commit_events(
             cid = uuid.UUID(commit_id)
         except ValueError as e:
             raise ValidationError(f"commit id {commit_id!r} is not a UUID") from e
-    params = {"table": table, "commit_id": cid, "limit": limit, "offset": offset}
+    params = {"table": table, "commit_id": cid, "limit": limit, "offset": offset, "catalog_key": catalog_key}
     with engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(_EVENTS, params)]
     return rows[::-1]
 
 
 def maintenance_history(
-    engine: Engine, *, table: str | None = None, limit: int = 50, offset: int = 0
+    engine: Engine,
+    *,
+    table: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    catalog_key: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The latest ``limit`` maintenance runs (``paimon_maintenance_history``) after skipping the ``offset``
-    newest, oldest first."""
-    params = {"table": table, "limit": limit, "offset": offset}
+    """The latest ``limit`` maintenance runs (``paimon_maintenance_history``; of the tables of the catalog
+    ``catalog_key``, None: any) after skipping the ``offset`` newest, oldest first."""
+    params = {"table": table, "limit": limit, "offset": offset, "catalog_key": catalog_key}
     with engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(_MAINTENANCE, params)]
     return rows[::-1]

@@ -841,3 +841,60 @@ class OperationReport(RootModel[dict[str, Any]]):
 
 class ListLocksResponse(_Model):
     locks: list[dict[str, Any]]
+
+
+# ---- the catalogs' admin API (our extension; service.routes_catalogs) ------------------------------------
+
+
+class CatalogStorage(_Model):
+    """A catalog's storage profile (None: the SDK's default)."""
+
+    endpoint: str | None = None
+    region: str | None = None
+    path_style: bool | None = None
+
+
+class CatalogResponse(_Model):
+    """A catalog as the admin API shows it: never a secret's value (``secretsSet`` names those set)."""
+
+    name: str
+    catalog_key: str
+    warehouse: str
+    storage: CatalogStorage
+    sts_role_arn: str | None = None
+    options: dict[str, str]
+    secrets_set: list[str]
+    created_by: str | None = None
+    created_at: str | None = None
+    #: Whether it is the service's default catalog (``serve --catalog-name``).
+    default: bool = False
+
+
+class ListCatalogsResponse(_Model):
+    catalogs: list[CatalogResponse]
+
+
+class CreateCatalogRequest(_Request):
+    name: str
+    warehouse: str
+    storage: CatalogStorage | None = None
+    sts_role_arn: str | None = None
+    sts_external_id: str | None = None
+    options: dict[str, str] | None = None
+
+
+class UpdateCatalogRequest(_Request):
+    """What to change; absent fields are kept. ``clearSts``: no STS role any more."""
+
+    warehouse: str | None = None
+    storage: CatalogStorage | None = None
+    sts_role_arn: str | None = None
+    sts_external_id: str | None = None
+    clear_sts: bool = False
+    set_options: dict[str, str] | None = None
+    remove_options: list[str] | None = None
+
+
+class DropCatalogResponse(_Model):
+    #: The databases it held (dropped with it, by ``cascade``).
+    databases: list[str]

@@ -247,3 +247,8 @@ def expand(template: str, **segments: str) -> str:
     """``template`` with each ``{name}`` replaced by ``segments[name]`` percent-encoded as one path
     segment (``/`` included, so a name cannot reach another route)."""
     return template.format_map({name: quote(value, safe="") for name, value in segments.items()})
+
+
+# ---- the catalogs' admin API (our extension, shaped as Apache Polaris' management API) ------------------
+CATALOGS = "/api/management/v1/catalogs"
+CATALOG_ADMIN = f"{CATALOGS}/{{catalog}}"

@@ -52,6 +52,7 @@ from paimon_meta.service import (
     routes_audit,
     routes_branches,
     routes_catalog,
+    routes_catalogs,
     routes_commits,
     routes_common,
     routes_feed,
@@ -153,6 +154,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_semantic_views.router)
     app.include_router(routes_functions.router)
     app.include_router(routes_feed.router)
+    app.include_router(routes_catalogs.router)
     console_routes.install(app)
     _name_spec_operations(app)
     _install_ops(app)
@@ -326,6 +328,9 @@ class _EveryRequest:
             route = getattr(scope.get("route"), "path", "unmatched")
             if service is not None:
                 service.metrics.requests.labels(route, method, str(status)).inc()
+                served = state.get("served")  # the catalog the request resolved (service.deps)
+                if served is not None:
+                    service.metrics.catalog_requests.labels(served.name, str(status)).inc()
                 service.metrics.latency.labels(route, method).observe(elapsed)
             # The client's path and the principal's name JSON-quoted: neither can forge a line or field.
             access_log.info(

@@ -1,6 +1,8 @@
 """Bearer tokens and grants: the one check every route goes through.
 
-Each route declares ``Depends(Require(privilege, scope))``: ``scope`` names which path parameters the
+Each route declares ``Depends(Require(privilege, scope))``: the access it returns (and checks) holds
+only the grants of the request's catalog (``Access.in_catalog``: a grant never reaches into another
+catalog); ``scope`` names which path parameters the
 grant must cover (``catalog``: none; ``database``; ``table``). ``privilege=None`` only authenticates
 (listings then show what the principal's grants reach). A missing or unknown token is 401, a missing
 grant 403; either way the route body never runs, so nothing is written, and the refusal is logged
@@ -13,6 +15,7 @@ The token itself is checked earlier, by the app's middleware, before a request's
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -23,7 +26,7 @@ from fastapi import Request
 
 from paimon_meta.db.models import Privilege
 from paimon_meta.metastore.principals import Access
-from paimon_meta.service.deps import table_of_object
+from paimon_meta.service.deps import resolve_served, table_of_object
 from paimon_meta.service.errors import ForbiddenError, NotAuthenticatedError
 from paimon_meta.service.state import ServiceState
 
@@ -80,6 +83,18 @@ class Require:
                 else "the bearer token is unknown, revoked or expired"
             )
         request.state.principal = access.principal
+        request.state.access = access  # every catalog's grants: only service_access reads them
+        # Grants are per catalog: from here on the request sees only those of its catalog (the one its
+        # prefix names; the default catalog for a path without one). 404 for a prefix naming none.
+        served = await resolve_served(request)
+        access = access.in_catalog(served.key, default=served.default)
+        if not served.default and not access.grants:
+            # Nothing of another catalog is shown to a principal holding no grant in it (not even an
+            # empty listing): every route of it is 403 (the default catalog's listings stay as they were).
+            _log_refusal(
+                request, state, "forbidden", access.principal, privilege=self.privilege, scope=self.scope
+            )
+            raise ForbiddenError(f"principal {access.principal!r} holds no grant in catalog {served.name!r}")
         if self.privilege is None:
             return access
         database = request.path_params.get("database") if self.scope != "catalog" else None
@@ -97,7 +112,15 @@ class Require:
             if self.commit and database is not None and table is not None:
                 route = getattr(request.scope.get("route"), "path", request.url.path)
                 await anyio.to_thread.run_sync(
-                    state.record_refused_commit, access.principal, database, table, message, route
+                    functools.partial(
+                        state.record_refused_commit,
+                        access.principal,
+                        database,
+                        table,
+                        message,
+                        route,
+                        catalog=served.catalog,
+                    )
                 )
             raise ForbiddenError(
                 message,
@@ -110,14 +133,29 @@ class Require:
         _log_refusal(request, state, reason, principal, privilege=self.privilege, scope=self.scope)
 
 
+def service_access(request: Request) -> Access:
+    """The access of the request's principal in every catalog (not narrowed to one), for the routes
+    that span catalogs (``/v1/config?warehouse=``, the catalogs' admin API), which check each catalog's
+    grants themselves. Only after ``Require`` authenticated the request."""
+    access: Access = request.state.access
+    return access
+
+
 def forbidden(
-    request: Request, access: Access, privilege: Privilege, scope: Scope, database: str | None = None
+    request: Request,
+    access: Access,
+    privilege: Privilege,
+    scope: Scope,
+    database: str | None = None,
+    *,
+    catalog: str | None = None,
 ) -> ForbiddenError:
     """The 403 of a grant a handler checks itself (``Require(None)`` routes), logged and counted as
-    :class:`Require` refuses; the caller raises it."""
+    :class:`Require` refuses; the caller raises it. ``catalog``: the catalog's name, when it is not the
+    request's path's."""
     state: ServiceState = request.app.state.service
     _log_refusal(request, state, "forbidden", access.principal, privilege=privilege, scope=scope)
-    target = "the catalog" if database is None else database
+    target = ("the catalog" if catalog is None else f"catalog {catalog!r}") if database is None else database
     return ForbiddenError(
         f"principal {access.principal!r} has no {privilege.value} grant on {target}",
         resource_type=None if database is None else "DATABASE",

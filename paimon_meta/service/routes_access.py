@@ -13,7 +13,7 @@ from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.io.sts import vendable
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
-from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, served_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, READ_TABLE, UNSUPPORTED
@@ -42,15 +42,15 @@ def get_table_token(
     ``expiresAtMillis``. 501 when the server vends no credentials (no ``--sts-role-arn``: clients use
     their own storage options, and ``/v1/config`` says ``data-token.enabled=false``) or the table is
     not on S3; 503 when STS is unreachable or throttling, 502 when it refuses the server."""
-    state = state_of(request)
     catalog = catalog_of(request)
     identifier = table_identifier(database, table)
     row = catalog.table_row(identifier)
-    vending = state.vending
+    vending = served_of(request).vending  # the catalog's own STS role and bucket
     if vending is None:
         raise UnsupportedError(
-            "this server vends no storage credentials (started without --sts-role-arn): use your own "
-            "storage options; /v1/config says data-token.enabled=false"
+            "this catalog vends no storage credentials (no STS role: serve --sts-role-arn, or catalogs "
+            "create --sts-role-arn): use your own storage options; /v1/config says "
+            "data-token.enabled=false"
         )
     location = catalog.location_of(row)
     if not vendable(location):

@@ -62,12 +62,14 @@ def list_commit_events(
 ) -> models.ListCommitEventsResponse:
     """Commit events of tables of this name (``paimon_commit_events``), optionally of one commit."""
     limit, offset = convert.offset_page(max_results, page_token)
+    catalog = catalog_of(request)
     rows = audit.commit_events(
-        catalog_of(request).engine,
+        catalog.engine,
         table=table_identifier(database, table),
         commit_id=commit_id,
         limit=limit,
         offset=offset,
+        catalog_key=catalog.registry.catalog_key,  # db.t of this catalog only
     )
     return models.ListCommitEventsResponse(
         events=[models.CommitEvent(**r) for r in reversed(rows)],
@@ -106,8 +108,13 @@ def list_maintenance_runs(
 ) -> models.ListMaintenanceRunsResponse:
     """Expiration and orphan-cleanup runs of tables of this name (``paimon_maintenance_history``)."""
     limit, offset = convert.offset_page(max_results, page_token)
+    catalog = catalog_of(request)
     rows = audit.maintenance_history(
-        catalog_of(request).engine, table=table_identifier(database, table), limit=limit, offset=offset
+        catalog.engine,
+        table=table_identifier(database, table),
+        limit=limit,
+        offset=offset,
+        catalog_key=catalog.registry.catalog_key,  # db.t of this catalog only
     )
     return models.ListMaintenanceRunsResponse(
         runs=[models.MaintenanceRun(**r) for r in reversed(rows)],

@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from paimon_meta.catalog import metadata_tables
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import (
+    CatalogNotFoundError,
     DatabaseAlreadyExistsError,
-    NotFoundError,
     TableAlreadyExistsError,
     ValidationError,
 )
@@ -23,7 +23,7 @@ from paimon_meta.ops import branches as branch_ops
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require, forbidden
+from paimon_meta.service.auth import Require, forbidden, service_access
 from paimon_meta.service.deps import catalog_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
@@ -36,6 +36,8 @@ from paimon_meta.service.routes_common import (
     PREFIX,
     UNSUPPORTED,
 )
+from paimon_meta.service.state import ServiceState
+from paimon_meta.service.tenancy.served import ServedCatalog
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER], responses=ERRORS)
 
@@ -54,19 +56,26 @@ PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 def get_config(
     request: Request, access: Annotated[Access, AUTHENTICATED], warehouse: str | None = None
 ) -> models.ConfigResponse:
-    """The catalog's prefix (its name) and the client options the server fixes. ``warehouse`` (the
-    catalog name; pypaimon 2.1.0 sends it URL-encoded twice) must name this catalog when given."""
+    """The catalog ``warehouse`` names (the service's default catalog without it): its prefix (its
+    name, for ``/v1/{prefix}/...``) and the client options the server fixes for it. pypaimon 2.1.0 sends
+    ``warehouse`` URL-encoded twice: either spelling names the catalog. 404 ``CATALOG`` when no catalog
+    has that name; 403 when the caller holds no grant in it (but in the default catalog)."""
     state = state_of(request)
-    name = state.settings.catalog_name
-    if warehouse is not None and name not in (warehouse, _decoded(warehouse)):
-        raise NotFoundError(f"no catalog {warehouse!r} here (this server serves {name!r})")
-    if state.vending is None:
+    served = state.catalogs.default
+    if warehouse is not None and warehouse != served.name and _decoded(warehouse) != served.name:
+        served = _named(state, warehouse)
+    if not served.default and not service_access(request).in_catalog(served.key, default=False).grants:
+        # Another catalog's configuration is for its principals only (the default catalog's answers any
+        # token, as before catalogs existed).
+        raise forbidden(request, access, Privilege.READ, "catalog", catalog=served.name)
+    name = served.name
+    if served.vending is None:
         # Nothing to vend: clients bring their own storage options (a local warehouse needs none).
         return models.ConfigResponse(
             defaults={"prefix": name, VENDING_OPTION: "off: clients use their own storage options"},
             overrides={"data-token.enabled": "false"},
         )
-    lifetime = state.vending.settings.duration_seconds
+    lifetime = served.vending.settings.duration_seconds
     return models.ConfigResponse(
         defaults={
             "prefix": name,
@@ -76,6 +85,21 @@ def get_config(
         # table-scoped credentials and need no storage keys.
         overrides={"data-token.enabled": "true"},
     )
+
+
+def _named(state: ServiceState, warehouse: str) -> ServedCatalog:
+    """The catalog ``warehouse`` names, as sent or decoded once (pypaimon's double encoding).
+
+    Raises:
+        CatalogNotFoundError: neither spelling names a catalog (404 ``CATALOG``).
+    """
+    decoded = _decoded(warehouse)
+    for name in dict.fromkeys((warehouse, decoded)):
+        try:
+            return state.catalogs.get(name)
+        except CatalogNotFoundError:
+            continue
+    raise CatalogNotFoundError(f"no catalog {warehouse!r} in this service", catalog=decoded)
 
 
 def _decoded(value: str) -> str:

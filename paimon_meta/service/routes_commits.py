@@ -74,7 +74,7 @@ def commit_messages(
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
     with state.counted_commit("messages"):
         messages = _messages(body)  # undecodable: counted as rejected
-        with state.admit_commit(identifier):  # 503 at once when this replica's queues are full
+        with state.admit_commit(identifier, catalog):  # 503 at once when this replica's queues are full
             result = _commit(state, catalog, identifier, body, access, messages, overwrite)
     # Serialized here, not by FastAPI's response_model (which validates the model once more).
     body_json = models.CommitMessagesResponse(
@@ -94,10 +94,10 @@ def _commit(
 ) -> CommitResult:
     branch = body.branch or MAIN
     while True:
-        row, cached = state.commit_row(identifier)
+        row, cached = state.commit_row(identifier, catalog)
         try:
             if branch == MAIN:
-                table_object = state.commit_table(row)
+                table_object = state.commit_table(row, catalog)
             else:  # the branch's schema and snapshots; under the table's lock, with the branch's pointer
                 table_object = branch_ops.branch_table(catalog, identifier, branch)[1]
             committer = catalog.message_committer(
@@ -126,7 +126,7 @@ def _commit(
         except (TableRowChangedError, TableNotFoundError):
             # A cached row gone stale (renamed, dropped, re-created): nothing was published (found under
             # the lock, before staging); read the row again and commit once more.
-            state.forget_row(identifier)
+            state.forget_row(identifier, catalog)
             if not cached:
                 raise
 

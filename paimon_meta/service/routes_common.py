@@ -1,6 +1,6 @@
 """What every router of the protocol declares besides its routes, so the served OpenAPI document says what
 the service answers: the bearer token (a security scheme), the ``{prefix}`` path parameter (checked: 404
-for another catalog's name), and the error answers with the protocol's error body.
+for a name that is no catalog of the service), and the error answers with the protocol's error body.
 
 Every error is ``ErrorResponse`` (``service.errors`` maps the error hierarchy to it): 400 bad input (never
 FastAPI's 422), 401 no valid token, 403 no grant, 404 no such resource, 413 body or one of its texts over
@@ -22,7 +22,7 @@ from paimon_meta.db.models import Privilege
 from paimon_meta.rest import models, paths
 from paimon_meta.service.auth import Require
 from paimon_meta.service.convert import MAX_PATTERN
-from paimon_meta.service.deps import catalog_of
+from paimon_meta.service.deps import resolve_served
 
 Responses = dict[int | str, dict[str, Any]]
 
@@ -106,8 +106,9 @@ async def catalog_prefix(
         str, Path(description="The catalog's name, as `GET /v1/config` answers it (`defaults.prefix`).")
     ],
 ) -> None:
-    """404 when ``{prefix}`` is not this server's catalog (on the event loop: no IO)."""
-    catalog_of(request)
+    """404 when ``{prefix}`` names no catalog of this service (on the event loop; the metastore is read
+    on a worker thread only for a catalog not cached)."""
+    await resolve_served(request)
 
 
 #: Declares and checks ``{prefix}`` on routes under ``/v1/{prefix}/``.

@@ -47,7 +47,7 @@ from paimon_meta.metastore.feed import (
 )
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
-from paimon_meta.service.deps import catalog_of, state_of
+from paimon_meta.service.deps import catalog_of, served_of, state_of
 from paimon_meta.service.errors import NotAuthenticatedError
 from paimon_meta.service.feed_hub import FeedHub
 from paimon_meta.service.retry import RetryingRoute
@@ -137,15 +137,22 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     token: str | None = request.scope.get("state", {}).get("credential")
     if token is None:  # every stream's request was authenticated by the middleware, which keeps it
         raise NotAuthenticatedError("a live stream needs a token or a console session")
+    served = served_of(request)
+    # The credential is re-checked with all its grants (its streams may be of several catalogs); this
+    # stream sends under those of its catalog only, now and at every re-check.
+    full: Access = getattr(request.state, "access", None) or access
+    access = full.in_catalog(served.key, default=served.default)
     state.open_feed_stream(access.principal)
     rights = state.stream_rights
-    credential = rights.watch(token, access)
+    credential = rights.watch(token, full)
     covered = _covers(access, keep)
 
     def verdict() -> Verdict:
         if state.draining:  # SIGTERM: every stream ends at once, its client reconnects elsewhere
             return Verdict(None, DRAINING)
         now = rights.verdict(credential)
+        if now.access is not None:
+            now = Verdict(now.access.in_catalog(served.key, default=served.default), now.ended)
         if now.access is not None and covered and not _covers(now.access, keep):
             return Verdict(None, UNCOVERED)
         return now
@@ -160,7 +167,7 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
 
     feed = _feed(request, access, keep, DEFAULT_PAGE)
     return FeedStreamResponse(
-        feed.stream(after, state.feed_hub(), verdict, ended, recheck=rights.interval),
+        feed.stream(after, state.feed_hub(served), verdict, ended, recheck=rights.interval),
         send_timeout=state.settings.feed_send_timeout_seconds,
         on_drop=state.metrics.feed_streams_dropped.inc,
         release=release,
@@ -232,13 +239,13 @@ class FeedStreamResponse(StreamingResponse):
 
 
 def _feed(request: Request, access: Access, keep: FeedFilter, limit: int) -> _Feed:
-    catalog = catalog_of(request)
+    served = served_of(request)
     return _Feed(
-        catalog.engine,
-        catalog.registry.catalog_key,
+        served.catalog.engine,
+        served.key,
         keep,
         access,
-        state_of(request).settings.catalog_name,
+        served.name,
         limit,
         state_of(request).settings.feed_scan_rows,
     )

@@ -15,8 +15,8 @@ from paimon_meta.db.models import Privilege
 from paimon_meta.metastore.principals import Access
 from paimon_meta.ops import expire, locks, orphans, recovery
 from paimon_meta.rest import models, paths
-from paimon_meta.service.console.pages import lock_table, may_release
-from paimon_meta.service.deps import catalog_of, table_identifier
+from paimon_meta.service.console.pages import foreign_locks, lock_table, may_release
+from paimon_meta.service.deps import catalog_of, served_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import ADMIN_TABLE, AUTHENTICATED, BEARER, ERRORS, PREFIX
@@ -94,9 +94,13 @@ def remove_orphan_files(
 def list_locks(request: Request, access: Annotated[Access, AUTHENTICATED]) -> models.ListLocksResponse:
     """The lock rows (``paimon-meta locks list``) of the tables on which the caller holds admin (every
     row, Java's and those of no table, for a catalog admin)."""
-    catalog = catalog_of(request)
+    served = served_of(request)
+    catalog = served.catalog
+    foreign = foreign_locks(catalog, default=served.default)
     rows = []
     for row in locks.list_locks(catalog.lock):
+        if foreign(row.lock_id):  # another catalog's: never shown here
+            continue
         names = lock_table(catalog, row.lock_id)
         if access.allows(Privilege.ADMIN, *(names or ())):
             rows.append(jsonable_encoder(row))
@@ -109,8 +113,10 @@ def release_lock(
 ) -> models.OperationReport:
     """Release a lock row (``paimon-meta locks release``; admin on its table): a stale one with a reason,
     a live one only with ``force``; recorded with the principal as the operator."""
-    catalog = catalog_of(request)
-    if not may_release(catalog, access, body.lock_id):
+    served = served_of(request)
+    catalog = served.catalog
+    foreign = foreign_locks(catalog, default=served.default)
+    if not may_release(catalog, access, body.lock_id, foreign=foreign):
         raise ForbiddenError(f"principal {access.principal!r} may not release lock {body.lock_id!r}")
     result = locks.release_lock(
         catalog.lock,

@@ -48,7 +48,7 @@ def get_version_snapshot(
     catalog = catalog_of(request)
     identifier = table_identifier(database, table)
     row = snapshot_ops.paimon_table_row(catalog, identifier)
-    snapshots = state_of(request).snapshot_manager(row)
+    snapshots = state_of(request).snapshot_manager(row, catalog)
     found = snapshot_ops.snapshot_at(snapshots, tag_ops.tags_of(catalog, identifier), identifier, version)
     return models.GetVersionSnapshotResponse(snapshot=convert.snapshot_json(found))
 
@@ -69,9 +69,10 @@ def list_snapshots(
 ) -> models.ListSnapshotsResponse:
     """The table's snapshots, oldest first (as Java lists them), ``maxResults`` per page (default
     100); the token is the last id of the previous page."""
-    row = snapshot_ops.paimon_table_row(catalog_of(request), table_identifier(database, table))
+    catalog = catalog_of(request)
+    row = snapshot_ops.paimon_table_row(catalog, table_identifier(database, table))
     page, token = snapshot_ops.snapshot_page(
-        state_of(request).snapshot_manager(row),
+        state_of(request).snapshot_manager(row, catalog),
         max_results=max_results,
         page_token=page_token,
         max_page=convert.MAX_PAGE,

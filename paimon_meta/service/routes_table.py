@@ -71,7 +71,7 @@ def get_snapshot(request: Request, database: str, table: str) -> models.GetTable
             )
         return _snapshot_response(latest, _scanned_statistics(on_branch, latest))
     row = catalog.table_row(identifier)
-    snapshots = state_of(request).snapshot_manager(row)
+    snapshots = state_of(request).snapshot_manager(row, catalog)
     latest = snapshots.latest_snapshot()
     if latest is None:
         raise SnapshotNotFoundError(f"table {identifier} has no snapshot yet", resource_name=identifier)
@@ -135,12 +135,12 @@ def commit_table(
         )
     snapshot = convert.commit_snapshot(body)
     if branch == MAIN:
-        state.snapshot_manager(row)  # observes the row's timeline for the shared manager
-        commit_to = state.commit_table(row)
+        state.snapshot_manager(row, catalog)  # observes the row's timeline for the shared manager
+        commit_to = state.commit_table(row, catalog)
     else:
         commit_to = branch_ops.branch_table(catalog, identifier, branch)[1]
     committer = catalog.snapshot_committer(row, commit_to, principal=access.principal)
-    with state.counted_commit("snapshot") as count, state.admit_commit(identifier):
+    with state.counted_commit("snapshot") as count, state.admit_commit(identifier, catalog):
         # admission first refuses with 503 at once when this replica's queues are full
         result = committer.commit(
             SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))

@@ -34,6 +34,7 @@ from paimon_meta.service.oidc import OidcSettings, OidcVerifier, is_static_token
 from paimon_meta.service.outbox import NatsOutbox, NatsOutboxSettings, OutboxMetrics
 from paimon_meta.service.streams.rights import StreamRights
 from paimon_meta.service.streams.slots import Full, StreamSlots
+from paimon_meta.service.tenancy.served import DEFAULT_REFRESH_SECONDS, ServedCatalog, ServedCatalogs
 from paimon_meta.service.vending import CredentialVending
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
@@ -155,6 +156,9 @@ class ServiceSettings:
     # it every 60 s unless told otherwise (--recovery-interval-seconds); an embedded app, never (as its
     # maintenance workers: an app that embeds the service decides what runs in its process).
     recovery_interval_seconds: float = 0.0
+    # Seconds a catalog other than the default is served from this replica's cache before its row is read
+    # again (service.tenancy.served): a dropped or altered catalog is noticed within this time.
+    catalog_refresh_seconds: float = DEFAULT_REFRESH_SECONDS
     # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
     # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
     migrate: bool = False
@@ -189,6 +193,13 @@ class ServiceMetrics:
             "paimon_meta_service_requests_total",
             "HTTP requests by route template, method and status.",
             ("route", "method", "status"),
+            registry=self.registry,
+        )
+        self.catalog_requests = Counter(
+            "paimon_meta_service_catalog_requests_total",
+            "HTTP requests by the catalog they were served by (its name: the default catalog for a path "
+            "without a prefix) and status; requests naming no catalog of the service are not counted here.",
+            ("catalog", "status"),
             registry=self.registry,
         )
         self.latency = Histogram(
@@ -381,10 +392,12 @@ class ServiceState:
         self._metrics_lock = threading.Lock()
         self._event_log_scrape: tuple[float, str] | None = None
         self._lock = threading.Lock()
-        self._snapshot_managers: dict[str, SnapshotManager] = {}
-        self._schema_managers: dict[str, SchemaManager] = {}
-        self._commit_tables: dict[tuple[str, int], FileStoreTable] = {}
-        self._commit_rows: dict[str, TableRow] = {}
+        self._snapshot_managers: dict[tuple[str, str], SnapshotManager] = {}
+        self._schema_managers: dict[tuple[str, str], SchemaManager] = {}
+        self._commit_tables: dict[tuple[str, str, int], FileStoreTable] = {}
+        # Keyed by the catalog key first: the same names (and, for managers, tables) in two catalogs
+        # never share an entry; a catalog dropped or altered has its entries forgotten.
+        self._commit_rows: dict[tuple[str, str], TableRow] = {}
         self._in_flight = 0
         # The drain (server.DrainingServer): set at SIGTERM; the deadline future is resolved (on the event
         # loop) when ``drain_seconds`` passed with requests still in flight.
@@ -398,7 +411,7 @@ class ServiceState:
         self.stream_rights = StreamRights(self.principals.standing, interval=settings.feed_recheck_seconds)
         self._feed_hub: FeedHub | None = None
         self._commits = 0
-        self._table_commits: dict[str, int] = {}
+        self._table_commits: dict[tuple[str, str], int] = {}
         self.groups = GroupCommitter(
             catalog.lock,
             settings=GroupSettings(
@@ -409,6 +422,19 @@ class ServiceState:
             lock_settings=catalog.lock_settings,
             observer=self._observe_group,
         )
+        # Every catalog this replica serves: the default one (above) and the others of the metastore,
+        # connected when a request first names them (service.tenancy.served).
+        self.catalogs = ServedCatalogs(
+            ServedCatalog(settings.catalog_name, catalog, default=True, vending=self.vending),
+            server_options=settings.options,
+            sts=settings.sts,
+            metrics_registry=self.metrics.registry,
+            record_vended=lambda event: append_vended(engine, event),
+            refresh_seconds=settings.catalog_refresh_seconds,
+            maintenance_workers=settings.maintenance_workers,
+            where=self.replica,
+        )
+        self.catalogs.on_forget = self._forget_catalog
         # Started last: it reads the feed on its own thread and connections, and commits never wait for it.
         self.outbox = (
             NatsOutbox(
@@ -451,6 +477,10 @@ class ServiceState:
             hub = self._feed_hub
         if hub is not None:
             hub.wake_all()
+        for served in self.catalogs.every():
+            other = served.hub()
+            if other is not None:
+                other.wake_all()
         self._stop_recovery.set()
 
     def busy(self) -> int:
@@ -501,27 +531,44 @@ class ServiceState:
             return self._abandoned
 
     def _recover_loop(self) -> None:
-        """Recovery in the background, one replica at a time: whoever holds the lease runs it."""
+        """Recovery in the background, one replica at a time per catalog: whoever holds a catalog's lease
+        runs it for that catalog. Every catalog this replica serves (the default one, and the others it
+        connected for a request) is recovered, each under its own lease."""
+        interval = self.settings.recovery_interval_seconds
+        while not self._stop_recovery.wait(interval):
+            for served in self.catalogs.every():
+                if self._stop_recovery.is_set():
+                    return
+                self._recover_catalog(served.catalog, interval)
+
+    def _recover_catalog(self, catalog: MetastoreCatalog, interval: float) -> None:
         from paimon_meta.ops.recovery import recover_all
 
-        interval = self.settings.recovery_interval_seconds
-        lock_id = f"{RECOVERY_LOCK}:{self.catalog.registry.catalog_key}"
-        while not self._stop_recovery.wait(interval):
+        lock_id = f"{RECOVERY_LOCK}:{catalog.registry.catalog_key}"
+        try:
+            lease = catalog.lock.try_acquire(
+                lock_id, owner=self.replica, lease_seconds=max(30, int(interval))
+            )
+            if lease is None:
+                return  # another replica's turn
             try:
-                lease = self.catalog.lock.try_acquire(
-                    lock_id, owner=self.replica, lease_seconds=max(30, int(interval))
+                reports = recover_all(catalog)
+            finally:
+                lease.release()
+            settled = sum(len(r.commits) for r in reports)
+            if settled:
+                log.info(
+                    "recovery: %d pending commit(s) of catalog %s settled",
+                    settled,
+                    catalog.registry.catalog_key,
                 )
-                if lease is None:
-                    continue  # another replica's turn
-                try:
-                    reports = recover_all(self.catalog)
-                finally:
-                    lease.release()
-                settled = sum(len(r.commits) for r in reports)
-                if settled:
-                    log.info("recovery: %d pending commit(s) settled", settled)
-            except Exception:
-                log.warning("recovery in the background failed; next try in %gs", interval, exc_info=True)
+        except Exception:
+            log.warning(
+                "recovery in the background of catalog %s failed; next try in %gs",
+                catalog.registry.catalog_key,
+                interval,
+                exc_info=True,
+            )
 
     def observe_failure(self, answer: Answer) -> None:
         """Count a request answered for a dependency's failure (called by the exception handler)."""
@@ -586,10 +633,17 @@ class ServiceState:
             hub, self._feed_hub = self._feed_hub, None
         if hub is not None:
             hub.close()
+        for served in self.catalogs.every():
+            if not served.default:
+                served.close_hub()
         self.stream_rights.close()
 
-    def feed_hub(self) -> FeedHub:
-        """This replica's shared reader of the change feed (service.feed_hub), started on first use."""
+    def feed_hub(self, served: ServedCatalog | None = None) -> FeedHub:
+        """This replica's shared reader of the change feed of ``served`` (default: the default
+        catalog's; service.feed_hub), started on first use. Each catalog has its own: a reader delivers
+        only its catalog's events."""
+        if served is not None and not served.default:
+            return served.feed_hub(self.settings.feed_ring_events)[0]
         with self._lock:
             if self._feed_hub is None:
                 self._feed_hub = FeedHub(
@@ -629,15 +683,17 @@ class ServiceState:
             self.metrics.commit_latency.observe(time.monotonic() - started)
 
     @contextmanager
-    def admit_commit(self, identifier: str) -> Iterator[None]:
+    def admit_commit(self, identifier: str, catalog: MetastoreCatalog | None = None) -> Iterator[None]:
         """Hold a place for one commit of ``identifier`` while it is queued or running on this replica.
 
         Raises:
             OverloadedError: the table already has ``max_table_commits`` commits here, or the replica
                 ``max_commits`` in all (503 + Retry-After: nothing was done; re-send as it is).
         """
+        # per catalog: the same db.t of two catalogs are two tables, with their own bound
+        key = ((catalog or self.catalog).registry.catalog_key, identifier)
         with self._lock:
-            table = self._table_commits.get(identifier, 0)
+            table = self._table_commits.get(key, 0)
             bound = (
                 "table_commits"
                 if table >= self.settings.max_table_commits
@@ -646,7 +702,7 @@ class ServiceState:
                 else None
             )
             if bound is None:
-                self._table_commits[identifier] = table + 1
+                self._table_commits[key] = table + 1
                 self._commits += 1
         if bound is not None:
             self.metrics.shed.labels(bound=bound).inc()
@@ -658,11 +714,11 @@ class ServiceState:
         finally:
             with self._lock:
                 self._commits -= 1
-                left = self._table_commits[identifier] - 1
+                left = self._table_commits[key] - 1
                 if left:
-                    self._table_commits[identifier] = left
+                    self._table_commits[key] = left
                 else:
-                    del self._table_commits[identifier]
+                    del self._table_commits[key]
             self.metrics.commits_admitted.dec()
 
     def _observe_group(self, report: GroupReport) -> None:
@@ -681,15 +737,23 @@ class ServiceState:
         return False, None
 
     def record_refused_commit(
-        self, principal: str, database: str, table: str, message: str, route: str
+        self,
+        principal: str,
+        database: str,
+        table: str,
+        message: str,
+        route: str,
+        *,
+        catalog: MetastoreCatalog | None = None,
     ) -> None:
         """Record a commit refused for want of a write grant in the data-access log (``commit_refused``),
         so an audit of each principal's commits counts it; a table that does not exist has nothing to
         record. Never raises: the refusal's answer does not depend on its record (a failure is logged)."""
+        catalog = catalog or self.catalog
         try:
-            row = self.catalog.registry.get_table_row(database, table)
+            row = catalog.registry.get_table_row(database, table)
             append_commit_refused(
-                self.catalog.engine,
+                catalog.engine,
                 principal=principal,
                 table_id=row.table_id,
                 table_identifier=row.identifier,
@@ -771,48 +835,62 @@ class ServiceState:
                 self._event_log_scrape = (time.monotonic() + ttl, text)
             return text
 
-    def commit_row(self, identifier: str) -> tuple[TableRow, bool]:
+    def _forget_catalog(self, catalog_key: str) -> None:
+        """Forget every cached row, table and manager of a catalog that was dropped or altered."""
+        with self._lock:
+            for cache in (self._commit_rows, self._snapshot_managers, self._schema_managers):
+                for k in [k for k in cache if k[0] == catalog_key]:
+                    del cache[k]
+            for key in [k for k in self._commit_tables if k[0] == catalog_key]:
+                del self._commit_tables[key]
+
+    def commit_row(self, identifier: str, catalog: MetastoreCatalog | None = None) -> tuple[TableRow, bool]:
         """``(row, cached)``: the registry row commits of ``identifier`` start from, kept per replica.
         Only for commits: each one compares the row with the registry under the table's lock (the lock
         of the row's name, which a rename holds) and fails with ``TableRowChangedError``, or
         ``TableNotFoundError`` if it was dropped, before publishing anything; the caller then calls
         :meth:`forget_row` and retries once with a row read now (``cached`` False)."""
+        catalog = catalog or self.catalog
+        key = (catalog.registry.catalog_key, identifier)
         with self._lock:
-            row = self._commit_rows.get(identifier)
+            row = self._commit_rows.get(key)
         if row is not None:
             return row, True
-        row = self.catalog.table_row(identifier)
+        row = catalog.table_row(identifier)
         with self._lock:
             if len(self._commit_rows) > 10_000:
                 self._commit_rows.clear()
-            self._commit_rows[identifier] = row
+            self._commit_rows[key] = row
         return row, False
 
-    def forget_row(self, identifier: str) -> None:
+    def forget_row(self, identifier: str, catalog: MetastoreCatalog | None = None) -> None:
+        key = ((catalog or self.catalog).registry.catalog_key, identifier)
         with self._lock:
-            self._commit_rows.pop(identifier, None)
+            self._commit_rows.pop(key, None)
 
-    def commit_table(self, row: TableRow) -> FileStoreTable:
+    def commit_table(self, row: TableRow, catalog: MetastoreCatalog | None = None) -> FileStoreTable:
         """The table object commits of ``row`` use, shared by requests (its manifest caches stay warm
         across commits: manifests are immutable and never renamed). One per location and latest schema
         on storage (listed each time: another engine may have altered the table); its snapshot cache
         follows the table's timeline (see ``SnapshotManager.observe_timeline``)."""
-        location = self.catalog.paimon_location(row)
+        catalog = catalog or self.catalog
+        location = catalog.paimon_location(row)
+        ckey = catalog.registry.catalog_key
         with self._lock:
-            schemas = self._schema_managers.get(location)
+            schemas = self._schema_managers.get((ckey, location))
             if schemas is None:
                 if len(self._schema_managers) > 1000:
                     self._schema_managers.clear()
-                schemas = SchemaManager(self.catalog.table_file_io(location), location)
-                self._schema_managers[location] = schemas
+                schemas = SchemaManager(catalog.table_file_io(location), location)
+                self._schema_managers[(ckey, location)] = schemas
         ids = schemas.list_ids()
         if not ids:
             raise TableNotFoundError(f"no Paimon table at {location} (no schema file)", path=location)
-        key = (location, ids[-1])
+        key = (ckey, location, ids[-1])
         with self._lock:
             table = self._commit_tables.get(key)
         if table is None:
-            schema, manager = schemas.schema(ids[-1]), self._manager_at(location)
+            schema, manager = schemas.schema(ids[-1]), self._manager_at(catalog, location)
             table = FileStoreTable(schemas.file_io, location, schema, snapshot_manager=manager)
             with self._lock:
                 if len(self._commit_tables) > 1000:
@@ -820,25 +898,27 @@ class ServiceState:
                 table = self._commit_tables.setdefault(key, table)
         return table
 
-    def snapshot_manager(self, row: TableRow) -> SnapshotManager:
+    def snapshot_manager(self, row: TableRow, catalog: MetastoreCatalog | None = None) -> SnapshotManager:
         """One manager per table location (its cache of immutable snapshot files is shared by
         requests, and by the table objects commits use: what a commit-messages request published is
         in it). A table kept as metadata only has none: refused naming its type."""
-        manager = self._manager_at(self.catalog.paimon_location(row))
+        catalog = catalog or self.catalog
+        manager = self._manager_at(catalog, catalog.paimon_location(row))
         # The row's timeline (read for this request): its cached snapshots are of the table as it is now
         # (a rollback, through any replica, reuses the ids above its target). Commits check again under
         # the lock.
         manager.observe_timeline(row.timeline)
         return manager
 
-    def _manager_at(self, location: str) -> SnapshotManager:
+    def _manager_at(self, catalog: MetastoreCatalog, location: str) -> SnapshotManager:
+        key = (catalog.registry.catalog_key, location)
         with self._lock:
-            manager = self._snapshot_managers.get(location)
+            manager = self._snapshot_managers.get(key)
             if manager is None:
                 if len(self._snapshot_managers) > 1000:
                     self._snapshot_managers.clear()
-                manager = SnapshotManager(self.catalog.table_file_io(location), location)
-                self._snapshot_managers[location] = manager
+                manager = SnapshotManager(catalog.table_file_io(location), location)
+                self._snapshot_managers[key] = manager
         return manager
 
     def close(self) -> None:
@@ -854,4 +934,5 @@ class ServiceState:
         if self.vending is not None:
             self.vending.close()
         self.close_feed_hub()
+        self.catalogs.close()
         self.catalog.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -58,26 +59,8 @@ class CredentialVending:
         self._cache: OrderedDict[_Key, VendedCredentials] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._key_locks: dict[_Key, threading.Lock] = {}
-        self.vended = Counter(
-            "paimon_meta_service_credentials_vended_total",
-            "Storage credentials handed to clients, by access level and source (sts: a new STS "
-            "session; cache: reused).",
-            ("level", "source"),
-            registry=registry,
-        )
-        self.vend_failures = Counter(
-            "paimon_meta_service_credential_vend_failures_total",
-            "STS AssumeRole calls that failed, by kind (transient: retry later; refused: the role or "
-            "its settings).",
-            ("kind",),
-            registry=registry,
-        )
-        self.sts_seconds = Histogram(
-            "paimon_meta_service_sts_seconds",
-            "STS AssumeRole round trips.",
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
-            registry=registry,
-        )
+        # One set per registry: every catalog's vending of a process counts in the same metrics.
+        self.vended, self.vend_failures, self.sts_seconds = _metrics_of(registry)
 
     def credentials(
         self, principal: str, row: TableRow, location: str, level: AccessLevel
@@ -166,3 +149,39 @@ class CredentialVending:
 
     def close(self) -> None:
         self.vendor.close()
+
+
+_METRICS: weakref.WeakKeyDictionary[CollectorRegistry, tuple[Counter, Counter, Histogram]] = (
+    weakref.WeakKeyDictionary()
+)
+_METRICS_LOCK = threading.Lock()
+
+
+def _metrics_of(registry: CollectorRegistry) -> tuple[Counter, Counter, Histogram]:
+    """The vending metrics of ``registry``, registered once (many catalogs' vendings share them)."""
+    with _METRICS_LOCK:
+        found = _METRICS.get(registry)
+        if found is not None:
+            return found
+        vended = Counter(
+            "paimon_meta_service_credentials_vended_total",
+            "Storage credentials handed to clients, by access level and source (sts: a new STS "
+            "session; cache: reused).",
+            ("level", "source"),
+            registry=registry,
+        )
+        failures = Counter(
+            "paimon_meta_service_credential_vend_failures_total",
+            "STS AssumeRole calls that failed, by kind (transient: retry later; refused: the role or "
+            "its settings).",
+            ("kind",),
+            registry=registry,
+        )
+        seconds = Histogram(
+            "paimon_meta_service_sts_seconds",
+            "STS AssumeRole round trips.",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+            registry=registry,
+        )
+        _METRICS[registry] = (vended, failures, seconds)
+        return vended, failures, seconds

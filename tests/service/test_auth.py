@@ -126,6 +126,13 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/v1/{prefix}/locks"): (None, "catalog"),
     ("POST", "/v1/{prefix}/locks/release"): (None, "catalog"),
     ("GET", "/metrics"): ("admin", "catalog"),
+    # The catalogs' admin API: the handler checks the service-level create_catalog privilege (create),
+    # some grant in the catalog (show; listings filter) or admin on the whole catalog (update, drop).
+    ("GET", "/api/management/v1/catalogs"): (None, "catalog"),
+    ("POST", "/api/management/v1/catalogs"): (None, "catalog"),
+    ("GET", "/api/management/v1/catalogs/{catalog}"): (None, "catalog"),
+    ("PUT", "/api/management/v1/catalogs/{catalog}"): (None, "catalog"),
+    ("DELETE", "/api/management/v1/catalogs/{catalog}"): (None, "catalog"),
     ("GET", "/openapi.json"): (None, "catalog"),
     ("GET", "/docs"): (None, "catalog"),
     ("GET", "/redoc"): (None, "catalog"),
@@ -139,6 +146,8 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("GET", "/ui/maintenance"): (None, "catalog"),
     ("GET", "/ui/live"): (None, "catalog"),
     ("GET", "/ui/live/events"): (None, "catalog"),
+    # the catalog switcher: any token (the pages of the catalog it switches to check its grants)
+    ("GET", "/ui/catalog"): (None, "catalog"),
     ("POST", "/ui/locks/release"): (None, "catalog"),
     ("POST", "/ui/tables/{database}/{table}/recover"): ("admin", "table"),
     ("POST", "/ui/tables/{database}/{table}/expire-snapshots"): ("admin", "table"),

@@ -71,6 +71,8 @@ KNOWN = {
     "semantic_view": ["sv1"],
     "tableId": ["1"],
     "version": ["1", "LATEST", "first"],
+    # the catalogs' admin API: the service's default catalog's name, and one of no catalog
+    "catalog": ["paimon", "nope"],
 }
 #: Audit logs and the lock's row: an admin request refused with 4xx may record itself there.
 AUDIT_TABLES = frozenset(

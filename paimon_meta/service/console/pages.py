@@ -4,6 +4,7 @@ dicts for the templates. Every listing is one bounded page; grants filter what a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -12,6 +13,7 @@ from paimon_meta.db.models import Privilege
 from paimon_meta.errors import PaimonMetaError
 from paimon_meta.maintenance.queue import MaintenanceQueue
 from paimon_meta.maintenance.scheduler import debts
+from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.principals import Access
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import table_statistics
@@ -156,27 +158,61 @@ def lock_table(catalog: MetastoreCatalog, lock_id: str) -> tuple[str, str] | Non
     return database, table_of_object(name)
 
 
-def may_release(catalog: MetastoreCatalog, access: Access, lock_id: str) -> bool:
+def foreign_locks(catalog: MetastoreCatalog, *, default: bool) -> Callable[[str], bool]:
+    """Whether a lock id is another catalog's of the service (issue 35). Invariant: a catalog's lock rows
+    are shown to, and released by, its own principals only. A lock id names its catalog by its key
+    (``<key>.db.t``, ``...:<key>``); the default catalog also keeps the rows of no catalog (Java's of
+    other catalog keys, as before catalogs existed), a non-default catalog only its own."""
+    own = catalog.registry.catalog_key
+    others = (
+        frozenset(i.catalog_key for i in Catalogs(catalog.engine).list_all()) - {own} if default else None
+    )
+
+    def of_catalog(lock_id: str, key: str) -> bool:
+        return lock_id.startswith(f"{key}.") or lock_id.endswith(f":{key}")
+
+    def foreign(lock_id: str) -> bool:
+        if of_catalog(lock_id, own):
+            return False
+        if others is None:
+            return True
+        return any(of_catalog(lock_id, key) for key in others)
+
+    return foreign
+
+
+def may_release(
+    catalog: MetastoreCatalog, access: Access, lock_id: str, *, foreign: Callable[[str], bool] | None = None
+) -> bool:
     """Releasing a lock needs the admin grant on its table (a lock of no table of this catalog: on
-    the catalog)."""
+    the catalog); never another catalog's lock (``foreign``)."""
+    if foreign is not None and foreign(lock_id):
+        return False
     names = lock_table(catalog, lock_id)
     if names is None:
         return access.allows(Privilege.ADMIN)
     return access.allows(Privilege.ADMIN, *names)
 
 
-def locks_page(catalog: MetastoreCatalog, access: Access) -> dict[str, Any]:
+def locks_page(catalog: MetastoreCatalog, access: Access, *, default: bool = True) -> dict[str, Any]:
     """The lock rows of tables the principal may read (holders, age, lease left, fencing token, state:
     a ``heartbeat_overdue`` row is one whose holder lost its connection), and recent waits for them."""
     rows = []
+    foreign = foreign_locks(catalog, default=default)  # never another catalog's locks
     for lock in locks.list_locks(catalog.lock):
+        if foreign(lock.lock_id):
+            continue
         names = lock_table(catalog, lock.lock_id)
         visible = (
             access.allows(Privilege.READ, *names) if names is not None else access.allows(Privilege.READ)
         )
         if visible:
             rows.append(
-                {**asdict(lock), "table": names, "may_release": may_release(catalog, access, lock.lock_id)}
+                {
+                    **asdict(lock),
+                    "table": names,
+                    "may_release": may_release(catalog, access, lock.lock_id, foreign=foreign),
+                }
             )
     waits = activity.recent_waits(catalog.engine, [r["lock_id"] for r in rows])
     ids = {}

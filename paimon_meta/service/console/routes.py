@@ -25,15 +25,17 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from paimon_meta.errors import PaimonMetaError, ValidationError
+from paimon_meta.errors import CatalogNotFoundError, PaimonMetaError, ValidationError
+from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.feed import START, FeedFilter, Position, feed_head
 from paimon_meta.metastore.principals import Access
+from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.ops import expire, locks, orphans, recovery, rollback, tags
 from paimon_meta.service import errors
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.auth import log_text
 from paimon_meta.service.console import notices, pages, session
-from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, served_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.routes_common import ADMIN_TABLE, AUTHENTICATED, READ_TABLE, WRITE_TABLE
 from paimon_meta.service.routes_feed import event_stream_response
@@ -54,6 +56,9 @@ class ConsoleRoute(APIRoute):
 
         async def route(request: Request) -> Response:
             try:
+                # The catalog switcher: the page is of the catalog its cookie names (before the grant
+                # check, which narrows the grants to that catalog).
+                await _switched_catalog(request)
                 return await handler(request)
             except (PaimonMetaError, RequestValidationError) as e:
                 answer = errors.classify(e)
@@ -66,6 +71,29 @@ class ConsoleRoute(APIRoute):
                 )
 
         return route
+
+
+#: The catalog switcher's route: ``GET /ui/catalog?name=NAME``.
+SWITCH = f"{session.PREFIX}/catalog"
+
+
+async def _switched_catalog(request: Request) -> None:
+    """Put the catalog the switcher cookie names in the request's state (service.deps reads it there);
+    absent, or a name that is no catalog of the service any more: the default catalog (a cookie is the
+    browser's state, not a path). Reads the metastore only for a catalog not cached."""
+    if request.url.path == SWITCH:  # switching away from a catalog must work without its grants
+        return
+    name = session.console_catalog(request.url.path, dict(request.cookies))
+    state = state_of(request)
+    if name is None or name == state.catalogs.default.name:
+        return
+    served = state.catalogs.cached(name)
+    if served is None:
+        try:
+            served = await run(functools.partial(state.catalogs.get, name))
+        except CatalogNotFoundError:
+            return
+    request.state.served = served
 
 
 router = APIRouter(prefix=session.PREFIX, route_class=ConsoleRoute, include_in_schema=False)
@@ -89,7 +117,7 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
         "csrf": session.csrf_token(token) if token else "",
         "vendor_missing": vendor_missing(),
         "prefix": session.PREFIX,
-        "catalog": state_of(request).settings.catalog_name,
+        "catalog": getattr(request.state, "served", state_of(request).catalogs.default).name,
         "notice": notices.message(request.query_params),
     }
     response = templates.TemplateResponse(request, name, {**base, **context}, status_code=status)
@@ -162,7 +190,33 @@ def overview(
     after: str | None = None,
 ) -> HTMLResponse:
     data = pages.overview(catalog_of(request), access, database=database or None, after=after)
-    return render(request, "overview.html", data)
+    return render(request, "overview.html", {**data, "catalogs": _switchable(request)})
+
+
+def _switchable(request: Request) -> list[str]:
+    """The catalogs the switcher offers: the default one and each one the principal holds a grant in."""
+    state = state_of(request)
+    access: Access = request.state.access  # every catalog's grants (service.auth)
+    default = state.catalogs.default.name
+    others = [
+        info.name
+        for info in Catalogs(state.catalog.engine).list_all()
+        if info.name != default and access.in_catalog(info.catalog_key, default=False).grants
+    ]
+    return [default, *others]
+
+
+@router.get(SWITCH.removeprefix(session.PREFIX))
+def switch_catalog(request: Request, _: Annotated[Access, AUTHENTICATED], name: str) -> Response:
+    """Show catalog ``name`` in the console from now on (a cookie; the default catalog's name switches
+    back); 404 when there is no such catalog. Its pages then check the grants in that catalog."""
+    state = state_of(request)
+    validate_identifier("catalog", name)
+    if name != state.catalogs.default.name:
+        state.catalogs.get(name)  # CatalogNotFoundError: 404
+    response = RedirectResponse(f"{session.PREFIX}/", status_code=303)
+    response.headers["set-cookie"] = session.catalog_cookie_header(name, secure=request.url.scheme == "https")
+    return response
 
 
 @router.get("/tables/{database}/{table}")
@@ -190,7 +244,8 @@ def table_page(
 
 @router.get("/locks")
 def locks_page(request: Request, access: Annotated[Access, AUTHENTICATED]) -> HTMLResponse:
-    return render(request, "locks.html", pages.locks_page(catalog_of(request), access))
+    served = served_of(request)
+    return render(request, "locks.html", pages.locks_page(served.catalog, access, default=served.default))
 
 
 @router.get("/maintenance")
@@ -289,9 +344,11 @@ def _back(path: str, code: str, n: int | None = None) -> RedirectResponse:
 async def release_lock(request: Request, form: Form, access: Annotated[Access, AUTHENTICATED]) -> Response:
     """Force-release a lock (admin on its table): a ``force_released`` lock event with the principal as
     operator and the reason."""
-    catalog = catalog_of(request)
+    served = served_of(request)  # resolved by the route already: no I/O here
+    catalog = served.catalog
     lock_id = form.get("lock_id", "")
-    if not pages.may_release(catalog, access, lock_id):
+    foreign = await run(functools.partial(pages.foreign_locks, catalog, default=served.default))
+    if not pages.may_release(catalog, access, lock_id, foreign=foreign):
         raise ForbiddenError(f"principal {access.principal!r} may not release lock {lock_id!r}")
     reason = _reason(form)
     operator = f"{access.principal} (console)"

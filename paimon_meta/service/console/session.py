@@ -90,5 +90,24 @@ def cookie_header(token: str, *, secure: bool) -> str:
     return f"{COOKIE}={token}; {flags}{'; Secure' if secure else ''}"
 
 
+#: The console's catalog switcher: the catalog the console's pages are of (absent, or a name that is no
+#: catalog of the service: the default catalog). Not a credential: the grants are checked in it as anywhere.
+CATALOG_COOKIE = "paimon_meta_catalog"
+
+
+def console_catalog(path: str, cookies: dict[str, str]) -> str | None:
+    """The catalog a console request is of, by its switcher cookie (None: the default catalog)."""
+    if not is_console(path):
+        return None
+    name = cookies.get(CATALOG_COOKIE)
+    return name or None
+
+
+def catalog_cookie_header(name: str, *, secure: bool) -> str:
+    """The ``Set-Cookie`` value that switches the console to catalog ``name`` (a validated identifier)."""
+    flags = f"Path={PREFIX}; Max-Age={COOKIE_MAX_AGE}; HttpOnly; SameSite=Strict"
+    return f"{CATALOG_COOKIE}={name}; {flags}{'; Secure' if secure else ''}"
+
+
 def clear_cookie_header(*, secure: bool) -> str:
     return f"{COOKIE}=; Path={PREFIX}; Max-Age=0; HttpOnly; SameSite=Strict{'; Secure' if secure else ''}"
