@@ -7,6 +7,9 @@ Paimon's options, with Java's defaults:
   level-0 file is one, each non-empty higher level one more) is compacted;
 * ``compaction.min.file-num`` (5): an append bucket with this many small files (below 70 % of
   ``target-file-size``) is compacted;
+* ``compaction.offpeak.start.hour``/``.end.hour`` (-1: off), ``compaction.offpeak-ratio`` (0): during
+  those local hours the universal pick's size ratio grows by the ratio, so the debt the scheduler
+  measures, and the compactions the workers run, take larger runs (``table.mergetree.universal``);
 * ``snapshot.num-retained.min``/``.max``, ``snapshot.time-retained``, ``snapshot.expire.limit``:
   snapshot expiration (``ops.expire``);
 * ``consumer.expiration-time`` (off): consumers not updated for that long are deleted by the job that
