@@ -351,10 +351,18 @@ class SplitReader:
         # winner is its row, so it reads as-is with retractions dropped; the others merge on their own.
         # A fully compacted base run next to a few new files reads without merging the base.
         dv_of = {id(f): dv for f, dv in indexed}
-        parts = [
-            self._read_pk_files(split, [(f, dv_of[id(f)]) for f in section], raw=len(section) == 1)
-            for section in sections
-        ]
+        parts = []
+        lone: list[tuple[DataFileMeta, DeletionFile | None]] = []  # consecutive one-file sections
+        for section in sections:
+            if len(section) == 1:
+                lone.append((section[0], dv_of[id(section[0])]))
+                continue
+            if lone:
+                parts.append(self._read_pk_files(split, lone, raw=True))
+                lone = []
+            parts.append(self._read_pk_files(split, [(f, dv_of[id(f)]) for f in section], raw=False))
+        if lone:
+            parts.append(self._read_pk_files(split, lone, raw=True))
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def _sections(self, split: Split) -> list[list[DataFileMeta]] | None:
