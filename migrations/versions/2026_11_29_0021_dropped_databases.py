@@ -9,7 +9,7 @@ Kind: expand (a new table nothing of the previous release reads): the previous r
 it (its database drops simply do not use the bin).
 
 Revision ID: 0021
-Revises: 0019
+Revises: 0020
 Create Date: 2026-11-29
 """
 
@@ -22,7 +22,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0021"
-down_revision: str | None = "0019"
+down_revision: str | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
