@@ -11,8 +11,12 @@ fully compacted: a table with a base, where a full compaction costs what the bas
 
 The parent samples every ``--every`` user commits (counted from the commit log): the most files and sorted
 runs of any bucket, and a full read of the table (median of 3): its latency and the CPU time of the
-reading process (less sensitive than the latency to what else runs on the machine). After the writers end,
-the table is fully compacted once more and read (median of 3): the reference "fully compacted" read.
+reading process (less sensitive than the latency to what else runs on the machine). Side by side, at
+each sample: a reference table (the same base) is brought to the same rows and fully compacted, and the
+two are read alternately (3 reads each), so the ratio compares reads under the same load; the bench's
+work on the reference (a commit and a full compaction per sample) happens while the writers run, on both
+sides alike. After the writers end, the table is fully compacted once more and read (median of 3): the
+final "fully compacted" read.
 
 Reported per side: commit p50/p99 (ms), the samples, the final compacted read; then the ratios on/off.
 
@@ -36,7 +40,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyarrow import Table as pa_Table
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -45,6 +52,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_commit import load, scratch_database  # noqa: E402
 
 TABLE = "db.pk"
+#: the side-by-side reference: the same rows as TABLE at each sample, fully compacted
+REFERENCE = "db.reference"
 #: preloaded keys start here (the writers' keys are below it)
 PRELOAD_BASE = 10**9
 LOCK = {"lock.lease-seconds": "10", "lock.acquire-timeout-seconds": "120"}
@@ -56,20 +65,20 @@ def _schema() -> Any:
     return pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
 
 
-def _preload(catalog: Any, rows: int) -> None:
+def _preload(catalog: Any, rows: int, table_name: str = TABLE) -> None:
     """``rows`` rows in one commit (keys above every writer's), then fully compacted: the table's base."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from paimon_meta.table.compact import compact
 
-    table = catalog.get_table(TABLE)
+    table = catalog.get_table(table_name)
     builder = table.new_batch_write_builder()
     write = builder.new_write()
     keys = pa.array(range(PRELOAD_BASE, PRELOAD_BASE + rows), pa.int64())
     write.write_arrow(pa.table({"k": keys, "v": pc.cast(keys, pa.string())}))
     builder.new_commit().commit(write.prepare_commit())
-    compact(catalog.get_table(TABLE))
+    compact(catalog.get_table(table_name))
 
 
 def _writer(url: str, warehouse: str, writer: int, commits: int, out: Any) -> None:
@@ -101,8 +110,9 @@ def _user_commits(catalog: Any) -> int:
             conn.execute(
                 text(
                     "SELECT count(*) FROM paimon_commit_events WHERE event_type = 'snapshot_published' "
-                    "AND commit_user NOT LIKE 'paimon-meta-maintenance-%'"
-                )
+                    "AND commit_user NOT LIKE 'paimon-meta-maintenance-%' AND table_identifier = :t"
+                ),
+                {"t": TABLE},
             ).scalar_one()
         )
 
@@ -119,26 +129,71 @@ def _wait_for_cursor(catalog: Any, timeout: float = 120.0) -> None:
     raise RuntimeError("the maintainer did not start")
 
 
-def _sample(catalog: Any) -> dict[str, Any]:
+def _read_once(table: Any) -> tuple[pa_Table, float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    builder = table.new_read_builder()
+    rows = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    return rows, (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
+
+
+def _sync_reference(catalog: Any, rows: Any, written: set[int]) -> None:
+    """The reference table (``REFERENCE``: the same base) made to hold ``rows`` (the maintained table's,
+    just read) and fully compacted: the writers' keys not in it yet, in one commit, then a full
+    compaction (the writers only add keys, so adding the new ones is enough)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from paimon_meta.table.compact import compact
+
+    keys = rows.column("k")
+    new = pc.and_(
+        pc.less(keys, PRELOAD_BASE), pc.invert(pc.is_in(keys, pa.array(sorted(written), pa.int64())))
+    )
+    delta = rows.filter(new)
+    if delta.num_rows:
+        table = catalog.get_table(REFERENCE)
+        builder = table.new_batch_write_builder()
+        write = builder.new_write()
+        write.write_arrow(delta)
+        builder.new_commit().commit(write.prepare_commit())
+        written.update(delta.column("k").to_pylist())
+    compact(catalog.get_table(REFERENCE))
+
+
+def _sample(catalog: Any, reference: set[int] | None = None) -> dict[str, Any]:
+    """The worst bucket's files and sorted runs, and a full read (median of 3). With ``reference`` (the
+    keys the reference table holds), the reference table is first brought to the same rows and fully
+    compacted, then both tables are read alternately (3 reads each) under the same load: the ratio
+    compares like with like."""
     from paimon_meta.maintenance.debt import bucket_files
 
     table = catalog.get_table(TABLE)
     buckets = bucket_files(table)
-    reads = []
-    cpu = []
+    rows, _, _ = _read_once(table)
+    ref_table = None
+    if reference is not None:
+        _sync_reference(catalog, rows, reference)
+        ref_table = catalog.get_table(REFERENCE)
+    reads, cpu, ref_reads, ref_cpu = [], [], [], []
     for _ in range(3):
-        t0, c0 = time.perf_counter(), time.process_time()
-        builder = table.new_read_builder()
-        rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).num_rows
-        reads.append((time.perf_counter() - t0) * 1000)
-        cpu.append((time.process_time() - c0) * 1000)
-    return {
+        out, ms, cpu_ms = _read_once(table)
+        reads.append(ms)
+        cpu.append(cpu_ms)
+        if ref_table is not None:
+            _, ms, cpu_ms = _read_once(ref_table)
+            ref_reads.append(ms)
+            ref_cpu.append(cpu_ms)
+    sample = {
         "files_per_bucket": max((b.files for b in buckets), default=0),
         "sorted_runs": max((b.sorted_runs for b in buckets), default=0),
         "read_ms": round(statistics.median(reads), 1),
         "read_cpu_ms": round(statistics.median(cpu), 1),
-        "rows": rows,
+        "rows": out.num_rows,
     }
+    if ref_table is not None:
+        sample["compacted_read_ms"] = round(statistics.median(ref_reads), 1)
+        sample["compacted_read_cpu_ms"] = round(statistics.median(ref_cpu), 1)
+    return sample
 
 
 def _maintenance_runs(catalog: Any) -> dict[str, Any]:
@@ -175,8 +230,17 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
     with scratch_database(server) as url, tempfile.TemporaryDirectory() as warehouse:
         catalog = paimon_meta.connect(url, warehouse, **LOCK)
         catalog.create_table(TABLE, _schema(), primary_keys=["k"], options={"bucket": "2"})
+        # maintenance off for the reference: it is compacted by the bench only
+        catalog.create_table(
+            REFERENCE,
+            _schema(),
+            primary_keys=["k"],
+            options={"bucket": "2", "paimon-meta.maintenance.enabled": "false"},
+        )
         if args.preload:
             _preload(catalog, args.preload)
+            _preload(catalog, args.preload, REFERENCE)
+        reference: set[int] = set()
         maintainer = None
         if maintenance:
             maintainer = subprocess.Popen(
@@ -217,7 +281,7 @@ def _side(server: str, args: argparse.Namespace, maintenance: bool) -> dict[str,
         while next_mark <= total:
             done = _user_commits(catalog)
             if done >= next_mark:
-                samples.append({"commits": done, **_sample(catalog)})
+                samples.append({"commits": done, **_sample(catalog, reference)})
                 next_mark += args.every
             else:
                 time.sleep(0.2)
@@ -283,10 +347,17 @@ def main() -> None:
         for s in r["samples"]:
             ratio = s["read_ms"] / r["fully_compacted"]["read_ms"]
             cpu_ratio = s["read_cpu_ms"] / r["fully_compacted"]["read_cpu_ms"]
+            side = ""
+            if "compacted_read_ms" in s:
+                side = (
+                    f"; side by side: compacted {s['compacted_read_ms']} ms "
+                    f"({s['read_ms'] / s['compacted_read_ms']:.2f}x), CPU {s['compacted_read_cpu_ms']} ms "
+                    f"({s['read_cpu_ms'] / s['compacted_read_cpu_ms']:.2f}x)"
+                )
             print(
                 f"  {s['commits']:>6} commits: files/bucket {s['files_per_bucket']:>5}, sorted runs "
-                f"{s['sorted_runs']:>5}, read {s['read_ms']:>8} ms ({ratio:.2f}x compacted), read CPU "
-                f"{s['read_cpu_ms']:>8} ms ({cpu_ratio:.2f}x)"
+                f"{s['sorted_runs']:>5}, read {s['read_ms']:>8} ms ({ratio:.2f}x final compacted), read CPU "
+                f"{s['read_cpu_ms']:>8} ms ({cpu_ratio:.2f}x){side}"
             )
 
 

@@ -143,6 +143,12 @@ class DroppedTableNotFoundError(NotFoundError):
     resource = "table"
 
 
+class DroppedDatabaseNotFoundError(NotFoundError):
+    """No database of that name (or drop id) in the recycle bin."""
+
+    resource = "database"
+
+
 class DeletionProtectedError(PaimonMetaError):
     """A drop refused because the table has ``deletion-protection`` on (``table``); the service answers
     409: turn the option off first."""

@@ -1,5 +1,6 @@
 """``paimon-meta maintain`` (a standalone maintenance worker process) and ``paimon-meta maintenance
-queue|runs|debts|pause|resume|retry``; ``paimon-meta dropped|undrop|purge``: the recycle bin."""
+queue|runs|debts|pause|resume|retry``; ``paimon-meta dropped|undrop|purge`` and
+``dropped-databases|undrop-database|purge-database``: the recycle bin."""
 
 from __future__ import annotations
 
@@ -39,6 +40,15 @@ _DROPPED_COLUMNS: list[render.Column] = [
     ("purge_after", "purge after"),
     "grants",
     "location",
+]
+_DROPPED_DATABASE_COLUMNS: list[render.Column] = [
+    ("drop_id", "drop"),
+    "database",
+    "tables",
+    ("dropped_at", "dropped"),
+    ("dropped_by", "by"),
+    ("purge_after", "purge after"),
+    "grants",
 ]
 
 
@@ -83,6 +93,21 @@ def register(commands: Commands) -> None:
     p.add_argument("--drop-id", type=int, help="which drop of that name (default: the latest)")
     p = commands.add("purge", _purge, "delete a dropped table's files now and remove it from the recycle bin")
     p.add_argument("table", metavar="TABLE", help="db.table")
+    p.add_argument("--drop-id", type=int, help="which drop of that name (default: the latest)")
+    commands.add("dropped-databases", _dropped_databases, "databases in the recycle bin")
+    p = commands.add(
+        "undrop-database",
+        _undrop_database,
+        "restore a dropped database from the recycle bin: its grants, views, functions and tables",
+    )
+    p.add_argument("database", metavar="DB")
+    p.add_argument("--drop-id", type=int, help="which drop of that name (default: the latest)")
+    p = commands.add(
+        "purge-database",
+        _purge_database,
+        "delete a dropped database's tables' files now and remove it from the recycle bin",
+    )
+    p.add_argument("database", metavar="DB")
     p.add_argument("--drop-id", type=int, help="which drop of that name (default: the latest)")
 
 
@@ -229,4 +254,35 @@ def _purge(ctx: Context, args: argparse.Namespace) -> Output:
     deleted = purge_table(ctx.catalog(), args.table, drop_id=args.drop_id, principal=operator_identity())
     return Output(
         {"table": args.table, "deleted_files": deleted}, f"{args.table}: purged, {deleted} files deleted"
+    )
+
+
+def _dropped_databases(ctx: Context, args: argparse.Namespace) -> Output:
+    rows = [render.jsonable(d.to_dict()) for d in ctx.catalog().recycle_bin.databases()]
+    return Output(
+        rows, render.table(rows, _DROPPED_DATABASE_COLUMNS) if rows else "(no database in the recycle bin)"
+    )
+
+
+def _undrop_database(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.common import operator_identity
+    from paimon_meta.ops.tables import undrop_database
+
+    done = undrop_database(ctx.catalog(), args.database, drop_id=args.drop_id, principal=operator_identity())
+    return Output(
+        render.jsonable(done.to_dict()),
+        f"database {done.database} restored with {len(done.tables)} tables and {done.grants} grants",
+    )
+
+
+def _purge_database(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.ops.common import operator_identity
+    from paimon_meta.ops.tables import purge_database
+
+    deleted = purge_database(
+        ctx.catalog(), args.database, drop_id=args.drop_id, principal=operator_identity()
+    )
+    return Output(
+        {"database": args.database, "deleted_files": deleted},
+        f"database {args.database}: purged, {deleted} files deleted",
     )

@@ -927,6 +927,39 @@ class DroppedTable(Base):
     purge_after: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class PaimonDroppedDatabase(Base):
+    """The recycle bin's databases (migration 0021): a dropped database's row and properties as they
+    were, its database-level grants, its views, functions and semantic views, and the bin entries
+    (``paimon_dropped_tables.drop_id``) of the tables dropped with it. An undrop restores all of it if
+    the name is free; the row is removed once its retention passed and its tables were purged."""
+
+    __tablename__ = "paimon_dropped_databases"
+    __table_args__ = (
+        Index("ix_paimon_dropped_databases_name", "catalog_key", "database_name"),
+        Index("ix_paimon_dropped_databases_purge_after", "purge_after"),
+    )
+
+    drop_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    database_name: Mapped[str] = mapped_column(String(255))
+    location: Mapped[str | None] = mapped_column(Text)
+    #: the ``paimon_databases`` row, column by column (None: a database only Java's rows knew)
+    database_row: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    #: Java's ``paimon_database_properties`` rows
+    properties: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    #: the database-level grants: ``[{"principal_id", "privilege", "granted_by"}]``
+    grants: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    #: its catalog objects' rows by table: ``{"paimon_views": [...], "paimon_functions": [...], ...}``
+    objects: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    #: the bin entries of the tables dropped with it
+    table_drop_ids: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    #: the run id of the database drop (each table's ``drop_table`` run names it)
+    run_id: Mapped[str | None] = mapped_column(Text)
+    dropped_by: Mapped[str | None] = mapped_column(Text)
+    dropped_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    purge_after: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class PaimonCatalog(Base):
     """A catalog of the service (migration 0019): a name clients use as their ``warehouse``, the catalog
     key its databases, tables and locks are stored under, its warehouse root, its storage profile and the

@@ -47,8 +47,6 @@ log = logging.getLogger(__name__)
 COMMIT_USER_PREFIX = "paimon-meta-maintenance-"
 #: Who maintenance runs are recorded as (the maintenance log's ``principal``).
 PRINCIPAL = "paimon-meta-maintenance"
-#: The most compaction commits one job makes (each of the runs the pick chooses on the latest snapshot).
-MAX_COMPACTION_ROUNDS = 8
 
 
 @dataclass(slots=True)
@@ -148,7 +146,7 @@ def run_action(
 
 def _compact(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:
     if table.schema.primary_keys:
-        return _compact_runs(table)
+        return _compact_runs(table, options)
     buckets = bucket_files(table)
     worst = max((b.small_files for b in buckets), default=0)
     trigger = options.min_file_num
@@ -170,10 +168,12 @@ def _compact(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:
     )
 
 
-def _compact_runs(table: FileStoreTable) -> Outcome:
+def _compact_runs(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:
     """Primary key: the runs the universal pick chooses, committed; again on the new snapshot while the
-    pick still chooses something (writers add runs meanwhile), at most :data:`MAX_COMPACTION_ROUNDS`
-    commits: each is small, so the table stays near its trigger."""
+    pick still chooses something (writers add runs meanwhile). Once it chose nothing, a job that compacted
+    waits up to ``compaction.linger`` for the next snapshot and picks again (a table under steady writers
+    stays near its trigger; without it, runs piled up during the scheduler's tick and the queue's poll
+    before the next job). At most ``compaction.max-rounds`` commits and ``compaction.max-seconds``."""
     strategy = UniversalCompaction.of(table.schema.options)
     worst = max((b.sorted_runs for b in bucket_files(table)), default=0)
     details: dict[str, Any] = {
@@ -187,14 +187,20 @@ def _compact_runs(table: FileStoreTable) -> Outcome:
         "compacted_files": 0,
         "written_files": 0,
         "rounds": 0,
+        # how often the job waited for a next snapshot after the pick chose nothing
+        "lingers": 0,
     }
-    for _ in range(MAX_COMPACTION_ROUNDS):
+    deadline = time.monotonic() + options.compaction_max_ms / 1000
+    while details["rounds"] < options.compaction_max_rounds and time.monotonic() < deadline:
         # A user of its own per commit: batch commits of one user share one identifier, so a second commit
         # of the same user would be taken for a retry of the first and skipped (Java's dedupe).
         user = f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"
         result = compact(table, commit_user=user, strategy=strategy)
         if not result.snapshot_ids:
-            break
+            if not details["rounds"] or not _next_snapshot(table, options.compaction_linger_ms, deadline):
+                break
+            details["lingers"] += 1
+            continue
         details["rounds"] += 1
         details["snapshot_ids"] += list(result.snapshot_ids)
         details["buckets"] += result.buckets
@@ -203,6 +209,23 @@ def _compact_runs(table: FileStoreTable) -> Outcome:
         details["compacted_files"] += result.files_before
         details["written_files"] += result.files_after
     return Outcome(acted=bool(details["snapshot_ids"]), details=details)
+
+
+#: How often a lingering compaction job looks for the table's next snapshot (its LATEST hint).
+LINGER_POLL_SECONDS = 0.05
+
+
+def _next_snapshot(table: FileStoreTable, linger_ms: int, deadline: float) -> bool:
+    """Wait up to ``linger_ms`` (and never past ``deadline``) for a snapshot after the latest; whether
+    one came."""
+    snapshots = table.snapshot_manager
+    latest = snapshots.latest_snapshot_id()
+    until = min(deadline, time.monotonic() + linger_ms / 1000)
+    while time.monotonic() < until:
+        time.sleep(LINGER_POLL_SECONDS)
+        if snapshots.latest_snapshot_id() != latest:
+            return True
+    return False
 
 
 def _expire_partitions(

@@ -7,6 +7,9 @@ Paimon's options, with Java's defaults:
   level-0 file is one, each non-empty higher level one more) is compacted;
 * ``compaction.min.file-num`` (5): an append bucket with this many small files (below 70 % of
   ``target-file-size``) is compacted;
+* ``compaction.offpeak.start.hour``/``.end.hour`` (-1: off), ``compaction.offpeak-ratio`` (0): during
+  those local hours the universal pick's size ratio grows by the ratio, so the debt the scheduler
+  measures, and the compactions the workers run, take larger runs (``table.mergetree.universal``);
 * ``snapshot.num-retained.min``/``.max``, ``snapshot.time-retained``, ``snapshot.expire.limit``:
   snapshot expiration (``ops.expire``);
 * ``consumer.expiration-time`` (off): consumers not updated for that long are deleted by the job that
@@ -22,6 +25,14 @@ Ours:
 
 * ``paimon-meta.maintenance.enabled`` (true): a table option turns maintenance off for one table; as a
   catalog option (``-o``) for every table of the catalog (a table option still wins);
+* ``paimon-meta.maintenance.compaction.linger`` (``2 s``; ``0 s``: off): a primary-key compaction job
+  that compacted something does not end when the pick finds nothing more: it waits up to this long for
+  the next snapshot and picks again, so a table under steady writers is compacted as its runs reach the
+  trigger instead of after the scheduler's next tick and the queue's next poll (which let runs pile up
+  well past the trigger); it ends after this long without a commit, or after
+  ``compaction.max-rounds``/``-seconds`` (bounded so other tables get the worker);
+* ``paimon-meta.maintenance.compaction.max-rounds`` (64) and ``.max-seconds`` (``60 s``): the most
+  compaction commits and the longest time of one job;
 * ``paimon-meta.maintenance.orphan-cleanup.interval`` (``1 d``): how often orphan files are looked for;
 * ``paimon-meta.maintenance.orphan-cleanup.older-than`` (``1 d``): only files older than this are
   orphans (a commit in flight writes its files well within it);
@@ -41,6 +52,9 @@ PREFIX = "paimon-meta.maintenance."
 ENABLED = PREFIX + "enabled"
 ORPHAN_INTERVAL = PREFIX + "orphan-cleanup.interval"
 ORPHAN_OLDER_THAN = PREFIX + "orphan-cleanup.older-than"
+COMPACTION_LINGER = PREFIX + "compaction.linger"
+COMPACTION_MAX_ROUNDS = PREFIX + "compaction.max-rounds"
+COMPACTION_MAX_SECONDS = PREFIX + "compaction.max-seconds"
 
 SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
 COMPACTION_MIN_FILE_NUM = "compaction.min.file-num"
@@ -110,6 +124,9 @@ class MaintenanceOptions:
     tag_num_retained_max: int | None
     orphan_interval_ms: int
     orphan_older_than_ms: int
+    compaction_linger_ms: int = 2_000
+    compaction_max_rounds: int = 64
+    compaction_max_ms: int = 60_000
 
     @classmethod
     def of(
@@ -150,4 +167,7 @@ class MaintenanceOptions:
             tag_num_retained_max=None if retained is None else _int(table_options, TAG_NUM_RETAINED_MAX, 1),
             orphan_interval_ms=_duration(table_options, ORPHAN_INTERVAL, "1 d") or 0,
             orphan_older_than_ms=_duration(table_options, ORPHAN_OLDER_THAN, "1 d") or 0,
+            compaction_linger_ms=_duration(table_options, COMPACTION_LINGER, "2 s") or 0,
+            compaction_max_rounds=_int(table_options, COMPACTION_MAX_ROUNDS, 64),
+            compaction_max_ms=_duration(table_options, COMPACTION_MAX_SECONDS, "60 s") or 0,
         )

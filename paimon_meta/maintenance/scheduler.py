@@ -51,6 +51,8 @@ class TickReport:
     tables: list[str] = field(default_factory=list)
     queued: list[tuple[str, str]] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    #: dropped databases whose bin entry went (retention passed, tables purged)
+    purged_databases: list[str] = field(default_factory=list)
 
 
 class Scheduler:
@@ -117,6 +119,11 @@ class Scheduler:
                         reason="retention",
                     ):
                         report.queued.append((dropped.identifier, MaintenanceKind.PURGE_DROPPED.value))
+                # a dropped database past its retention goes once its tables are purged (their jobs
+                # above): its entry outlives theirs (metastore.recycle_bin)
+                for database in self.catalog.recycle_bin.expired_databases():
+                    if self.catalog.recycle_bin.remove_database(database.drop_id):
+                        report.purged_databases.append(database.name)
             conn.execute(
                 text(
                     "UPDATE paimon_maintenance_cursors SET event_id = :last, updated_at = now() "

@@ -20,6 +20,7 @@ Invariants, each kept by one statement or one transaction:
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -370,6 +371,50 @@ def drop_database_objects(
             names.append(m[kind.name_column])
         dropped[kind.kind] = names
     return dropped
+
+
+def restore_database_objects(
+    conn: Connection,
+    catalog_key: str,
+    rows_by_table: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    principal: str | None = None,
+) -> dict[str, list[str]]:
+    """Insert back, in ``conn``'s transaction, the views, functions and semantic views of a database
+    that was dropped (their rows as ``to_jsonb`` kept them, by table name), each recorded as a
+    ``created`` event marked ``undrop``; returns the restored names by kind. A name or id taken again
+    fails with the database's transaction (``IntegrityError``)."""
+    restored: dict[str, list[str]] = {}
+    for kind in (VIEWS, FUNCTIONS, SEMANTIC_VIEWS):
+        table = kind.model.__tablename__
+        rows = list(rows_by_table.get(table, ()))
+        if not rows:
+            continue
+        inserted = (
+            conn.execute(
+                text(
+                    f"INSERT INTO {table} SELECT * FROM "  # noqa: S608 - a constant table name
+                    f"jsonb_populate_recordset(NULL::{table}, CAST(:rows AS jsonb)) RETURNING *"
+                ),
+                {"rows": json.dumps(list(map(dict, rows)))},
+            )
+            .mappings()
+            .all()
+        )
+        names = []
+        for m in sorted(inserted, key=lambda r: r[kind.name_column]):
+            _record(
+                conn,
+                kind,
+                m,
+                CatalogObjectEventType.CREATED,
+                catalog_key=catalog_key,
+                principal=principal,
+                payload={"undrop": True},
+            )
+            names.append(m[kind.name_column])
+        restored[kind.kind] = names
+    return restored
 
 
 class CatalogObjects:

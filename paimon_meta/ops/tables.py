@@ -29,11 +29,12 @@ from paimon_meta.db.models import MaintenanceEventType, MaintenanceOperation
 from paimon_meta.errors import (
     CommitConflictError,
     CorruptMetadataError,
+    DatabaseNotFoundError,
     DeletionProtectedError,
     SchemaNotFoundError,
     UnsupportedError,
 )
-from paimon_meta.metastore.recycle_bin import DroppedTableRow
+from paimon_meta.metastore.recycle_bin import DroppedDatabaseRow, DroppedTableRow
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.model.identifier import split_identifier, validate_identifier
 from paimon_meta.model.schema import TableSchema
@@ -311,19 +312,94 @@ class DatabaseDrop:
 def drop_database(catalog: MetastoreCatalog, name: str, *, principal: str | None = None) -> DatabaseDrop:
     """Drop ``name`` with everything in it: each table as :func:`drop_table` does (into the recycle
     bin), then, in one transaction, its views and functions (each a ``dropped`` event) and the database
-    (``DatabaseNotFoundError`` if unknown). A table with ``deletion-protection`` on refuses the whole drop
-    before anything is dropped (``DeletionProtectedError``)."""
+    (``DatabaseNotFoundError`` if unknown): into the recycle bin too, with its grants, its objects and
+    its tables' drop ids, for the catalog's retention (``undrop_database`` restores the lot); with a
+    retention of 0, gone at once. A table with ``deletion-protection`` on refuses the whole drop before
+    anything is dropped (``DeletionProtectedError``)."""
     validate_identifier("database", name)
+    if not catalog.registry.database_exists(name):
+        raise DatabaseNotFoundError(f"database {name!r} does not exist", database=name)
     run_id = str(uuid.uuid4())
     dropped = []
+    drop_ids = []
     rows = catalog.registry.list_table_rows(name)
     for row in rows:
         check_not_protected(catalog, row)
     for row in rows:
-        drop_table(catalog, row.identifier, principal=principal, database_drop=run_id)
+        binned = drop_table(catalog, row.identifier, principal=principal, database_drop=run_id)
         dropped.append(row.name)
-    objects = catalog.drop_database(name, principal=principal)
+        if binned is not None:
+            drop_ids.append(binned.drop_id)
+    retention = catalog.recycle_bin_retention_seconds
+    if retention <= 0:
+        objects = catalog.drop_database(name, principal=principal)
+    else:
+        _, objects = catalog.recycle_bin.put_database(
+            name, table_drop_ids=drop_ids, run_id=run_id, retention_seconds=retention, dropped_by=principal
+        )
     return DatabaseDrop(name, run_id, dropped, objects.get("view", []), objects.get("function", []))
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseUndrop:
+    database: str
+    drop_id: int
+    tables: list[str]
+    grants: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def undrop_database(
+    catalog: MetastoreCatalog, name: str, *, drop_id: int | None = None, principal: str | None = None
+) -> DatabaseUndrop:
+    """Bring a dropped database back from the recycle bin (its latest drop, or ``drop_id``), in one
+    transaction: the database with its properties, grants, views and functions, and each of its tables
+    still in the bin with theirs (each recorded as an ``undrop_table`` run naming the database's drop).
+
+    Raises:
+        DroppedDatabaseNotFoundError: not in the bin (purged, or never dropped).
+        DatabaseAlreadyExistsError: the name is taken (nothing is restored).
+    """
+    validate_identifier("database", name)
+    dropped, tables, grants = catalog.recycle_bin.restore_database(name, drop_id=drop_id, principal=principal)
+    for row, table_grants in tables:
+        settings = {"database_undrop": dropped.drop_id, "dropped_at": dropped.dropped_at.isoformat()}
+        with maintenance_run(
+            catalog,
+            row,
+            MaintenanceOperation.UNDROP_TABLE,
+            dry_run=False,
+            settings=settings,
+            principal=principal,
+        ) as run:
+            run.record(
+                MaintenanceEventType.FINISHED, {**settings, "grants": table_grants, "location": row.location}
+            )
+    return DatabaseUndrop(name, dropped.drop_id, sorted(row.name for row, _ in tables), grants)
+
+
+def purge_dropped_database(
+    catalog: MetastoreCatalog, dropped: DroppedDatabaseRow, *, principal: str | None = None, reason: str
+) -> int:
+    """Purge every table of a dropped database still in the bin (:func:`purge_dropped`), then its bin
+    row; the number of files deleted. A crash part-way leaves the row (and the tables not yet purged):
+    the purge runs again."""
+    deleted = 0
+    for table in catalog.recycle_bin.tables_of(dropped):
+        deleted += purge_dropped(catalog, table, principal=principal, reason=reason)
+    catalog.recycle_bin.remove_database(dropped.drop_id)
+    return deleted
+
+
+def purge_database(
+    catalog: MetastoreCatalog, name: str, *, drop_id: int | None = None, principal: str | None = None
+) -> int:
+    """Purge a dropped database from the recycle bin now (its tables' files deleted); the number of files
+    deleted (``DroppedDatabaseNotFoundError`` if not in the bin)."""
+    dropped = catalog.recycle_bin.find_database(validate_identifier("database", name), drop_id=drop_id)
+    return purge_dropped_database(catalog, dropped, principal=principal, reason="operator")
 
 
 @dataclass(frozen=True, slots=True)

@@ -597,6 +597,35 @@ class ListDroppedTablesResponse(_Model):
     next_page_token: str | None
 
 
+class DroppedDatabase(_Model):
+    """A database in the recycle bin (our extension): what ``undrop`` (with ``dropId``) restores."""
+
+    drop_id: int
+    name: str
+    location: str | None
+    #: the tables dropped with it still in the bin (restored with it)
+    tables: list[str]
+    dropped_by: str | None
+    dropped_at: datetime
+    purge_after: datetime
+    #: the database-level grants kept with it
+    grants: int
+
+
+class ListDroppedDatabasesResponse(_Model):
+    databases: list[DroppedDatabase]
+    next_page_token: str | None
+
+
+class UndropDatabaseResponse(_Model):
+    """What an undrop of a database restored."""
+
+    name: str
+    drop_id: int
+    tables: list[str]
+    grants: int
+
+
 class SnapshotRecording(_Model):
     """An event that recorded a snapshot in the log (``snapshot_published``, ``external``, ``recovered``)."""
 

@@ -86,6 +86,11 @@ COMMITS = f"{TABLE}/commits"
 UNDROP_TABLE = f"{TABLE}/undrop"
 #: The recycle bin of a database (``GET``): its dropped tables, with the drop ids an undrop takes.
 DROPPED_TABLES = f"{DATABASE}/dropped-tables"
+#: Restore a dropped database from the recycle bin (``POST``, optional ``dropId``): its grants, views,
+#: functions and the tables dropped with it.
+UNDROP_DATABASE = f"{DATABASE}/undrop"
+#: The recycle bin's databases (``GET``), with the drop ids an undrop takes.
+DROPPED_DATABASES = f"{CATALOG}/dropped-databases"
 
 # ---- the audit trail (our extension) -------------------------------------------------------------------
 REGISTRY = f"{TABLE}/registry"

@@ -28,6 +28,7 @@ from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
+    ADMIN_CATALOG,
     ADMIN_DATABASE,
     ADMIN_TABLE,
     AUTHENTICATED,
@@ -286,6 +287,66 @@ def undrop_table(
         catalog_of(request), table_identifier(database, table), drop_id=drop_id, principal=access.principal
     )
     return Response(status_code=200)
+
+
+@router.post(
+    paths.UNDROP_DATABASE,
+    response_model=models.UndropDatabaseResponse,
+    tags=["databases"],
+    responses={**CONFLICT},
+)
+def undrop_database(
+    request: Request,
+    database: str,
+    access: Annotated[Access, ADMIN_CATALOG],
+    drop_id: Annotated[int | None, Query(alias="dropId")] = None,
+) -> models.UndropDatabaseResponse:
+    """Restore a dropped database from the recycle bin (its latest drop, or ``dropId``) in one
+    transaction: its properties, grants, views and functions, and every table dropped with it that is
+    still in the bin, with theirs (our extension). 404 when it is not in the bin, 409 when the name is
+    taken (nothing restored). Needs admin on the catalog, as creating a database does."""
+    done = table_ops.undrop_database(
+        catalog_of(request),
+        validate_identifier("database", database),
+        drop_id=drop_id,
+        principal=access.principal,
+    )
+    return models.UndropDatabaseResponse(
+        name=done.database, drop_id=done.drop_id, tables=done.tables, grants=done.grants
+    )
+
+
+@router.get(
+    paths.DROPPED_DATABASES,
+    response_model=models.ListDroppedDatabasesResponse,
+    tags=["databases"],
+    dependencies=[ADMIN_CATALOG],
+)
+def list_dropped_databases(
+    request: Request, max_results: MaxResults = None, page_token: PageToken = None
+) -> models.ListDroppedDatabasesResponse:
+    """The recycle bin's databases (our extension), oldest drop first, with the ``dropId`` an undrop
+    takes, the tables kept with each and when each is purged. Needs admin on the catalog."""
+    limit, offset = convert.offset_page(max_results, page_token)
+    catalog = catalog_of(request)
+    entries = catalog.recycle_bin.databases()
+    page = entries[offset : offset + limit]
+    return models.ListDroppedDatabasesResponse(
+        databases=[
+            models.DroppedDatabase(
+                drop_id=d.drop_id,
+                name=d.name,
+                location=d.location,
+                tables=sorted(t.name for t in catalog.recycle_bin.tables_of(d)),
+                dropped_by=d.dropped_by,
+                dropped_at=d.dropped_at,
+                purge_after=d.purge_after,
+                grants=len(d.grants),
+            )
+            for d in page
+        ],
+        next_page_token=str(offset + limit) if offset + limit < len(entries) else None,
+    )
 
 
 @router.get(

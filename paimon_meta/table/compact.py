@@ -61,9 +61,9 @@ from paimon_meta.model.binary_row import deserialize_row
 from paimon_meta.model.commit_message import CommitMessage, CompactIncrement
 from paimon_meta.model.manifest import DataFileMeta, FileSource
 from paimon_meta.model.schema import TableSchema
-from paimon_meta.model.types import DataType
 from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.file_layout import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, FileLayout
+from paimon_meta.table.mergetree.intervals import key_sections
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, MergeEngine, merge_key_value_rows
 from paimon_meta.table.mergetree.universal import UniversalCompaction, drops_deletes, pick_bucket
 from paimon_meta.table.read.scan import FileStoreScan, PartitionFilterArg, Plan, Split
@@ -264,7 +264,8 @@ def _plan_unit(
         candidate.clear()
 
     pending: list[list[DataFileMeta]] = []
-    for section in _key_sections(files, key_types):
+    # no sections (undecodable keys): one section, every file merged with the others
+    for section in key_sections(files, key_types) or [list(files)]:
         if len({_run_of(f) for f in section}) > 1:
             pending.append(section)
             continue
@@ -285,27 +286,6 @@ def _plan_unit(
         rewrite=tuple(rewrite),
         upgrade=tuple(upgrade),
     )
-
-
-def _key_sections(files: Sequence[DataFileMeta], key_types: Sequence[DataType]) -> list[list[DataFileMeta]]:
-    """Java ``IntervalPartition``: files sorted by (min key, max key), cut where a file starts
-    after every earlier file has ended (touching ranges stay together)."""
-    keyed = sorted(
-        ((deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types), f) for f in files),
-        key=lambda t: (t[0], t[1]),
-    )
-    sections: list[list[DataFileMeta]] = []
-    bound: tuple[Any, ...] | None = None
-    for low, high, f in keyed:
-        if sections and bound is not None and low > bound:
-            sections.append([f])
-            bound = high
-            continue
-        if not sections:
-            sections.append([])
-        sections[-1].append(f)
-        bound = high if bound is None or high > bound else bound
-    return sections
 
 
 # ---- running one task ------------------------------------------------------------------------------

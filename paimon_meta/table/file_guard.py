@@ -37,6 +37,10 @@ class PathGuard:
     def __init__(self, roots: TableRoots, history: Callable[[], Iterable[str]] | None = None) -> None:
         self._roots = roots
         self._history = history
+        # directories a plain, unescaped name was found inside the table in: any such name in them is
+        # (one more path segment below a contained directory), so a split's files are not each
+        # canonicalised again
+        self._inside: set[str] = set()
 
     @property
     def roots(self) -> TableRoots:
@@ -78,8 +82,17 @@ class PathGuard:
                 field=field,
                 **where,
             )
-        path = external_path or f"{directory.rstrip('/')}/{file_name}"
-        return self.check(path, field=f"{field} external_path" if external_path else field, **where)
+        if external_path:
+            return self.check(external_path, field=f"{field} external_path", **where)
+        directory = directory.rstrip("/")
+        path = f"{directory}/{file_name}"
+        if "%" in file_name:
+            # an escape may decode to a separator or a ".." segment: checked on its own
+            return self.check(path, field=field, **where)
+        if directory not in self._inside:
+            self.check(path, field=field, **where)
+            self._inside.add(directory)
+        return path
 
     def allowed(self, path: str, refused: list[str], *, what: str) -> bool:
         """For deleters: True if ``path`` may be deleted; else appends it to ``refused``, logs a warning

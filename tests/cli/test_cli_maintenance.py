@@ -1,5 +1,5 @@
 """``paimon-meta maintain``, ``maintenance queue|runs|debts|pause|resume|retry`` and the recycle bin's
-``dropped|undrop|purge``."""
+``dropped|undrop|purge`` and ``dropped-databases|undrop-database|purge-database``."""
 
 from __future__ import annotations
 
@@ -48,3 +48,21 @@ def test_dropped_undrop_and_purge(cli: Cli, catalog: MetastoreCatalog) -> None:
     assert cli.json("purge", TABLE)["deleted_files"] > 0
     assert not any(p.is_file() for p in Path(location).rglob("*"))
     assert cli.json("dropped") == []
+
+
+def test_dropped_databases_undrop_database_and_purge_database(cli: Cli, catalog: MetastoreCatalog) -> None:
+    create(catalog)
+    write(catalog, [1, 2])
+    location = catalog.location_of(catalog.table_row(TABLE))
+    table_ops.drop_database(catalog, "db")
+    (entry,) = cli.json("dropped-databases")
+    assert (entry["database"], entry["tables"]) == ("db", 1)
+    restored = cli.json("undrop-database", "db")
+    assert restored["tables"] == ["t"] and restored["drop_id"] == entry["drop_id"]
+    assert catalog.list_tables("db") == ["t"]
+    code, _out, err = cli.run("undrop-database", "db")
+    assert code == 3 and "recycle bin" in err
+    table_ops.drop_database(catalog, "db")
+    assert cli.json("purge-database", "db")["deleted_files"] > 0
+    assert not any(p.is_file() for p in Path(location).rglob("*"))
+    assert cli.json("dropped-databases") == [] and cli.json("dropped") == []

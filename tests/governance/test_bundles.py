@@ -80,6 +80,8 @@ ROUTE_ACCESS: dict[tuple[str, str], tuple[ResourceType, Access]] = {
     ("POST", f"{D}/semantic-views/{{semantic_view}}"): (R.DATABASE, A.CREATEVIEW),
     ("DELETE", f"{D}/semantic-views/{{semantic_view}}"): (R.VIEW, A.DROP),
     ("GET", f"{D}/dropped-tables"): (R.DATABASE, A.CREATETABLE),
+    ("POST", f"{D}/undrop"): (R.CATALOG, A.CREATEDATABASE),
+    ("GET", "/v1/{prefix}/dropped-databases"): (R.CATALOG, A.CREATEDATABASE),
     ("GET", f"{T}/schemas"): (R.TABLE, A.SELECT),
     ("GET", f"{T}/schemas/{{version}}"): (R.TABLE, A.SELECT),
     ("POST", f"{T}/replace"): (R.TABLE, A.ALTER),

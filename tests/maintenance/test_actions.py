@@ -438,3 +438,69 @@ def test_compaction_is_due_when_the_pick_chooses_runs_not_at_a_run_count(catalog
     commit(range(5020, 5030))  # a 4th run: more runs than the trigger
     maintainer.scheduler.tick(sweep=True)
     assert [j.kind for j in maintainer.queue.jobs()] == [MaintenanceKind.COMPACT]
+
+
+@pytest.mark.parametrize("linger", ["5 s", "0 s"])
+def test_a_compaction_job_lingers_for_the_next_commits_of_a_busy_table(
+    catalog: MetastoreCatalog, monkeypatch: pytest.MonkeyPatch, linger: str
+) -> None:
+    """After the pick chose nothing, a job that compacted waits up to ``compaction.linger`` for the next
+    snapshot and picks again: commits that arrive after its last round are compacted by the same job
+    (with the linger off, the job ends and they wait for the next one)."""
+    import threading
+
+    from paimon_meta.maintenance import actions
+
+    catalog.create_table(
+        "db.pk",
+        pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+        primary_keys=["k"],
+        options={
+            "bucket": "1",
+            "num-sorted-run.compaction-trigger": "3",
+            "paimon-meta.maintenance.compaction.linger": linger,
+        },
+    )
+    keys = iter(range(100))
+
+    def commit() -> None:
+        k = next(keys)
+        table = catalog.get_table("db.pk")
+        builder = table.new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array([k], pa.int32()), "v": [f"v{k}"]}))
+        builder.new_commit().commit(w.prepare_commit())
+
+    for _ in range(3):
+        commit()
+    real = actions.compact  # type: ignore[attr-defined]  # the name the job calls, patched below
+    calls = []
+
+    def write_three() -> None:
+        for _ in range(3):
+            commit()
+
+    writer = threading.Thread(target=write_three)
+
+    def compact_then_write(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        calls.append(result)
+        if len(calls) == 2:
+            # the pick found nothing (one run left): writers go on, after the job's last round
+            assert not result.snapshot_ids
+            writer.start()
+            if linger == "0 s":
+                writer.join()  # they land before the job looks again: it must not look
+        return result
+
+    monkeypatch.setattr(actions, "compact", compact_then_write)
+    Maintainer(catalog, MaintainerSettings(workers=0)).drain()
+    writer.join()
+    (run,) = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"]
+    if linger == "0 s":
+        assert (run["rounds"], run["lingers"]) == (1, 0)
+        assert max(b.sorted_runs for b in bucket_files(catalog.get_table("db.pk"))) == 4
+    else:
+        assert run["rounds"] == 2 and isinstance(run["lingers"], int) and run["lingers"] >= 1
+        assert max(b.sorted_runs for b in bucket_files(catalog.get_table("db.pk"))) < 3
+    assert read_keys(catalog, identifier="db.pk") == list(range(6))

@@ -77,6 +77,8 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", f"{D}/register"): ("admin", "database"),
     ("POST", f"{T}/undrop"): ("admin", "database"),
     ("GET", f"{D}/dropped-tables"): ("admin", "database"),
+    ("POST", f"{D}/undrop"): ("admin", "catalog"),
+    ("GET", "/v1/{prefix}/dropped-databases"): ("admin", "catalog"),
     ("POST", f"{T}/rollback-schema"): ("admin", "table"),
     # The change feed: any token; the events are those of tables the caller may read.
     ("GET", "/v1/{prefix}/events"): (None, "catalog"),

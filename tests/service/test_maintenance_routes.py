@@ -126,3 +126,36 @@ def test_the_recycle_bin_of_a_database_is_listed_with_its_drop_ids(
     gone = service_client.get(f"{P}/databases/db/dropped-tables", headers=admin)
     assert gone.status_code == 200, gone.text
     assert sorted(t["name"] for t in gone.json()["tables"]) == ["t", "u"]
+
+
+def test_a_dropped_database_is_listed_and_undropped_through_the_service(
+    service_client: TestClient, service_catalog: MetastoreCatalog
+) -> None:
+    seed(service_catalog, "db.t")
+    admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
+    dbadmin = auth(make_principal(service_catalog, "dba", [("admin", "db", None)]))
+    assert service_client.get(f"{P}/dropped-databases", headers=admin).json()["databases"] == []
+    assert service_client.delete(f"{P}/databases/db", headers=admin).status_code == 200
+    assert service_client.get(f"{P}/databases/db", headers=admin).status_code == 404
+    listed = service_client.get(f"{P}/dropped-databases", headers=admin)
+    assert listed.status_code == 200, listed.text
+    (entry,) = listed.json()["databases"]
+    assert (entry["name"], entry["tables"], entry["droppedBy"], entry["grants"]) == ("db", ["t"], "root", 1)
+    # the database's own admin grant went into the bin with it: undropping needs admin on the catalog
+    assert service_client.post(f"{P}/databases/db/undrop", headers=dbadmin).status_code == 403
+    assert service_client.get(f"{P}/dropped-databases", headers=dbadmin).status_code == 403
+    undrop = service_client.post(f"{P}/databases/db/undrop?dropId={entry['dropId']}", headers=admin)
+    assert undrop.status_code == 200, undrop.text
+    assert undrop.json() == {"name": "db", "dropId": entry["dropId"], "tables": ["t"], "grants": 1}
+    # the database admin's grant is back: it sees its table again
+    assert service_client.get(f"{P}/databases/db/tables/t", headers=dbadmin).status_code == 200
+    table = service_catalog.get_table("db.t")
+    builder = table.new_read_builder()
+    assert builder.new_read().to_arrow(builder.new_scan().plan().splits()).num_rows == 3
+    # no longer in the bin: 404 DATABASE; once dropped again and the name re-created: 409
+    again = service_client.post(f"{P}/databases/db/undrop", headers=admin)
+    assert again.status_code == 404 and again.json()["resourceType"] == "DATABASE"
+    assert service_client.delete(f"{P}/databases/db", headers=admin).status_code == 200
+    assert service_client.post(f"{P}/databases", json={"name": "db"}, headers=admin).status_code == 200
+    taken = service_client.post(f"{P}/databases/db/undrop", headers=admin)
+    assert taken.status_code == 409, taken.text

@@ -27,13 +27,21 @@ prefix up to the first run of a higher level, whose level becomes the output (th
 drops retractions when the output level is not 0 and no level above the output holds data
 (:func:`drops_deletes`).
 
-Not implemented: off-peak hours (``compaction.offpeak.*``: their extra ratio is 0 here) and early full
-compaction (``compaction.optimization-interval``, ``compaction.total-size-threshold``,
-``compaction.incremental-size-threshold``): these options are accepted and not acted on.
+**Off-peak hours** (Java ``OffPeakHours``): between ``compaction.offpeak.start.hour`` (inclusive) and
+``compaction.offpeak.end.hour`` (exclusive; the window may wrap past midnight), in the local time of the
+process that picks (Java: the JVM's default zone), ``compaction.offpeak-ratio`` is added to the size
+ratio, so the pick takes larger runs: more is compacted when the machines are quiet. Both hours -1 (the
+default) or equal: no off-peak; any other hour outside 0-23 is refused. The maintenance scheduler
+measures a table's debt with this pick and its workers compact with it, so both honour the window.
+
+Not implemented: early full compaction (``compaction.optimization-interval``,
+``compaction.total-size-threshold``, ``compaction.incremental-size-threshold``): these options are
+accepted and not acted on.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -44,6 +52,9 @@ SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
 SORTED_RUN_STOP_TRIGGER = "num-sorted-run.stop-trigger"
 MAX_SIZE_AMPLIFICATION = "compaction.max-size-amplification-percent"
 SIZE_RATIO = "compaction.size-ratio"
+OFFPEAK_START_HOUR = "compaction.offpeak.start.hour"
+OFFPEAK_END_HOUR = "compaction.offpeak.end.hour"
+OFFPEAK_RATIO = "compaction.offpeak-ratio"
 
 DEFAULT_SORTED_RUN_TRIGGER = 5
 DEFAULT_MAX_SIZE_AMPLIFICATION = 200
@@ -110,12 +121,50 @@ def _option_int(options: Mapping[str, str], key: str, default: int, minimum: int
 
 
 @dataclass(frozen=True, slots=True)
+class OffPeakHours:
+    """Java ``OffPeakHours``: the hours ``[start_hour, end_hour)`` (wrapping past midnight when
+    ``start_hour > end_hour``) during which ``ratio`` is added to the size ratio."""
+
+    start_hour: int
+    end_hour: int
+    ratio: int
+
+    @classmethod
+    def of(cls, options: Mapping[str, str]) -> OffPeakHours | None:
+        """The window a table's options ask for; None when off (both hours -1, or equal)."""
+        start = _option_int(options, OFFPEAK_START_HOUR, -1, -1)
+        end = _option_int(options, OFFPEAK_END_HOUR, -1, -1)
+        if start == -1 and end == -1:
+            return None
+        for key, hour in ((OFFPEAK_START_HOUR, start), (OFFPEAK_END_HOUR, end)):
+            if not 0 <= hour <= 23:
+                raise ValidationError(f"option {key}={hour} is not an hour from 0 to 23", option=key)
+        if start == end:
+            return None
+        return cls(start, end, _option_int(options, OFFPEAK_RATIO, 0, 0))
+
+    def is_off_peak(self, hour: int) -> bool:
+        if self.start_hour <= self.end_hour:
+            return self.start_hour <= hour < self.end_hour
+        return hour < self.end_hour or self.start_hour <= hour
+
+    def current_ratio(self, hour: int) -> int:
+        return self.ratio if self.is_off_peak(hour) else 0
+
+
+def local_hour() -> int:
+    """The hour of the day now, in local time (Java: ``LocalDateTime.now().getHour()``)."""
+    return time.localtime().tm_hour
+
+
+@dataclass(frozen=True, slots=True)
 class UniversalCompaction:
     """The pick of one table's options (see the module docstring)."""
 
     max_size_amp: int = DEFAULT_MAX_SIZE_AMPLIFICATION
     size_ratio: int = DEFAULT_SIZE_RATIO
     num_run_compaction_trigger: int = DEFAULT_SORTED_RUN_TRIGGER
+    off_peak: OffPeakHours | None = None
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> UniversalCompaction:
@@ -126,16 +175,25 @@ class UniversalCompaction:
             num_run_compaction_trigger=_option_int(
                 options, SORTED_RUN_TRIGGER, DEFAULT_SORTED_RUN_TRIGGER, 1
             ),
+            off_peak=OffPeakHours.of(options),
         )
 
-    def pick(self, num_levels: int, runs: Sequence[LevelSortedRun]) -> CompactUnit | None:
-        """The runs to merge and their output level, or None (Java ``UniversalCompaction.pick``)."""
+    def pick(
+        self, num_levels: int, runs: Sequence[LevelSortedRun], *, hour: int | None = None
+    ) -> CompactUnit | None:
+        """The runs to merge and their output level, or None (Java ``UniversalCompaction.pick``);
+        ``hour``: the local hour that decides off-peak (default: now)."""
         max_level = num_levels - 1
+        extra = 0
+        if self.off_peak is not None:
+            extra = self.off_peak.current_ratio(local_hour() if hour is None else hour)
         unit = self.pick_for_size_amp(max_level, runs)
         if unit is None:
-            unit = self.pick_for_size_ratio(max_level, runs)
+            unit = self.pick_for_size_ratio(max_level, runs, extra_ratio=extra)
         if unit is None and len(runs) > self.num_run_compaction_trigger:
-            unit = self._grow(max_level, runs, len(runs) - self.num_run_compaction_trigger + 1)
+            unit = self._grow(
+                max_level, runs, len(runs) - self.num_run_compaction_trigger + 1, extra_ratio=extra
+            )
         return unit
 
     def pick_for_size_amp(self, max_level: int, runs: Sequence[LevelSortedRun]) -> CompactUnit | None:
@@ -147,17 +205,23 @@ class UniversalCompaction:
             return CompactUnit(max_level, tuple(runs))
         return None
 
-    def pick_for_size_ratio(self, max_level: int, runs: Sequence[LevelSortedRun]) -> CompactUnit | None:
+    def pick_for_size_ratio(
+        self, max_level: int, runs: Sequence[LevelSortedRun], *, extra_ratio: int = 0
+    ) -> CompactUnit | None:
         if len(runs) < self.num_run_compaction_trigger:
             return None
-        return self._grow(max_level, runs, 1)
+        return self._grow(max_level, runs, 1, extra_ratio=extra_ratio)
 
-    def _grow(self, max_level: int, runs: Sequence[LevelSortedRun], count: int) -> CompactUnit | None:
-        """Java's ``pickForSizeRatio(maxLevel, runs, candidateCount, forcePick = false)``."""
+    def _grow(
+        self, max_level: int, runs: Sequence[LevelSortedRun], count: int, *, extra_ratio: int = 0
+    ) -> CompactUnit | None:
+        """Java's ``pickForSizeRatio(maxLevel, runs, candidateCount, forcePick = false)``
+        (``extra_ratio``: the off-peak ratio now, Java's ``ratioForOffPeak``)."""
         size = sum(r.total_size for r in runs[:count])
         triggered = count > 1
+        ratio = 100.0 + self.size_ratio + extra_ratio
         for run in runs[count:]:
-            too_large = size * (100.0 + self.size_ratio) / 100.0 < run.total_size
+            too_large = size * ratio / 100.0 < run.total_size
             if too_large and (not triggered or run.level > 1):
                 break
             size += run.total_size
@@ -183,11 +247,16 @@ class UniversalCompaction:
 
 
 def pick_bucket(
-    strategy: UniversalCompaction, num_levels: int, files: Iterable[DataFileMeta]
+    strategy: UniversalCompaction,
+    num_levels: int,
+    files: Iterable[DataFileMeta],
+    *,
+    hour: int | None = None,
 ) -> CompactUnit | None:
     """The pick for one bucket's files as ``MergeTreeCompactManager.triggerCompaction`` submits it: None
-    when nothing is picked, or only one file already at the output level."""
-    unit = strategy.pick(num_levels, level_sorted_runs(files))
+    when nothing is picked, or only one file already at the output level (``hour``: as for
+    :meth:`UniversalCompaction.pick`)."""
+    unit = strategy.pick(num_levels, level_sorted_runs(files), hour=hour)
     if unit is None or not unit.files:
         return None
     if len(unit.files) == 1 and unit.files[0].level == unit.output_level:

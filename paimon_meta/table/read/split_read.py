@@ -8,6 +8,9 @@
   to heap order) go to the newer file: lower level, then higher max sequence number, then the later
   row. Only the value columns are returned. Keys are read from the value columns, never from the
   ``_KEY_*`` copies (Java >= 1.0): thin-mode files, which have no copies, read like the others.
+  A bucket is read by key section (Java's ``IntervalPartition``, ``mergetree.intervals``):
+  sections hold disjoint key ranges, so each merges on its own and a section of one file (one row per key)
+  is read as-is, its retractions dropped: a compacted base next to a few new files is not merged.
 * Other merge engines (``partial-update``, ``aggregation``, ``first-row``): rows sorted by key and then
   in the same order are folded per key by
   :mod:`paimon_meta.table.mergetree.merge_engine`, and keys whose result is
@@ -38,6 +41,7 @@ from paimon_meta.model.types import BIGINT, TINYINT, DataField, DataType, TypeRo
 from paimon_meta.serde.orc_timestamps import LTZ_LEGACY_OPTION, correct_timestamps, writer_timezone
 from paimon_meta.table.file_guard import PathGuard
 from paimon_meta.table.file_layout import FileLayout
+from paimon_meta.table.mergetree.intervals import key_sections
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, MergeEngine, key_group_starts
 from paimon_meta.table.read.deletion_vectors import DeletionFile, read_deletion_vector
 from paimon_meta.table.read.evolution import evolve_columns
@@ -336,18 +340,56 @@ class SplitReader:
         return self._read_pk_split(split, dvs)
 
     def _read_pk_split(self, split: Split, dvs: Sequence[DeletionFile | None]) -> pa.Table:
+        indexed = list(zip(split.files, dvs))
+        if split.raw_convertible:
+            return self._read_pk_files(split, indexed, raw=True)
+        sections = self._sections(split)
+        if sections is None:
+            return self._read_pk_files(split, indexed, raw=False)
+        # Java's readerForMergeTree: the bucket is its sections (key ranges no other section holds:
+        # ``mergetree.intervals``) in key order; a section of one file holds each key once, its
+        # winner is its row, so it reads as-is with retractions dropped; the others merge on their own.
+        # A fully compacted base run next to a few new files reads without merging the base.
+        dv_of = {id(f): dv for f, dv in indexed}
+        parts = []
+        lone: list[tuple[DataFileMeta, DeletionFile | None]] = []  # consecutive one-file sections
+        for section in sections:
+            if len(section) == 1:
+                lone.append((section[0], dv_of[id(section[0])]))
+                continue
+            if lone:
+                parts.append(self._read_pk_files(split, lone, raw=True))
+                lone = []
+            parts.append(self._read_pk_files(split, [(f, dv_of[id(f)]) for f in section], raw=False))
+        if lone:
+            parts.append(self._read_pk_files(split, lone, raw=True))
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def _sections(self, split: Split) -> list[list[DataFileMeta]] | None:
+        """The split's key sections when reading them one by one is the same as merging the split:
+        a merge engine other than ``deduplicate`` folds even a lone row (aggregations of one value,
+        partial-update's retraction rules), so only ``deduplicate`` reads by section here."""
+        if self.engine is None or self.engine.name != DEDUPLICATE or len(split.files) < 2:
+            return None
+        key_types = [t for _, _, t in self.key_targets]
+        sections = key_sections(split.files, key_types)
+        return sections if sections is not None and len(sections) > 1 else None
+
+    def _read_pk_files(
+        self, split: Split, files: Sequence[tuple[DataFileMeta, DeletionFile | None]], *, raw: bool
+    ) -> pa.Table:
+        """``files`` of the split (all of it, or one key section) read into the output schema, merged
+        by key unless ``raw`` (no key in two files, so no merge: retractions are just dropped)."""
         n_out, n_key, n_seq = len(self.out_targets), len(self.key_targets), len(self.seq_targets)
         parts = []
         # File age for tie-breaking: higher level = older; within a level, lower max sequence = older.
-        ages = sorted(
-            range(len(split.files)), key=lambda i: (-split.files[i].level, split.files[i].max_sequence_number)
-        )
+        ages = sorted(range(len(files)), key=lambda i: (-files[i][0].level, files[i][0].max_sequence_number))
         rank_of = {file_index: age for age, file_index in enumerate(ages)}
-        for i, (file, dv) in enumerate(zip(split.files, dvs)):
+        for i, (file, dv) in enumerate(files):
             table, values, keys = self._read_file(split, file, dv)
             n = table.num_rows
             cols = evolve_columns(table, values, self.out_targets)
-            if not split.raw_convertible:
+            if not raw:
                 cols += evolve_columns(table, keys, self.key_targets)
                 cols += evolve_columns(table, values, self.seq_targets)
                 cols += [
@@ -361,7 +403,7 @@ class SplitReader:
             return self.output_schema.empty_table()
         merged = pa.concat_tables(parts)
         kind = merged.column(merged.num_columns - 1)
-        if split.raw_convertible:
+        if raw:
             result = merged.filter(pc.is_in(kind, value_set=_ADD_KINDS))
         else:
             result = self._merge(merged, n_out, n_key, n_seq)
