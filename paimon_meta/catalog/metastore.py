@@ -133,9 +133,11 @@ class MetastoreCatalog:
         *,
         info: ConnectInfo,
         own_engine: bool = True,
+        default_catalog: bool = True,
     ) -> None:
         """``own_engine`` False: the engine is shared (the service's other catalogs use the default
-        catalog's): :meth:`close` leaves it open."""
+        catalog's): :meth:`close` leaves it open. ``default_catalog`` False: one of the service's other
+        catalogs, whose grants are only those naming its key (the recycle bin moves no others)."""
         self.engine = engine
         self._own_engine = own_engine
         self.info = info
@@ -147,7 +149,7 @@ class MetastoreCatalog:
         self._file_ios: dict[str, FileIO] = {}
         self._file_ios_lock = threading.Lock()
         self.registry = Registry(engine, catalog_key=options.get(CATALOG_KEY, "jdbc"))
-        self.recycle_bin = RecycleBin(engine, self.registry.catalog_key)
+        self.recycle_bin = RecycleBin(engine, self.registry.catalog_key, default_catalog=default_catalog)
         self.recycle_bin_retention_seconds = (
             parse_duration_ms(
                 options.get(RECYCLE_BIN_RETENTION, DEFAULT_RECYCLE_BIN_RETENTION), key=RECYCLE_BIN_RETENTION

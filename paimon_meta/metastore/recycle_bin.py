@@ -153,12 +153,20 @@ def _row(m: Any) -> DroppedTableRow:
     )
 
 
-class RecycleBin:
-    """The bin of one catalog."""
+#: The grants of the bin's catalog: those naming its key, and those naming no catalog when it is the
+#: service's default catalog (``Access.in_catalog``'s rule). A drop moves exactly these, never another
+#: catalog's grants on the same names, and an undrop restores each with the catalog it named.
+_OWN_GRANTS = "(catalog_key = :catalog OR (CAST(:default_catalog AS boolean) AND catalog_key IS NULL))"
 
-    def __init__(self, engine: Engine, catalog_key: str) -> None:
+
+class RecycleBin:
+    """The bin of one catalog. ``default_catalog``: whether it is the default catalog, whose grants
+    also include those naming no catalog (issue 35)."""
+
+    def __init__(self, engine: Engine, catalog_key: str, *, default_catalog: bool = True) -> None:
         self.engine = engine
         self.catalog_key = catalog_key
+        self.default_catalog = default_catalog
 
     def put(
         self, database: str, name: str, *, retention_seconds: float, dropped_by: str | None
@@ -168,6 +176,7 @@ class RecycleBin:
 
         params = {
             "catalog": self.catalog_key,
+            "default_catalog": self.default_catalog,
             "db": database,
             "name": name,
             "by": dropped_by,
@@ -184,8 +193,8 @@ class RecycleBin:
                         RETURNING *
                     ), g AS (
                         DELETE FROM paimon_grants WHERE database_name = :db AND table_name = :name
-                          AND EXISTS (SELECT 1 FROM t)
-                        RETURNING principal_id, privilege, granted_by
+                          AND {_OWN_GRANTS} AND EXISTS (SELECT 1 FROM t)
+                        RETURNING principal_id, privilege, granted_by, catalog_key
                     )
                     INSERT INTO paimon_dropped_tables (catalog_key, database_name, table_name, table_id,
                         location, table_row, grants, dropped_by, purge_after)
@@ -336,7 +345,7 @@ class RecycleBin:
             ValidationError: it still has tables.
         """
         registry = Registry(self.engine, catalog_key=self.catalog_key)
-        params = {"catalog": self.catalog_key, "db": name}
+        params = {"catalog": self.catalog_key, "default_catalog": self.default_catalog, "db": name}
         with self.engine.begin() as conn:
             database_row = conn.execute(
                 text(
@@ -369,7 +378,7 @@ class RecycleBin:
                 for g in conn.execute(
                     text(
                         "DELETE FROM paimon_grants WHERE database_name = :db AND table_name IS NULL "
-                        "RETURNING principal_id, privilege, granted_by"
+                        f"AND {_OWN_GRANTS} RETURNING principal_id, privilege, granted_by, catalog_key"
                     ),
                     params,
                 ).mappings()
@@ -566,9 +575,10 @@ def _restore_grants(conn: Connection, database: str, table: str | None, grants: 
         conn.execute(
             text(
                 "INSERT INTO paimon_grants (principal_id, privilege, database_name, table_name, "
-                "granted_by) SELECT x.principal_id, x.privilege, :db, :name, x.granted_by FROM "
+                "granted_by, catalog_key) SELECT x.principal_id, x.privilege, :db, :name, x.granted_by, "
+                "x.catalog_key FROM "
                 "jsonb_to_recordset(CAST(:grants AS jsonb)) AS x(principal_id bigint, privilege text, "
-                "granted_by text) WHERE EXISTS (SELECT 1 FROM paimon_principals p "
+                "granted_by text, catalog_key text) WHERE EXISTS (SELECT 1 FROM paimon_principals p "
                 "WHERE p.principal_id = x.principal_id) ON CONFLICT DO NOTHING"
             ),
             {"db": database, "name": table, "grants": json.dumps(grants)},

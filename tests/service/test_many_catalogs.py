@@ -387,3 +387,40 @@ def test_background_recovery_covers_every_served_catalog(rig: Rig, monkeypatch: 
         if state._recovery is not None:
             state._recovery.join(30)
         state.catalogs.close()
+
+
+def _grants_on(rig: Rig, who: str) -> list[tuple[Any, ...]]:
+    from sqlalchemy import text
+
+    with rig.a.engine.connect() as conn:
+        return sorted(
+            (
+                tuple(r)
+                for r in conn.execute(
+                    text(
+                        "SELECT g.catalog_key, g.privilege, g.database_name, g.table_name FROM paimon_grants g "
+                        "JOIN paimon_principals p USING (principal_id) WHERE p.name = :who"
+                    ),
+                    {"who": who},
+                )
+            ),
+            key=repr,
+        )
+
+
+def test_a_drop_and_undrop_in_one_catalog_move_only_its_own_grants(rig: Rig) -> None:
+    """The recycle bin of catalog ``b`` keeps and restores ``b``'s grants on ``db.t`` only: the default
+    catalog's grant on its own ``db.t`` (a grant naming no catalog) is neither moved nor duplicated."""
+    principals = Principals(rig.a.engine)
+    principals.create("carol")
+    principals.grant("carol", Privilege.READ, database="db", table="t")  # the default catalog's db.t
+    principals.grant("carol", Privilege.WRITE, database="db", table="t", catalog_key="b")
+    principals.grant("carol", Privilege.READ, database="db", catalog_key="b")
+    before = _grants_on(rig, "carol")
+    bob = rig.tokens["bob"]
+    _status(rig.client.delete(f"{B}/databases/db/tables/t", headers=bob), 200)
+    assert _grants_on(rig, "carol") == sorted(
+        [(None, "read", "db", "t"), ("b", "read", "db", None)], key=repr
+    )
+    _status(rig.client.post(f"{B}/databases/db/tables/t/undrop", headers=bob, json={}), 200)
+    assert _grants_on(rig, "carol") == before

@@ -224,6 +224,7 @@ class ServedCatalogs:
             catalog_options(info, self._server_options),
             info=ConnectInfo(connect.metastore_url, info.warehouse, connect.embedded),
             own_engine=False,
+            default_catalog=False,
         )
         vending = None
         if info.sts_role_arn is not None and vendable(catalog.warehouse):
