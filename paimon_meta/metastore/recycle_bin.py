@@ -378,7 +378,7 @@ class RecycleBin:
                 for g in conn.execute(
                     text(
                         "DELETE FROM paimon_grants WHERE database_name = :db AND table_name IS NULL "
-                        f"AND {_OWN_GRANTS} RETURNING principal_id, privilege, granted_by, catalog_key"
+                        f"AND {_OWN_GRANTS} RETURNING principal_id, privilege, granted_by, catalog_key"  # noqa: S608
                     ),
                     params,
                 ).mappings()

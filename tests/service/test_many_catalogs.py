@@ -398,8 +398,9 @@ def _grants_on(rig: Rig, who: str) -> list[tuple[Any, ...]]:
                 tuple(r)
                 for r in conn.execute(
                     text(
-                        "SELECT g.catalog_key, g.privilege, g.database_name, g.table_name FROM paimon_grants g "
-                        "JOIN paimon_principals p USING (principal_id) WHERE p.name = :who"
+                        "SELECT g.catalog_key, g.privilege, g.database_name, g.table_name "
+                        "FROM paimon_grants g JOIN paimon_principals p USING (principal_id) "
+                        "WHERE p.name = :who"
                     ),
                     {"who": who},
                 )
