@@ -377,8 +377,8 @@ class RecycleBin:
                 dict(g)
                 for g in conn.execute(
                     text(
-                        "DELETE FROM paimon_grants WHERE database_name = :db AND table_name IS NULL "
-                        f"AND {_OWN_GRANTS} RETURNING principal_id, privilege, granted_by, catalog_key"  # noqa: S608
+                        "DELETE FROM paimon_grants WHERE database_name = :db AND table_name IS NULL "  # noqa: S608
+                        f"AND {_OWN_GRANTS} RETURNING principal_id, privilege, granted_by, catalog_key"
                     ),
                     params,
                 ).mappings()
