@@ -100,14 +100,14 @@ def register(commands: Commands) -> None:
         _undrop_database,
         "restore a dropped database from the recycle bin: its grants, views, functions and tables",
     )
-    p.add_argument("database", metavar="DB")
+    p.add_argument("database", metavar="DB", help="the dropped database's name")
     p.add_argument("--drop-id", type=int, help="which drop of that name (default: the latest)")
     p = commands.add(
         "purge-database",
         _purge_database,
         "delete a dropped database's tables' files now and remove it from the recycle bin",
     )
-    p.add_argument("database", metavar="DB")
+    p.add_argument("database", metavar="DB", help="the dropped database's name")
     p.add_argument("--drop-id", type=int, help="which drop of that name (default: the latest)")
 
 
