@@ -69,3 +69,24 @@ def test_commands_act_on_the_named_catalog_only(
         assert code == 2 and "--catalog 'b' or --warehouse" in err
         code, _, err = cli.run("tables", "--catalog", "nope")
         assert code == 3 and "nope" in err
+
+
+def test_catalog_names_the_service_catalog_over_http(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``--metastore http://...``, ``--catalog`` is the service's catalog (its ``warehouse``)."""
+    from paimon_meta.catalog import rest
+    from paimon_meta.errors import NotFoundError
+
+    asked: list[str | None] = []
+
+    def fake(uri: str, token: str, *, warehouse: str | None = None, **options: str) -> rest.RestCatalog:
+        asked.append(warehouse)
+        raise NotFoundError(f"no catalog {warehouse!r} here")
+
+    monkeypatch.setattr(rest, "connect_service", fake)
+    cli = Cli("http://127.0.0.1:9", "unused", capsys)
+    cli.base = ["--metastore", "http://127.0.0.1:9", "--token", "t"]
+    code, _, err = cli.run("tables", "--catalog", "team_b")
+    assert (code, asked) == (3, ["team_b"]) and "team_b" in err
+    assert cli.run("tables")[0] == 3 and asked == ["team_b", None]
