@@ -95,3 +95,21 @@ def test_batch_job_writes_into_catalog_b_only(
 
     assert ids("b") == list(range(50))
     assert ids("a") == list(range(1000, 1010))
+
+
+def test_catalog_with_service_is_the_services_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_jobs.datasource import target
+
+    asked: list[str | None] = []
+
+    def fake(uri: str, token: str, identifier: str, options: Any, *, catalog_name: str | None = None) -> Any:
+        asked.append(catalog_name)
+        raise CatalogNotFoundError(f"no catalog {catalog_name!r}")
+
+    monkeypatch.setattr(target, "open_service_table", fake)
+    service = {"path": "db.t", "service": "http://127.0.0.1:9", "token": "t"}
+    with pytest.raises(CatalogNotFoundError):
+        target.open_target(SourceOptions.parse({**service, "catalog": "b"}))
+    with pytest.raises(ValidationError, match="name two catalogs"):
+        target.open_target(SourceOptions.parse({**service, "catalog": "b", "catalog-name": "c"}))
+    assert asked == ["b"]
