@@ -9,16 +9,16 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from paimon_meta.errors import FileIOError, StorageOptionsMissingError
+from paimon_meta.errors import FileIOError, StorageOptionsMissingError, ValidationError
 from paimon_meta.table.table import FileStoreTable
-from spark_jobs.common import connect_catalog, parse_options
+from spark_jobs.common import connect_catalog, parse_options, refuse_warehouse_and_catalog
 
 TOKEN_ENV = "PAIMON_META_TOKEN"
 
 
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--table-path`` (storage-guarded) or ``--table db.t`` with ``--metastore/--warehouse`` (the
-    ``paimon-meta`` CLI's names; ``--metastore-url`` is kept as an alias)."""
+    """``--table-path`` (storage-guarded) or ``--table db.t`` with ``--metastore`` and ``--warehouse``
+    or ``--catalog NAME`` (the ``paimon-meta`` CLI's names; ``--metastore-url`` is kept as an alias)."""
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--table-path", help="table location; commits guarded by storage alone")
     target.add_argument("--table", help="db.table in the metastore catalog")
@@ -31,7 +31,16 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         help="metastore URL, as paimon-meta's --metastore (default: $PAIMON_META_URL, else embedded "
         "Postgres); --metastore-url is an alias",
     )
-    parser.add_argument("--warehouse", default=None, help="warehouse root of the catalog")
+    parser.add_argument(
+        "--warehouse", default=None, help="warehouse root of the catalog (not with --catalog)"
+    )
+    parser.add_argument(
+        "--catalog",
+        default=None,
+        metavar="NAME",
+        help="a catalog of the metastore (paimon-meta catalogs create): its warehouse and storage "
+        "profile are the metastore's (not with --warehouse); with --service, the service's catalog NAME",
+    )
     parser.add_argument(
         "--service",
         default=None,
@@ -122,8 +131,20 @@ def open_service_table(
 
 
 def open_target(args: argparse.Namespace) -> OpenedTable:
-    """The table named by :func:`add_table_arguments`' arguments, open for writing."""
+    """The table named by :func:`add_table_arguments`' arguments, open for writing.
+
+    Raises:
+        ValidationError: ``--catalog`` with ``--warehouse`` or ``--table-path`` (naming both).
+        CatalogNotFoundError: ``--catalog`` is not a catalog of the metastore."""
     options = parse_options(args.option)
+    catalog_name: str | None = getattr(args, "catalog", None)
+    refuse_warehouse_and_catalog(args.warehouse, catalog_name, "--warehouse", "--catalog")
+    if args.table_path and catalog_name is not None:
+        raise ValidationError(
+            f"give --catalog {catalog_name!r} with --table db.t, not --table-path: a table location "
+            "is opened without a catalog",
+            options=["--table-path", "--catalog"],
+        )
     if args.table_path:
         from paimon_meta.catalog.storage import open_table
 
@@ -134,9 +155,13 @@ def open_target(args: argparse.Namespace) -> OpenedTable:
         token = args.token or os.environ.get(TOKEN_ENV)
         if not token:
             raise SystemExit(f"--service needs --token or ${TOKEN_ENV}")
-        return open_service_table(args.service, token, args.table, options)
-    catalog = connect_catalog(args.metastore_url, args.warehouse, options)
-    return OpenedTable(catalog.get_table(args.table), dict(catalog.file_io_options), catalog.close)
+        return open_service_table(args.service, token, args.table, options, catalog_name=catalog_name)
+    catalog = connect_catalog(args.metastore_url, args.warehouse, options, catalog=catalog_name)
+    try:
+        return OpenedTable(catalog.get_table(args.table), dict(catalog.file_io_options), catalog.close)
+    except BaseException:
+        catalog.close()
+        raise
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pyarrow as pa
 
 from paimon_meta.catalog.vended import DataToken, VendedFileIO
-from paimon_meta.errors import TableNotFoundError, UnsupportedError
+from paimon_meta.errors import TableNotFoundError, UnsupportedError, ValidationError
 from paimon_meta.io import get_file_io
 from paimon_meta.table.snapshots import SchemaManager
 from paimon_meta.table.table import FileStoreTable
@@ -99,13 +99,37 @@ def parse_options(pairs: list[str] | None) -> dict[str, str]:
 
 
 def connect_catalog(
-    metastore_url: str | None, warehouse: str | None, options: Mapping[str, str]
+    metastore_url: str | None,
+    warehouse: str | None,
+    options: Mapping[str, str],
+    *,
+    catalog: str | None = None,
 ) -> MetastoreCatalog:
     """``paimon_meta.connect(...)``: the metastore catalog (embedded Postgres when no URL is given
-    and ``$PAIMON_META_URL`` is unset)."""
+    and ``$PAIMON_META_URL`` is unset). ``catalog``: a catalog of the metastore (``paimon-meta catalogs
+    create``), whose warehouse and storage profile the metastore holds; ``warehouse`` is then None.
+
+    Raises:
+        ValidationError: both ``warehouse`` and ``catalog`` given (``options`` names them).
+        CatalogNotFoundError: ``catalog`` is not a catalog of the metastore."""
     from paimon_meta.catalog.metastore import connect
 
-    return connect(metastore_url, warehouse, **options)
+    refuse_warehouse_and_catalog(warehouse, catalog, "warehouse", "catalog")
+    return connect(metastore_url, warehouse, catalog=catalog, **options)
+
+
+def refuse_warehouse_and_catalog(
+    warehouse: str | None, catalog: str | None, warehouse_name: str, catalog_name: str
+) -> None:
+    """A ``ValidationError`` naming both arguments (``warehouse_name``, ``catalog_name``: as the caller
+    spells them, ``--warehouse``/``--catalog`` or the data source's options) when both are given: the
+    catalog's warehouse is the metastore's, a second one would contradict or silently lose to it."""
+    if warehouse is not None and catalog is not None:
+        raise ValidationError(
+            f"give {catalog_name} {catalog!r} or {warehouse_name} {warehouse!r}, not both: the catalog's "
+            "warehouse and storage profile are the metastore's",
+            options=[warehouse_name, catalog_name],
+        )
 
 
 # ---- Arrow <-> Spark ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from paimon_meta.cli.config import ENV_CONFIG, HelpFormatter
-from paimon_meta.cli.context import ENV_TOKEN, ENV_URL, ENV_WAREHOUSE, EPILOG, Context, Output
+from paimon_meta.cli.context import ENV_CATALOG, ENV_TOKEN, ENV_URL, ENV_WAREHOUSE, EPILOG, Context, Output
 
 Handler = Callable[[Context, argparse.Namespace], Output]
 
@@ -34,9 +34,9 @@ port = _port
 
 
 def add_globals(parser: argparse.ArgumentParser, default: Any, *, service: bool = True) -> None:
-    """``--config``, ``--metastore``, ``--warehouse``, ``-o``, ``--token`` (the secrets with their
-    ``--X-file`` twins), ``--json``, ``--debug``, ``--log-format``. ``service`` False: without the token
-    (a command that never reads through a commit service does not list it)."""
+    """``--config``, ``--metastore``, ``--warehouse``, ``--catalog``, ``-o``, ``--token`` (the secrets
+    with their ``--X-file`` twins), ``--json``, ``--debug``, ``--log-format``. ``service`` False:
+    without the token (a command that never reads through a commit service does not list it)."""
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -51,7 +51,18 @@ def add_globals(parser: argparse.ArgumentParser, default: Any, *, service: bool 
         help=f"metastore URL, or a commit service's http(s):// URL (default ${ENV_URL}, else embedded)",
     )
     parser.add_argument(
-        "--warehouse", metavar="URI", default=default, help=f"warehouse root (default ${ENV_WAREHOUSE})"
+        "--warehouse",
+        metavar="URI",
+        default=default,
+        help=f"warehouse root (default ${ENV_WAREHOUSE}; not with --catalog)",
+    )
+    parser.add_argument(
+        "--catalog",
+        metavar="NAME",
+        default=default,
+        help=f"act on this catalog of the metastore (paimon-meta catalogs): its warehouse and storage "
+        f"profile are the metastore's, not with --warehouse; with a commit service URL, the service's "
+        f"catalog NAME (default ${ENV_CATALOG}, else the catalog of --warehouse / the service's default)",
     )
     parser.add_argument(
         "-o",

@@ -18,6 +18,8 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.ops.common import RefusedError
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from paimon_meta.catalog.metastore import MetastoreCatalog
     from paimon_meta.catalog.rest import RestCatalog
     from paimon_meta.table.table import FileStoreTable
@@ -42,6 +44,8 @@ EXIT_CODES = {
 
 ENV_URL = "PAIMON_META_URL"
 ENV_WAREHOUSE = "PAIMON_META_WAREHOUSE"
+#: ``--catalog``'s environment name (as the config layer derives it for a global flag).
+ENV_CATALOG = "PAIMON_META_CATALOG"
 ENV_OPTIONS = "PAIMON_META_OPTIONS"
 ENV_TOKEN = "PAIMON_META_TOKEN"  # as spark_jobs' --service/--token
 
@@ -73,6 +77,7 @@ EPILOG = (
     f"                         {', '.join(REMOTE_COMMANDS)}\n"
     f"  {ENV_TOKEN}      bearer token for a commit service URL; --token wins\n"
     f"  {ENV_WAREHOUSE}  warehouse root (/path or s3://bucket/prefix)\n"
+    f"  {ENV_CATALOG}    a catalog of the metastore (paimon-meta catalogs), not with a warehouse\n"
     f"  {ENV_OPTIONS}    catalog/storage options, 'k=v,k=v' (s3.endpoint, s3.access-key, s3.secret-key,\n"
     "                         s3.region, s3.path-style-access, lock.lease-seconds, ...); --option wins\n"
     "  PAIMON_META_CONFIG     a TOML file of settings (--config)\n"
@@ -143,6 +148,7 @@ class Context:
         self.args = args
         self._catalog: MetastoreCatalog | None = None
         self._remote: RestCatalog | None = None
+        self._engine: Engine | None = None
 
     def progress(self, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -179,15 +185,57 @@ class Context:
         self.progress("no --metastore / PAIMON_META_URL: using the embedded Postgres under PAIMON_META_HOME")
         return str(ensure_embedded_postgres().url)
 
+    def catalog_name(self) -> str | None:
+        """The metastore's catalog the command acts on (``--catalog``, ``$PAIMON_META_CATALOG`` or the
+        file's ``catalog``), None for the one ``--warehouse`` names (as before catalogs existed)."""
+        name: str | None = getattr(self.args, "catalog", None) or os.environ.get(ENV_CATALOG) or None
+        return name
+
     def catalog(self) -> MetastoreCatalog:
+        """The metastore catalog: ``--catalog NAME`` (its warehouse and storage profile the
+        metastore's), else the warehouse ``--warehouse`` names.
+
+        Raises:
+            ValidationError: both ``--catalog`` and ``--warehouse`` given (from any source: a warehouse
+                beside a catalog would contradict the catalog's or silently lose to it).
+            CatalogNotFoundError: ``--catalog`` is not a catalog of the metastore."""
         self.require_database()
         if self._catalog is None:
             import paimon_meta
 
+            name = self.catalog_name()
+            warehouse = self.args.warehouse or os.environ.get(ENV_WAREHOUSE) or None
+            if name is not None and warehouse is not None:
+                raise ValidationError(
+                    f"give --catalog {name!r} or --warehouse {warehouse!r} (${ENV_CATALOG} / "
+                    f"${ENV_WAREHOUSE}, or the config file's catalog / warehouse), not both: the catalog's "
+                    "warehouse and storage profile are the metastore's",
+                    options=["--warehouse", "--catalog"],
+                )
             self._catalog = paimon_meta.connect(
-                self.metastore_url(), self.args.warehouse or os.environ.get(ENV_WAREHOUSE), **self.options()
+                self.metastore_url(), warehouse, catalog=name, **self.options()
             )
         return self._catalog
+
+    def engine(self) -> Engine:
+        """The metastore's engine, its schema migrated as :meth:`catalog` does, with no catalog nor
+        warehouse opened: for what is the whole metastore's (principals; ``--catalog`` there names the
+        catalog a grant is in, not one to open)."""
+        self.require_database()
+        if self._catalog is not None:
+            return self._catalog.engine
+        if self._engine is None:
+            from paimon_meta.db.engine import make_engine
+            from paimon_meta.db.migrate import upgrade
+
+            engine = make_engine(self.metastore_url())
+            try:
+                upgrade(engine)
+            except BaseException:
+                engine.dispose()
+                raise
+            self._engine = engine
+        return self._engine
 
     def remote(self) -> RestCatalog | None:
         """The commit service's catalog when ``--metastore`` is one (token: ``--token`` or
@@ -205,7 +253,7 @@ class Context:
                 )
             from paimon_meta.catalog.rest import connect_service
 
-            self._remote = connect_service(url, token, **self.options())
+            self._remote = connect_service(url, token, warehouse=self.catalog_name(), **self.options())
         return self._remote
 
     def table(self, identifier: str) -> FileStoreTable:
@@ -214,6 +262,8 @@ class Context:
         return self.catalog().get_table(identifier) if remote is None else remote.get_table(identifier)
 
     def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
         if self._catalog is not None:
             self._catalog.close()
         if self._remote is not None:

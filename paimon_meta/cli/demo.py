@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from paimon_meta.cli.args import Commands, positive
 from paimon_meta.cli.context import ENV_URL, ENV_WAREHOUSE, EXIT_FAILURE, EXIT_OK, Context, Output
+from paimon_meta.errors import ValidationError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -67,6 +68,13 @@ def register(commands: Commands) -> None:
 
 
 def _demo(ctx: Context, args: argparse.Namespace) -> Output:
+    if ctx.catalog_name() is not None:
+        # The demo makes its own tables in the warehouse it is given; it takes no catalog of the metastore.
+        raise ValidationError(
+            f"demo runs on a warehouse (--warehouse), not on a catalog of the metastore: drop --catalog "
+            f"{ctx.catalog_name()!r}",
+            option="--catalog",
+        )
     code = run_demo(
         metastore_url=args.metastore or os.environ.get(ENV_URL) or None,
         warehouse=args.warehouse or os.environ.get(ENV_WAREHOUSE) or None,

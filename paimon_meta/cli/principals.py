@@ -56,11 +56,8 @@ def register(commands: Commands) -> None:
         scope = p.add_mutually_exclusive_group()
         scope.add_argument("--database", metavar="DB", help="on one database (default: the whole catalog)")
         scope.add_argument("--table", metavar="DB.T", help="on one table (default: the whole catalog)")
-        p.add_argument(
-            "--catalog",
-            metavar="NAME",
-            help="in this catalog of the metastore (default: the service's default catalog)",
-        )
+        # ``--catalog NAME`` (a global flag): the catalog of the metastore the grant is in; without
+        # it, the service's default catalog.
     for action, handler, text in (
         ("grant-service", _grant_service, "grant a service-level privilege (create_catalog)"),
         ("revoke-service", _revoke_service, "revoke a service-level privilege"),
@@ -109,7 +106,7 @@ def _expiry_text(lifetime: timedelta | None) -> str:
 def _principals(ctx: Context) -> Principals:
     from paimon_meta.metastore.principals import Principals
 
-    return Principals(ctx.catalog().engine)
+    return Principals(ctx.engine())
 
 
 def _create(ctx: Context, args: argparse.Namespace) -> Output:
@@ -166,19 +163,21 @@ def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 def _catalog_key(ctx: Context, args: argparse.Namespace) -> str | None:
     """The catalog key ``--catalog`` names (``CatalogNotFoundError`` for none), None without it."""
-    if args.catalog is None:
+    name = ctx.catalog_name()
+    if name is None:
         return None
     from paimon_meta.metastore.catalogs import Catalogs
 
-    return Catalogs(ctx.catalog().engine).get(args.catalog).catalog_key
+    return Catalogs(ctx.engine()).get(name).catalog_key
 
 
-def _where(args: argparse.Namespace, db: str | None, table: str | None) -> str:
-    if args.catalog is None:
+def _where(ctx: Context, db: str | None, table: str | None) -> str:
+    name = ctx.catalog_name()
+    if name is None:
         return "the catalog" if db is None else db if table is None else f"{db}.{table}"
     if db is None:
-        return f"the whole catalog {args.catalog}"
-    return f"{db if table is None else f'{db}.{table}'} in catalog {args.catalog}"
+        return f"the whole catalog {name}"
+    return f"{db if table is None else f'{db}.{table}'} in catalog {name}"
 
 
 def _grant(ctx: Context, args: argparse.Namespace) -> Output:
@@ -193,7 +192,7 @@ def _grant(ctx: Context, args: argparse.Namespace) -> Output:
         granted_by=operator_identity(),
         catalog_key=_catalog_key(ctx, args),
     )
-    where = _where(args, db, table)
+    where = _where(ctx, db, table)
     text = f"granted {args.privilege} on {where} to {args.name}" if new else "already granted"
     return Output({"principal": args.name, "privilege": args.privilege, "scope": where, "new": new}, text)
 
@@ -207,7 +206,7 @@ def _revoke(ctx: Context, args: argparse.Namespace) -> Output:
         table=table,
         catalog_key=_catalog_key(ctx, args),
     )
-    where = _where(args, db, table)
+    where = _where(ctx, db, table)
     text = f"revoked {args.privilege} on {where} from {args.name}" if done else "no such grant"
     return Output(
         {"principal": args.name, "privilege": args.privilege, "scope": where, "revoked": done}, text

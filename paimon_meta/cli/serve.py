@@ -291,6 +291,13 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.service.server import serve
     from paimon_meta.service.state import ServiceSettings, statement_timeouts_of
 
+    if ctx.catalog_name() is not None:
+        # The service serves every catalog of the metastore; a --catalog would go unused.
+        raise ValidationError(
+            f"serve serves every catalog of the metastore, --catalog {ctx.catalog_name()!r} names none to "
+            "open: drop it (--catalog-name names the default catalog, the one --warehouse is the root of)",
+            option="--catalog",
+        )
     if args.feed_scan_rows < 1:
         raise ValidationError("--feed-scan-rows must be at least 1", field="--feed-scan-rows")
 

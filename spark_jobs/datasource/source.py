@@ -5,7 +5,7 @@
 
     import spark_jobs
     spark_jobs.register(spark)
-    options = {"metastore": URL, "warehouse": WH}
+    options = {"metastore": URL, "warehouse": WH}  # or {"metastore": URL, "catalog": NAME}
     df = spark.read.format("paimon_meta").options(**options).load("db.t")
     df.write.format("paimon_meta").options(**options).mode("append").save("db.t")
     spark.readStream.format("paimon_meta").options(**options).load("db.t")

@@ -29,7 +29,7 @@ from paimon_meta.table.option_policy import SCAN_TAG_NAME
 from paimon_meta.table.read.builder import ReadBuilder
 from paimon_meta.table.table import FileStoreTable
 from spark_jobs.cli_args import TOKEN_ENV, OpenedTable, open_service_table
-from spark_jobs.common import TableHandle, connect_catalog, parse_options
+from spark_jobs.common import TableHandle, connect_catalog, parse_options, refuse_warehouse_and_catalog
 
 #: Options the data source reads itself; every other option is a storage/catalog option
 #: (``s3.endpoint``, ``s3.access-key``, ``lock.lease-seconds``, with ``service`` the client's
@@ -37,6 +37,9 @@ from spark_jobs.common import TableHandle, connect_catalog, parse_options
 PATH = "path"
 METASTORE = "metastore"
 WAREHOUSE = "warehouse"
+#: A catalog of the metastore (its warehouse and storage profile are the metastore's), or with
+#: ``service`` the service's catalog of that name.
+CATALOG = "catalog"
 SERVICE = "service"
 TOKEN = "token"
 CATALOG_NAME = "catalog-name"
@@ -54,6 +57,7 @@ SOURCE_OPTIONS = frozenset(
         PATH,
         METASTORE,
         WAREHOUSE,
+        CATALOG,
         SERVICE,
         TOKEN,
         CATALOG_NAME,
@@ -73,14 +77,16 @@ class SourceOptions:
     """The parsed options of one read or write (Spark hands them over with lower-cased keys).
 
     ``table`` is ``db.table`` in a catalog -- the metastore's (``metastore``/``warehouse``, else
-    ``$PAIMON_META_URL``/``$PAIMON_META_WAREHOUSE``) or a commit service's (``service`` + ``token``,
-    else ``$PAIMON_META_TOKEN``) -- or a table location (contains ``/``), opened without a catalog
-    (storage-guarded commits, as ``paimon_meta.open_table``).
+    ``$PAIMON_META_URL``/``$PAIMON_META_WAREHOUSE``; or ``catalog``, a catalog of the metastore whose
+    warehouse and storage profile the metastore holds, never with ``warehouse``) or a commit
+    service's (``service`` + ``token``, else ``$PAIMON_META_TOKEN``) -- or a table location (contains
+    ``/``), opened without a catalog (storage-guarded commits, as ``paimon_meta.open_table``).
     """
 
     table: str
     metastore: str | None = None
     warehouse: str | None = None
+    catalog: str | None = None
     service: str | None = None
     token: str | None = None
     catalog_name: str | None = None
@@ -102,6 +108,9 @@ class SourceOptions:
             raise ValidationError(
                 "name the table: .load('db.table') / .save('db.table') (or a table location)", option=PATH
             )
+        refuse_warehouse_and_catalog(
+            opts.get(WAREHOUSE) or None, opts.get(CATALOG) or None, WAREHOUSE, CATALOG
+        )
         snapshot_id = _int_option(opts, SNAPSHOT_ID)
         tag = opts.get(TAG) or None
         if snapshot_id is not None and tag is not None:
@@ -121,6 +130,7 @@ class SourceOptions:
             table=table,
             metastore=opts.get(METASTORE) or None,
             warehouse=opts.get(WAREHOUSE) or None,
+            catalog=opts.get(CATALOG) or None,
             service=opts.get(SERVICE) or None,
             token=opts.get(TOKEN) or None,
             catalog_name=opts.get(CATALOG_NAME) or None,
@@ -137,7 +147,7 @@ class SourceOptions:
     @property
     def is_location(self) -> bool:
         """Whether ``table`` is a table location rather than a ``db.table`` identifier."""
-        return "/" in self.table and self.metastore is None and self.service is None
+        return "/" in self.table and self.metastore is None and self.service is None and self.catalog is None
 
 
 def open_target(opts: SourceOptions) -> OpenedTable:
@@ -148,14 +158,20 @@ def open_target(opts: SourceOptions) -> OpenedTable:
         token = opts.token or os.environ.get(TOKEN_ENV)
         if not token:
             raise ValidationError(f"option {SERVICE} needs option {TOKEN} or ${TOKEN_ENV}", option=TOKEN)
+        if opts.catalog is not None and opts.catalog_name not in (None, opts.catalog):
+            raise ValidationError(
+                f"options {CATALOG} {opts.catalog!r} and {CATALOG_NAME} {opts.catalog_name!r} name two "
+                "catalogs: give one",
+                options=[CATALOG, CATALOG_NAME],
+            )
         return open_service_table(
-            opts.service, token, opts.table, opts.storage, catalog_name=opts.catalog_name
+            opts.service, token, opts.table, opts.storage, catalog_name=opts.catalog or opts.catalog_name
         )
     if opts.is_location:
         from paimon_meta.catalog.storage import open_table
 
         return OpenedTable(open_table(opts.table, opts.storage), dict(opts.storage), lambda: None)
-    catalog = connect_catalog(opts.metastore, opts.warehouse, opts.storage)
+    catalog = connect_catalog(opts.metastore, opts.warehouse, opts.storage, catalog=opts.catalog)
     try:
         return OpenedTable(catalog.get_table(opts.table), dict(catalog.file_io_options), catalog.close)
     except BaseException:
