@@ -80,8 +80,17 @@ def _catalogs(ctx: Context) -> Iterator[Catalogs]:
     catalog's here), the schema migrated as every database command does."""
     from paimon_meta.db.engine import make_engine
     from paimon_meta.db.migrate import upgrade
+    from paimon_meta.errors import ValidationError
     from paimon_meta.metastore.catalogs import Catalogs
 
+    given = getattr(ctx.args, "catalog", None)
+    if given:
+        # These commands name their catalog as an argument; a --catalog beside it is not silently dropped.
+        raise ValidationError(
+            f"paimon-meta catalogs manages every catalog: name it as the command's argument, not --catalog "
+            f"{given!r}",
+            option="--catalog",
+        )
     engine = make_engine(ctx.metastore_url())
     try:
         upgrade(engine)

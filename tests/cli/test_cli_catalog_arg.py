@@ -90,3 +90,30 @@ def test_catalog_names_the_service_catalog_over_http(
     code, _, err = cli.run("tables", "--catalog", "team_b")
     assert (code, asked) == (3, ["team_b"]) and "team_b" in err
     assert cli.run("tables")[0] == 3 and asked == ["team_b", None]
+
+
+def test_the_catalogs_commands_refuse_a_catalog_flag(tmp_path: Path) -> None:
+    """``paimon-meta catalogs ...`` names its catalog as an argument: a ``--catalog`` beside it is refused
+    (exit 2, naming the flag), not silently dropped."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "paimon_meta.cli",
+            "--metastore",
+            "postgresql://nobody@127.0.0.1:1/none",
+            "--catalog",
+            "b",
+            "catalogs",
+            "list",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--catalog" in done.stderr and "catalogs" in done.stderr
