@@ -18,7 +18,7 @@ from paimon_meta.table import schema_change
 from tests.fixtures.s3 import MotoS3, TracedRequest
 from tests.fixtures.service import FAST_LOCK, make_principal
 from tests.ops.helpers import create, prepare, read_keys
-from tests.service.helpers import P, auth, messages_body
+from tests.service.helpers import P, auth, commit_body, messages_body, seed
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3]
 
@@ -84,3 +84,31 @@ def test_a_schema_another_replica_changed_is_used(s3_catalog: MetastoreCatalog) 
     assert latest is not None and latest.id == 2
     assert latest.schema_id == 1  # not the schema A had cached
     assert read_keys(s3_catalog, identifier="db.t") == [1, 2]
+
+
+def test_c_a_snapshot_commit_heads_no_file_it_reads(
+    s3_catalog: MetastoreCatalog, moto_server: MotoS3
+) -> None:
+    """The REST ``commit`` (a client-built snapshot) checks the manifest lists it names by reading them
+    (a missing one is a 400 naming the field), never a HEAD then a GET of the same file; its schema is
+    the table's own (no HEAD of it either)."""
+    base = seed(s3_catalog, "db.s")
+    writer = auth(make_principal(s3_catalog, "writer", [("write", "db", "s")]))
+    with _app(s3_catalog, auth_cache_seconds=0) as client:
+        with moto_server.trace() as log:
+            response = client.post(
+                f"{P}/databases/db/tables/s/commit", json=commit_body(base), headers=writer
+            )
+        assert response.status_code == 200, response.text
+        assert response.json()["success"] is True
+        got = {t.key for t in log if t.method == "GET"}
+        assert got, log  # the manifest lists were read
+        heads = [t.key for t in log if t.method == "HEAD"]
+        assert [k for k in heads if k in got or "/manifest/" in k or "/schema/" in k] == []
+        # A list that is not there is still refused as the client's mistake, naming the field.
+        base = s3_catalog.get_table("db.s").latest_snapshot()
+        assert base is not None
+        missing = commit_body(base, deltaManifestList="manifest-list-gone-0")
+        response = client.post(f"{P}/databases/db/tables/s/commit", json=missing, headers=writer)
+        assert response.status_code == 400, response.text
+        assert "deltaManifestList" in response.text
