@@ -356,7 +356,8 @@ class ServiceState:
     def __init__(self, settings: ServiceSettings, catalog: MetastoreCatalog) -> None:
         self.settings = settings
         self.catalog = catalog
-        self.principals = Principals(catalog.engine)
+        # Authentication in one Postgres round trip on the lock's autocommit sessions (issue 39).
+        self.principals = Principals(catalog.engine, sessions=catalog.lock.sessions)
         self.metrics = ServiceMetrics()
         # The lock's deferred releases and recordings (a holder resolving its own lock after the
         # metastore came back) are counted in this process's registry.

@@ -4,14 +4,22 @@ authenticating a request (a hook on the driver's connections)."""
 
 from __future__ import annotations
 
+import functools
+import os
+import re
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from psycopg import pq
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.db.models import Privilege
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from paimon_meta.table import schema_change
@@ -106,9 +114,84 @@ def test_c_a_snapshot_commit_heads_no_file_it_reads(
         heads = [t.key for t in log if t.method == "HEAD"]
         assert [k for k in heads if k in got or "/manifest/" in k or "/schema/" in k] == []
         # A list that is not there is still refused as the client's mistake, naming the field.
-        base = s3_catalog.get_table("db.s").latest_snapshot()
-        assert base is not None
-        missing = commit_body(base, deltaManifestList="manifest-list-gone-0")
+        latest = s3_catalog.get_table("db.s").latest_snapshot()
+        assert latest is not None
+        missing = commit_body(latest, deltaManifestList="manifest-list-gone-0")
         response = client.post(f"{P}/databases/db/tables/s/commit", json=missing, headers=writer)
         assert response.status_code == 400, response.text
         assert "deltaManifestList" in response.text
+
+
+class _RoundTrips:
+    """Every Postgres connection opened while installed traced by libpq (``PQtrace``): a round trip is a
+    frontend ``Query`` (simple protocol) or ``Sync`` (extended protocol) message, after which the client
+    waits for the server's ``ReadyForQuery``. Connections are traced from after their startup."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.traced: list[tuple[psycopg.Connection[Any], Path]] = []
+        self.mutex = threading.Lock()
+
+    def count(self) -> int:
+        """Round trips so far on every traced connection (libpq's buffer flushed first)."""
+        total = 0
+        with self.mutex:
+            for conn, path in self.traced:
+                if not conn.closed:
+                    conn.pgconn.untrace()  # flushes; traced again below
+                    self._trace(conn, path)
+                text = path.read_text()
+                total += len(re.findall(r"^F\t\d+\t(?:Query|Sync)\b", text, re.MULTILINE))
+        return total
+
+    @staticmethod
+    def _trace(conn: psycopg.Connection[Any], path: Path) -> None:
+        conn.pgconn.trace(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT))
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+
+    def opened(self, conn: psycopg.Connection[Any]) -> None:
+        with self.mutex:
+            path = self.directory / f"pq-{len(self.traced)}.trace"
+            self._trace(conn, path)
+            self.traced.append((conn, path))
+
+
+@pytest.fixture
+def round_trips(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> _RoundTrips:
+    trips = _RoundTrips(tmp_path)
+    connect = psycopg.Connection.connect.__func__  # type: ignore[attr-defined]
+
+    def traced(cls: type[psycopg.Connection[Any]], *args: Any, **kwargs: Any) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] = connect(cls, *args, **kwargs)
+        trips.opened(conn)
+        return conn
+
+    monkeypatch.setattr(psycopg.Connection, "connect", classmethod(traced))
+    # ``psycopg.connect`` (what SQLAlchemy calls) is the class's method bound at import
+    monkeypatch.setattr(psycopg, "connect", functools.partial(traced, psycopg.Connection))
+    return trips
+
+
+def test_b_authenticating_a_request_is_one_postgres_round_trip(
+    s3_catalog: MetastoreCatalog, round_trips: _RoundTrips
+) -> None:
+    """A static token's principal, grants and service grants come back in one round trip (one
+    statement on an autocommit connection: no ping, BEGIN or ROLLBACK around it); with
+    ``auth_cache_seconds=0`` a revoked token is refused by the very next request."""
+    token = make_principal(s3_catalog, "writer", [("write", "db", "t")])
+    settings = ServiceSettings(auth_cache_seconds=0)
+    state = ServiceState(settings, s3_catalog)
+    s3_catalog.engine.dispose()  # the engine's connections are opened again, traced
+    try:
+        assert state.authenticate(token) is not None  # opens (and traces) the connection it needs
+        for _ in range(3):
+            before = round_trips.count()
+            access = state.authenticate(token)
+            assert round_trips.count() - before == 1
+            assert access is not None and access.principal == "writer"
+            assert access.allows(Privilege.WRITE, "db", "t")
+        assert round_trips.traced, "no connection was traced: the hook measured nothing"
+        state.principals.revoke_tokens("writer")
+        assert state.authenticate(token) is None
+    finally:
+        state.close()
