@@ -111,11 +111,12 @@ def _file_names(snapshot: Snapshot) -> list[tuple[str, str]]:
     return [(field, name) for field, name in named if name is not None]
 
 
-#: The manifest lists the commit reads after step 1 whatever the base (``_validated_entries``,
-#: ``_check_new_manifests``), before anything is recorded: a missing one is a ``ValidationError`` naming
-#: the field there (``_client_file``), so step 1 sends no HEAD before that GET (issue 39: one S3 round
-#: trip each).
-_READ_LATER = frozenset({"deltaManifestList", "baseManifestList", "changelogManifestList"})
+#: The files the commit reads after step 1, before anything is recorded (``_validated_entries``,
+#: ``_check_new_manifests``): a missing one is a ``ValidationError`` naming the field there
+#: (``_client_file``), so step 1 sends no HEAD before that GET (issue 39: one S3 round trip each). The
+#: manifest lists are read whatever the base; the index manifest unless it is the latest snapshot's own
+#: (then it exists: a live snapshot's files are never deleted).
+_READ_LATER = frozenset({"deltaManifestList", "baseManifestList", "changelogManifestList", "indexManifest"})
 
 
 def validate_snapshot_files(table: FileStoreTable, snapshot: Snapshot, *, read_later: bool = False) -> None:
