@@ -19,7 +19,9 @@ from psycopg import pq
 
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.db import budget
 from paimon_meta.db.models import Privilege
+from paimon_meta.errors import RequestBoundError
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from paimon_meta.table import schema_change
@@ -191,6 +193,15 @@ def test_b_authenticating_a_request_is_one_postgres_round_trip(
             assert access is not None and access.principal == "writer"
             assert access.allows(Privilege.WRITE, "db", "t")
         assert round_trips.traced, "no connection was traced: the hook measured nothing"
+        # Under a request's deadline: bounded in the same round trip (a local statement_timeout first).
+        with budget.bounded(budget.QueryBudget("read", 5.0)):
+            before = round_trips.count()
+            assert state.authenticate(token) is not None
+            assert round_trips.count() - before == 1
+        spent = budget.QueryBudget("read", 5.0)
+        spent.cancel(budget.DISCONNECT)
+        with budget.bounded(spent), pytest.raises(RequestBoundError):
+            state.authenticate(token)
         state.principals.revoke_tokens("writer")
         assert state.authenticate(token) is None
     finally:
