@@ -122,6 +122,14 @@ def test_c_a_snapshot_commit_heads_no_file_it_reads(
         response = client.post(f"{P}/databases/db/tables/s/commit", json=missing, headers=writer)
         assert response.status_code == 400, response.text
         assert "deltaManifestList" in response.text
+        # The next commit of the table on this replica lists no schema directory either.
+        with moto_server.trace() as log:
+            response = client.post(
+                f"{P}/databases/db/tables/s/commit", json=commit_body(latest), headers=writer
+            )
+        assert response.status_code == 200 and response.json()["success"] is True, response.text
+        assert _schema_lists(log) == []
+        assert [t.key for t in log if t.method == "HEAD" and "/snapshot/" not in t.key] == []
 
 
 class _RoundTrips:
