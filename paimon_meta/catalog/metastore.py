@@ -601,16 +601,20 @@ class MetastoreCatalog:
         principal: str | None = None,
         row: TableRow | None = None,
         table: FileStoreTable | None = None,
+        schema_id: int | None = None,
     ) -> CommitCoordinator:
         """A coordinator committing CommitMessages for ``commit_user`` (the control plane's commit), its
         events naming ``principal``. ``row``/``table``: the table's registry row and a table object the
         caller already holds (a service shares one per table and schema, so its manifest caches stay
-        warm); read here otherwise. Commits go to ``table``'s branch."""
+        warm); read here otherwise. Commits go to ``table``'s branch. ``schema_id``: the registry schema
+        id ``table`` was chosen by, checked under the lock (``MetastoreGuard.schema_id``)."""
         row = row or self.table_row(identifier)
         table = table or self.get_table(identifier)
+        guard = self._guard(row, table.snapshot_manager, principal, branch=table.branch_name)
+        guard.schema_id = schema_id
         return CommitCoordinator(
             table,
-            self._guard(row, table.snapshot_manager, principal, branch=table.branch_name),
+            guard,
             commit_user=commit_user,
         )
 

@@ -331,3 +331,9 @@ def _name(name: object, label: str, field: str, where: dict[str, Any]) -> None:
 
 def _shown(name: object) -> str:
     return repr(name)[:200] if not isinstance(name, str) else name[:200]
+
+
+def newest_schema_id(messages: Sequence[CommitMessage]) -> int | None:
+    """The largest ``schema_id`` of a data file the messages add or delete (None: they name none)."""
+    ids = [f.schema_id for msg in messages for _, files in _data_files(msg) for f in files]
+    return max(ids, default=None)

@@ -734,6 +734,12 @@ class MetastoreLock:
         """The NOTIFY channel waiters of ``lock_id`` listen on."""
         return channel_for(CHANNEL_PREFIX, lock_id)
 
+    @property
+    def sessions(self) -> SessionPool:
+        """This lock's pool of plain autocommit connections (shared with the service's one-round-trip
+        reads, ``Principals.authenticate``)."""
+        return self._sessions
+
     @contextmanager
     def connection(self) -> Iterator[RawConnection]:
         """A plain autocommit connection of this lock's :class:`SessionPool`."""

@@ -40,7 +40,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from paimon_meta.db import budget
 from paimon_meta.db.models import Grant, Principal, Privilege, ServiceGrant, ServicePrivilege, Token
+from paimon_meta.db.pool import SessionPool, Statement, run_batch
 from paimon_meta.errors import PrincipalAlreadyExistsError, PrincipalNotFoundError, ValidationError
 from paimon_meta.model.identifier import validate_identifier
 
@@ -201,8 +203,11 @@ class PrincipalInfo:
 class Principals:
     """Create principals, issue and revoke tokens, grant and revoke; authenticate tokens."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, sessions: SessionPool | None = None) -> None:
         self.engine = engine
+        #: Plain autocommit connections for :meth:`authenticate` (one round trip; see there). None: the
+        #: engine's pooled connections (a CLI, tests).
+        self.sessions = sessions
 
     def create(self, name: str, *, created_by: str | None = None, expires_in: timedelta | None = None) -> str:
         """Create principal ``name`` and return its first token (shown once: only a hash is kept),
@@ -382,23 +387,38 @@ class Principals:
 
     def authenticate(self, token: str) -> Access | None:
         """The principal a live token belongs to, with its grants; None for an unknown, revoked or
-        expired token. One query."""
+        expired token. One statement (token -> principal -> grants and service grants, joined).
+
+        With ``sessions`` it is also one Postgres round trip (issue 39): an autocommit connection needs
+        no BEGIN and no ROLLBACK around the statement, and the pool checks an idle connection without a
+        ping (``SessionPool``); the engine's pooled connection costs four (ping, BEGIN, the statement,
+        the ROLLBACK of its return). The request's deadline (``db.budget``) bounds the statement in the
+        same round trip (a local ``statement_timeout`` ahead of it). Either way the answer is read now,
+        at the statement: a revoked token or grant is refused by the next call (the service's cache,
+        ``auth_cache_seconds``, bounds how long an answer is reused)."""
         if not token.startswith(TOKEN_PREFIX) or len(token) > 256:
             return None
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                text(
-                    "SELECT p.name, extract(epoch FROM t.expires_at) AS valid_until,"
-                    " g.privilege, g.database_name, g.table_name, g.catalog_key,"
-                    " ARRAY(SELECT s.privilege FROM paimon_service_grants s"
-                    " WHERE s.principal_id = p.principal_id) AS service"
-                    " FROM paimon_tokens t JOIN paimon_principals p ON p.principal_id = t.principal_id"
-                    " LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
-                    " WHERE t.token_hash = :h AND t.revoked_at IS NULL"
-                    " AND (t.expires_at IS NULL OR t.expires_at > now())"
-                ),
-                {"h": hash_token(token)},
-            ).all()
+        if self.sessions is not None:
+            statements: list[Statement] = []
+            current = budget.current()
+            if current is not None:
+                current.check()
+                left = current.remaining()
+                if left is not None:
+                    # Local to the implicit transaction of the one simple query: it ends with it.
+                    statements.append(
+                        (
+                            "SELECT set_config('statement_timeout', %(t)s, true)",
+                            {"t": f"{max(1, int(left * 1000))}ms"},
+                        )
+                    )
+            statements.append((_AUTHENTICATE_SQL.replace(":h", "%(h)s"), {"h": hash_token(token)}))
+            with self.sessions.connection() as raw:
+                found = run_batch(raw, statements)[-1]
+            rows: Sequence[Any] = [_Fields(r) for r in found]
+        else:
+            with self.engine.connect() as conn:
+                rows = conn.execute(text(_AUTHENTICATE_SQL), {"h": hash_token(token)}).all()
         if not rows:
             return None
         until = rows[0].valid_until
@@ -554,6 +574,34 @@ def _scope(database: str | None, table: str | None) -> Scope:
 
 def _grant_row(g: Grant) -> GrantRow:
     return GrantRow(Privilege(g.privilege), Scope(g.database_name, g.table_name), g.catalog_key)
+
+
+#: The principal, grants and service grants of a live static token, in one statement (``:h``: its hash).
+_AUTHENTICATE_SQL = (
+    "SELECT p.name, extract(epoch FROM t.expires_at) AS valid_until,"
+    " g.privilege, g.database_name, g.table_name, g.catalog_key,"
+    " ARRAY(SELECT s.privilege::text FROM paimon_service_grants s"
+    " WHERE s.principal_id = p.principal_id) AS service"
+    " FROM paimon_tokens t JOIN paimon_principals p ON p.principal_id = t.principal_id"
+    " LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
+    " WHERE t.token_hash = :h AND t.revoked_at IS NULL"
+    " AND (t.expires_at IS NULL OR t.expires_at > now())"
+)
+
+
+class _Fields:
+    """A row of ``run_batch`` (a dict) read by attribute, as SQLAlchemy's rows are."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self._row = row
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._row[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 def _grants(rows: Sequence[Row[Any]]) -> tuple[GrantRow, ...]:

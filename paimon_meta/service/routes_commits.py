@@ -20,6 +20,7 @@ from fastapi.routing import APIRoute
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitResult
+from paimon_meta.commit.validate import newest_schema_id
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
 from paimon_meta.metastore.branches import MAIN
@@ -98,10 +99,22 @@ def _commit(
         try:
             if branch == MAIN:
                 table_object = state.commit_table(row, catalog)
+                newest = newest_schema_id(messages)
+                if newest is not None and newest > table_object.schema.id:
+                    # Files of a schema the registry has not recorded (an engine altered the table
+                    # straight on storage): commit on storage's latest schema, listed now.
+                    table_object = state.commit_table(row, catalog, newer_than=table_object.schema.id)
             else:  # the branch's schema and snapshots; under the table's lock, with the branch's pointer
                 table_object = branch_ops.branch_table(catalog, identifier, branch)[1]
             committer = catalog.message_committer(
-                identifier, body.commit_user, principal=access.principal, row=row, table=table_object
+                identifier,
+                body.commit_user,
+                principal=access.principal,
+                row=row,
+                table=table_object,
+                # A cached row may be behind another replica's ALTER (ServiceState.commit_table): the
+                # guard checks its schema id under the lock; TableRowChangedError below reads it again.
+                schema_id=row.schema_id if cached and branch == MAIN else None,
             )
             # Validation, the recovery record and the delta manifests on this thread; then queued behind
             # the table's other commits of this replica, committed back to back under one lock hold

@@ -137,6 +137,10 @@ def commit_table(
     if branch == MAIN:
         state.snapshot_manager(row, catalog)  # observes the row's timeline for the shared manager
         commit_to = state.commit_table(row, catalog)
+        if snapshot.schema_id > commit_to.schema.id:
+            # A schema the registry has not recorded (an engine altered the table straight on storage):
+            # checked against storage's latest schema, listed now (ServiceState.commit_table).
+            commit_to = state.commit_table(row, catalog, newer_than=commit_to.schema.id)
     else:
         commit_to = branch_ops.branch_table(catalog, identifier, branch)[1]
     committer = catalog.snapshot_committer(row, commit_to, principal=access.principal)

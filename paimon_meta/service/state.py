@@ -356,7 +356,8 @@ class ServiceState:
     def __init__(self, settings: ServiceSettings, catalog: MetastoreCatalog) -> None:
         self.settings = settings
         self.catalog = catalog
-        self.principals = Principals(catalog.engine)
+        # Authentication in one Postgres round trip on the lock's autocommit sessions (issue 39).
+        self.principals = Principals(catalog.engine, sessions=catalog.lock.sessions)
         self.metrics = ServiceMetrics()
         # The lock's deferred releases and recordings (a holder resolving its own lock after the
         # metastore came back) are counted in this process's registry.
@@ -868,14 +869,38 @@ class ServiceState:
         with self._lock:
             self._commit_rows.pop(key, None)
 
-    def commit_table(self, row: TableRow, catalog: MetastoreCatalog | None = None) -> FileStoreTable:
+    def commit_table(
+        self, row: TableRow, catalog: MetastoreCatalog | None = None, *, newer_than: int | None = None
+    ) -> FileStoreTable:
         """The table object commits of ``row`` use, shared by requests (its manifest caches stay warm
-        across commits: manifests are immutable and never renamed). One per location and latest schema
-        on storage (listed each time: another engine may have altered the table); its snapshot cache
-        follows the table's timeline (see ``SnapshotManager.observe_timeline``)."""
+        across commits: manifests are immutable and never renamed). One per location and schema; its
+        snapshot cache follows the table's timeline (see ``SnapshotManager.observe_timeline``).
+
+        The schema is the one the registry row records, without a LIST of ``schema/`` when this replica
+        already holds that schema's table object (issue 39: the LIST was one S3 round trip per commit).
+        Invariant: the table object of ``(catalog, location, S)`` is built from ``schema-S`` (schema
+        files are immutable), and it is used for a row recording S only. Every schema change through
+        the metastore (alter, replace, schema rollback; on any replica) writes the file and moves the
+        row's ``schema_id`` under the table's lock, so a commit from a row read now sees the schema as of
+        that read (before, as of the LIST: the same window up to the lock). A row this replica cached
+        (``commit_row``) may be behind another replica's ALTER: its commits pass ``schema_id`` to the
+        guard, which checks under the lock that the registry still records it (else
+        ``TableRowChangedError``, the row is read again: see ``routes_commits._commit``), so no commit
+        publishes on a schema another replica replaced. Listed as before when the row records no schema
+        id (rows Java inserted) or when nothing is cached for it; a schema written straight to storage by
+        an engine outside the metastore (the registry not told) is seen once the registry records it or
+        the cache is dropped, or at once by a commit whose files name a schema newer than the cached one
+        (``newer_than``: the table object's schema id; the directory is listed again). Known gap (as
+        before this cache): a schema rolled back and written again under the same id
+        (``rollback-schema`` then ``ALTER``) is not told apart from the first."""
         catalog = catalog or self.catalog
         location = catalog.paimon_location(row)
         ckey = catalog.registry.catalog_key
+        if row.schema_id is not None and newer_than is None:
+            with self._lock:
+                known = self._commit_tables.get((ckey, location, row.schema_id))
+            if known is not None:
+                return known
         with self._lock:
             schemas = self._schema_managers.get((ckey, location))
             if schemas is None:

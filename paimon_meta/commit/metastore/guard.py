@@ -132,7 +132,7 @@ _RESOLVED = ServerStatement("paimon_commit_resolved", RESOLVED_SQL, (("commit_id
 _POINTER_AND_PUBLISHED = ServerStatement(
     "paimon_commit_pointer",
     "SELECT t.latest_snapshot_id AS pointer, t.timeline, (" + FIND_PUBLISHED_SQL + ") AS published, "
-    "t.catalog_key, t.database_name, t.table_name, t.location "
+    "t.catalog_key, t.database_name, t.table_name, t.location, t.schema_id "
     "FROM paimon_tables t WHERE t.table_id = %(table_id)s",
     (("table_id", "int8"), ("commit_user", "text"), ("commit_identifier", "int8"), ("commit_kind", "text")),
 )
@@ -434,6 +434,15 @@ class MetastoreSession(GuardSession):
                 f"{row['table_name']} at {row['location']}: read its row again",
                 table_id=known.table_id,
             )
+        expected = self.guard.schema_id
+        if expected is not None and row.get("schema_id", expected) != expected:
+            # Another replica changed the schema (under this lock) since the row was read: the commit was
+            # validated and staged on the old one. Nothing is published; the caller reads the row again.
+            raise TableRowChangedError(
+                f"table {known.identifier} (id {known.table_id}) has schema {row['schema_id']} now, not "
+                f"{expected}: read its row again",
+                table_id=known.table_id,
+            )
         self.pointer, self.published_as = row["pointer"], row["published"]
         self.timeline = row["timeline"]
         self.branch_row = row.get("has_branch_row", True)
@@ -719,6 +728,10 @@ class MetastoreGuard(CommitGuard):
     # Set when a create of snapshot-N lost after an unverified latest id (MetastoreSession.
     # latest_snapshot_id): the next session checks storage before anything is decided.
     verify_storage: bool = False
+    # The registry schema id the commits' table object was chosen by, when it may be behind the registry
+    # (a service's cached row, ``ServiceState.commit_table``): checked under the lock (``load_pointer``).
+    # None: not checked (the table object was read for this commit).
+    schema_id: int | None = None
 
     def trusts_create(self) -> bool:
         """Whether the store's create-if-absent is a real compare-and-set (then a session need not

@@ -111,10 +111,20 @@ def _file_names(snapshot: Snapshot) -> list[tuple[str, str]]:
     return [(field, name) for field, name in named if name is not None]
 
 
-def validate_snapshot_files(table: FileStoreTable, snapshot: Snapshot) -> None:
+#: The files the commit reads after step 1, before anything is recorded (``_validated_entries``,
+#: ``_check_new_manifests``): a missing one is a ``ValidationError`` naming the field there
+#: (``_client_file``), so step 1 sends no HEAD before that GET (issue 39: one S3 round trip each). The
+#: manifest lists are read whatever the base; the index manifest unless it is the latest snapshot's own
+#: (then it exists: a live snapshot's files are never deleted).
+_READ_LATER = frozenset({"deltaManifestList", "baseManifestList", "changelogManifestList", "indexManifest"})
+
+
+def validate_snapshot_files(table: FileStoreTable, snapshot: Snapshot, *, read_later: bool = False) -> None:
     """Step 1: every file the snapshot names is a plain name in ``<table>/manifest/`` and exists, and
     its schema exists (on the table's branch: a branch has its own ``schema/``). Raises
-    ``ValidationError`` naming the field."""
+    ``ValidationError`` naming the field. ``read_later``: the caller reads the manifest lists of
+    ``_READ_LATER`` next (a missing one refused then), so only the other files are checked here; the
+    table object's own schema exists without a request (schema files are immutable)."""
     file_io, paths = table.file_io, table.paths
     for field, name in _file_names(snapshot):
         problem = name_problem(name)
@@ -124,12 +134,20 @@ def validate_snapshot_files(table: FileStoreTable, snapshot: Snapshot) -> None:
                 f"{name[:200]!r}: {problem}",
                 field=f"snapshot.{field}",
             )
+        if read_later and field in _READ_LATER:
+            continue
         if not file_io.exists(paths.manifest_path(name)):
             raise ValidationError(
                 f"snapshot.{field} names {name!r}, which is not in {paths.manifest_dir}",
                 field=f"snapshot.{field}",
             )
-    if snapshot.schema_id < 0 or not file_io.exists(table.schema_manager.schema_path(snapshot.schema_id)):
+    if snapshot.schema_id < 0:
+        raise ValidationError(
+            f"snapshot.schemaId {snapshot.schema_id} is not a schema of the table", field="snapshot.schemaId"
+        )
+    if read_later and snapshot.schema_id == table.schema.id:
+        return
+    if not file_io.exists(table.schema_manager.schema_path(snapshot.schema_id)):
         raise ValidationError(
             f"snapshot.schemaId {snapshot.schema_id} is not a schema of the table", field="snapshot.schemaId"
         )
@@ -157,7 +175,7 @@ class SnapshotCommitter:
         or published), ``LockError`` subclasses (lock not had: nothing published) or
         ``CommitOutcomeUnknownError`` (the snapshot may be on storage: the client must re-read)."""
         snap = request.snapshot
-        validate_snapshot_files(self.table, snap)
+        validate_snapshot_files(self.table, snap, read_later=True)
         delta = self._validated_entries(snap)
         seen = self._precheck_id(request)
         # The new manifests of the base list are decoded and checked here, outside the lock, against the
