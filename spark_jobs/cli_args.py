@@ -138,7 +138,8 @@ def open_target(args: argparse.Namespace) -> OpenedTable:
         CatalogNotFoundError: ``--catalog`` is not a catalog of the metastore."""
     options = parse_options(args.option)
     catalog_name: str | None = getattr(args, "catalog", None)
-    refuse_warehouse_and_catalog(args.warehouse, catalog_name, "--warehouse", "--catalog")
+    # getattr: callers building a Namespace by hand for a table location give neither
+    refuse_warehouse_and_catalog(getattr(args, "warehouse", None), catalog_name, "--warehouse", "--catalog")
     if args.table_path and catalog_name is not None:
         raise ValidationError(
             f"give --catalog {catalog_name!r} with --table db.t, not --table-path: a table location "
