@@ -5,8 +5,6 @@ tables' files and its entry; the CLI and the extension routes do the same."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from sqlalchemy import text
 
@@ -22,18 +20,9 @@ from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.model.catalog_objects import ViewSchema
 from paimon_meta.ops import tables as table_ops
-from tests.ops.helpers import TABLE, create, read_keys, write
+from tests.ops.helpers import TABLE, create, files_under, grants_of, read_keys, write
 
 pytestmark = pytest.mark.postgres
-
-
-def _files(location: str) -> list[str]:
-    return sorted(str(p) for p in Path(location).rglob("*") if p.is_file())
-
-
-def _grants(principals: Principals, name: str) -> set[tuple[str, str | None, str | None]]:
-    (info,) = [p for p in principals.list() if p.name == name]
-    return {(g.privilege.value, g.scope.database, g.scope.table) for g in info.grants}
 
 
 def _populate(catalog: MetastoreCatalog) -> tuple[Principals, dict[str, list[str]]]:
@@ -48,7 +37,7 @@ def _populate(catalog: MetastoreCatalog) -> tuple[Principals, dict[str, list[str
     principals.grant("alice", Privilege.READ, database="db")
     principals.grant("alice", Privilege.WRITE, database="db", table="t")
     locations = {name: catalog.location_of(catalog.table_row(f"db.{name}")) for name in ("t", "other")}
-    return principals, {location: _files(location) for location in locations.values()}
+    return principals, {location: files_under(location) for location in locations.values()}
 
 
 def test_a_dropped_database_comes_back_with_its_tables_grants_views_and_properties(
@@ -63,10 +52,10 @@ def test_a_dropped_database_comes_back_with_its_tables_grants_views_and_properti
     assert "db" not in catalog.list_databases()
     with pytest.raises(TableNotFoundError):
         catalog.get_table(TABLE)
-    assert _grants(principals, "alice") == set()
+    assert grants_of(principals, "alice") == set()
     assert catalog.objects.list_views(limit=100) == []
     for location, before in files.items():
-        assert before and _files(location) == before
+        assert before and files_under(location) == before
     (entry,) = catalog.recycle_bin.databases()
     assert entry.name == "db" and entry.run_id == dropped.run_id and len(entry.table_drop_ids) == 2
     assert sorted(t.name for t in catalog.recycle_bin.tables_of(entry)) == ["other", "t"]
@@ -80,7 +69,7 @@ def test_a_dropped_database_comes_back_with_its_tables_grants_views_and_properti
     assert catalog.registry.get_database("db").properties.get("owner") == "team-a"
     assert {t: catalog.table_row(f"db.{t}").table_id for t in ("t", "other")} == ids
     assert read_keys(catalog) == list(range(5)) and read_keys(catalog, identifier="db.other") == [7]
-    assert _grants(principals, "alice") == {("read", "db", None), ("write", "db", "t")}
+    assert grants_of(principals, "alice") == {("read", "db", None), ("write", "db", "t")}
     assert [(v.database, v.name) for v in catalog.objects.list_views(limit=100)] == [("db", "v")]
     assert catalog.recycle_bin.databases() == [] and catalog.recycle_bin.entries() == []
     write(catalog, [9])  # commits again on the restored table
@@ -128,7 +117,7 @@ def test_purge_deletes_its_tables_files_and_the_entry(catalog: MetastoreCatalog)
     locations = [catalog.location_of(catalog.table_row(f"db.{t}")) for t in ("t", "other")]
     table_ops.drop_database(catalog, "db")
     assert table_ops.purge_database(catalog, "db") > 0
-    assert all(_files(location) == [] for location in locations)
+    assert all(files_under(location) == [] for location in locations)
     assert catalog.recycle_bin.databases() == [] and catalog.recycle_bin.entries() == []
     with pytest.raises(DroppedDatabaseNotFoundError):
         table_ops.undrop_database(catalog, "db")
@@ -148,7 +137,7 @@ def test_the_queue_removes_a_database_past_its_retention_after_its_tables(catalo
     (entry,) = catalog.recycle_bin.databases()
     assert not catalog.recycle_bin.remove_database(entry.drop_id)
     maintainer.drain()
-    assert _files(location) == []
+    assert files_under(location) == []
     assert catalog.recycle_bin.entries() == []
     # the sweep after the purges removes the database's entry
     maintainer.scheduler.tick(sweep=True)

@@ -7,6 +7,7 @@ import importlib
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitCoordinator
+from paimon_meta.metastore.principals import Principals
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.identifier import split_identifier
 from paimon_meta.ops.references import FilePaths, live_entries, read_metadata
@@ -178,3 +180,14 @@ def crash_at(point: str) -> Iterator[None]:
 
 def all_files(table: FileStoreTable) -> list[str]:
     return [s.path for s in table.file_io.list_recursive(table.path)]
+
+
+def files_under(location: str) -> list[str]:
+    """Every file below a local ``location``, sorted (what a drop kept, an undrop brought back)."""
+    return sorted(str(p) for p in Path(location).rglob("*") if p.is_file())
+
+
+def grants_of(principals: Principals, name: str) -> set[tuple[str, str | None, str | None]]:
+    """The principal's grants as (privilege, database, table)."""
+    (info,) = [p for p in principals.list() if p.name == name]
+    return {(g.privilege.value, g.scope.database, g.scope.table) for g in info.grants}

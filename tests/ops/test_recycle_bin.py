@@ -5,7 +5,6 @@ protection refuses drops."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -24,18 +23,9 @@ from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.table.schema_change import SetOption
-from tests.ops.helpers import FAST_LOCK, TABLE, create, read_keys, write
+from tests.ops.helpers import FAST_LOCK, TABLE, create, files_under, grants_of, read_keys, write
 
 pytestmark = pytest.mark.postgres
-
-
-def _files(location: str) -> list[str]:
-    return sorted(str(p) for p in Path(location).rglob("*") if p.is_file())
-
-
-def _grants(principals: Principals, name: str) -> set[tuple[str, str | None, str | None]]:
-    (info,) = [p for p in principals.list() if p.name == name]
-    return {(g.privilege.value, g.scope.database, g.scope.table) for g in info.grants}
 
 
 def test_drop_keeps_files_and_grants_aside_and_undrop_restores_them(catalog: MetastoreCatalog) -> None:
@@ -43,7 +33,7 @@ def test_drop_keeps_files_and_grants_aside_and_undrop_restores_them(catalog: Met
     write(catalog, range(10))
     row = catalog.table_row(TABLE)
     location = catalog.location_of(row)
-    files = _files(location)
+    files = files_under(location)
     principals = Principals(catalog.engine)
     principals.create("alice")
     principals.grant("alice", Privilege.WRITE, database="db", table="t")
@@ -57,15 +47,15 @@ def test_drop_keeps_files_and_grants_aside_and_undrop_restores_them(catalog: Met
     with pytest.raises(TableNotFoundError):
         catalog.get_table(TABLE)
     assert catalog.list_tables("db") == []
-    assert _files(location) == files
-    assert _grants(principals, "alice") == {("read", "db", None)}
+    assert files_under(location) == files
+    assert grants_of(principals, "alice") == {("read", "db", None)}
     assert [d.identifier for d in catalog.recycle_bin.entries()] == [TABLE]
     assert debts(catalog) == []  # nor in maintenance's listings
 
     restored = table_ops.undrop_table(catalog, TABLE, principal="admin")
     assert restored.table_id == row.table_id and restored.location == row.location
     assert read_keys(catalog) == list(range(10))
-    assert _grants(principals, "alice") == {("read", "db", None), ("write", "db", "t")}
+    assert grants_of(principals, "alice") == {("read", "db", None), ("write", "db", "t")}
     assert catalog.recycle_bin.entries() == []
     assert [d["table_identifier"] for d in debts(catalog)] == [TABLE]
     write(catalog, [10])  # commits again, on the same event log
@@ -118,7 +108,7 @@ def test_purge_deletes_the_files_and_the_bin_entry(catalog: MetastoreCatalog) ->
     location = catalog.location_of(catalog.table_row(TABLE))
     table_ops.drop_table(catalog, TABLE)
     assert table_ops.purge_table(catalog, TABLE) > 0
-    assert _files(location) == []
+    assert files_under(location) == []
     assert catalog.recycle_bin.entries() == []
     with pytest.raises(DroppedTableNotFoundError):
         table_ops.undrop_table(catalog, TABLE)
@@ -141,7 +131,7 @@ def test_the_queue_purges_drops_past_their_retention_only(catalog: MetastoreCata
         )
     maintainer = Maintainer(catalog, MaintainerSettings(workers=0))
     maintainer.drain()
-    assert _files(location) == [] and _files(kept) != []
+    assert files_under(location) == [] and files_under(kept) != []
     assert [d.identifier for d in catalog.recycle_bin.entries()] == ["db.keep"]
 
 
@@ -154,7 +144,7 @@ def test_a_retention_of_zero_drops_at_once(clean_db: str, warehouse: str) -> Non
         write(cat, [1])
         location = cat.location_of(cat.table_row(TABLE))
         assert table_ops.drop_table(cat, TABLE) is None
-        assert not os.path.exists(location) or _files(location) == []
+        assert not os.path.exists(location) or files_under(location) == []
         assert cat.recycle_bin.entries() == []
     finally:
         cat.close()
