@@ -194,12 +194,16 @@ _FORCE_RELEASE_STALE = (
 _NOTIFY = "SELECT pg_notify(%(channel)s, %(lock_id)s)"
 # The release of an acquire whose answer was lost (:class:`_InDoubtAcquire`): the row is ours only if
 # it carries the fencing token that attempt's own ``acquired`` event recorded (the attempt id is in its
-# payload), owner- and token-checked like any release; nothing if that attempt never committed.
+# payload), owner- and token-checked like any release; nothing if that attempt never committed. Only the
+# lock's newest ``acquired`` event is read (backwards on the (lock_id, event_id) index: bounded whatever
+# the log's size): while the attempt's row stands nobody else acquires, and once it is gone (expired and
+# taken over) there is nothing left to release.
 _RELEASE_IN_DOUBT = (
     "WITH mine AS ("
-    " SELECT fencing_token FROM paimon_lock_events"
-    " WHERE lock_id = %(lock_id)s AND event_type = 'acquired' AND owner = %(owner)s"
-    " AND payload ->> 'attempt' = %(attempt)s), "
+    " SELECT fencing_token FROM ("
+    "  SELECT fencing_token, owner, payload FROM paimon_lock_events"
+    "  WHERE lock_id = %(lock_id)s AND event_type = 'acquired' ORDER BY event_id DESC LIMIT 1) newest"
+    " WHERE owner = %(owner)s AND payload ->> 'attempt' = %(attempt)s), "
     "released AS ("
     " DELETE FROM paimon_distributed_locks"
     " WHERE lock_id = %(lock_id)s AND owner = %(owner)s AND fencing_token IN (SELECT fencing_token FROM mine)"
