@@ -46,12 +46,38 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
-    _configure(connection=connection)
-    with context.begin_transaction():
-        # Serialise concurrent runs. Taken inside the migration transaction and before Alembic reads
-        # the version table, so a waiter re-reads it after the winner committed and does nothing.
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
-        context.run_migrations()
+    """Migrate through ``connection``: each revision in its own transaction, each statement waiting at
+    most ``lock_timeout`` for a table lock (docs/DEPLOYMENT.md, "Rolling upgrades").
+
+    Invariant: a migration never holds one table's lock while it waits for another's for longer than
+    the lock timeout, and never holds the locks of an earlier revision at all, so live replicas' queries
+    are neither deadlocked by it nor queued behind it for long. A revision that times out (or loses a
+    deadlock) rolls back alone; ``paimon_meta.db.migrate.upgrade`` retries from there.
+    """
+    lock_timeout_ms = int(config.attributes.get("lock_timeout_ms") or 0)
+    # Serialise concurrent runs with a session-level advisory lock, taken before Alembic reads the
+    # version table, so a waiter re-reads it after the winner finished and does nothing.
+    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+    if lock_timeout_ms > 0:
+        connection.execute(text(f"SET lock_timeout = {lock_timeout_ms}"))
+    connection.commit()
+    try:
+        # Configured outside any transaction, so Alembic begins (and commits) one per revision.
+        _configure(connection=connection, transaction_per_migration=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    finally:
+        try:
+            if connection.in_transaction():
+                connection.rollback()
+            # The connection may return to a pool: leave it as it was found.
+            connection.execute(text("RESET lock_timeout"))
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            connection.commit()
+        except Exception:
+            # A connection that cannot even reset is closed rather than pooled (its session, and with
+            # it the advisory lock, ends); the migration's own error, if any, is what propagates.
+            connection.invalidate()
 
 
 def main() -> None:

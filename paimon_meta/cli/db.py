@@ -7,11 +7,27 @@ import argparse
 
 from paimon_meta.cli.args import Commands
 from paimon_meta.cli.context import Context, Output
+from paimon_meta.errors import ValidationError
 
 
 def register(commands: Commands) -> None:
     db = commands.group("db", "metastore schema (Alembic migrations)")
-    db.action("upgrade", _db_upgrade, "migrate the metastore to the latest revision")
+    p = db.action("upgrade", _db_upgrade, "migrate the metastore to the latest revision")
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long one migration statement waits for a table lock held by live replicas before its "
+        "revision rolls back and is retried (default 2; 0: wait without bound)",
+    )
+    p.add_argument(
+        "--retry-for",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long to keep retrying revisions that lost to live traffic (default 300)",
+    )
     db.action("current", _db_current, "show the metastore's revision")
     p = db.action(
         "relocate",
@@ -36,11 +52,21 @@ def register(commands: Commands) -> None:
 
 
 def _db_upgrade(ctx: Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.db.migrate import current, heads, upgrade
+    from paimon_meta.db.migrate import (
+        DEFAULT_LOCK_TIMEOUT_SECONDS,
+        DEFAULT_RETRY_FOR_SECONDS,
+        current,
+        heads,
+        upgrade,
+    )
 
     url = ctx.metastore_url()
     before = current(url)
-    upgrade(url)
+    lock_timeout = DEFAULT_LOCK_TIMEOUT_SECONDS if args.lock_timeout is None else args.lock_timeout
+    retry_for = DEFAULT_RETRY_FOR_SECONDS if args.retry_for is None else args.retry_for
+    if lock_timeout < 0 or retry_for < 0:
+        raise ValidationError("--lock-timeout and --retry-for take seconds >= 0")
+    upgrade(url, lock_timeout_seconds=lock_timeout, retry_for_seconds=retry_for)
     after = current(url)
     data = {"before": before, "current": after, "head": heads()}
     return Output(data, f"metastore schema: {before or '(empty)'} -> {after}")

@@ -13,9 +13,12 @@ Where the scripts are found (first hit wins): ``$PAIMON_META_MIGRATIONS``; ``pai
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import random
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import URL, Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from paimon_meta.db.engine import make_engine
@@ -36,6 +40,8 @@ VERSION_TABLE = "paimon_meta_alembic_version"
 MIGRATION_LOCK_KEY = int.from_bytes(hashlib.sha256(b"paimon_meta.migrate").digest()[:8], "big", signed=True)
 
 _ENV_SCRIPT_LOCATION = "PAIMON_META_MIGRATIONS"
+
+_log = logging.getLogger(__name__)
 
 # Alembic keeps the running environment in module globals (``alembic.context``), so two migration
 # runs in one process must not overlap; across processes the advisory lock in env.py serialises them.
@@ -63,11 +69,13 @@ def script_location() -> Path:
     )
 
 
-def alembic_config(connection: Connection | None = None) -> Config:
-    """An Alembic Config built in code; with ``connection`` set, env.py migrates through it."""
+def alembic_config(connection: Connection | None = None, *, lock_timeout: float = 0) -> Config:
+    """An Alembic Config built in code; with ``connection`` set, env.py migrates through it, each
+    statement waiting at most ``lock_timeout`` seconds for a lock (0: no bound)."""
     config = Config()
     config.set_main_option("script_location", str(script_location()))
     config.attributes["connection"] = connection
+    config.attributes["lock_timeout_ms"] = int(lock_timeout * 1000)
     return config
 
 
@@ -90,10 +98,73 @@ def _connection(url_or_engine: str | URL | Engine) -> Iterator[Connection]:
         engine.dispose()
 
 
-def upgrade(url_or_engine: str | URL | Engine, revision: str = "head") -> None:
-    """Upgrade the metastore schema to ``revision`` (serialised across processes)."""
-    with _ALEMBIC_IN_PROCESS, _connection(url_or_engine) as connection:
-        command.upgrade(alembic_config(connection), revision)
+#: How long one migration statement waits for a table lock before its revision rolls back and is
+#: retried (live replicas' queries queue behind a waiting ``ALTER TABLE``: this bounds their stall).
+DEFAULT_LOCK_TIMEOUT_SECONDS = 2.0
+#: How long :func:`upgrade` keeps retrying revisions that timed out on a lock or lost a deadlock.
+DEFAULT_RETRY_FOR_SECONDS = 300.0
+
+#: SQLSTATEs of a revision that lost to live traffic and may simply run again: lock_not_available
+#: (``lock_timeout``), deadlock_detected.
+_RETRYABLE_SQLSTATES = frozenset({"55P03", "40P01"})
+
+
+class MigrationLockTimeoutError(PaimonMetaError):
+    """A revision kept timing out on table locks (or losing deadlocks) to live traffic for the whole
+    retry window (fields: ``revision`` reached so far, ``attempts``, ``last_error``). Nothing is
+    half-applied: every revision runs in its own transaction. Run ``paimon-meta db upgrade`` again at a
+    quieter time, or with a longer ``--lock-timeout``."""
+
+
+def _retryable(error: DBAPIError) -> bool:
+    return getattr(error.orig, "sqlstate", None) in _RETRYABLE_SQLSTATES
+
+
+def upgrade(
+    url_or_engine: str | URL | Engine,
+    revision: str = "head",
+    *,
+    lock_timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS,
+    retry_for_seconds: float = DEFAULT_RETRY_FOR_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Upgrade the metastore schema to ``revision`` (serialised across processes), safely beside live
+    replicas: each revision in its own transaction, each statement waiting at most
+    ``lock_timeout_seconds`` for a lock (0: no bound); a revision that times out or is chosen as a
+    deadlock's victim rolls back alone and is retried, with jittered backoff, for ``retry_for_seconds``.
+
+    Raises:
+        MigrationLockTimeoutError: the retry window ended with a revision still losing to live traffic.
+    """
+    deadline = time.monotonic() + retry_for_seconds
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with _ALEMBIC_IN_PROCESS, _connection(url_or_engine) as connection:
+                command.upgrade(alembic_config(connection, lock_timeout=lock_timeout_seconds), revision)
+            return
+        except DBAPIError as e:
+            if not _retryable(e):
+                raise
+            reached = current(url_or_engine)
+            if time.monotonic() >= deadline:
+                raise MigrationLockTimeoutError(
+                    f"migrating the metastore lost to live traffic for {retry_for_seconds:g} s "
+                    f"({attempt} attempts; at revision {reached or '(empty)'}): {e.orig}",
+                    revision=reached,
+                    attempts=attempt,
+                    last_error=str(e.orig),
+                ) from e
+            pause = min(5.0, 0.1 * 2 ** min(attempt, 6)) * (0.5 + random.random())
+            _log.warning(
+                "migration attempt %d stopped at revision %s (%s); retrying in %.2f s",
+                attempt,
+                reached or "(empty)",
+                getattr(e.orig, "sqlstate", "?"),
+                pause,
+            )
+            sleep(pause)
 
 
 def downgrade(url_or_engine: str | URL | Engine, revision: str) -> None:
@@ -102,7 +173,7 @@ def downgrade(url_or_engine: str | URL | Engine, revision: str) -> None:
     Java's three tables are left in Java's own shape at base (see the initial migration).
     """
     with _ALEMBIC_IN_PROCESS, _connection(url_or_engine) as connection:
-        command.downgrade(alembic_config(connection), revision)
+        command.downgrade(alembic_config(connection, lock_timeout=0), revision)
 
 
 class SchemaNotReadyError(PaimonMetaError):

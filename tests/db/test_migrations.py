@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+import psycopg.sql
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -295,3 +296,63 @@ def test_alembic_command_line_uses_the_same_env(pg_db_factory: DbFactory) -> Non
         assert _diff(engine) == []
     finally:
         engine.dispose()
+
+
+def _hold_table(url: str, table: str) -> psycopg.Connection[tuple[object, ...]]:
+    """A live replica's transaction that has read ``table`` and stays open (its ACCESS SHARE lock held)."""
+    holder = psycopg.connect(libpq_conninfo(url))
+    holder.execute(psycopg.sql.SQL("SELECT count(*) FROM {}").format(psycopg.sql.Identifier(table)))
+    return holder
+
+
+def _columns(url: str, table: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        return {c["name"] for c in inspect(engine).get_columns(table)}
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_beside_live_traffic_times_out_and_retries_instead_of_deadlocking(
+    pg_db_factory: DbFactory,
+) -> None:
+    """CI saw it (stop 42's run): the Job's ``ALTER TABLE paimon_distributed_locks`` (0018) deadlocked with
+    a live replica's transaction, since one transaction ran every revision and held the earlier ones'
+    locks. Now each revision is its own transaction and waits at most the lock timeout: while a replica's
+    transaction holds the table, the revision rolls back alone and is retried until the table is free."""
+    url = pg_db_factory(migrated=False)
+    migrate.upgrade(url, "0017")
+    holder = _hold_table(url, "paimon_distributed_locks")
+    pauses: list[float] = []
+
+    def sleep(pause: float) -> None:
+        pauses.append(pause)
+        if len(pauses) == 2:
+            holder.rollback()  # the replica's transaction ends: the next attempt gets the lock
+
+    try:
+        migrate.upgrade(url, lock_timeout_seconds=0.2, retry_for_seconds=3600, sleep=sleep)
+    finally:
+        holder.close()
+    assert len(pauses) == 2
+    assert migrate.current(url) == HEAD
+    assert "held_since" in _columns(url, "paimon_distributed_locks")
+
+
+def test_upgrade_that_keeps_losing_stops_at_a_whole_revision(pg_db_factory: DbFactory) -> None:
+    """When the retry window ends, the error names the revision reached; nothing of the revision that
+    lost is applied (each revision is one transaction), and the advisory lock is released."""
+    url = pg_db_factory(migrated=False)
+    migrate.upgrade(url, "0017")
+    holder = _hold_table(url, "paimon_distributed_locks")
+    try:
+        with pytest.raises(migrate.MigrationLockTimeoutError) as caught:
+            migrate.upgrade(url, lock_timeout_seconds=0.1, retry_for_seconds=0, sleep=lambda _: None)
+    finally:
+        holder.close()
+    assert caught.value.fields["revision"] == "0017"
+    assert migrate.current(url) == "0017"
+    assert "held_since" not in _columns(url, "paimon_distributed_locks")
+    # Nothing was left locked or half-done: the same upgrade now completes at once.
+    migrate.upgrade(url, retry_for_seconds=0)
+    assert migrate.current(url) == HEAD

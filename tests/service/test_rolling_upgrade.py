@@ -151,18 +151,22 @@ def test_previous_release_keeps_serving_across_the_migration_and_a_new_replica(
 
         with ThreadPoolExecutor(CLIENTS) as pool:
             futures = [pool.submit(client, c) for c in range(CLIENTS)]
-            _wait_for(lambda: len(acked) >= 2 * CLIENTS, "commits through the previous release")
-            # The Job: this tree's migrations, while the previous release keeps committing.
-            migrate.upgrade(url)
-            seen = len(acked)
-            _wait_for(lambda: len(acked) >= seen + 2 * CLIENTS, "commits after the migration")
-            # A replica of this tree beside it; the clients spread over both.
-            new = spawn_service(service_processes, url, warehouse, tmp_path)
-            with mutex:
-                replicas.append(new.base)
-            seen = len(acked)
-            _wait_for(lambda: len(acked) >= seen + 4 * CLIENTS, "commits through both replicas")
-            stop.set()
+            try:
+                _wait_for(lambda: len(acked) >= 2 * CLIENTS, "commits through the previous release")
+                # The Job: this tree's migrations, while the previous release keeps committing (each
+                # revision waits out the replica's transactions: a lock timeout, then a retry).
+                migrate.upgrade(url)
+                seen = len(acked)
+                _wait_for(lambda: len(acked) >= seen + 2 * CLIENTS, "commits after the migration")
+                # A replica of this tree beside it; the clients spread over both.
+                new = spawn_service(service_processes, url, warehouse, tmp_path)
+                with mutex:
+                    replicas.append(new.base)
+                seen = len(acked)
+                _wait_for(lambda: len(acked) >= seen + 4 * CLIENTS, "commits through both replicas")
+            finally:
+                # Whatever failed above, the clients stop (else the pool's exit waits for them forever).
+                stop.set()
             for future in futures:
                 future.result()
         assert migrate.current(url) == migrate.heads()[0]
