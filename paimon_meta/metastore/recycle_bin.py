@@ -226,6 +226,33 @@ class RecycleBin:
             ).mappings()
             return [_row(r) for r in rows]
 
+    def tables_page(self, *, before: int | None = None, limit: int) -> list[DroppedTableRow]:
+        """One page of the bin's tables, newest drop first, those dropped before drop ``before`` (a
+        keyset on the primary key: bounded whatever the bin holds)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    f"SELECT {_COLUMNS} FROM paimon_dropped_tables WHERE catalog_key = :catalog "  # noqa: S608
+                    "AND (CAST(:before AS bigint) IS NULL OR drop_id < :before) "
+                    "ORDER BY drop_id DESC LIMIT :limit"
+                ),
+                {"catalog": self.catalog_key, "before": before, "limit": limit},
+            ).mappings()
+            return [_row(r) for r in rows]
+
+    def databases_page(self, *, before: int | None = None, limit: int) -> list[DroppedDatabaseRow]:
+        """One page of the bin's databases, newest drop first (keyset as :meth:`tables_page`)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    f"SELECT {_DB_COLUMNS} FROM paimon_dropped_databases "  # noqa: S608
+                    "WHERE catalog_key = :catalog AND (CAST(:before AS bigint) IS NULL OR drop_id < :before) "
+                    "ORDER BY drop_id DESC LIMIT :limit"
+                ),
+                {"catalog": self.catalog_key, "before": before, "limit": limit},
+            ).mappings()
+            return [_database_row(r) for r in rows]
+
     def find(self, database: str, name: str, *, drop_id: int | None = None) -> DroppedTableRow:
         """The latest drop of ``database.name`` in the bin (or the one ``drop_id`` names)."""
         with self.engine.connect() as conn:

@@ -164,9 +164,10 @@ def undrop_table(
     *,
     drop_id: int | None = None,
     principal: str | None = None,
+    reason: str | None = None,
 ) -> TableRow:
     """Bring a dropped table back from the recycle bin (the latest drop of that name, or ``drop_id``)
-    with its grants, recorded as an ``undrop_table`` run.
+    with its grants, recorded as an ``undrop_table`` run (with ``reason``, when an operator gave one).
 
     Raises:
         DroppedTableNotFoundError: not in the bin (purged, or never dropped).
@@ -176,7 +177,9 @@ def undrop_table(
     db, name = split_identifier(identifier)
     dropped = catalog.recycle_bin.find(db, name, drop_id=drop_id)
     row, grants = catalog.recycle_bin.restore(db, name, drop_id=dropped.drop_id)
-    settings = {"drop_id": dropped.drop_id, "dropped_at": dropped.dropped_at.isoformat()}
+    settings: dict[str, Any] = {"drop_id": dropped.drop_id, "dropped_at": dropped.dropped_at.isoformat()}
+    if reason is not None:
+        settings["reason"] = reason
     with maintenance_run(
         catalog, row, MaintenanceOperation.UNDROP_TABLE, dry_run=False, settings=settings, principal=principal
     ) as run:
@@ -352,7 +355,12 @@ class DatabaseUndrop:
 
 
 def undrop_database(
-    catalog: MetastoreCatalog, name: str, *, drop_id: int | None = None, principal: str | None = None
+    catalog: MetastoreCatalog,
+    name: str,
+    *,
+    drop_id: int | None = None,
+    principal: str | None = None,
+    reason: str | None = None,
 ) -> DatabaseUndrop:
     """Bring a dropped database back from the recycle bin (its latest drop, or ``drop_id``), in one
     transaction: the database with its properties, grants, views and functions, and each of its tables
@@ -365,7 +373,12 @@ def undrop_database(
     validate_identifier("database", name)
     dropped, tables, grants = catalog.recycle_bin.restore_database(name, drop_id=drop_id, principal=principal)
     for row, table_grants in tables:
-        settings = {"database_undrop": dropped.drop_id, "dropped_at": dropped.dropped_at.isoformat()}
+        settings: dict[str, Any] = {
+            "database_undrop": dropped.drop_id,
+            "dropped_at": dropped.dropped_at.isoformat(),
+        }
+        if reason is not None:
+            settings["reason"] = reason
         with maintenance_run(
             catalog,
             row,

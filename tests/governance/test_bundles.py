@@ -96,6 +96,8 @@ ROUTE_ACCESS: dict[tuple[str, str], tuple[ResourceType, Access]] = {
     ("POST", f"{UI_T}/rollback"): (R.TABLE, A.ALTER),
     ("POST", f"{UI_T}/expire-snapshots"): (R.TABLE, A.ALTER),
     ("POST", f"{UI_T}/remove-orphan-files"): (R.TABLE, A.ALTER),
+    ("POST", "/ui/recycle-bin/tables/{database}/{table}/undrop"): (R.DATABASE, A.CREATETABLE),
+    ("POST", "/ui/recycle-bin/databases/{database}/undrop"): (R.CATALOG, A.CREATEDATABASE),
 }  # fmt: skip
 
 #: The checks handlers make themselves (routes that require only a token): what is checked, the legacy
@@ -138,6 +140,14 @@ HANDLER_CHECKS: dict[str, tuple[tuple[Privilege | None, str], tuple[ResourceType
     ),
     "console: a table's admin actions, releasing its lock": ((Privilege.ADMIN, "table"), (R.TABLE, A.ALTER)),
     "console: releasing a lock of no table": ((Privilege.ADMIN, "catalog"), (R.CATALOG, A.ALTER)),
+    "console: a database's dropped tables are listed in the recycle bin": (
+        (Privilege.ADMIN, "database"),
+        (R.DATABASE, A.CREATETABLE),
+    ),
+    "console: dropped databases are listed in the recycle bin": (
+        (Privilege.ADMIN, "catalog"),
+        (R.CATALOG, A.CREATEDATABASE),
+    ),
     # creating: checked in the handler, after a caller who may see an existing one was told it exists (409)
     "POST databases: a database is created": ((Privilege.ADMIN, "catalog"), (R.CATALOG, A.CREATEDATABASE)),
     "POST .../tables: a table is created": ((Privilege.ADMIN, "database"), (R.DATABASE, A.CREATETABLE)),

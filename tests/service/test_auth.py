@@ -157,6 +157,9 @@ EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
     ("POST", "/ui/tables/{database}/{table}/tags"): ("write", "table"),
     ("POST", "/ui/tables/{database}/{table}/tags/{tag}/delete"): ("write", "table"),
     ("POST", "/ui/tables/{database}/{table}/rollback"): ("admin", "table"),
+    ("GET", "/ui/recycle-bin"): (None, "catalog"),
+    ("POST", "/ui/recycle-bin/tables/{database}/{table}/undrop"): ("admin", "database"),
+    ("POST", "/ui/recycle-bin/databases/{database}/undrop"): ("admin", "catalog"),
 }
 #: Answered without a token: they say only whether the process is up / ready; the console's sign-in
 #: form, its sign-out (it only clears the cookie) and its static files (no data); ``/`` (a redirect to the

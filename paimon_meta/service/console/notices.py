@@ -20,6 +20,8 @@ MESSAGES: Mapping[str, str] = {
     "tag-deleted": "Tag deleted.",
     "rolled-back": "Rolled back to snapshot {n}.",
     "signed-out": "Signed out.",
+    "table-undropped": "Table restored from the recycle bin.",
+    "database-undropped": "Database restored from the recycle bin with {n} tables.",
 }
 _MAX_DIGITS = 19
 

@@ -25,6 +25,8 @@ TABLES_PAGE = 50
 COMMITS_PAGE = 50
 SNAPSHOTS_PAGE = 60
 EVENTS_PAGE = 25
+#: Dropped tables and databases per page of the recycle bin.
+BIN_PAGE = 50
 #: Registry rows read per query while filling a page of tables a principal may read.
 _SCAN = 200
 
@@ -264,3 +266,57 @@ def _readable_table_ids(catalog: MetastoreCatalog, access: Access) -> list[int]:
         if len(page) < _SCAN * 5:
             return ids
         cursor = (page[-1].database, page[-1].name)
+
+
+def recycle_bin(
+    catalog: MetastoreCatalog,
+    access: Access,
+    *,
+    tables_before: int | None = None,
+    databases_before: int | None = None,
+) -> dict[str, Any]:
+    """The catalog's recycle bin, newest drop first: the dropped tables of the databases the principal
+    administers (an undrop needs admin on the database, as creating a table there does) and, for catalog
+    administrators, the dropped databases. One bounded page of each (keyset on the drop id); a page of
+    tables is filled from as many bin rows as it takes (``_SCAN`` at a time)."""
+    bin_ = catalog.recycle_bin
+    tables: list[dict[str, Any]] = []
+    more_tables = False
+    cursor = tables_before
+    while len(tables) <= BIN_PAGE:
+        page = bin_.tables_page(before=cursor, limit=_SCAN)
+        tables.extend(
+            {**t.to_dict(), "identifier": t.identifier, "database": t.database, "name": t.name}
+            for t in page
+            if access.allows(Privilege.ADMIN, t.database)
+        )
+        if len(page) < _SCAN:
+            break
+        cursor = page[-1].drop_id
+    if len(tables) > BIN_PAGE:
+        tables, more_tables = tables[:BIN_PAGE], True
+    databases: list[dict[str, Any]] = []
+    more_databases = False
+    may_undrop_databases = access.allows(Privilege.ADMIN)
+    if may_undrop_databases:
+        rows = bin_.databases_page(before=databases_before, limit=BIN_PAGE + 1)
+        more_databases = len(rows) > BIN_PAGE
+        databases = [
+            {
+                "drop_id": d.drop_id,
+                "name": d.name,
+                "location": d.location,
+                "tables": len(d.table_drop_ids),
+                "dropped_by": d.dropped_by,
+                "dropped_at": d.dropped_at,
+                "purge_after": d.purge_after,
+            }
+            for d in rows[:BIN_PAGE]
+        ]
+    return {
+        "dropped_tables": tables,
+        "tables_next": tables[-1]["drop_id"] if more_tables else None,
+        "dropped_databases": databases,
+        "databases_next": databases[-1]["drop_id"] if more_databases else None,
+        "may_undrop_databases": may_undrop_databases,
+    }

@@ -31,13 +31,21 @@ from paimon_meta.metastore.feed import START, FeedFilter, Position, feed_head
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.ops import expire, locks, orphans, recovery, rollback, tags
+from paimon_meta.ops import tables as table_ops
 from paimon_meta.service import errors
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.auth import log_text
 from paimon_meta.service.console import notices, pages, session
 from paimon_meta.service.deps import catalog_of, served_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
-from paimon_meta.service.routes_common import ADMIN_TABLE, AUTHENTICATED, READ_TABLE, WRITE_TABLE
+from paimon_meta.service.routes_common import (
+    ADMIN_CATALOG,
+    ADMIN_DATABASE,
+    ADMIN_TABLE,
+    AUTHENTICATED,
+    READ_TABLE,
+    WRITE_TABLE,
+)
 from paimon_meta.service.routes_feed import event_stream_response
 
 HERE = Path(__file__).parent
@@ -255,6 +263,19 @@ def maintenance_page(
     return render(
         request, "maintenance.html", pages.maintenance_runs(catalog_of(request), access, before=before)
     )
+
+
+@router.get("/recycle-bin")
+def recycle_bin_page(
+    request: Request,
+    access: Annotated[Access, AUTHENTICATED],
+    tables_before: int | None = None,
+    databases_before: int | None = None,
+) -> HTMLResponse:
+    data = pages.recycle_bin(
+        catalog_of(request), access, tables_before=tables_before, databases_before=databases_before
+    )
+    return render(request, "recycle_bin.html", data)
 
 
 @router.get("/live")
@@ -475,6 +496,59 @@ async def roll_back(
         )
     )
     return _back(_table_path(database, table), "rolled-back", report.target_snapshot_id)
+
+
+def _drop_id(form: dict[str, str]) -> int:
+    raw = form.get("drop_id", "").strip()
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+        raise ValidationError("drop_id must be the drop id the recycle bin lists", field="drop_id")
+    return int(raw)
+
+
+BIN = f"{session.PREFIX}/recycle-bin"
+
+
+@router.post("/recycle-bin/tables/{database}/{table}/undrop")
+async def undrop_table(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_DATABASE]
+) -> Response:
+    """Restore that drop of the table (its files, logs and grants), recorded as an ``undrop_table`` run
+    with the principal and the reason; 409 when the name is taken again, 404 when it left the bin."""
+    reason = _reason(form)
+    drop_id = _drop_id(form)
+    await run(
+        functools.partial(
+            table_ops.undrop_table,
+            catalog_of(request),
+            table_identifier(database, table),
+            drop_id=drop_id,
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(BIN, "table-undropped")
+
+
+@router.post("/recycle-bin/databases/{database}/undrop")
+async def undrop_database(
+    request: Request, database: str, form: Form, access: Annotated[Access, ADMIN_CATALOG]
+) -> Response:
+    """Restore that drop of the database with every table dropped with it that is still in the bin (one
+    transaction), each table's run recording the principal and the reason; 409 when the name is taken."""
+    reason = _reason(form)
+    drop_id = _drop_id(form)
+    validate_identifier("database", database)
+    done = await run(
+        functools.partial(
+            table_ops.undrop_database,
+            catalog_of(request),
+            database,
+            drop_id=drop_id,
+            principal=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(BIN, "database-undropped", len(done.tables))
 
 
 def _human_bytes(n: object) -> str:

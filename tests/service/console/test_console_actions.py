@@ -294,3 +294,76 @@ def test_expiration_and_orphan_cleanup_from_the_console_record_reason_and_princi
     sign_in(service_client, tokens["reader"])
     page = service_client.get(T).text
     assert "expire-form" not in page and "orphans-form" not in page
+
+
+def test_recycle_bin_page_lists_what_the_principal_administers_and_undrops_with_reason(
+    service_client: TestClient, service_catalog: MetastoreCatalog, tokens: dict[str, str]
+) -> None:
+    """The bin lists a database's dropped tables to its administrators only, dropped databases to the
+    catalog's; an undrop is refused before anything is restored (grant, CSRF, reason), else restores the
+    table and records the principal and the reason with its ``undrop_table`` run."""
+    from paimon_meta.ops import tables as table_ops
+
+    boss = make_principal(service_catalog, "boss", [("admin", None, None)])
+    service_catalog.create_table("db2.u", pa.schema([pa.field("k", pa.int64(), nullable=False)]))
+    table_ops.drop_table(service_catalog, "db.t", principal="ops")
+    table_ops.drop_database(service_catalog, "db2", principal="boss")
+    [dropped] = service_catalog.recycle_bin.entries(database="db")
+    assert "t" not in service_catalog.list_tables("db")
+
+    sign_in(service_client, tokens["reader"])
+    page = service_client.get("/ui/recycle-bin").text
+    assert count_testid(page, "dropped-table") == 0 and count_testid(page, "dropped-database") == 0
+    r = service_client.post(
+        "/ui/recycle-bin/tables/db/t/undrop",
+        data={
+            "drop_id": str(dropped.drop_id),
+            "reason": "x",
+            "csrf_token": session.csrf_token(tokens["reader"]),
+        },
+    )
+    assert r.status_code == 403 and "t" not in service_catalog.list_tables("db")
+
+    sign_in(service_client, tokens["admin"])  # admin on db only
+    csrf = session.csrf_token(tokens["admin"])
+    page = service_client.get("/ui/recycle-bin").text
+    assert count_testid(page, "dropped-table") == 1 and "db.t" in page and "db2.u" not in page
+    assert "Dropped databases" not in page
+    url = "/ui/recycle-bin/tables/db/t/undrop"
+    assert (
+        service_client.post(url, data={"drop_id": str(dropped.drop_id), "csrf_token": csrf}).status_code
+        == 400
+    )
+    assert service_client.post(url, data={"drop_id": str(dropped.drop_id), "reason": "x"}).status_code == 403
+    r = service_client.post(url, data={"drop_id": "1; drop", "reason": "x", "csrf_token": csrf})
+    assert r.status_code == 400
+    assert "t" not in service_catalog.list_tables("db") and not runs(service_catalog, "undrop_table")
+    r = service_client.post(
+        url, data={"drop_id": str(dropped.drop_id), "reason": "dropped by mistake", "csrf_token": csrf}
+    )
+    assert r.status_code == 200 and "Table restored from the recycle bin." in r.text, r.text
+    assert count_testid(r.text, "dropped-table") == 0
+    restored = service_catalog.get_table("db.t").new_read_builder()
+    assert restored.new_read().to_arrow(restored.new_scan().plan().splits()).num_rows == 4
+    [started, finished] = runs(service_catalog, "undrop_table")
+    assert started.principal == "ops"  # the "admin" token is principal "ops" (admin on db)
+    assert started.payload["reason"] == "dropped by mistake" and finished.event_type == "finished"
+    # admin on db may not restore a database (admin on the catalog)
+    r = service_client.post(
+        "/ui/recycle-bin/databases/db2/undrop", data={"drop_id": "1", "reason": "x", "csrf_token": csrf}
+    )
+    assert r.status_code == 403 and "db2" not in service_catalog.list_databases()
+
+    sign_in(service_client, boss)
+    csrf = session.csrf_token(boss)
+    page = service_client.get("/ui/recycle-bin").text
+    assert count_testid(page, "dropped-database") == 1 and count_testid(page, "dropped-table") == 1  # db2.u
+    [db2] = service_catalog.recycle_bin.databases()
+    r = service_client.post(
+        "/ui/recycle-bin/databases/db2/undrop",
+        data={"drop_id": str(db2.drop_id), "reason": "restore drill", "csrf_token": csrf},
+    )
+    assert r.status_code == 200 and "Database restored from the recycle bin with 1 tables." in r.text, r.text
+    assert "u" in service_catalog.list_tables("db2")
+    by_database = [e for e in runs(service_catalog, "undrop_table") if e.payload.get("database_undrop")]
+    assert by_database[0].principal == "boss" and by_database[0].payload["reason"] == "restore drill"
