@@ -57,7 +57,35 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         help="FileIO/catalog option k=v (repeatable); with --service also rest.retry.deadline-seconds "
         "(30; 0: no retries) and rest.retry.max-backoff-seconds (5)",
     )
+    parser.add_argument(
+        "--option-file",
+        default=None,
+        metavar="PATH",
+        help="FileIO/catalog options from a file, one KEY=VALUE a line (# comments), under --option: "
+        "storage keys kept off the command line",
+    )
     parser.add_argument("--master", default=None, help="Spark master (default $SPARK_MASTER or local[2])")
+
+
+def read_option_file(path: str) -> dict[str, str]:
+    """The ``KEY=VALUE`` lines of ``path`` (blank lines and ``#`` comments skipped).
+
+    Raises:
+        ValidationError: a line that is not ``KEY=VALUE`` (named by its number, never its text: it may
+            hold a secret)."""
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            key, sep, value = text.partition("=")
+            if not sep or not key.strip():
+                raise ValidationError(
+                    f"line {number} of the option file {path} is not KEY=VALUE", path=path, line=number
+                )
+            out[key.strip()] = value.strip()
+    return out
 
 
 def _no_retries() -> int:
@@ -136,7 +164,8 @@ def open_target(args: argparse.Namespace) -> OpenedTable:
     Raises:
         ValidationError: ``--catalog`` with ``--warehouse`` or ``--table-path`` (naming both).
         CatalogNotFoundError: ``--catalog`` is not a catalog of the metastore."""
-    options = parse_options(args.option)
+    option_file: str | None = getattr(args, "option_file", None)
+    options = {**(read_option_file(option_file) if option_file else {}), **parse_options(args.option)}
     catalog_name: str | None = getattr(args, "catalog", None)
     # getattr: callers building a Namespace by hand for a table location give neither
     refuse_warehouse_and_catalog(getattr(args, "warehouse", None), catalog_name, "--warehouse", "--catalog")

@@ -17,6 +17,7 @@ metastore).
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import sys
 import time
@@ -94,6 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_table_arguments(parser)
     parser.add_argument("--partition", action="append", default=[], help="compact only k=v (repeatable)")
     parser.add_argument("--max-attempts", type=int, default=DEFAULT_MAX_ATTEMPTS)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON object (the last line; for the service's maintenance workers)",
+    )
     args = parser.parse_args(argv)
 
     spark = build_session("paimon_meta.compaction", master=args.master)
@@ -109,6 +115,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     finally:
         opened.close()
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "table": opened.table.path,
+                    "snapshot_ids": list(result.snapshot_ids),
+                    "buckets": result.buckets,
+                    "conflicts": result.conflicts,
+                    "rows_rewritten": result.rows_rewritten,
+                    "compacted_files": result.files_before,
+                    "written_files": result.files_after,
+                    "seconds": round(time.monotonic() - started, 3),
+                }
+            )
+        )
+        return 0
     if not result.snapshot_ids:
         print(f"{opened.table.path}: nothing to compact{opened.retries_note()}")
         return 0

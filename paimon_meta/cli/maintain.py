@@ -12,6 +12,7 @@ from typing import Any
 from paimon_meta.cli import render
 from paimon_meta.cli.args import Commands, positive
 from paimon_meta.cli.context import Context, Output
+from paimon_meta.errors import ValidationError
 
 _JOB_COLUMNS: list[render.Column] = [
     ("job_id", "job"),
@@ -69,6 +70,19 @@ def register(commands: Commands) -> None:
         help="how often the commit log is read and debts measured (default 1)",
     )
     p.add_argument("--once", action="store_true", help="measure every table, run the due jobs, then exit")
+    p.add_argument(
+        "--spark-master",
+        metavar="MASTER",
+        help="run the compaction of a table of paimon-meta.maintenance.compaction.spark-min-bytes or more "
+        "(default 1 gb) as the Spark compaction job on this master (spark://host:7077, yarn, local[4]); "
+        "default: every compaction in this process",
+    )
+    p.add_argument(
+        "--spark-timeout-seconds",
+        type=float,
+        default=3600.0,
+        help="a Spark compaction job taking longer is killed and its run retried (default 3600)",
+    )
 
     group = commands.group("maintenance", "the maintenance queue: jobs, runs, debts, pauses")
     p = group.action("queue", _queue, "queued, running and dead jobs")
@@ -112,14 +126,22 @@ def register(commands: Commands) -> None:
 
 
 def _maintainer(ctx: Context, args: argparse.Namespace) -> Any:
+    from paimon_meta.maintenance.spark import SparkCompaction
     from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
     from paimon_meta.ops.common import operator_identity
 
+    if args.spark_timeout_seconds <= 0:
+        raise ValidationError("--spark-timeout-seconds must be positive", field="--spark-timeout-seconds")
     settings = MaintainerSettings(
         workers=args.workers,
         lease_seconds=args.lease_seconds,
         poll_seconds=args.poll_seconds,
         tick_seconds=args.tick_seconds,
+        spark=(
+            SparkCompaction(args.spark_master, timeout_seconds=args.spark_timeout_seconds)
+            if args.spark_master
+            else None
+        ),
     )
     return Maintainer(ctx.catalog(), settings, where=f"maintain:{operator_identity()}")
 

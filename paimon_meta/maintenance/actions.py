@@ -28,6 +28,7 @@ from paimon_meta.maintenance.debt import (
     period_tag_name,
 )
 from paimon_meta.maintenance.options import MaintenanceOptions
+from paimon_meta.maintenance.spark import SparkCompaction, compact_on_spark
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.ops.expire import expire_snapshots
 from paimon_meta.ops.orphans import remove_orphan_files
@@ -86,16 +87,29 @@ def _with_sizes(
 
 
 def run_action(
-    catalog: MetastoreCatalog, kind: MaintenanceKind, identifier: str, *, table_id: int
+    catalog: MetastoreCatalog,
+    kind: MaintenanceKind,
+    identifier: str,
+    *,
+    table_id: int,
+    spark: SparkCompaction | None = None,
 ) -> Outcome:
-    """Run one job of ``kind`` on ``identifier`` (for ``purge_dropped``: the dropped table ``table_id``)."""
+    """Run one job of ``kind`` on ``identifier`` (for ``purge_dropped``: the dropped table ``table_id``);
+    with ``spark``, a compaction of a table of ``compaction.spark-min-bytes`` or more runs as the Spark
+    compaction job (maintenance/spark.py)."""
     if kind is MaintenanceKind.PURGE_DROPPED:
         return _purge(catalog, table_id)
     table = catalog.get_table(identifier)
     options = MaintenanceOptions.of(table.options.raw, catalog.options)
     before = _measure(table)
     if kind is MaintenanceKind.COMPACT:
-        outcome = _with_sizes(catalog, identifier, _compact(table, options), before)
+        large = spark is not None and before[1] >= options.compaction_spark_min_bytes
+        work = (
+            _compact_on_spark(catalog, identifier, table, options, spark)
+            if large and spark is not None
+            else _compact(table, options)
+        )
+        outcome = _with_sizes(catalog, identifier, work, before)
         if outcome.acted:
             # The files compaction replaced and wrote (writers may have added others meanwhile).
             outcome.files_before = outcome.details["compacted_files"]
@@ -166,6 +180,33 @@ def _compact(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:
             "trigger": trigger,
         },
     )
+
+
+def _compact_on_spark(
+    catalog: MetastoreCatalog,
+    identifier: str,
+    table: FileStoreTable,
+    options: MaintenanceOptions,
+    spark: SparkCompaction,
+) -> Outcome:
+    """A large table's compaction as the Spark job (a full compaction: every bucket's files merged), when
+    the in-process trigger says it is due (append: small files per bucket; primary key: the universal
+    pick); else nothing, as in-process."""
+    buckets = bucket_files(table)
+    if table.schema.primary_keys:
+        strategy = UniversalCompaction.of(table.schema.options)
+        worst = max((b.sorted_runs for b in buckets), default=0)
+        trigger = strategy.num_run_compaction_trigger
+        due = any(b.picked for b in buckets)
+    else:
+        worst = max((b.small_files for b in buckets), default=0)
+        trigger = options.min_file_num
+        due = worst >= trigger
+    details: dict[str, Any] = {"worst_bucket": worst, "trigger": trigger}
+    if not due:
+        return Outcome(details=details)
+    result = compact_on_spark(catalog, identifier, spark)
+    return Outcome(acted=bool(result["snapshot_ids"]), details={**details, **result})
 
 
 def _compact_runs(table: FileStoreTable, options: MaintenanceOptions) -> Outcome:

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from paimon_meta.errors import ValidationError
-from paimon_meta.model.options import parse_duration_ms
+from paimon_meta.model.options import parse_duration_ms, parse_memory_size
 
 PREFIX = "paimon-meta.maintenance."
 ENABLED = PREFIX + "enabled"
@@ -55,6 +55,9 @@ ORPHAN_OLDER_THAN = PREFIX + "orphan-cleanup.older-than"
 COMPACTION_LINGER = PREFIX + "compaction.linger"
 COMPACTION_MAX_ROUNDS = PREFIX + "compaction.max-rounds"
 COMPACTION_MAX_SECONDS = PREFIX + "compaction.max-seconds"
+#: A compaction of a table holding at least this many bytes runs as the Spark compaction job, when the
+#: worker has a Spark master (``--maintenance-spark-master``); below it, or without one, in the worker.
+COMPACTION_SPARK_MIN_BYTES = PREFIX + "compaction.spark-min-bytes"
 
 SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
 COMPACTION_MIN_FILE_NUM = "compaction.min.file-num"
@@ -85,6 +88,13 @@ def _bool(options: Mapping[str, str], key: str) -> bool | None:
     if text in _FALSE:
         return False
     raise ValidationError(f"option {key}={value!r} is not true or false", option=key)
+
+
+def _bytes(
+    table_options: Mapping[str, str], catalog_options: Mapping[str, str], key: str, default: str
+) -> int:
+    """A memory size (Paimon's ``1 gb``, ``512mb``, ``1024``) of the table's options, else the catalog's."""
+    return parse_memory_size(table_options.get(key, catalog_options.get(key, default)), key=key)
 
 
 def _int(options: Mapping[str, str], key: str, default: int, minimum: int = 1) -> int:
@@ -127,6 +137,7 @@ class MaintenanceOptions:
     compaction_linger_ms: int = 2_000
     compaction_max_rounds: int = 64
     compaction_max_ms: int = 60_000
+    compaction_spark_min_bytes: int = 1 << 30
 
     @classmethod
     def of(
@@ -170,4 +181,7 @@ class MaintenanceOptions:
             compaction_linger_ms=_duration(table_options, COMPACTION_LINGER, "2 s") or 0,
             compaction_max_rounds=_int(table_options, COMPACTION_MAX_ROUNDS, 64),
             compaction_max_ms=_duration(table_options, COMPACTION_MAX_SECONDS, "60 s") or 0,
+            compaction_spark_min_bytes=_bytes(
+                table_options, catalog_options or {}, COMPACTION_SPARK_MIN_BYTES, "1 gb"
+            ),
         )

@@ -30,6 +30,7 @@ from paimon_meta.errors import NotFoundError, UnsupportedError, ValidationError
 from paimon_meta.maintenance.actions import PRINCIPAL, run_action
 from paimon_meta.maintenance.queue import Job, MaintenanceQueue, new_owner
 from paimon_meta.maintenance.scheduler import Scheduler, record_success
+from paimon_meta.maintenance.spark import SparkCompaction
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.ops.common import MaintenanceRun
 
@@ -50,6 +51,8 @@ class MaintainerSettings:
     sweep_seconds: float = 60.0
     lease_seconds: float = 60.0
     backoff_seconds: float = 5.0
+    #: Large compactions as the Spark compaction job on this cluster (None: every one in-process).
+    spark: SparkCompaction | None = None
 
 
 @dataclass(slots=True)
@@ -196,7 +199,9 @@ class Maintainer:
             },
         )
         try:
-            outcome = run_action(self.catalog, job.kind, job.table_identifier, table_id=job.table_id)
+            outcome = run_action(
+                self.catalog, job.kind, job.table_identifier, table_id=job.table_id, spark=self.settings.spark
+            )
         except NotFoundError as e:
             # The table went away (dropped, renamed): nothing is owed any more.
             self._ended(

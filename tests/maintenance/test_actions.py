@@ -20,6 +20,7 @@ from sqlalchemy import text
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.crashpoints import CRASH_AT_ENV, CRASH_EXIT_CODE
 from paimon_meta.db.models import MaintenanceKind
+from paimon_meta.errors import ValidationError
 from paimon_meta.maintenance.debt import bucket_files, last_period_start, period_tag_name
 from paimon_meta.maintenance.options import MaintenanceOptions
 from paimon_meta.maintenance.queue import new_owner
@@ -504,3 +505,31 @@ def test_a_compaction_job_lingers_for_the_next_commits_of_a_busy_table(
         assert run["rounds"] == 2 and isinstance(run["lingers"], int) and run["lingers"] >= 1
         assert max(b.sorted_runs for b in bucket_files(catalog.get_table("db.pk"))) < 3
     assert read_keys(catalog, identifier="db.pk") == list(range(6))
+
+
+def test_a_compaction_below_the_spark_threshold_runs_in_process(catalog: MetastoreCatalog) -> None:
+    """With a Spark master configured, a table under ``compaction.spark-min-bytes`` (default 1 gb) is
+    compacted by the worker itself: the job's Python here does not exist, so a Spark run would fail."""
+    from paimon_meta.maintenance.spark import SparkCompaction
+
+    catalog.create_table(
+        "db.small",
+        pa.schema([pa.field("k", pa.int32(), nullable=False)]),
+        options={"bucket": "1", "bucket-key": "k", "compaction.min.file-num": "3"},
+    )
+    for i in range(3):
+        builder = catalog.get_table("db.small").new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array([i], pa.int32())}))
+        builder.new_commit().commit(w.prepare_commit())
+    spark = SparkCompaction("local[1]", python="/nonexistent/python")
+    maintainer = Maintainer(catalog, MaintainerSettings(workers=0, spark=spark))
+    maintainer.scheduler.tick(sweep=True)
+    maintainer.drain()
+    [done] = [r for r in _runs(catalog, "compact") if r["outcome"] == "done"]
+    assert "engine" not in done and done["compacted_files"] == 3 and done["written_files"] == 1
+    key = "paimon-meta.maintenance.compaction.spark-min-bytes"
+    assert MaintenanceOptions.of({key: "2 mb"}).compaction_spark_min_bytes == 2 << 20
+    assert MaintenanceOptions.of({}, {key: "5 gb"}).compaction_spark_min_bytes == 5 << 30  # the catalog's
+    with pytest.raises(ValidationError, match="spark-min-bytes"):
+        MaintenanceOptions.of({key: "lots"})
