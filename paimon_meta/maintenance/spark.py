@@ -108,6 +108,14 @@ def compact_on_spark(catalog: MetastoreCatalog, identifier: str, spark: SparkCom
                 timeout=spark.timeout_seconds,
                 check=False,
             )
+        except OSError as e:  # the job's Python is missing or not executable
+            raise SparkCompactionError(
+                f"the Spark compaction of {identifier} could not start {spark.python}: {e}",
+                table=identifier,
+                master=spark.master,
+                exit_code=None,
+                output="",
+            ) from None
         except subprocess.TimeoutExpired as e:
             raise SparkCompactionError(
                 f"the Spark compaction of {identifier} took longer than {spark.timeout_seconds:g} s "

@@ -533,3 +533,60 @@ def test_a_compaction_below_the_spark_threshold_runs_in_process(catalog: Metasto
     assert MaintenanceOptions.of({}, {key: "5 gb"}).compaction_spark_min_bytes == 5 << 30  # the catalog's
     with pytest.raises(ValidationError, match="spark-min-bytes"):
         MaintenanceOptions.of({key: "lots"})
+
+
+@pytest.mark.parametrize(
+    ("python", "says"),
+    [
+        ("/bin/false", "exited with 1: (no output)"),
+        ("/nonexistent/python", "could not start /nonexistent/python"),
+    ],
+)
+def test_a_failed_spark_job_leaves_the_table_as_it_was_and_fails_the_run(
+    catalog: MetastoreCatalog, python: str, says: str
+) -> None:
+    """The job exits non-zero (or cannot start): the run fails naming why, the table is untouched and
+    readable, and the job is queued again for a retry after its backoff."""
+    from paimon_meta.maintenance.spark import SparkCompaction
+
+    catalog.create_table(
+        "db.t",
+        pa.schema([pa.field("k", pa.int32(), nullable=False)]),
+        options={
+            "bucket": "1",
+            "bucket-key": "k",
+            "compaction.min.file-num": "3",
+            "paimon-meta.maintenance.compaction.spark-min-bytes": "1 b",
+        },
+    )
+    for i in range(3):
+        builder = catalog.get_table("db.t").new_batch_write_builder()
+        w = builder.new_write()
+        w.write_arrow(pa.table({"k": pa.array([i], pa.int32())}))
+        builder.new_commit().commit(w.prepare_commit())
+    table = catalog.get_table("db.t")
+    snapshot = table.latest_snapshot()
+    files = _file_names(table)
+    settings = MaintainerSettings(
+        workers=0, spark=SparkCompaction("local[1]", python=python), backoff_seconds=3600
+    )
+    maintainer = Maintainer(catalog, settings)
+    maintainer.scheduler.tick(sweep=True)
+    maintainer.drain()
+    [failed] = [r for r in _runs(catalog, "compact") if r["outcome"] != "done"]
+    assert failed["error"] == "SparkCompactionError" and failed["outcome"] == "retry", failed
+    assert says in str(failed["message"]), failed
+    table = catalog.get_table("db.t")
+    latest = table.latest_snapshot()
+    assert snapshot is not None and latest is not None and latest.id == snapshot.id
+    assert (
+        sorted(f.file_name for s in table.new_read_builder().new_scan().plan().splits() for f in s.files)
+        == files
+    )
+    assert read_keys(catalog, identifier="db.t") == [0, 1, 2]
+    [job] = maintainer.queue.jobs()
+    assert job.attempts == 1 and job.state == "queued"
+
+
+def _file_names(table: Any) -> list[str]:
+    return sorted(f.file_name for s in table.new_read_builder().new_scan().plan().splits() for f in s.files)

@@ -1,7 +1,6 @@
 """Large compactions run by the maintenance workers as the Spark compaction job (maintenance/spark.py):
 the run is recorded like an in-process one (engine ``spark``), the table's files are merged and every row
-reads back; a job that fails leaves the table as it was, readable, and its run failed with the job's error
-for the queue to retry."""
+reads back. (A job that fails: tests/maintenance/test_actions.py, without starting Spark.)"""
 
 from __future__ import annotations
 
@@ -101,26 +100,3 @@ def test_a_large_compaction_runs_as_the_spark_job(catalog: MetastoreCatalog) -> 
     # the COMPACT snapshot is the job's, committed through the metastore like any writer's
     latest = catalog.get_table("db.t").latest_snapshot()
     assert latest is not None and latest.commit_kind.value == "COMPACT"
-
-
-def test_a_failed_spark_job_leaves_the_table_as_it_was_and_fails_the_run(catalog: MetastoreCatalog) -> None:
-    _small_files(catalog, "db.t", 3)
-    before = _files(catalog, "db.t")
-    snapshot = catalog.get_table("db.t").latest_snapshot()
-    broken = SparkCompaction("no-such-master://x", python=sys.executable, timeout_seconds=600, env=SPARK.env)
-    maintainer = Maintainer(catalog, MaintainerSettings(workers=0, spark=broken, backoff_seconds=3600))
-    maintainer.scheduler.tick(sweep=True)
-    maintainer.drain()
-    [failed] = [r for r in _runs(catalog) if r["outcome"] != "done"]
-    # the run names the error and the job's last words (here: Spark refused the master and exited)
-    assert failed["error"] == "SparkCompactionError" and failed["outcome"] == "retry", failed
-    assert "exited with 1" in failed["message"] and (
-        "Error" in failed["message"] or "Exception" in failed["message"]
-    )
-    assert _files(catalog, "db.t") == before
-    after = catalog.get_table("db.t").latest_snapshot()
-    assert snapshot is not None and after is not None and after.id == snapshot.id
-    assert len(_keys(catalog, "db.t")) == 6
-    # queued again for a retry after its backoff (not dropped, not dead yet)
-    [job] = maintainer.queue.jobs()
-    assert job.attempts == 1 and job.state == "queued"
