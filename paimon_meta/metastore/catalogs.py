@@ -391,7 +391,8 @@ class Catalogs:
         served by two deployments with different ``--catalog-name`` keeps the first one's)."""
         marked = c.execute(
             text(
-                "UPDATE paimon_catalogs SET options = options || jsonb_build_object(CAST(:mark AS text), 'true')"
+                "UPDATE paimon_catalogs"
+                " SET options = options || jsonb_build_object(CAST(:mark AS text), 'true')"
                 " WHERE catalog_id = :id AND NOT EXISTS (SELECT 1 FROM paimon_catalogs o"
                 " WHERE o.catalog_id <> :id AND o.options ? CAST(:mark AS text))"
                 " RETURNING *"

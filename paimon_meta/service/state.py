@@ -25,6 +25,7 @@ from paimon_meta.io.sts import StsSettings, vendable
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_commit_refused, append_vended
+from paimon_meta.metastore.catalogs import CatalogInfo
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.bounds import DEFAULT_STATEMENT_TIMEOUTS, parse_statement_timeouts
@@ -159,6 +160,12 @@ class ServiceSettings:
     # Seconds a catalog other than the default is served from this replica's cache before its row is read
     # again (service.tenancy.served): a dropped or altered catalog is noticed within this time.
     catalog_refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+    # Every this many seconds every catalog of the metastore is served by this replica (connected if no
+    # request named it yet: its maintenance workers, recovery and NATS outbox start; a dropped one
+    # retired): service.tenancy.served's sweep. 0: only the catalogs requested here are served.
+    # ``paimon-meta serve`` sweeps every 30 s unless told otherwise (--catalog-sweep-seconds); an embedded
+    # app, never (as its maintenance workers).
+    catalog_sweep_seconds: float = 0.0
     # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
     # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
     migrate: bool = False
@@ -434,6 +441,7 @@ class ServiceState:
             refresh_seconds=settings.catalog_refresh_seconds,
             maintenance_workers=settings.maintenance_workers,
             where=self.replica,
+            start_outbox=self._start_outbox if settings.events_nats is not None else None,
         )
         self.catalogs.on_forget = self._forget_catalog
         # Started last: it reads the feed on its own thread and connections, and commits never wait for it.
@@ -460,6 +468,42 @@ class ServiceState:
         if settings.recovery_interval_seconds > 0:
             self._recovery = threading.Thread(target=self._recover_loop, name="recovery", daemon=True)
             self._recovery.start()
+        self._sweeper: threading.Thread | None = None
+        if settings.catalog_sweep_seconds > 0:
+            self._sweeper = threading.Thread(target=self._sweep_loop, name="catalog-sweep", daemon=True)
+            self._sweeper.start()
+
+    def _start_outbox(self, info: CatalogInfo) -> NatsOutbox | None:
+        """The publisher of the change feed of ``info``, another catalog than the default, started (None:
+        its subject would be the default catalog's: logged)."""
+        assert self.settings.events_nats is not None
+        try:
+            settings = self.settings.events_nats.for_catalog(info.name)
+        except ValidationError as e:
+            log.error("catalog %r is not published to NATS: %s", info.name, e.message)
+            return None
+        outbox = NatsOutbox(
+            self.catalog.engine,
+            catalog_key=info.catalog_key,
+            catalog_name=info.name,
+            settings=settings,
+            metrics=self.metrics.outbox,
+            holder=self.replica,
+        )
+        outbox.start()
+        return outbox
+
+    def _sweep_loop(self) -> None:
+        """Serve every catalog of the metastore (``ServedCatalogs.sweep``) now and every
+        ``catalog_sweep_seconds``, until the drain."""
+        interval = self.settings.catalog_sweep_seconds
+        while not self._stop_recovery.is_set():
+            try:
+                self.catalogs.sweep()
+            except Exception:
+                log.warning("the sweep of the catalogs failed; next try in %gs", interval, exc_info=True)
+            if self._stop_recovery.wait(interval):
+                return
 
     # -- the drain --------------------------------------------------------------------------------------
 
@@ -951,6 +995,8 @@ class ServiceState:
         # moment to release its lock; a commit cut off after that is settled by recovery, like any commit
         # of a stopped process. Maintenance stops taking jobs (a job cut off is taken over after its lease).
         self._stop_recovery.set()
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=30.0)  # a sweep connecting a catalog finishes before they close
         self.maintainer.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
         self.groups.join(timeout=min(self.settings.drain_seconds, CLOSE_GRACE_SECONDS))
         if self.outbox is not None:
