@@ -757,9 +757,7 @@ def connect_catalog(
     )
 
 
-def _catalog_of(
-    engine: Engine, name: str, options: Mapping[str, str]
-) -> tuple[str, dict[str, str], bool]:
+def _catalog_of(engine: Engine, name: str, options: Mapping[str, str]) -> tuple[str, dict[str, str], bool]:
     """The warehouse and options of the metastore's catalog ``name`` (``options`` win, but for the
     catalog key, which must be the catalog's), and whether it is the service's default catalog (the one
     ``serve`` recorded: the grants naming no catalog are its own)."""

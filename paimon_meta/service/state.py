@@ -222,13 +222,14 @@ class ServiceMetrics:
         self.commits = Counter(
             "paimon_meta_service_commits_total",
             "Commits by route (snapshot: the REST snapshot commit; messages: CommitMessages) and outcome "
-            "(published, conflict, rejected, overloaded, failed).",
-            ("route", "outcome"),
+            "(published, conflict, rejected, overloaded, failed), by catalog.",
+            ("catalog", "route", "outcome"),
             registry=self.registry,
         )
         self.commit_latency = Histogram(
             "paimon_meta_service_commit_seconds",
-            "Time to commit (either commit route), lock wait included.",
+            "Time to commit (either commit route), lock wait included, by catalog.",
+            ("catalog",),
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -271,7 +272,8 @@ class ServiceMetrics:
         )
         self.feed_streams = Gauge(
             "paimon_meta_service_feed_streams",
-            "Live change-feed streams open on this replica.",
+            "Live change-feed streams open on this replica, by catalog.",
+            ("catalog",),
             registry=self.registry,
         )
         self.feed_oldest_transaction = Gauge(
@@ -283,13 +285,15 @@ class ServiceMetrics:
         self.feed_streams_ended = Counter(
             "paimon_meta_service_feed_streams_ended_total",
             "Live change-feed streams ended because their principal's rights changed, by reason "
-            "(revoked, expired, grants, unverified).",
-            ("reason",),
+            "(revoked, expired, grants, unverified); by catalog.",
+            ("catalog", "reason"),
             registry=self.registry,
         )
         self.feed_streams_dropped = Counter(
             "paimon_meta_service_feed_streams_dropped_total",
-            "Live change-feed streams ended because their client took no write for the send timeout.",
+            "Live change-feed streams ended because their client took no write for the send timeout, by "
+            "catalog.",
+            ("catalog",),
             registry=self.registry,
         )
         self.auth_refusals = Counter(
@@ -366,6 +370,14 @@ class ServiceState:
         # Authentication in one Postgres round trip on the lock's autocommit sessions (issue 39).
         self.principals = Principals(catalog.engine, sessions=catalog.lock.sessions)
         self.metrics = ServiceMetrics()
+        # The default catalog's series exist from the start (0 until something happens), as they did
+        # before they had a catalog label: a dashboard reading them sees a value, not an absent series.
+        for family in (
+            self.metrics.feed_streams,
+            self.metrics.feed_streams_dropped,
+            self.metrics.commit_latency,
+        ):
+            family.labels(catalog=settings.catalog_name)
         # The lock's deferred releases and recordings (a holder resolving its own lock after the
         # metastore came back) are counted in this process's registry.
         lock_metrics.register(catalog.lock, self.metrics.registry)
@@ -386,6 +398,7 @@ class ServiceState:
                 settings.options,
                 self.metrics.registry,
                 lambda event: append_vended(engine, event),
+                catalog=settings.catalog_name,
             )
             if settings.sts is not None
             else None
@@ -642,9 +655,9 @@ class ServiceState:
             self._in_flight -= 1
         self.metrics.in_flight.dec()
 
-    def open_feed_stream(self, principal: str) -> None:
+    def open_feed_stream(self, principal: str, catalog: str) -> None:
         """Take a slot for a live change-feed stream of ``principal``; give it back with
-        :meth:`close_feed_stream`.
+        :meth:`close_feed_stream`. ``catalog``: the name of the stream's catalog (its metrics' label).
 
         Raises:
             TooManyStreamsError: the principal holds ``feed_streams_per_principal`` streams here (429).
@@ -652,7 +665,7 @@ class ServiceState:
         """
         full = self.stream_slots.take(principal)
         if full is None:
-            self.metrics.feed_streams.inc()
+            self.metrics.feed_streams.labels(catalog=catalog).inc()
             return
         self.metrics.shed.labels(bound=full.value).inc()
         if full is Full.PRINCIPAL:
@@ -667,9 +680,9 @@ class ServiceState:
             " or page the feed"
         )
 
-    def close_feed_stream(self, principal: str) -> None:
+    def close_feed_stream(self, principal: str, catalog: str) -> None:
         self.stream_slots.give_back(principal)
-        self.metrics.feed_streams.dec()
+        self.metrics.feed_streams.labels(catalog=catalog).dec()
 
     def close_feed_hub(self) -> None:
         """Stop the change feed's reader and the re-check of the streams' rights (the app's shutdown;
@@ -704,9 +717,10 @@ class ServiceState:
             return self._feed_hub
 
     @contextmanager
-    def counted_commit(self, route: str) -> Iterator[CommitCount]:
-        """Count the commit the body makes in ``paimon_meta_service_commits_total{route, outcome}`` and
-        time it; the body sets ``outcome`` for an answer that is not an exception (a refused base)."""
+    def counted_commit(self, route: str, catalog: str) -> Iterator[CommitCount]:
+        """Count the commit the body makes in ``paimon_meta_service_commits_total{catalog, route,
+        outcome}`` and time it (``catalog``: the name of the request's catalog); the body sets ``outcome``
+        for an answer that is not an exception (a refused base)."""
         count = CommitCount()
         started = time.monotonic()
         try:
@@ -724,8 +738,8 @@ class ServiceState:
             count.outcome = "failed"
             raise
         finally:
-            self.metrics.commits.labels(route=route, outcome=count.outcome).inc()
-            self.metrics.commit_latency.observe(time.monotonic() - started)
+            self.metrics.commits.labels(catalog=catalog, route=route, outcome=count.outcome).inc()
+            self.metrics.commit_latency.labels(catalog=catalog).observe(time.monotonic() - started)
 
     @contextmanager
     def admit_commit(self, identifier: str, catalog: MetastoreCatalog | None = None) -> Iterator[None]:

@@ -305,6 +305,7 @@ class ServedCatalogs:
                 catalog.file_io_options,
                 self._registry,
                 self._record_vended,
+                catalog=info.name,
             )
         maintainer = None
         if self.maintenance_workers > 0:
