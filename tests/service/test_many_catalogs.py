@@ -488,3 +488,37 @@ def test_a_drop_and_undrop_in_one_catalog_move_only_its_own_grants(rig: Rig) -> 
     )
     _status(rig.client.post(f"{B}/databases/db/tables/t/undrop", headers=bob, json={}), 200)
     assert _grants_on(rig, "carol") == before
+
+
+def test_metrics_name_the_catalog(rig: Rig) -> None:
+    """A commit in catalog ``b`` through the service is counted under ``catalog="b"`` (the process's
+    commit metrics and the event log's), apart from the default catalog's ``db.t``; the default
+    catalog's series keep their names, with ``catalog="paimon"``."""
+    from tests.service.helpers import commit_body
+
+    c, alice, bob = rig.client, rig.tokens["alice"], rig.tokens["bob"]
+    base = seed(rig.b, "db.u")  # one snapshot: commit_body's commit is valid on it
+    assert _status(c.post(f"{B}/databases/db/tables/u/commit", json=commit_body(base), headers=bob), 200)[
+        "success"
+    ]
+    stale = _status(c.post(f"{B}/databases/db/tables/u/commit", json=commit_body(base), headers=bob), 200)
+    assert stale == {"success": False}
+    text = c.get("/metrics", headers=alice).text
+    family = "paimon_meta_service_commits_total"
+    assert f'{family}{{catalog="b",outcome="published",route="snapshot"}} 1.0' in text
+    assert f'{family}{{catalog="b",outcome="conflict",route="snapshot"}} 1.0' in text
+    assert f'{family}{{catalog="paimon"' not in text  # no commit in the default catalog went through us
+    assert 'paimon_meta_service_commit_seconds_count{catalog="b"} 2.0' in text
+    assert 'paimon_meta_service_commit_seconds_count{catalog="paimon"} 0.0' in text
+    # the event log's: the same db.t, two series (this metastore records no default catalog: its key)
+    assert re.search(
+        r'^paimon_meta_commits_total\{catalog="b",table="db.t",kind="APPEND",outcome="published"\} 3$',
+        text,
+        re.M,
+    )
+    assert re.search(
+        r'^paimon_meta_commits_total\{catalog="jdbc",table="db.t",kind="APPEND",outcome="published"\} 1$',
+        text,
+        re.M,
+    )
+    assert re.search(r'^paimon_meta_lock_wait_seconds_count\{catalog="b",lock="b.db.t"\} \d+$', text, re.M)
