@@ -522,3 +522,44 @@ def test_metrics_name_the_catalog(rig: Rig) -> None:
         re.M,
     )
     assert re.search(r'^paimon_meta_lock_wait_seconds_count\{catalog="b",lock="b.db.t"\} \d+$', text, re.M)
+
+
+def _console_stream(c: TestClient, headers: dict[str, str], until: Any) -> list[dict[str, Any]]:
+    """The console's live view from the start, until ``until(event)``."""
+    import json
+
+    seen: list[dict[str, Any]] = []
+    with c.stream(
+        "GET", "/ui/live/events?from=start", headers={**headers, "Accept": "text/event-stream"}
+    ) as s:
+        assert s.status_code == 200
+        for line in s.iter_lines():
+            if line.startswith("data: "):
+                seen.append(json.loads(line[6:]))
+                if until(seen[-1]):
+                    return seen
+    raise AssertionError(f"the stream ended before its last event: {seen}")
+
+
+def _published_snapshot(n: int) -> Any:
+    return lambda e: e["type"] == "org.paimon.commit.snapshot_published" and e["data"]["snapshotId"] == n
+
+
+def test_the_console_live_view_of_one_catalog_never_shows_the_others_events(rig: Rig) -> None:
+    """The live view under the switcher's cookie for ``b`` streams ``b``'s events only; without it, the
+    default catalog's only (a commit of the default catalog made after ``b``'s marks the end)."""
+    c, alice, bob = rig.client, rig.tokens["alice"], rig.tokens["bob"]
+    seed_more = rig.a.get_table("db.t").new_batch_write_builder()
+    write, commit = seed_more.new_write(), seed_more.new_commit()
+    write.write_arrow(pa.table({"k": pa.array([99], pa.int64()), "p": ["a"], "v": ["last"]}))
+    commit.commit(write.prepare_commit())  # snapshot 2 of the default catalog's db.t, after b's three
+    write.close()
+    in_b = _console_stream(c, {**bob, "Cookie": "paimon_meta_catalog=b"}, _published_snapshot(3))
+    in_a = _console_stream(c, alice, _published_snapshot(2))
+    b_id, a_id = rig.b.table_row("db.t").table_id, rig.a.table_row("db.t").table_id
+    assert {e["source"].rsplit("/", 1)[-1] for e in in_b} == {"b"}
+    assert {e["data"]["tableId"] for e in in_b if e["data"]["log"] == "commit"} == {b_id}
+    assert {e["data"]["lockId"] for e in in_b if e["data"]["log"] == "lock"} <= {"b.db.t"}
+    assert {e["source"].rsplit("/", 1)[-1] for e in in_a} == {"paimon"}
+    assert {e["data"]["tableId"] for e in in_a if e["data"]["log"] == "commit"} == {a_id}
+    assert {e["data"]["lockId"] for e in in_a if e["data"]["log"] == "lock"} <= {"jdbc.db.t"}
