@@ -22,7 +22,8 @@ and serves every catalog: ``service.tenancy.served``, the sweep).
 
 How (the outbox): the event log is the outbox. One publisher per catalog and subject across replicas
 (and across releases: the default catalog's lease is the one previous releases took) holds the lease
-(``metastore/outbox.py``: an advisory lock on a dedicated connection; the others try
+(``metastore/outbox.py``: an advisory lock on a dedicated connection, which ``serve`` shares between
+the publishers of its catalogs, ``LeaseSession``; the others try
 again every ``lease_retry_seconds`` and take over when the holder's session ends). It reads the feed
 after its saved position, publishes each event and waits for JetStream's ack, in order, and after each
 batch saves the position of the last acked event (invariant: the saved position never passes an event
@@ -66,7 +67,7 @@ from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.notify import Listener, ListenerPool
 from paimon_meta.errors import LockLostError, ValidationError
 from paimon_meta.metastore.feed import FEED_CHANNEL, FeedEvent, Position, cloud_event, read_feed
-from paimon_meta.metastore.outbox import OutboxLease
+from paimon_meta.metastore.outbox import LeaseSession, OutboxLease
 from paimon_meta.rest import models
 
 _log = logging.getLogger(__name__)
@@ -280,8 +281,12 @@ class NatsOutbox:
         settings: NatsOutboxSettings,
         metrics: OutboxMetrics,
         holder: str,
+        session: LeaseSession | None = None,
     ) -> None:
+        """``session``: the connection holding the leases of this process's publishers (one per catalog);
+        None: a connection of its own."""
         self.engine = engine
+        self._session = session
         self.catalog_key = catalog_key
         self.catalog_name = catalog_name
         self.settings = settings
@@ -333,7 +338,9 @@ class NatsOutbox:
 
     async def _main(self) -> None:
         s = self.settings
-        lease = OutboxLease(self._conninfo, self.catalog_key, s.sink, holder=self.holder)
+        lease = OutboxLease(
+            self._conninfo, self.catalog_key, s.sink, holder=self.holder, session=self._session
+        )
         listeners = ListenerPool(self._conninfo, max_idle=1)
         backoff = Backoff(s.backoff_start_seconds, s.backoff_cap_seconds)
         try:

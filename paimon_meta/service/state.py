@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
+from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
@@ -26,6 +27,7 @@ from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_commit_refused, append_vended
 from paimon_meta.metastore.catalogs import CatalogInfo
+from paimon_meta.metastore.outbox import LeaseSession
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.bounds import DEFAULT_STATEMENT_TIMEOUTS, parse_statement_timeouts
@@ -458,6 +460,10 @@ class ServiceState:
         )
         self.catalogs.on_forget = self._forget_catalog
         # Started last: it reads the feed on its own thread and connections, and commits never wait for it.
+        # The leases of every catalog's publisher are held on one connection of this replica.
+        self._outbox_leases = (
+            LeaseSession(libpq_conninfo(engine.url)) if settings.events_nats is not None else None
+        )
         self.outbox = (
             NatsOutbox(
                 engine,
@@ -466,6 +472,7 @@ class ServiceState:
                 settings=settings.events_nats,
                 metrics=self.metrics.outbox,
                 holder=self.replica,
+                session=self._outbox_leases,
             )
             if settings.events_nats is not None
             else None
@@ -502,6 +509,7 @@ class ServiceState:
             settings=settings,
             metrics=self.metrics.outbox,
             holder=self.replica,
+            session=self._outbox_leases,
         )
         outbox.start()
         return outbox
@@ -1020,4 +1028,6 @@ class ServiceState:
             self.vending.close()
         self.close_feed_hub()
         self.catalogs.close()
+        if self._outbox_leases is not None:
+            self._outbox_leases.close()  # after every publisher stopped
         self.catalog.close()
