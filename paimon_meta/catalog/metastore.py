@@ -741,22 +741,26 @@ def connect_catalog(
             upgrade(engine)
         else:
             check_compatible(engine)
+        default = True
         if catalog is None:
             wh = resolve_location(
                 warehouse or os.environ.get(ENV_WAREHOUSE) or str(Path(default_home()) / "warehouse")
             )
             opts = dict(options)
         else:
-            wh, opts = _catalog_of(engine, catalog, options)
+            wh, opts, default = _catalog_of(engine, catalog, options)
     except BaseException:
         engine.dispose()
         raise
-    return MetastoreCatalog(engine, wh, opts, info=ConnectInfo(str(url), wh, embedded))
+    return MetastoreCatalog(
+        engine, wh, opts, info=ConnectInfo(str(url), wh, embedded), default_catalog=default
+    )
 
 
-def _catalog_of(engine: Engine, name: str, options: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+def _catalog_of(engine: Engine, name: str, options: Mapping[str, str]) -> tuple[str, dict[str, str], bool]:
     """The warehouse and options of the metastore's catalog ``name`` (``options`` win, but for the
-    catalog key, which must be the catalog's)."""
+    catalog key, which must be the catalog's), and whether it is the service's default catalog (the one
+    ``serve`` recorded: the grants naming no catalog are its own)."""
     info = Catalogs(engine).get(name)
     given = options.get(CATALOG_KEY)
     if given is not None and given != info.catalog_key:
@@ -766,4 +770,8 @@ def _catalog_of(engine: Engine, name: str, options: Mapping[str, str]) -> tuple[
             catalog=name,
             option=CATALOG_KEY,
         )
-    return info.warehouse, {**info.storage_options(), **options, CATALOG_KEY: info.catalog_key}
+    return (
+        info.warehouse,
+        {**info.storage_options(), **options, CATALOG_KEY: info.catalog_key},
+        info.default,
+    )

@@ -34,6 +34,14 @@ def register(commands: Commands) -> None:
         "metastore's other catalogs are served under their own names)",
     )
     p.add_argument(
+        "--catalog-sweep-seconds",
+        type=float,
+        default=30.0,
+        help="every catalog of the metastore is served (its maintenance, recovery and NATS outbox "
+        "started) within this long of its creation, requested or not (default 30; 0: only catalogs "
+        "requested here)",
+    )
+    p.add_argument(
         "--catalog-refresh-seconds",
         type=float,
         default=2.0,
@@ -160,12 +168,14 @@ def register(commands: Commands) -> None:
     p.add_argument(
         "--events-nats-subject",
         metavar="SUBJECT",
-        help="the subject of the events (default paimon.<catalog name>.events)",
+        help="the default catalog's subject (default paimon.<catalog name>.events; the other catalogs' "
+        "are paimon.<catalog name>.events), or with {catalog} every catalog's (e.g. lake.{catalog}.events)",
     )
     p.add_argument(
         "--events-nats-stream",
         metavar="NAME",
-        help="the JetStream stream, created if missing (default PAIMON_<CATALOG NAME>_EVENTS)",
+        help="the JetStream stream of every catalog's subject, created if missing (default one per "
+        "catalog, PAIMON_<CATALOG NAME>_EVENTS)",
     )
     p.add_argument(
         "--feed-send-timeout",
@@ -328,6 +338,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         options=ctx.options(),
         catalog_name=args.catalog_name,
         catalog_refresh_seconds=args.catalog_refresh_seconds,
+        catalog_sweep_seconds=args.catalog_sweep_seconds,
         worker_threads=args.workers,
         drain_seconds=args.drain_seconds,
         recovery_interval_seconds=args.recovery_interval_seconds,
@@ -396,7 +407,7 @@ def _forwarded_allow_ips(raw: str) -> tuple[str, ...]:
 def _events_nats(args: argparse.Namespace) -> NatsOutboxSettings | None:
     """The outbox's settings the ``--events-nats*`` flags ask for (None without ``--events-nats``)."""
     from paimon_meta.errors import ValidationError
-    from paimon_meta.service.outbox import NatsOutboxSettings, default_stream, default_subject
+    from paimon_meta.service.outbox import NatsOutboxSettings
 
     if args.events_nats is None:
         for flag in ("events_nats_subject", "events_nats_stream"):
@@ -404,10 +415,8 @@ def _events_nats(args: argparse.Namespace) -> NatsOutboxSettings | None:
                 option = "--" + flag.replace("_", "-")
                 raise ValidationError(f"{option} needs --events-nats", option=option)
         return None
-    return NatsOutboxSettings(
-        url=args.events_nats,
-        subject=args.events_nats_subject or default_subject(args.catalog_name),
-        stream=args.events_nats_stream or default_stream(args.catalog_name),
+    return NatsOutboxSettings.of_flags(
+        args.events_nats, args.catalog_name, args.events_nats_subject, args.events_nats_stream
     )
 
 

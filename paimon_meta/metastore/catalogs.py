@@ -54,6 +54,10 @@ SECRET_OPTION = re.compile(r"secret|password|token|access-key|session", re.IGNOR
 # The storage profile as the FileIO's options (paimon_meta.io.s3).
 _ENDPOINT, _REGION, _PATH_STYLE = "s3.endpoint", "s3.region", "s3.path-style-access"
 _MAX_OPTIONS = 256
+#: The mark of the service's default catalog (the one ``serve --catalog-name`` serves, in which the grants
+#: naming no catalog apply), kept in its row's ``options`` so no migration is needed; never an option of
+#: the catalog (:meth:`CatalogInfo.from_row` takes it out; users cannot set it). At most one row has it.
+DEFAULT_MARK = "paimon-meta.default-catalog"
 _MAX_VALUE = 4096
 
 
@@ -80,10 +84,14 @@ class CatalogInfo:
     options: dict[str, str] = field(default_factory=dict)
     created_by: str | None = None
     created_at: datetime | None = None
+    #: Whether it is the service's default catalog (recorded by ``serve``: ``Catalogs.ensure_default``).
+    default: bool = False
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> CatalogInfo:
         m = row._mapping
+        options = dict(m["options"])
+        default = options.pop(DEFAULT_MARK, None) == "true"
         return cls(
             catalog_id=m["catalog_id"],
             name=m["name"],
@@ -92,9 +100,10 @@ class CatalogInfo:
             storage=StorageProfile(m["storage_endpoint"], m["storage_region"], m["storage_path_style"]),
             sts_role_arn=m["sts_role_arn"],
             sts_external_id=m["sts_external_id"],
-            options=dict(m["options"]),
+            options=options,
             created_by=m["created_by"],
             created_at=m["created_at"],
+            default=default,
         )
 
     def storage_options(self) -> dict[str, str]:
@@ -154,6 +163,11 @@ def _check_options(options: Mapping[str, str]) -> dict[str, str]:
             raise ValidationError(f"catalog option {key!r}: empty or too long key or value", key=key)
         if key == "catalog-key":
             raise ValidationError("a catalog's key is not an option: it is set at create", key=key)
+        if key == DEFAULT_MARK:
+            raise ValidationError(
+                f"{key!r} is not an option: the default catalog is the one `paimon-meta serve` serves",
+                key=key,
+            )
         if key in (_ENDPOINT, _REGION, _PATH_STYLE):
             raise ValidationError(
                 f"catalog option {key!r} is part of the storage profile: set it with the profile's field",
@@ -347,7 +361,7 @@ class Catalogs:
                         created_by=created_by,
                         conn=c,
                     )
-                    return created, True
+                    return self._mark_default(c, created), True
                 except CatalogAlreadyExistsError as refused:
                     # another replica starting at once may have recorded it first (its insert committed
                     # before this one's check under the lock): then compare with what it recorded
@@ -367,7 +381,25 @@ class Catalogs:
                 f"start with --warehouse {found.warehouse}, or move it with `paimon-meta catalogs alter`",
                 catalog=name,
             )
+        if not found.default:
+            with self._tx(conn) as c:
+                found = self._mark_default(c, found)
         return found, False
+
+    def _mark_default(self, c: Connection, info: CatalogInfo) -> CatalogInfo:
+        """Record ``info`` as the service's default catalog unless another catalog is (a metastore
+        served by two deployments with different ``--catalog-name`` keeps the first one's)."""
+        marked = c.execute(
+            text(
+                "UPDATE paimon_catalogs"
+                " SET options = options || jsonb_build_object(CAST(:mark AS text), 'true')"
+                " WHERE catalog_id = :id AND NOT EXISTS (SELECT 1 FROM paimon_catalogs o"
+                " WHERE o.catalog_id <> :id AND o.options ? CAST(:mark AS text))"
+                " RETURNING *"
+            ),
+            {"mark": DEFAULT_MARK, "id": info.catalog_id},
+        ).one_or_none()
+        return info if marked is None else CatalogInfo.from_row(marked)
 
     def alter(
         self,
@@ -421,6 +453,8 @@ class Catalogs:
             removals = set(remove_options)
             opts = {k: v for k, v in current.options.items() if k not in removals}
             values["options"] = _check_options(opts | dict(set_options or {}))
+            if current.default:
+                values["options"][DEFAULT_MARK] = "true"
             row = c.execute(
                 update(PaimonCatalog)
                 .where(PaimonCatalog.catalog_id == current.catalog_id)

@@ -6,6 +6,11 @@ every writer (Python, Spark, recovery) is included. Counters are totals since th
 are computed in SQL over the whole log (fine for millions of events; a very long log would want a
 time-windowed view).
 
+Every family about tables, locks or maintenance carries a ``catalog`` label (issue 35): the name of the
+table's catalog (``paimon_catalogs``; the catalog key when the metastore records none; '' for a table
+purged since), so ``db.t`` of two catalogs are two series. Its values are catalogs operators created: the
+label adds no cardinality beyond the ``table`` and ``lock`` labels the series already had.
+
 ``paimon-meta metrics`` prints one scrape; ``paimon-meta metrics --serve PORT`` answers ``GET /metrics``
 on 127.0.0.1.
 """
@@ -64,64 +69,89 @@ class MetricFamily:
 
 # ---- queries (constant SQL; the only parameters are bound) ----------------------------------------------
 
+# The catalog of an event's table (``{e}``: the alias of a relation with ``table_id``): registered or in
+# its recycle bin; its name, else its catalog key (a metastore with no catalog recorded), else '' (the
+# table was purged). Lock ids start with the catalog key.
+_TABLE_CATALOG = (
+    "LEFT JOIN (SELECT table_id, catalog_key FROM paimon_tables UNION ALL "
+    "SELECT table_id, catalog_key FROM paimon_dropped_tables) tc ON tc.table_id = {e}.table_id "
+    "LEFT JOIN paimon_catalogs c ON c.catalog_key = tc.catalog_key"
+)
+_CATALOG = "coalesce(c.name, tc.catalog_key, '')"
+_LOCK_CATALOG = "LEFT JOIN paimon_catalogs c ON c.catalog_key = split_part({e}.lock_id, '.', 1)"
+_LOCK_CATALOG_NAME = "coalesce(c.name, split_part({e}.lock_id, '.', 1))"
+
 _COMMITS = text(
-    "SELECT table_identifier AS table, coalesce(commit_kind, '') AS kind, outcome, count(*) AS n, "
-    "coalesce(sum(attempts), 0) AS attempts, coalesce(sum(retries), 0) AS retries "
-    "FROM paimon_commit_history GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    f"SELECT {_CATALOG} AS catalog, h.table_identifier AS table, coalesce(h.commit_kind, '') AS kind, "  # noqa: S608
+    "h.outcome, count(*) AS n, coalesce(sum(h.attempts), 0) AS attempts, "
+    "coalesce(sum(h.retries), 0) AS retries "
+    f"FROM paimon_commit_history h {_TABLE_CATALOG.format(e='h')} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
 )
 _CONFLICTS = text(
-    "SELECT table_identifier AS table, coalesce(reason, 'unknown') AS reason, count(*) AS n "
-    "FROM paimon_commit_conflicts GROUP BY 1, 2 ORDER BY 1, 2"
+    f"SELECT {_CATALOG} AS catalog, x.table_identifier AS table, coalesce(x.reason, 'unknown') AS reason, "  # noqa: S608
+    f"count(*) AS n FROM paimon_commit_conflicts x {_TABLE_CATALOG.format(e='x')} "
+    "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 )
 _LOCK_EVENTS = text(
-    "SELECT lock_id, event_type, count(*) AS n FROM paimon_lock_events GROUP BY 1, 2 ORDER BY 1, 2"
+    f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id, l.event_type, count(*) AS n "  # noqa: S608
+    f"FROM paimon_lock_events l {_LOCK_CATALOG.format(e='l')} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 )
 _LOCKS = text(
-    "SELECT lock_id, owner IS NULL AS java, "
-    "(expire_time_seconds - EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)))::float8 AS lease_left "
-    "FROM paimon_distributed_locks ORDER BY lock_id"
+    f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id, l.owner IS NULL AS java, "  # noqa: S608
+    "(l.expire_time_seconds - EXTRACT(EPOCH FROM AGE(NOW(), l.acquired_at)))::float8 AS lease_left "
+    f"FROM paimon_distributed_locks l {_LOCK_CATALOG.format(e='l')} ORDER BY l.lock_id"
 )
 _MAINTENANCE_JOBS = text(
-    "SELECT kind, state, count(*) AS n FROM paimon_maintenance_jobs GROUP BY 1, 2 ORDER BY 1, 2"
+    "SELECT coalesce(c.name, j.catalog_key) AS catalog, j.kind, j.state, count(*) AS n "
+    "FROM paimon_maintenance_jobs j LEFT JOIN paimon_catalogs c ON c.catalog_key = j.catalog_key "
+    "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 )
 _MAINTENANCE_RUNS = text(
-    "SELECT coalesce(payload ->> 'kind', '') AS kind, "
-    "coalesce(payload ->> 'outcome', event_type) AS outcome, "
-    "count(*) AS n, coalesce(sum((payload ->> 'duration_ms')::float8), 0) / 1000.0 AS seconds "
-    "FROM paimon_maintenance_events WHERE operation = 'maintain' AND event_type <> 'started' "
-    "GROUP BY 1, 2 ORDER BY 1, 2"
+    f"SELECT {_CATALOG} AS catalog, coalesce(m.payload ->> 'kind', '') AS kind, "  # noqa: S608
+    "coalesce(m.payload ->> 'outcome', m.event_type) AS outcome, "
+    "count(*) AS n, coalesce(sum((m.payload ->> 'duration_ms')::float8), 0) / 1000.0 AS seconds "
+    f"FROM paimon_maintenance_events m {_TABLE_CATALOG.format(e='m')} "
+    "WHERE m.operation = 'maintain' AND m.event_type <> 'started' "
+    "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 )
 _MAINTENANCE_DEBTS = text(
-    "SELECT d.table_identifier AS table, coalesce((d.debt ->> 'max_sorted_runs')::float8, 0) AS runs, "
+    "SELECT coalesce(c.name, t.catalog_key) AS catalog, d.table_identifier AS table, "
+    "coalesce((d.debt ->> 'max_sorted_runs')::float8, 0) AS runs, "
     "coalesce((d.debt ->> 'max_small_files')::float8, 0) AS small, "
     "coalesce((d.debt ->> 'snapshots')::float8, 0) AS snapshots, "
     "coalesce((d.debt ->> 'files')::float8, 0) AS files, "
     "coalesce((d.debt ->> 'buckets_over_stop_trigger')::float8, 0) AS stopped "
     "FROM paimon_maintenance_debts d "
-    "JOIN paimon_tables t ON t.table_id = d.table_id ORDER BY d.table_identifier"
+    "JOIN paimon_tables t ON t.table_id = d.table_id "
+    "LEFT JOIN paimon_catalogs c ON c.catalog_key = t.catalog_key ORDER BY 1, d.table_identifier"
 )
-# (label, seconds) rows per histogram; each is wrapped by _HISTOGRAM below.
+# (catalog, label, seconds) rows per histogram; each is wrapped by _HISTOGRAM below.
 _COMMIT_SECONDS = (
-    "SELECT table_identifier AS label, elapsed_ms / 1000.0 AS seconds FROM paimon_commit_history "
-    "WHERE outcome <> 'pending' AND elapsed_ms IS NOT NULL"
+    f"SELECT {_CATALOG} AS catalog, h.table_identifier AS label, h.elapsed_ms / 1000.0 AS seconds "  # noqa: S608
+    f"FROM paimon_commit_history h {_TABLE_CATALOG.format(e='h')} "
+    "WHERE h.outcome <> 'pending' AND h.elapsed_ms IS NOT NULL"
 )
 _CHECK_SECONDS = (
-    "SELECT table_identifier AS label, duration_ms / 1000.0 AS seconds FROM paimon_commit_events "
-    "WHERE event_type = 'conflict_checked' AND duration_ms IS NOT NULL"
+    f"SELECT {_CATALOG} AS catalog, e.table_identifier AS label, e.duration_ms / 1000.0 AS seconds "  # noqa: S608
+    f"FROM paimon_commit_events e {_TABLE_CATALOG.format(e='e')} "
+    "WHERE e.event_type = 'conflict_checked' AND e.duration_ms IS NOT NULL"
 )
 _LOCK_WAIT_SECONDS = (
-    "SELECT lock_id AS label, wait_ms / 1000.0 AS seconds FROM paimon_lock_events "
-    "WHERE event_type = 'acquired' AND wait_ms IS NOT NULL"
+    f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id AS label, "  # noqa: S608
+    f"l.wait_ms / 1000.0 AS seconds FROM paimon_lock_events l {_LOCK_CATALOG.format(e='l')} "
+    "WHERE l.event_type = 'acquired' AND l.wait_ms IS NOT NULL"
 )
 _LOCK_HOLD_SECONDS = (
-    "SELECT lock_id AS label, held_ms / 1000.0 AS seconds FROM paimon_lock_activity WHERE held_ms IS NOT NULL"
+    f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id AS label, "  # noqa: S608
+    f"l.held_ms / 1000.0 AS seconds FROM paimon_lock_activity l {_LOCK_CATALOG.format(e='l')} "
+    "WHERE l.held_ms IS NOT NULL"
 )
 _HISTOGRAM = (
     "WITH v AS ({inner}) "
-    "SELECT v.label, b.le, count(*) FILTER (WHERE v.seconds <= b.le) AS n, "
+    "SELECT v.catalog, v.label, b.le, count(*) FILTER (WHERE v.seconds <= b.le) AS n, "
     "sum(v.seconds) AS total, count(*) AS cnt "
     "FROM v CROSS JOIN unnest(CAST(:buckets AS double precision[])) AS b(le) "
-    "GROUP BY v.label, b.le ORDER BY v.label, b.le"
+    "GROUP BY v.catalog, v.label, b.le ORDER BY v.catalog, v.label, b.le"
 )
 
 
@@ -130,14 +160,14 @@ def _histogram(
 ) -> None:
     # ``inner`` is one of this module's constants above, never user input.
     statement = text(_HISTOGRAM.format(inner=inner))
-    per_label: dict[str, tuple[float, int]] = {}
+    per_label: dict[tuple[str, str], tuple[float, int]] = {}
     for r in conn.execute(statement, {"buckets": list(buckets)}):
-        family.add(int(r.n), "_bucket", **{label: r.label, "le": _number(float(r.le))})
-        per_label[r.label] = (float(r.total or 0.0), int(r.cnt))
-    for value, (total, count) in per_label.items():
-        family.add(count, "_bucket", **{label: value, "le": "+Inf"})
-        family.add(total, "_sum", **{label: value})
-        family.add(count, "_count", **{label: value})
+        family.add(int(r.n), "_bucket", catalog=r.catalog, **{label: r.label, "le": _number(float(r.le))})
+        per_label[(r.catalog, r.label)] = (float(r.total or 0.0), int(r.cnt))
+    for (catalog, value), (total, count) in per_label.items():
+        family.add(count, "_bucket", catalog=catalog, **{label: value, "le": "+Inf"})
+        family.add(total, "_sum", catalog=catalog, **{label: value})
+        family.add(count, "_count", catalog=catalog, **{label: value})
 
 
 def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> list[MetricFamily]:
@@ -204,26 +234,28 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
     )
 
     with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-        per_table_attempts: dict[str, float] = {}
-        per_table_retries: dict[str, float] = {}
-        per_table_pending: dict[str, float] = {}
+        # per table of a catalog: ``db.t`` of two catalogs are two tables
+        per_table_attempts: dict[tuple[str, str], float] = {}
+        per_table_retries: dict[tuple[str, str], float] = {}
+        per_table_pending: dict[tuple[str, str], float] = {}
         for r in conn.execute(_COMMITS):
-            commits.add(r.n, table=r.table, kind=r.kind, outcome=r.outcome)
-            per_table_attempts[r.table] = per_table_attempts.get(r.table, 0) + float(r.attempts)
-            per_table_retries[r.table] = per_table_retries.get(r.table, 0) + float(r.retries)
-            per_table_pending.setdefault(r.table, 0)
+            commits.add(r.n, catalog=r.catalog, table=r.table, kind=r.kind, outcome=r.outcome)
+            key = (r.catalog, r.table)
+            per_table_attempts[key] = per_table_attempts.get(key, 0) + float(r.attempts)
+            per_table_retries[key] = per_table_retries.get(key, 0) + float(r.retries)
+            per_table_pending.setdefault(key, 0)
             if r.outcome == "pending":
-                per_table_pending[r.table] += float(r.n)
-        for t, v in per_table_attempts.items():
-            attempts.add(v, table=t)
-            retries.add(per_table_retries[t], table=t)
-            pending.add(per_table_pending[t], table=t)
+                per_table_pending[key] += float(r.n)
+        for (c, t), v in per_table_attempts.items():
+            attempts.add(v, catalog=c, table=t)
+            retries.add(per_table_retries[(c, t)], catalog=c, table=t)
+            pending.add(per_table_pending[(c, t)], catalog=c, table=t)
         for r in conn.execute(_CONFLICTS):
-            conflicts.add(r.n, table=r.table, reason=r.reason)
+            conflicts.add(r.n, catalog=r.catalog, table=r.table, reason=r.reason)
         _histogram(conn, duration, _COMMIT_SECONDS, "table", buckets)
         _histogram(conn, check, _CHECK_SECONDS, "table", buckets)
         for r in conn.execute(_LOCK_EVENTS):
-            lock_events.add(r.n, lock=r.lock_id, event=r.event_type)
+            lock_events.add(r.n, catalog=r.catalog, lock=r.lock_id, event=r.event_type)
         _histogram(conn, lock_wait, _LOCK_WAIT_SECONDS, "lock", buckets)
         _histogram(conn, lock_hold, _LOCK_HOLD_SECONDS, "lock", buckets)
         counts = {"java": 0, "paimon_meta": 0}
@@ -231,21 +263,22 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
         for r in conn.execute(_LOCKS):
             counts["java" if r.java else "paimon_meta"] += 1
             n_stale += 1 if r.lease_left < 0 else 0
-            lease_left.add(r.lease_left, lock=r.lock_id)
+            lease_left.add(r.lease_left, catalog=r.catalog, lock=r.lock_id)
         for r in conn.execute(_MAINTENANCE_JOBS):
-            queue.add(r.n, kind=r.kind, state=r.state)
-        per_kind_seconds: dict[str, float] = {}
+            queue.add(r.n, catalog=r.catalog, kind=r.kind, state=r.state)
+        per_kind_seconds: dict[tuple[str, str], float] = {}
         for r in conn.execute(_MAINTENANCE_RUNS):
-            runs.add(r.n, kind=r.kind, outcome=r.outcome)
-            per_kind_seconds[r.kind] = per_kind_seconds.get(r.kind, 0.0) + float(r.seconds)
-        for kind, seconds in per_kind_seconds.items():
-            run_seconds.add(seconds, kind=kind)
+            runs.add(r.n, catalog=r.catalog, kind=r.kind, outcome=r.outcome)
+            key = (r.catalog, r.kind)
+            per_kind_seconds[key] = per_kind_seconds.get(key, 0.0) + float(r.seconds)
+        for (c, kind), seconds in per_kind_seconds.items():
+            run_seconds.add(seconds, catalog=c, kind=kind)
         for r in conn.execute(_MAINTENANCE_DEBTS):
-            debt_runs.add(r.runs, table=r.table)
-            debt_small.add(r.small, table=r.table)
-            debt_snapshots.add(r.snapshots, table=r.table)
-            debt_files.add(r.files, table=r.table)
-            debt_stopped.add(r.stopped, table=r.table)
+            debt_runs.add(r.runs, catalog=r.catalog, table=r.table)
+            debt_small.add(r.small, catalog=r.catalog, table=r.table)
+            debt_snapshots.add(r.snapshots, catalog=r.catalog, table=r.table)
+            debt_files.add(r.files, catalog=r.catalog, table=r.table)
+            debt_stopped.add(r.stopped, catalog=r.catalog, table=r.table)
         conn.rollback()
     for kind, n in counts.items():
         held.add(n, holder=kind)

@@ -1,14 +1,29 @@
 """The change feed published to NATS JetStream from an outbox (``serve --events-nats URL``).
 
-What is sent: every event of the catalog's feed (``metastore/feed.py``; all tables, no grant filter), in
-feed order, as the same CloudEvents 1.0 JSON the SSE stream serves, one message per event on one subject
-(``paimon.<catalog name>.events`` unless ``--events-nats-subject``), with headers ``Nats-Msg-Id`` = the
-event's id (its feed position), ``Content-Type: application/cloudevents+json`` and ``Paimon-Meta-Catalog``
-= the catalog key. The JetStream stream (``--events-nats-stream``) is created if missing, with a
-duplicate window of ``duplicate_window_seconds``, or extended to the subject if it does not cover it.
+What is sent: every event of each catalog's feed (``metastore/feed.py``; all tables, no grant filter), in
+feed order, as the same CloudEvents 1.0 JSON the SSE stream serves, one message per event on the catalog's
+subject, with headers ``Nats-Msg-Id`` = the event's id (its feed position), ``Content-Type:
+application/cloudevents+json`` and ``Paimon-Meta-Catalog`` = the catalog key. The JetStream stream is
+created if missing, with a duplicate window of ``duplicate_window_seconds``, or extended to the subject if
+it does not cover it.
+
+Subjects and streams (:meth:`NatsOutboxSettings.for_catalog`): every catalog of the metastore is published
+on a subject of its own, by one publisher per catalog (each replica runs one for every catalog it serves,
+and serves every catalog: ``service.tenancy.served``, the sweep).
+
+* The default catalog (``serve --catalog-name``): ``--events-nats-subject``, else
+  ``paimon.<catalog name>.events``, as before catalogs existed (its consumers see no change).
+* Every other catalog: ``paimon.<catalog name>.events``; with an ``--events-nats-subject`` holding
+  ``{catalog}`` (e.g. ``acme.lake.{catalog}.events``) that pattern, for every catalog the default one
+  included. A catalog whose subject would be the default catalog's is not published (logged).
+* The stream: ``--events-nats-stream`` holds every catalog's subject; without it each catalog has its own,
+  ``PAIMON_<CATALOG NAME>_EVENTS``. One stream for several catalogs of one metastore is safe for the
+  de-duplication: their events' ids (feed positions of the same logs) never coincide.
 
 How (the outbox): the event log is the outbox. One publisher per catalog and subject across replicas
-holds the lease (``metastore/outbox.py``: an advisory lock on a dedicated connection; the others try
+(and across releases: the default catalog's lease is the one previous releases took) holds the lease
+(``metastore/outbox.py``: an advisory lock on a dedicated connection, which ``serve`` shares between
+the publishers of its catalogs, ``LeaseSession``; the others try
 again every ``lease_retry_seconds`` and take over when the holder's session ends). It reads the feed
 after its saved position, publishes each event and waits for JetStream's ack, in order, and after each
 batch saves the position of the last acked event (invariant: the saved position never passes an event
@@ -34,7 +49,7 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import nats
@@ -52,7 +67,7 @@ from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.notify import Listener, ListenerPool
 from paimon_meta.errors import LockLostError, ValidationError
 from paimon_meta.metastore.feed import FEED_CHANNEL, FeedEvent, Position, cloud_event, read_feed
-from paimon_meta.metastore.outbox import OutboxLease
+from paimon_meta.metastore.outbox import LeaseSession, OutboxLease
 from paimon_meta.rest import models
 
 _log = logging.getLogger(__name__)
@@ -67,9 +82,15 @@ _SUBJECT = re.compile(r"[^\s.*>]+(\.[^\s.*>]+)*")
 _STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")
 
 
+#: The subject of a catalog's events (``{catalog}``: its name) unless ``--events-nats-subject`` says.
+SUBJECT_PATTERN = "paimon.{catalog}.events"
+#: What ``--events-nats-subject`` writes for the catalog's name in a pattern of every catalog's subjects.
+CATALOG_PLACEHOLDER = "{catalog}"
+
+
 def default_subject(catalog_name: str) -> str:
     """``paimon.<catalog name>.events``."""
-    return f"paimon.{catalog_name}.events"
+    return SUBJECT_PATTERN.replace(CATALOG_PLACEHOLDER, catalog_name)
 
 
 def default_stream(catalog_name: str) -> str:
@@ -84,8 +105,13 @@ class NatsOutboxSettings:
     """Where and how the feed is published (README, "The change feed")."""
 
     url: str
+    #: The default catalog's subject and stream (those of the catalog a ``for_catalog`` made it for).
     subject: str
     stream: str
+    #: The other catalogs' subjects: ``{catalog}`` is the catalog's name.
+    catalog_subject: str = SUBJECT_PATTERN
+    #: The other catalogs' stream (None: one of their own each, :func:`default_stream`).
+    catalog_stream: str | None = None
     #: JetStream drops a repeated ``Nats-Msg-Id`` within this window of the stream the publisher creates.
     duplicate_window_seconds: float = 600.0
     #: Events read, published and then saved as one step.
@@ -105,12 +131,59 @@ class NatsOutboxSettings:
                 "spaces or wildcards)",
                 option="--events-nats-subject",
             )
-        if not _STREAM_NAME.fullmatch(self.stream):
+        if CATALOG_PLACEHOLDER not in self.catalog_subject or not _SUBJECT.fullmatch(
+            self.catalog_subject.replace(CATALOG_PLACEHOLDER, "c")
+        ):
+            raise ValidationError(
+                f"--events-nats-subject {self.catalog_subject!r} is not a pattern of NATS subjects "
+                "(dot-separated tokens, no spaces or wildcards, {catalog} for the catalog's name)",
+                option="--events-nats-subject",
+            )
+        if not _STREAM_NAME.fullmatch(self.stream) or not (
+            self.catalog_stream is None or _STREAM_NAME.fullmatch(self.catalog_stream)
+        ):
             raise ValidationError(
                 f"--events-nats-stream {self.stream!r} is not a JetStream stream name (letters, digits, "
                 "'-' and '_')",
                 option="--events-nats-stream",
             )
+
+    @classmethod
+    def of_flags(
+        cls, url: str, default_catalog: str, subject: str | None, stream: str | None
+    ) -> NatsOutboxSettings:
+        """The settings ``serve --events-nats URL [--events-nats-subject S] [--events-nats-stream N]``
+        ask for (the module docstring's scheme).
+
+        Raises:
+            ValidationError: a subject, pattern or stream NATS would refuse (names the flag).
+        """
+        pattern = SUBJECT_PATTERN
+        if subject is not None and CATALOG_PLACEHOLDER in subject:
+            pattern, subject = subject, subject.replace(CATALOG_PLACEHOLDER, default_catalog)
+        return cls(
+            url=url,
+            subject=subject or default_subject(default_catalog),
+            stream=stream or default_stream(default_catalog),
+            catalog_subject=pattern,
+            catalog_stream=stream,
+        )
+
+    def for_catalog(self, catalog_name: str) -> NatsOutboxSettings:
+        """The settings of the publisher of another catalog than the default one.
+
+        Raises:
+            ValidationError: its subject would be the default catalog's.
+        """
+        subject = self.catalog_subject.replace(CATALOG_PLACEHOLDER, catalog_name)
+        if subject == self.subject:
+            raise ValidationError(
+                f"catalog {catalog_name!r} would be published on {subject!r}, the default catalog's "
+                "subject: give --events-nats-subject a {catalog} pattern",
+                option="--events-nats-subject",
+                catalog=catalog_name,
+            )
+        return replace(self, subject=subject, stream=self.catalog_stream or default_stream(catalog_name))
 
     @property
     def sink(self) -> str:
@@ -136,26 +209,29 @@ class OutboxMetrics:
         self.published = Counter(
             "paimon_meta_outbox_published_total",
             "Events of the change feed JetStream acknowledged, by result: stored, or duplicate (a "
-            "replay it dropped by Nats-Msg-Id).",
-            ("result",),
+            "replay it dropped by Nats-Msg-Id), by catalog.",
+            ("catalog", "result"),
             registry=registry,
         )
         self.failures = Counter(
             "paimon_meta_outbox_publish_failures_total",
             "Failed attempts of the outbox publisher, by step: connect (or set up the stream), publish, "
-            "metastore, unexpected (a bug: logged with its traceback).",
-            ("step",),
+            "metastore, unexpected (a bug: logged with its traceback); by catalog.",
+            ("catalog", "step"),
             registry=registry,
         )
         self.lag = Gauge(
             "paimon_meta_outbox_lag_seconds",
             "Age of the oldest event of the change feed read but not yet acknowledged by the broker (0: "
-            "caught up, or not the publisher).",
+            "caught up, or not the publisher), by catalog.",
+            ("catalog",),
             registry=registry,
         )
         self.leader = Gauge(
             "paimon_meta_outbox_leader",
-            "1 while this replica holds the catalog's outbox lease (it is the one that publishes).",
+            "1 while this replica holds the catalog's outbox lease (it is the one that publishes), by "
+            "catalog.",
+            ("catalog",),
             registry=registry,
         )
 
@@ -205,8 +281,12 @@ class NatsOutbox:
         settings: NatsOutboxSettings,
         metrics: OutboxMetrics,
         holder: str,
+        session: LeaseSession | None = None,
     ) -> None:
+        """``session``: the connection holding the leases of this process's publishers (one per catalog);
+        None: a connection of its own."""
         self.engine = engine
+        self._session = session
         self.catalog_key = catalog_key
         self.catalog_name = catalog_name
         self.settings = settings
@@ -217,12 +297,21 @@ class NatsOutbox:
         self._thread: threading.Thread | None = None
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
+        self._leader = metrics.leader.labels(catalog=catalog_name)
+        self._lag = metrics.lag.labels(catalog=catalog_name)
 
     # ---- the thread -----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="outbox-nats", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"outbox-nats-{self.catalog_name}", daemon=True
+        )
         self._thread.start()
+
+    def request_stop(self) -> None:
+        """Ask the publisher to stop after the batch in flight (its lease is then released); returns at
+        once (:meth:`stop` waits)."""
+        self._stopping.set()
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stop after the batch in flight (its position saved); True if the thread ended in ``timeout``."""
@@ -244,12 +333,14 @@ class NatsOutbox:
                 # A bug (or an event the body cannot be made of): say so loudly, count it and start over
                 # from the saved position after a pause; the service goes on meanwhile.
                 _log.exception("outbox: the publisher failed on an unexpected error; restarting it")
-                self.metrics.failures.labels(step="unexpected").inc()
+                self.metrics.failures.labels(catalog=self.catalog_name, step="unexpected").inc()
                 self._stopping.wait(self.settings.lease_retry_seconds)
 
     async def _main(self) -> None:
         s = self.settings
-        lease = OutboxLease(self._conninfo, self.catalog_key, s.sink, holder=self.holder)
+        lease = OutboxLease(
+            self._conninfo, self.catalog_key, s.sink, holder=self.holder, session=self._session
+        )
         listeners = ListenerPool(self._conninfo, max_idle=1)
         backoff = Backoff(s.backoff_start_seconds, s.backoff_cap_seconds)
         try:
@@ -264,18 +355,18 @@ class NatsOutbox:
                         await self._sleep(s.lease_retry_seconds)
                         continue
                     _log.info("outbox: publishing the feed to %s on %s", s.subject, s.url)
-                    self.metrics.leader.set(1)
+                    self._leader.set(1)
                     try:
                         await self._lead(lease, listener, backoff)
                     except (LockLostError, psycopg.Error, SQLAlchemyError) as exc:
                         # The lease's session or the metastore is gone: give the lease up (another
                         # replica may take it) and try again later.
-                        self.metrics.failures.labels(step="metastore").inc()
+                        self.metrics.failures.labels(catalog=self.catalog_name, step="metastore").inc()
                         _log.warning("outbox: metastore trouble, publishing paused: %s", exc)
                         await self._sleep(backoff.next())
                     finally:
-                        self.metrics.leader.set(0)
-                        self.metrics.lag.set(0)
+                        self._leader.set(0)
+                        self._lag.set(0)
                         await asyncio.to_thread(lease.release)
         finally:
             await self._disconnect()
@@ -309,12 +400,12 @@ class NatsOutbox:
                 waiting, _ = await asyncio.to_thread(
                     read_feed, self.engine, catalog_key=self.catalog_key, after=position, limit=1
                 )
-                self.metrics.lag.set(_age(waiting[0]) if waiting else 0.0)
+                self._lag.set(_age(waiting[0]) if waiting else 0.0)
                 resumed = False
                 continue
             events = await asyncio.to_thread(self._read, listener, position)
             if not events:
-                self.metrics.lag.set(0)
+                self._lag.set(0)
                 await asyncio.to_thread(listener.wait, self.settings.poll_seconds)
                 await asyncio.to_thread(lease.check)
                 continue
@@ -323,7 +414,7 @@ class NatsOutbox:
                 position = events[done - 1].position
                 await asyncio.to_thread(lease.advance, position, done)
             if failure is not None:
-                self.metrics.lag.set(_age(events[done]))
+                self._lag.set(_age(events[done]))
                 await self._broker_failed(failure, backoff, lease)
                 resumed = False
             else:
@@ -353,7 +444,7 @@ class NatsOutbox:
         failure that stopped it (None: all were)."""
         s = self.settings
         for done, event in enumerate(events):
-            self.metrics.lag.set(_age(event))
+            self._lag.set(_age(event))
             headers = {
                 MSG_ID: event.position.token(),
                 "Content-Type": CONTENT_TYPE,
@@ -369,11 +460,13 @@ class NatsOutbox:
                 )
             except _NATS_ERRORS as exc:
                 return done, _BrokerError("publish", exc)
-            self.metrics.published.labels(result="duplicate" if ack.duplicate else "stored").inc()
+            self.metrics.published.labels(
+                catalog=self.catalog_name, result="duplicate" if ack.duplicate else "stored"
+            ).inc()
         return len(events), None
 
     async def _broker_failed(self, exc: _BrokerError, backoff: Backoff, lease: OutboxLease) -> None:
-        self.metrics.failures.labels(step=exc.step).inc()
+        self.metrics.failures.labels(catalog=self.catalog_name, step=exc.step).inc()
         delay = backoff.next()
         log = _log.warning if backoff.failures == 1 else _log.debug
         log("outbox: NATS at %s failed (%s); retrying in %.1fs", self.settings.url, exc, delay)

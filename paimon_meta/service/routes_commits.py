@@ -32,7 +32,7 @@ from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import deserialize_commit_messages
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import catalog_of, state_of, table_identifier
+from paimon_meta.service.deps import catalog_of, served_of, state_of, table_identifier
 from paimon_meta.service.errors import DrainingError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, OUTCOME_UNKNOWN, PREFIX, UNSUPPORTED
@@ -73,7 +73,7 @@ def commit_messages(
     overwrite: dict[str, str] | OverwriteSpec | None = body.overwrite
     if body.overwrite is not None and body.overwrite_mode is not None:
         overwrite = OverwriteSpec(dict(body.overwrite), dynamic=body.overwrite_mode == "dynamic")
-    with state.counted_commit("messages"):
+    with state.counted_commit("messages", served_of(request).name):
         messages = _messages(body)  # undecodable: counted as rejected
         with state.admit_commit(identifier, catalog):  # 503 at once when this replica's queues are full
             result = _commit(state, catalog, identifier, body, access, messages, overwrite)

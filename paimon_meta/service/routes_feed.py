@@ -142,7 +142,7 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     # stream sends under those of its catalog only, now and at every re-check.
     full: Access = getattr(request.state, "access", None) or access
     access = full.in_catalog(served.key, default=served.default)
-    state.open_feed_stream(access.principal)
+    state.open_feed_stream(access.principal, served.name)
     rights = state.stream_rights
     credential = rights.watch(token, full)
     covered = _covers(access, keep)
@@ -159,17 +159,17 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
 
     def release() -> None:
         rights.release(credential)
-        state.close_feed_stream(access.principal)
+        state.close_feed_stream(access.principal, served.name)
 
     def ended(reason: str) -> None:
-        state.metrics.feed_streams_ended.labels(reason=reason).inc()
+        state.metrics.feed_streams_ended.labels(catalog=served.name, reason=reason).inc()
         log.info("change feed: a stream of %r ended: %s", access.principal, WHY[reason])
 
     feed = _feed(request, access, keep, DEFAULT_PAGE)
     return FeedStreamResponse(
         feed.stream(after, state.feed_hub(served), verdict, ended, recheck=rights.interval),
         send_timeout=state.settings.feed_send_timeout_seconds,
-        on_drop=state.metrics.feed_streams_dropped.inc,
+        on_drop=state.metrics.feed_streams_dropped.labels(catalog=served.name).inc,
         release=release,
     )
 

@@ -25,7 +25,7 @@ from paimon_meta.ops import tags as tag_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.auth import Require
-from paimon_meta.service.deps import catalog_of, state_of, table_and_branch, table_identifier
+from paimon_meta.service.deps import catalog_of, served_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
     BEARER,
@@ -144,7 +144,10 @@ def commit_table(
     else:
         commit_to = branch_ops.branch_table(catalog, identifier, branch)[1]
     committer = catalog.snapshot_committer(row, commit_to, principal=access.principal)
-    with state.counted_commit("snapshot") as count, state.admit_commit(identifier, catalog):
+    with (
+        state.counted_commit("snapshot", served_of(request).name) as count,
+        state.admit_commit(identifier, catalog),
+    ):
         # admission first refuses with 503 at once when this replica's queues are full
         result = committer.commit(
             SnapshotCommitRequest(body.base_snapshot_uuid, snapshot, convert.deltas(body))

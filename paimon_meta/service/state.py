@@ -19,12 +19,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
+from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_commit_refused, append_vended
+from paimon_meta.metastore.catalogs import CatalogInfo
+from paimon_meta.metastore.outbox import LeaseSession
 from paimon_meta.metastore.principals import Access, Principals, hash_token
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.service.bounds import DEFAULT_STATEMENT_TIMEOUTS, parse_statement_timeouts
@@ -159,6 +162,12 @@ class ServiceSettings:
     # Seconds a catalog other than the default is served from this replica's cache before its row is read
     # again (service.tenancy.served): a dropped or altered catalog is noticed within this time.
     catalog_refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+    # Every this many seconds every catalog of the metastore is served by this replica (connected if no
+    # request named it yet: its maintenance workers, recovery and NATS outbox start; a dropped one
+    # retired): service.tenancy.served's sweep. 0: only the catalogs requested here are served.
+    # ``paimon-meta serve`` sweeps every 30 s unless told otherwise (--catalog-sweep-seconds); an embedded
+    # app, never (as its maintenance workers).
+    catalog_sweep_seconds: float = 0.0
     # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
     # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
     migrate: bool = False
@@ -215,13 +224,14 @@ class ServiceMetrics:
         self.commits = Counter(
             "paimon_meta_service_commits_total",
             "Commits by route (snapshot: the REST snapshot commit; messages: CommitMessages) and outcome "
-            "(published, conflict, rejected, overloaded, failed).",
-            ("route", "outcome"),
+            "(published, conflict, rejected, overloaded, failed), by catalog.",
+            ("catalog", "route", "outcome"),
             registry=self.registry,
         )
         self.commit_latency = Histogram(
             "paimon_meta_service_commit_seconds",
-            "Time to commit (either commit route), lock wait included.",
+            "Time to commit (either commit route), lock wait included, by catalog.",
+            ("catalog",),
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -264,7 +274,8 @@ class ServiceMetrics:
         )
         self.feed_streams = Gauge(
             "paimon_meta_service_feed_streams",
-            "Live change-feed streams open on this replica.",
+            "Live change-feed streams open on this replica, by catalog.",
+            ("catalog",),
             registry=self.registry,
         )
         self.feed_oldest_transaction = Gauge(
@@ -276,13 +287,15 @@ class ServiceMetrics:
         self.feed_streams_ended = Counter(
             "paimon_meta_service_feed_streams_ended_total",
             "Live change-feed streams ended because their principal's rights changed, by reason "
-            "(revoked, expired, grants, unverified).",
-            ("reason",),
+            "(revoked, expired, grants, unverified); by catalog.",
+            ("catalog", "reason"),
             registry=self.registry,
         )
         self.feed_streams_dropped = Counter(
             "paimon_meta_service_feed_streams_dropped_total",
-            "Live change-feed streams ended because their client took no write for the send timeout.",
+            "Live change-feed streams ended because their client took no write for the send timeout, by "
+            "catalog.",
+            ("catalog",),
             registry=self.registry,
         )
         self.auth_refusals = Counter(
@@ -359,6 +372,14 @@ class ServiceState:
         # Authentication in one Postgres round trip on the lock's autocommit sessions (issue 39).
         self.principals = Principals(catalog.engine, sessions=catalog.lock.sessions)
         self.metrics = ServiceMetrics()
+        # The default catalog's series exist from the start (0 until something happens), as they did
+        # before they had a catalog label: a dashboard reading them sees a value, not an absent series.
+        for family in (
+            self.metrics.feed_streams,
+            self.metrics.feed_streams_dropped,
+            self.metrics.commit_latency,
+        ):
+            family.labels(catalog=settings.catalog_name)
         # The lock's deferred releases and recordings (a holder resolving its own lock after the
         # metastore came back) are counted in this process's registry.
         lock_metrics.register(catalog.lock, self.metrics.registry)
@@ -379,6 +400,7 @@ class ServiceState:
                 settings.options,
                 self.metrics.registry,
                 lambda event: append_vended(engine, event),
+                catalog=settings.catalog_name,
             )
             if settings.sts is not None
             else None
@@ -434,9 +456,14 @@ class ServiceState:
             refresh_seconds=settings.catalog_refresh_seconds,
             maintenance_workers=settings.maintenance_workers,
             where=self.replica,
+            start_outbox=self._start_outbox if settings.events_nats is not None else None,
         )
         self.catalogs.on_forget = self._forget_catalog
         # Started last: it reads the feed on its own thread and connections, and commits never wait for it.
+        # The leases of every catalog's publisher are held on one connection of this replica.
+        self._outbox_leases = (
+            LeaseSession(libpq_conninfo(engine.url)) if settings.events_nats is not None else None
+        )
         self.outbox = (
             NatsOutbox(
                 engine,
@@ -445,6 +472,7 @@ class ServiceState:
                 settings=settings.events_nats,
                 metrics=self.metrics.outbox,
                 holder=self.replica,
+                session=self._outbox_leases,
             )
             if settings.events_nats is not None
             else None
@@ -460,6 +488,43 @@ class ServiceState:
         if settings.recovery_interval_seconds > 0:
             self._recovery = threading.Thread(target=self._recover_loop, name="recovery", daemon=True)
             self._recovery.start()
+        self._sweeper: threading.Thread | None = None
+        if settings.catalog_sweep_seconds > 0:
+            self._sweeper = threading.Thread(target=self._sweep_loop, name="catalog-sweep", daemon=True)
+            self._sweeper.start()
+
+    def _start_outbox(self, info: CatalogInfo) -> NatsOutbox | None:
+        """The publisher of the change feed of ``info``, another catalog than the default, started (None:
+        its subject would be the default catalog's: logged)."""
+        assert self.settings.events_nats is not None
+        try:
+            settings = self.settings.events_nats.for_catalog(info.name)
+        except ValidationError as e:
+            log.error("catalog %r is not published to NATS: %s", info.name, e.message)
+            return None
+        outbox = NatsOutbox(
+            self.catalog.engine,
+            catalog_key=info.catalog_key,
+            catalog_name=info.name,
+            settings=settings,
+            metrics=self.metrics.outbox,
+            holder=self.replica,
+            session=self._outbox_leases,
+        )
+        outbox.start()
+        return outbox
+
+    def _sweep_loop(self) -> None:
+        """Serve every catalog of the metastore (``ServedCatalogs.sweep``) now and every
+        ``catalog_sweep_seconds``, until the drain."""
+        interval = self.settings.catalog_sweep_seconds
+        while not self._stop_recovery.is_set():
+            try:
+                self.catalogs.sweep()
+            except Exception:
+                log.warning("the sweep of the catalogs failed; next try in %gs", interval, exc_info=True)
+            if self._stop_recovery.wait(interval):
+                return
 
     # -- the drain --------------------------------------------------------------------------------------
 
@@ -598,9 +663,9 @@ class ServiceState:
             self._in_flight -= 1
         self.metrics.in_flight.dec()
 
-    def open_feed_stream(self, principal: str) -> None:
+    def open_feed_stream(self, principal: str, catalog: str) -> None:
         """Take a slot for a live change-feed stream of ``principal``; give it back with
-        :meth:`close_feed_stream`.
+        :meth:`close_feed_stream`. ``catalog``: the name of the stream's catalog (its metrics' label).
 
         Raises:
             TooManyStreamsError: the principal holds ``feed_streams_per_principal`` streams here (429).
@@ -608,7 +673,7 @@ class ServiceState:
         """
         full = self.stream_slots.take(principal)
         if full is None:
-            self.metrics.feed_streams.inc()
+            self.metrics.feed_streams.labels(catalog=catalog).inc()
             return
         self.metrics.shed.labels(bound=full.value).inc()
         if full is Full.PRINCIPAL:
@@ -623,9 +688,9 @@ class ServiceState:
             " or page the feed"
         )
 
-    def close_feed_stream(self, principal: str) -> None:
+    def close_feed_stream(self, principal: str, catalog: str) -> None:
         self.stream_slots.give_back(principal)
-        self.metrics.feed_streams.dec()
+        self.metrics.feed_streams.labels(catalog=catalog).dec()
 
     def close_feed_hub(self) -> None:
         """Stop the change feed's reader and the re-check of the streams' rights (the app's shutdown;
@@ -660,9 +725,10 @@ class ServiceState:
             return self._feed_hub
 
     @contextmanager
-    def counted_commit(self, route: str) -> Iterator[CommitCount]:
-        """Count the commit the body makes in ``paimon_meta_service_commits_total{route, outcome}`` and
-        time it; the body sets ``outcome`` for an answer that is not an exception (a refused base)."""
+    def counted_commit(self, route: str, catalog: str) -> Iterator[CommitCount]:
+        """Count the commit the body makes in ``paimon_meta_service_commits_total{catalog, route,
+        outcome}`` and time it (``catalog``: the name of the request's catalog); the body sets ``outcome``
+        for an answer that is not an exception (a refused base)."""
         count = CommitCount()
         started = time.monotonic()
         try:
@@ -680,8 +746,8 @@ class ServiceState:
             count.outcome = "failed"
             raise
         finally:
-            self.metrics.commits.labels(route=route, outcome=count.outcome).inc()
-            self.metrics.commit_latency.observe(time.monotonic() - started)
+            self.metrics.commits.labels(catalog=catalog, route=route, outcome=count.outcome).inc()
+            self.metrics.commit_latency.labels(catalog=catalog).observe(time.monotonic() - started)
 
     @contextmanager
     def admit_commit(self, identifier: str, catalog: MetastoreCatalog | None = None) -> Iterator[None]:
@@ -951,6 +1017,8 @@ class ServiceState:
         # moment to release its lock; a commit cut off after that is settled by recovery, like any commit
         # of a stopped process. Maintenance stops taking jobs (a job cut off is taken over after its lease).
         self._stop_recovery.set()
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=30.0)  # a sweep connecting a catalog finishes before they close
         self.maintainer.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
         self.groups.join(timeout=min(self.settings.drain_seconds, CLOSE_GRACE_SECONDS))
         if self.outbox is not None:
@@ -960,4 +1028,6 @@ class ServiceState:
             self.vending.close()
         self.close_feed_hub()
         self.catalogs.close()
+        if self._outbox_leases is not None:
+            self._outbox_leases.close()  # after every publisher stopped
         self.catalog.close()

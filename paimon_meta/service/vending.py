@@ -52,7 +52,11 @@ class CredentialVending:
         storage_options: dict[str, str],
         registry: CollectorRegistry,
         record: Callable[[CredentialsVended], int],
+        *,
+        catalog: str = "",
     ) -> None:
+        #: The name of the catalog it vends for (its metrics' ``catalog`` label).
+        self.catalog = catalog
         self.settings = settings
         self.vendor = StsVendor(settings, storage_options)
         self._record = record
@@ -77,10 +81,10 @@ class CredentialVending:
                     fresh = self.vendor.vend(location, _POLICY_LEVEL[level], principal)
                 except Exception as e:
                     kind = "transient" if getattr(e, "transient", False) else "refused"
-                    self.vend_failures.labels(kind=kind).inc()
+                    self.vend_failures.labels(catalog=self.catalog, kind=kind).inc()
                     raise
                 finally:
-                    self.sts_seconds.observe(time.perf_counter() - started)
+                    self.sts_seconds.labels(catalog=self.catalog).observe(time.perf_counter() - started)
                 self._keep(key, fresh)
             creds = cached or fresh
         self._record(
@@ -99,7 +103,9 @@ class CredentialVending:
                 },
             )
         )
-        self.vended.labels(level=level.value, source="cache" if cached is not None else "sts").inc()
+        self.vended.labels(
+            catalog=self.catalog, level=level.value, source="cache" if cached is not None else "sts"
+        ).inc()
         log.info(
             "vended %s credentials for %s to %s until %s (%s)",
             level.value,
@@ -166,20 +172,21 @@ def _metrics_of(registry: CollectorRegistry) -> tuple[Counter, Counter, Histogra
         vended = Counter(
             "paimon_meta_service_credentials_vended_total",
             "Storage credentials handed to clients, by access level and source (sts: a new STS "
-            "session; cache: reused).",
-            ("level", "source"),
+            "session; cache: reused), by catalog.",
+            ("catalog", "level", "source"),
             registry=registry,
         )
         failures = Counter(
             "paimon_meta_service_credential_vend_failures_total",
             "STS AssumeRole calls that failed, by kind (transient: retry later; refused: the role or "
-            "its settings).",
-            ("kind",),
+            "its settings); by catalog.",
+            ("catalog", "kind"),
             registry=registry,
         )
         seconds = Histogram(
             "paimon_meta_service_sts_seconds",
-            "STS AssumeRole round trips.",
+            "STS AssumeRole round trips, by catalog.",
+            ("catalog",),
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
             registry=registry,
         )

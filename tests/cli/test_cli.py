@@ -133,7 +133,11 @@ def test_recover_expire_orphans_metrics_and_db(cli: Cli, catalog: MetastoreCatal
     assert cli.run("events", "--maintenance", "--locks")[0] == 2  # one kind of events at a time
 
     code, out, _ = cli.run("metrics")
-    assert code == 0 and 'paimon_meta_commits_total{table="db.t",kind="APPEND",outcome="recovered"} 1' in out
+    assert (
+        code == 0
+        and 'paimon_meta_commits_total{catalog="jdbc",table="db.t",kind="APPEND",outcome="recovered"} 1'
+        in out
+    )
     assert cli.json("db", "current")["up_to_date"] is True
     assert cli.json("db", "upgrade")["current"] == cli.json("db", "current")["current"]
 

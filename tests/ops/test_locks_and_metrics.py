@@ -13,11 +13,13 @@ import pytest
 from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
+from paimon_meta.db.models import MaintenanceKind
 from paimon_meta.errors import CommitConflictError, LockLostError, NotFoundError
 from paimon_meta.ops import metrics
 from paimon_meta.ops.common import RefusedError
 from paimon_meta.ops.locks import list_locks, release_lock
 from tests.commit.helpers import append_msg, compact_msg, data_file
+from tests.ops.helpers import FAST_LOCK
 
 pytestmark = pytest.mark.postgres
 
@@ -169,17 +171,20 @@ def test_metrics_from_the_event_log_in_prometheus_format(catalog: MetastoreCatal
 
     exposition = metrics.scrape(catalog.engine)
     s = _samples(exposition)
-    assert s['paimon_meta_commits_total{table="db.m",kind="APPEND",outcome="published"}'] == 1
-    assert s['paimon_meta_commits_total{table="db.m",kind="COMPACT",outcome="published"}'] == 1
-    assert s['paimon_meta_commits_total{table="db.m",kind="COMPACT",outcome="failed"}'] == 1
-    assert s['paimon_meta_commit_conflicts_total{table="db.m",reason="delete_of_absent_file"}'] == 1
-    assert s['paimon_meta_commit_attempts_total{table="db.m"}'] == 3
-    assert s['paimon_meta_commits_pending{table="db.m"}'] == 0
-    assert s['paimon_meta_lock_events_total{lock="jdbc.db.m",event="acquired"}'] == 3
+    assert s['paimon_meta_commits_total{catalog="jdbc",table="db.m",kind="APPEND",outcome="published"}'] == 1
+    assert s['paimon_meta_commits_total{catalog="jdbc",table="db.m",kind="COMPACT",outcome="published"}'] == 1
+    assert s['paimon_meta_commits_total{catalog="jdbc",table="db.m",kind="COMPACT",outcome="failed"}'] == 1
+    assert (
+        s['paimon_meta_commit_conflicts_total{catalog="jdbc",table="db.m",reason="delete_of_absent_file"}']
+        == 1
+    )
+    assert s['paimon_meta_commit_attempts_total{catalog="jdbc",table="db.m"}'] == 3
+    assert s['paimon_meta_commits_pending{catalog="jdbc",table="db.m"}'] == 0
+    assert s['paimon_meta_lock_events_total{catalog="jdbc",lock="jdbc.db.m",event="acquired"}'] == 3
     assert s['paimon_meta_locks_held{holder="java"}'] == 0
     for family, label in (
-        ("paimon_meta_commit_duration_seconds", 'table="db.m"'),
-        ("paimon_meta_lock_wait_seconds", 'lock="jdbc.db.m"'),
+        ("paimon_meta_commit_duration_seconds", 'catalog="jdbc",table="db.m"'),
+        ("paimon_meta_lock_wait_seconds", 'catalog="jdbc",lock="jdbc.db.m"'),
     ):
         buckets = [
             (le, v)
@@ -226,3 +231,36 @@ def test_lock_age_is_the_time_held_while_heartbeats_keep_renewing_it(catalog: Me
         assert renewed_past_held.heartbeat_age_seconds is not None
         assert renewed_past_held.heartbeat_age_seconds < renewed_past_held.age_seconds
         assert renewed_past_held.lease_left_seconds > 0
+
+
+def test_the_event_log_metrics_of_two_catalogs_are_apart(catalog: MetastoreCatalog, tmp_path: Any) -> None:
+    """``db.t`` of two catalogs are two series (label ``catalog``: the catalog's name, its key when the
+    metastore records no catalog for it), for commits, locks and maintenance."""
+    import paimon_meta
+    from paimon_meta.maintenance.queue import MaintenanceQueue
+    from paimon_meta.metastore.catalogs import Catalogs
+
+    Catalogs(catalog.engine).create("b", str(tmp_path / "wh-b"), catalog_key="kb")
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), pa.field("p", pa.int32(), nullable=False)])
+    with paimon_meta.connect(catalog.info.metastore_url, catalog="b", **FAST_LOCK) as b:
+        for cat, commits in ((catalog, 1), (b, 2)):
+            cat.create_table("db.t", schema, partition_keys=["p"], options={"bucket": "2"})
+            for n in range(commits):
+                t = cat.get_table("db.t")
+                assert t.committer_factory is not None
+                t.committer_factory(t, "w").commit(
+                    [append_msg(0, 0, data_file(name=f"data-{n}.parquet"))], n + 1
+                )
+            MaintenanceQueue(cat.engine, cat.registry.catalog_key).enqueue(
+                cat.table_row("db.t").table_id, "db.t", MaintenanceKind.COMPACT, reason="debt"
+            )
+    s = _samples(metrics.scrape(catalog.engine))
+    assert s['paimon_meta_commits_total{catalog="jdbc",table="db.t",kind="APPEND",outcome="published"}'] == 1
+    assert s['paimon_meta_commits_total{catalog="b",table="db.t",kind="APPEND",outcome="published"}'] == 2
+    assert s['paimon_meta_lock_events_total{catalog="jdbc",lock="jdbc.db.t",event="acquired"}'] == 1
+    assert s['paimon_meta_lock_events_total{catalog="b",lock="kb.db.t",event="acquired"}'] == 2
+    assert s['paimon_meta_lock_wait_seconds_count{catalog="b",lock="kb.db.t"}'] == 2
+    assert s['paimon_meta_commit_duration_seconds_count{catalog="b",table="db.t"}'] == 2
+    assert s['paimon_meta_commit_duration_seconds_count{catalog="jdbc",table="db.t"}'] == 1
+    assert s['paimon_meta_maintenance_jobs{catalog="b",kind="compact",state="queued"}'] == 1
+    assert s['paimon_meta_maintenance_jobs{catalog="jdbc",kind="compact",state="queued"}'] == 1

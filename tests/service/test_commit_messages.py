@@ -203,9 +203,10 @@ def test_commit_messages_answers_refusals_and_commits(service_catalog: Metastore
             for line in metrics.splitlines()
             if line.startswith("paimon_meta_service_commits_total{")
         }
+        family = "paimon_meta_service_commits_total"
         assert commits == {
-            'paimon_meta_service_commits_total{outcome="rejected",route="messages"}': 2.0,  # %%%, nope
-            'paimon_meta_service_commits_total{outcome="published",route="messages"}': 2.0,
+            f'{family}{{catalog="paimon",outcome="rejected",route="messages"}}': 2.0,  # %%%, nope
+            f'{family}{{catalog="paimon",outcome="published",route="messages"}}': 2.0,
         }
         assert f'paimon_meta_service_requests_total{{method="POST",{route},status="200"}} 2.0' in (metrics)
     assert [status for status, _ in got] == [401, 403, 400, 400, 400, 404, 404, 200, 200]

@@ -146,7 +146,10 @@ def _metric(server: ServiceProcess, token: str, name: str) -> float:
     answer = httpx.get(f"{server.base}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30)
     assert answer.status_code == 200, answer.text
     text = answer.text
-    values = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " ")]
+    # the default catalog's series (label catalog="paimon")
+    values = [
+        float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + '{catalog="paimon"}')
+    ]
     assert values, f"{name} not in /metrics"
     return values[0]
 

@@ -66,13 +66,13 @@ def test_metrics_show_the_queue_the_debts_and_the_runs(
     maintainer.scheduler.tick(sweep=True)
     admin = auth(make_principal(service_catalog, "root", [("admin", None, None)]))
     text = service_client.get("/metrics", headers=admin).text
-    assert 'paimon_meta_maintenance_jobs{kind="compact",state="queued"} 1' in text
-    assert 'paimon_meta_maintenance_debt_sorted_runs{table="db.pk"} 9' in text
+    assert 'paimon_meta_maintenance_jobs{catalog="jdbc",kind="compact",state="queued"} 1' in text
+    assert 'paimon_meta_maintenance_debt_sorted_runs{catalog="jdbc",table="db.pk"} 9' in text
     # 9 runs: past the stop trigger (5 + 3), where a Java writer would wait
-    assert 'paimon_meta_maintenance_debt_buckets_over_stop_trigger{table="db.pk"} 1' in text
+    assert 'paimon_meta_maintenance_debt_buckets_over_stop_trigger{catalog="jdbc",table="db.pk"} 1' in text
     maintainer.drain()
     text = scrape(service_catalog.engine)  # /metrics reuses its read of the event log for a while
-    assert 'paimon_meta_maintenance_runs_total{kind="compact",outcome="done"} 1' in text
+    assert 'paimon_meta_maintenance_runs_total{catalog="jdbc",kind="compact",outcome="done"} 1' in text
 
 
 def test_the_service_runs_maintenance_workers_when_asked(service_catalog: MetastoreCatalog) -> None:

@@ -360,6 +360,69 @@ def test_a_served_catalog_runs_its_own_maintenance_workers(rig: Rig) -> None:
         state.maintainer.stop(timeout=10)
 
 
+def _maintained(engine: Any, table_id: int) -> bool:
+    """Whether a maintenance worker finished a run on the table (its job deleted on success)."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        finished = conn.execute(
+            text(
+                "SELECT count(*) FROM paimon_maintenance_events WHERE table_id = :t "
+                "AND operation = 'maintain' AND event_type = 'finished'"
+            ),
+            {"t": table_id},
+        ).scalar_one()
+        queued = conn.execute(
+            text("SELECT count(*) FROM paimon_maintenance_jobs WHERE table_id = :t"), {"t": table_id}
+        ).scalar_one()
+    return bool(finished) and not queued
+
+
+def test_a_catalog_never_requested_here_is_maintained(
+    rig: Rig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A catalog created by the CLI and never named by a request to this replica is served by the sweep
+    (``serve --catalog-sweep-seconds``): the replica's maintenance workers take its due jobs; once dropped
+    it is retired (its workers stop)."""
+    from paimon_meta.db.models import MaintenanceKind
+    from paimon_meta.maintenance.queue import MaintenanceQueue
+    from tests.cli.helpers import Cli
+
+    url = rig.a.info.metastore_url
+    Cli(url, rig.a.warehouse, capsys).json("catalogs", "create", "c", "--warehouse", str(tmp_path / "wh-c"))
+    with paimon_meta.connect(url, catalog="c", **FAST_LOCK) as c:
+        c.create_database("db")
+        seed(c)
+        table_id = c.table_row("db.t").table_id
+    MaintenanceQueue(rig.a.engine, "c").enqueue(
+        table_id, "db.t", MaintenanceKind.EXPIRE_SNAPSHOTS, reason="due"
+    )
+    settings = ServiceSettings(
+        auth_cache_seconds=0, maintenance_workers=1, catalog_refresh_seconds=0, catalog_sweep_seconds=0.1
+    )
+    state = ServiceState(settings, rig.a)
+    try:
+        deadline = time.monotonic() + 60
+        while not _maintained(rig.a.engine, table_id):
+            assert time.monotonic() < deadline, "catalog c's job was not taken"
+            time.sleep(0.1)
+        served = next(s for s in state.catalogs.every() if s.name == "c")
+        assert served.maintainer is not None
+        threads = list(served.maintainer._threads)
+        Catalogs(rig.a.engine).drop("c", cascade=True)
+        while any(s.name == "c" for s in state.catalogs.every()):
+            assert time.monotonic() < deadline + 60, "the dropped catalog is still served"
+            time.sleep(0.1)
+        state.catalogs.close()  # the retired one's workers stop with it
+        assert not any(t.is_alive() for t in threads)
+    finally:
+        state.begin_drain()  # stops the sweep
+        if state._sweeper is not None:
+            state._sweeper.join(30)
+        state.catalogs.close()
+        state.maintainer.stop(timeout=10)
+
+
 def test_background_recovery_covers_every_served_catalog(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
     """Recovery in the background settles each catalog the replica serves, each under its own lease."""
     from paimon_meta.ops import recovery
@@ -425,3 +488,37 @@ def test_a_drop_and_undrop_in_one_catalog_move_only_its_own_grants(rig: Rig) -> 
     )
     _status(rig.client.post(f"{B}/databases/db/tables/t/undrop", headers=bob, json={}), 200)
     assert _grants_on(rig, "carol") == before
+
+
+def test_metrics_name_the_catalog(rig: Rig) -> None:
+    """A commit in catalog ``b`` through the service is counted under ``catalog="b"`` (the process's
+    commit metrics and the event log's), apart from the default catalog's ``db.t``; the default
+    catalog's series keep their names, with ``catalog="paimon"``."""
+    from tests.service.helpers import commit_body
+
+    c, alice, bob = rig.client, rig.tokens["alice"], rig.tokens["bob"]
+    base = seed(rig.b, "db.u")  # one snapshot: commit_body's commit is valid on it
+    assert _status(c.post(f"{B}/databases/db/tables/u/commit", json=commit_body(base), headers=bob), 200)[
+        "success"
+    ]
+    stale = _status(c.post(f"{B}/databases/db/tables/u/commit", json=commit_body(base), headers=bob), 200)
+    assert stale == {"success": False}
+    text = c.get("/metrics", headers=alice).text
+    family = "paimon_meta_service_commits_total"
+    assert f'{family}{{catalog="b",outcome="published",route="snapshot"}} 1.0' in text
+    assert f'{family}{{catalog="b",outcome="conflict",route="snapshot"}} 1.0' in text
+    assert f'{family}{{catalog="paimon"' not in text  # no commit in the default catalog went through us
+    assert 'paimon_meta_service_commit_seconds_count{catalog="b"} 2.0' in text
+    assert 'paimon_meta_service_commit_seconds_count{catalog="paimon"} 0.0' in text
+    # the event log's: the same db.t, two series (this metastore records no default catalog: its key)
+    assert re.search(
+        r'^paimon_meta_commits_total\{catalog="b",table="db.t",kind="APPEND",outcome="published"\} 3$',
+        text,
+        re.M,
+    )
+    assert re.search(
+        r'^paimon_meta_commits_total\{catalog="jdbc",table="db.t",kind="APPEND",outcome="published"\} 1$',
+        text,
+        re.M,
+    )
+    assert re.search(r'^paimon_meta_lock_wait_seconds_count\{catalog="b",lock="b.db.t"\} \d+$', text, re.M)

@@ -57,7 +57,7 @@ print(json.dumps({"rows": sorted(r["v"] for r in rows), "path": str(table.table_
 """
 
 
-#: argv: uri warehouse token tag. paimon-rust (pypaimon-rust 0.4.0): creates db_rs and db_rs.t (DataFusion
+#: argv: uri warehouse token tag. paimon-rust (pypaimon-rust 0.4.0): creates db and db.t (DataFusion
 #: DDL), commits one batch whose ``v`` carry ``tag``, prints what it reads back and the table's location.
 RUST = r"""
 import json, sys
@@ -68,11 +68,11 @@ uri, warehouse, token, tag = sys.argv[1:5]
 options = {"metastore": "rest", "uri": uri, "warehouse": warehouse, "token.provider": "bear", "token": token}
 ctx = SQLContext()
 ctx.register_catalog("pm", options, default_database="")
-ctx.sql("CREATE SCHEMA IF NOT EXISTS pm.db_rs")
-ctx.sql("CREATE TABLE IF NOT EXISTS pm.db_rs.t (k BIGINT NOT NULL, v STRING) WITH ('bucket' = '-1')")
+ctx.sql("CREATE SCHEMA IF NOT EXISTS pm.db")
+ctx.sql("CREATE TABLE IF NOT EXISTS pm.db.t (k BIGINT NOT NULL, v STRING) WITH ('bucket' = '-1')")
 cat = PaimonCatalog(options)
 schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
-wb = cat.get_table("db_rs.t").new_batch_write_builder()
+wb = cat.get_table("db.t").new_batch_write_builder()
 w = wb.new_write()
 w.write_arrow(pa.record_batch({"k": [1, 2], "v": [tag + "-1", tag + "-2"]}, schema=schema))
 messages = w.prepare_commit()
@@ -80,7 +80,7 @@ w.close()
 c = wb.new_commit()
 c.commit(messages)
 c.close()
-t = cat.get_table("db_rs.t")
+t = cat.get_table("db.t")
 rb = t.new_read_builder()
 batches = rb.new_read().read(rb.new_scan().plan().splits())
 rows = pa.Table.from_batches(batches).to_pylist() if batches else []
@@ -191,6 +191,6 @@ def test_paimon_rust_creates_commits_and_reads_in_each_catalog(rig: Rig, rust_py
     b: dict[str, Any] = run_pypaimon(RUST, base, "lake", rig.bob, "rb", python=rust_python)
     assert a["rows"] == ["ra-1", "ra-2"] and b["rows"] == ["rb-1", "rb-2"]
     assert str(rig.local) in a["location"]
-    assert b["location"].startswith(f"s3://{rig.bucket}/warehouse/db_rs.db/t")
-    assert _keys(rig, "warehouse/db_rs.db/t/snapshot/")
-    assert (rig.local / "db_rs.db" / "t" / "snapshot" / "snapshot-1").exists()
+    assert b["location"].startswith(f"s3://{rig.bucket}/warehouse/db.db/t")
+    assert _keys(rig, "warehouse/db.db/t/snapshot/")
+    assert (rig.local / "db.db" / "t" / "snapshot" / "snapshot-1").exists()

@@ -23,6 +23,7 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.cli import serve as serve_cli
 from paimon_meta.cli.main import build_parser
 from paimon_meta.errors import ValidationError
+from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.feed import FeedEvent, read_feed
 from paimon_meta.metastore.outbox import lease_key
 from paimon_meta.service.outbox import (
@@ -56,8 +57,13 @@ def _commit(catalog: MetastoreCatalog, identifier: str, k: int) -> None:
     write.close()
 
 
+_OF_KEY = (
+    "table_id IN (SELECT table_id FROM paimon_tables WHERE catalog_key = :key"
+    " UNION ALL SELECT table_id FROM paimon_dropped_tables WHERE catalog_key = :key)"
+)
 _LOGGED = text(
-    "SELECT (SELECT count(*) FROM paimon_commit_events) + (SELECT count(*) FROM paimon_maintenance_events)"
+    f"SELECT (SELECT count(*) FROM paimon_commit_events WHERE {_OF_KEY})"  # noqa: S608
+    f" + (SELECT count(*) FROM paimon_maintenance_events WHERE {_OF_KEY})"
     " + (SELECT count(*) FROM paimon_lock_events WHERE starts_with(lock_id, :key || '.'))"
 )
 
@@ -79,14 +85,14 @@ def _feed(catalog: MetastoreCatalog, timeout: float = 20.0) -> list[FeedEvent]:
 
 
 def _await_stream(
-    nats: NatsServer, catalog: MetastoreCatalog, *, timeout: float = 20.0
+    nats: NatsServer, catalog: MetastoreCatalog, *, timeout: float = 20.0, stream: str = STREAM
 ) -> tuple[list[FeedEvent], list[StreamMessage]]:
     """The feed and the stream once the stream holds as many messages as the feed has events."""
     deadline = time.monotonic() + timeout
     while True:
         feed = _feed(catalog)
-        if stream_count(nats.url, STREAM) >= len(feed) or time.monotonic() > deadline:
-            return feed, read_stream(nats.url, STREAM)
+        if stream_count(nats.url, stream) >= len(feed) or time.monotonic() > deadline:
+            return feed, read_stream(nats.url, stream)
         time.sleep(0.2)
 
 
@@ -126,11 +132,13 @@ def _committing(catalog: MetastoreCatalog, identifier: str, start: int) -> Itera
     assert not errors, errors
 
 
-def _metric(server: ServiceProcess, token: str, name: str) -> float:
+def _metric(server: ServiceProcess, token: str, name: str, catalog: str | None = None) -> float:
+    """The sum of the samples of ``name`` (of those labelled ``catalog``, when given)."""
     body = httpx.get(f"{server.base}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10).text
     total = 0.0
-    for match in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? (\S+)$", body, re.MULTILINE):
-        total += float(match.group(1))
+    for match in re.finditer(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", body, re.MULTILINE):
+        if catalog is None or f'catalog="{catalog}"' in (match.group(1) or ""):
+            total += float(match.group(2))
     return total
 
 
@@ -293,6 +301,51 @@ def test_one_publisher_across_replicas_and_takeover(
     assert _metric(other, admin, "paimon_meta_outbox_published_total") > 0
 
 
+def test_every_catalog_is_published_on_its_own_subject(
+    service_processes: list[ServiceProcess],
+    clean_db: str,
+    tmp_path: Path,
+    catalog: MetastoreCatalog,
+    nats_server: NatsServer,
+) -> None:
+    """Catalog ``b``, created as ``paimon-meta catalogs create`` does and never named by a request to
+    either replica, has its events published on ``paimon.b.events`` (its own stream), each once and in
+    order, by one of the two replicas; the default catalog's subject and stream are as before, and hold
+    only its own events."""
+    admin = make_principal(catalog, "ops", [("admin", None, None)])
+    Catalogs(catalog.engine).create("b", str(tmp_path / "wh-b"), created_by="cli")
+    replicas = [
+        spawn_service(
+            service_processes,
+            clean_db,
+            catalog.warehouse,
+            tmp_path,
+            args=["--events-nats", nats_server.url, "--catalog-sweep-seconds", "0.5"],
+        )
+        for _ in range(2)
+    ]
+    with paimon_meta.connect(clean_db, catalog="b", **FAST_LOCK) as b:
+        b.create_table("db.t", SCHEMA)
+        for k in range(3):
+            _commit(b, "db.t", k)
+            _commit(catalog, "db.t", 100 + k)
+        feed_b, stream_b = _await_stream(nats_server, b, stream="PAIMON_B_EVENTS", timeout=60)
+        _assert_each_once_in_order(feed_b, stream_b)
+        assert {m.headers[CATALOG_HEADER] for m in stream_b} == {"b"}
+        assert {m.event["source"] for m in stream_b} == {"/paimon-meta/catalogs/b"}
+        assert read_stream(nats_server.url, "PAIMON_B_EVENTS", "paimon.b.events") == stream_b
+    feed, stream = _await_stream(nats_server, catalog)
+    _assert_each_once_in_order(feed, stream)
+    assert read_stream(nats_server.url, STREAM, SUBJECT) == stream
+    assert not {m.msg_id for m in stream} & {m.msg_id for m in stream_b}
+    # one publisher per catalog across the replicas, and its metrics say which catalog
+    for name, events in (("paimon", len(feed)), ("b", len(feed_b))):
+        leaders = [_metric(r, admin, "paimon_meta_outbox_leader", name) for r in replicas]
+        assert sorted(leaders) == [0, 1], (name, leaders)
+        published = sum(_metric(r, admin, "paimon_meta_outbox_published_total", name) for r in replicas)
+        assert published == events
+
+
 # ---- in-process: replays, the resume, settings ---------------------------------------------------------
 
 
@@ -313,7 +366,8 @@ def _outbox(catalog: MetastoreCatalog, nats: NatsServer) -> tuple[NatsOutbox, Se
 
 
 def _published(metrics: ServiceMetrics, result: str) -> float:
-    return metrics.registry.get_sample_value("paimon_meta_outbox_published_total", {"result": result}) or 0.0
+    labels = {"catalog": "paimon", "result": result}
+    return metrics.registry.get_sample_value("paimon_meta_outbox_published_total", labels) or 0.0
 
 
 def _run_until_caught_up(outbox: NatsOutbox, metrics: ServiceMetrics, events: int) -> None:
@@ -407,6 +461,33 @@ def test_serve_flags() -> None:
         settings("--events-nats-subject", "a.b")
     with pytest.raises(ValidationError, match="--events-nats-subject"):
         settings("--events-nats", "nats://h", "--events-nats-subject", "a.*")
+    # the other catalogs: paimon.<name>.events, each its own stream, or the one stream given
+    on = settings("--catalog-name", "sales", "--events-nats", "nats://h")
+    assert on is not None
+    b = on.for_catalog("b")
+    assert (b.subject, b.stream, b.sink, b.url) == (
+        "paimon.b.events",
+        "PAIMON_B_EVENTS",
+        "nats:paimon.b.events",
+        "nats://h",
+    )
+    on = settings("--events-nats", "nats://h", "--events-nats-subject", "a.b", "--events-nats-stream", "S")
+    assert on is not None and (on.for_catalog("b").subject, on.for_catalog("b").stream) == (
+        "paimon.b.events",
+        "S",
+    )
+    # a {catalog} pattern is every catalog's, the default one's too
+    on = settings(
+        "--catalog-name", "sales", "--events-nats", "nats://h", "--events-nats-subject", "lake.{catalog}.ev"
+    )
+    assert on is not None and (on.subject, on.for_catalog("b").subject) == ("lake.sales.ev", "lake.b.ev")
+    # a catalog whose subject would be the default catalog's is refused (it is not published)
+    on = settings("--events-nats", "nats://h", "--events-nats-subject", "paimon.b.events")
+    assert on is not None
+    with pytest.raises(ValidationError, match="default catalog's subject"):
+        on.for_catalog("b")
+    with pytest.raises(ValidationError, match="--events-nats-subject"):
+        settings("--events-nats", "nats://h", "--events-nats-subject", "a.{catalog}.*")
 
 
 def test_an_unexpected_error_restarts_the_publisher(
@@ -428,7 +509,9 @@ def test_an_unexpected_error_restarts_the_publisher(
     outbox, metrics = _outbox(catalog, nats_server)
     _run_until_caught_up(outbox, metrics, events)
     assert (
-        metrics.registry.get_sample_value("paimon_meta_outbox_publish_failures_total", {"step": "unexpected"})
+        metrics.registry.get_sample_value(
+            "paimon_meta_outbox_publish_failures_total", {"catalog": "paimon", "step": "unexpected"}
+        )
         == 1
     )
     _assert_each_once_in_order(_feed(catalog), read_stream(nats_server.url, STREAM))

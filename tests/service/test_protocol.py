@@ -287,7 +287,10 @@ def test_stale_base_is_a_conflict_answer(
     assert state_of_storage(service_catalog) == before
     metrics = service_client.get("/metrics", headers=admin).text
     for outcome in ("published", "conflict"):
-        assert f'paimon_meta_service_commits_total{{outcome="{outcome}",route="snapshot"}} 1.0' in metrics
+        assert (
+            f'paimon_meta_service_commits_total{{catalog="paimon",outcome="{outcome}",route="snapshot"}} 1.0'
+            in metrics
+        )
     with service_catalog.engine.connect() as conn:
         reasons = (
             conn.execute(

@@ -159,8 +159,14 @@ def test_credentials_are_reused_per_principal_table_and_level(service: Service) 
     events = access_events(service.catalog.engine, principal="reader")
     assert [e.payload["cached"] for e in events] == [True, False]
     text_ = service.client.get("/metrics", headers=auth(_admin(service))).text
-    assert 'paimon_meta_service_credentials_vended_total{level="read",source="sts"} 2.0' in text_
-    assert 'paimon_meta_service_credentials_vended_total{level="read",source="cache"} 1.0' in text_
+    assert (
+        'paimon_meta_service_credentials_vended_total{catalog="paimon",level="read",source="sts"} 2.0'
+        in text_
+    )
+    assert (
+        'paimon_meta_service_credentials_vended_total{catalog="paimon",level="read",source="cache"} 1.0'
+        in text_
+    )
 
 
 def test_credentials_near_the_end_of_their_use_are_vended_again(service: Service) -> None:

@@ -13,6 +13,11 @@ Invariants:
   using them: at shutdown (``close``), or ``RETIRE_SECONDS`` after they were replaced.
 * Every catalog's objects share the default catalog's engine (one connection pool per process); only the
   default catalog's ``close`` disposes it.
+* Every catalog of the metastore is served by every replica within ``sweep`` intervals (``serve
+  --catalog-sweep-seconds``), requested here or not: its maintenance workers, its background recovery and
+  its NATS outbox run wherever it is served, so a catalog created by the CLI is maintained and published
+  although no request named it on this replica. (The work itself is shared between replicas by the
+  metastore: the maintenance queue's leases, the recovery lease, the outbox lease.)
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
@@ -42,6 +48,16 @@ DEFAULT_REFRESH_SECONDS = 2.0
 RETIRE_SECONDS = 120.0
 
 
+class Publisher(Protocol):
+    """A catalog's publisher of its change feed (``service.outbox.NatsOutbox``)."""
+
+    def request_stop(self) -> None:
+        """Ask it to stop after the batch in flight; returns at once."""
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop it and wait up to ``timeout``; True if it ended."""
+
+
 @dataclass(slots=True)
 class ServedCatalog:
     """One catalog as the service serves it."""
@@ -57,6 +73,9 @@ class ServedCatalog:
     checked_at: float = 0.0
     #: Its maintenance scheduler and workers on this replica (None: none run here for it).
     maintainer: Maintainer | None = None
+    #: Its change feed's publisher on this replica (None: ``--events-nats`` is off, or the default
+    #: catalog, whose publisher the state runs).
+    outbox: Publisher | None = None
     _hub: FeedHub | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -86,6 +105,8 @@ class ServedCatalog:
     def close(self) -> None:
         """Close what this catalog holds but the shared engine (the default catalog's is closed by the
         state itself)."""
+        if self.outbox is not None:
+            self.outbox.stop(timeout=10.0)
         if self.maintainer is not None:
             self.maintainer.stop(timeout=10.0)
         self.close_hub()
@@ -116,6 +137,7 @@ class ServedCatalogs:
         refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
         maintenance_workers: int = 0,
         where: str = "",
+        start_outbox: Callable[[CatalogInfo], Publisher | None] | None = None,
     ) -> None:
         self.default = default
         self._server_options = dict(server_options)
@@ -127,6 +149,8 @@ class ServedCatalogs:
         #: 0: none): a catalog is maintained by the replicas serving it (its queue is in the metastore).
         self.maintenance_workers = maintenance_workers
         self._where = where
+        #: Starts a catalog's publisher of its change feed when it is connected (None: no outbox).
+        self._start_outbox = start_outbox
         self._catalogs = Catalogs(default.catalog.engine)
         self._served: dict[str, ServedCatalog] = {}
         self._retired: list[tuple[float, ServedCatalog]] = []
@@ -170,6 +194,40 @@ class ServedCatalogs:
                 f"{self.default.name!r}",
                 catalog=name,
             )
+        return self._serve(info)
+
+    def sweep(self) -> list[str]:
+        """Serve every catalog of the metastore on this replica: connect those not served yet (their
+        maintenance workers and publisher start), connect anew the altered ones, retire the dropped ones
+        (one read of ``paimon_catalogs``). Returns the names served after it (the default first). A catalog
+        that cannot be connected is logged and tried again at the next sweep.
+
+        Raises:
+            SQLAlchemyError: the metastore did not answer (the caller tries again later).
+        """
+        infos = self._catalogs.list_all()
+        listed = {info.name for info in infos}
+        for info in infos:
+            if info.name == self.default.name or info.catalog_key == self.default.key:
+                continue
+            try:
+                self._serve(info)
+            except CatalogNotFoundError:
+                pass  # the service is stopping
+            except Exception:
+                log.warning(
+                    "catalog %r could not be connected; next sweep tries again", info.name, exc_info=True
+                )
+        with self._lock:
+            gone = [name for name in self._served if name not in listed]
+        for name in gone:
+            self._retire(name)
+        return [s.name for s in self.every()]
+
+    def _serve(self, info: CatalogInfo) -> ServedCatalog:
+        """The served entry of ``info`` (just read from the metastore): the cached one if it was connected
+        from the same row, else connected now (the replaced one retired)."""
+        name = info.name
         now = time.monotonic()
         with self._lock:
             served = self._served.get(name)
@@ -193,6 +251,9 @@ class ServedCatalogs:
                     raced, replaced = None, old
                     if old is not None:
                         self._retired.append((now, old))
+                        # its publisher lets the new one take the lease now, not when it is closed
+                        if old.outbox is not None:
+                            old.outbox.request_stop()
             expired = [s for at, s in self._retired if now - at > RETIRE_SECONDS]
             self._retired = [(at, s) for at, s in self._retired if now - at <= RETIRE_SECONDS]
         if raced is not None:
@@ -212,6 +273,8 @@ class ServedCatalogs:
             if old is not None:
                 self._retired.append((time.monotonic(), old))
         if old is not None:
+            if old.outbox is not None:
+                old.outbox.request_stop()  # a dropped catalog is published no more
             log.info("catalog %r was dropped: no longer served", name)
             self.on_forget(old.key)
 
@@ -242,6 +305,7 @@ class ServedCatalogs:
                 catalog.file_io_options,
                 self._registry,
                 self._record_vended,
+                catalog=info.name,
             )
         maintainer = None
         if self.maintenance_workers > 0:
@@ -249,8 +313,15 @@ class ServedCatalogs:
                 catalog, MaintainerSettings(workers=self.maintenance_workers), where=self._where
             )
             maintainer.start()
+        outbox = self._start_outbox(info) if self._start_outbox is not None else None
         return ServedCatalog(
-            info.name, catalog, default=False, vending=vending, info=info, maintainer=maintainer
+            info.name,
+            catalog,
+            default=False,
+            vending=vending,
+            info=info,
+            maintainer=maintainer,
+            outbox=outbox,
         )
 
     def every(self) -> list[ServedCatalog]:
