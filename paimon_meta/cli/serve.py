@@ -265,6 +265,13 @@ def register(commands: Commands) -> None:
         help="maintenance jobs run at once on this replica (default 2; 0: none here)",
     )
     p.add_argument(
+        "--maintenance-spark-master",
+        metavar="MASTER",
+        help="run the compaction of a table of paimon-meta.maintenance.compaction.spark-min-bytes or more "
+        "(default 1 gb) as the Spark compaction job on this master (spark://host:7077, yarn, local[4]); "
+        "default: every compaction in the workers' threads",
+    )
+    p.add_argument(
         "--log-level",
         default="info",
         choices=["debug", "info", "warning", "error"],
@@ -297,6 +304,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
     from paimon_meta.catalog.metastore import ENV_WAREHOUSE
     from paimon_meta.errors import ValidationError
     from paimon_meta.io.sts import StsSettings, vendable
+    from paimon_meta.maintenance.spark import SparkCompaction
     from paimon_meta.model.options import parse_duration_ms
     from paimon_meta.service.server import serve
     from paimon_meta.service.state import ServiceSettings, statement_timeouts_of
@@ -371,6 +379,9 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         tls_key=args.tls_key,
         events_nats=_events_nats(args),
         maintenance_workers=args.maintenance_workers,
+        maintenance_spark=(
+            SparkCompaction(args.maintenance_spark_master) if args.maintenance_spark_master else None
+        ),
     )
     if not args.migrate:
         # Before uvicorn starts: an empty or older metastore is one line naming what to run, not a

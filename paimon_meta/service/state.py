@@ -23,6 +23,7 @@ from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
+from paimon_meta.maintenance.spark import SparkCompaction
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
 from paimon_meta.metastore.access_events import append_commit_refused, append_vended
@@ -153,6 +154,9 @@ class ServiceSettings:
     # and the standalone ``paimon-meta maintain`` through the queue in Postgres. ``paimon-meta serve``
     # runs 2 unless told otherwise (--maintenance-workers); an embedded app, none.
     maintenance_workers: int = 0
+    # Large compactions as the Spark compaction job on this cluster (``serve --maintenance-spark-master``;
+    # maintenance/spark.py); None: every compaction in the workers' own threads.
+    maintenance_spark: SparkCompaction | None = None
     # Recovery in the background (README "Graceful drain"): every this many seconds one replica at a time
     # (a lease on the metastore lock ``RECOVERY_LOCK``) settles the commits left prepared, e.g. by a replica
     # stopped mid-commit; 0 turns it off (``paimon-meta recover`` then does it). ``paimon-meta serve`` runs
@@ -455,6 +459,7 @@ class ServiceState:
             record_vended=lambda event: append_vended(engine, event),
             refresh_seconds=settings.catalog_refresh_seconds,
             maintenance_workers=settings.maintenance_workers,
+            maintenance_spark=settings.maintenance_spark,
             where=self.replica,
             start_outbox=self._start_outbox if settings.events_nats is not None else None,
         )
@@ -482,7 +487,9 @@ class ServiceState:
         # Maintenance runs on its own threads and connections; its commits take the table's lock like any
         # writer's, and it is maintenance that retries on a conflict.
         self.maintainer = Maintainer(
-            catalog, MaintainerSettings(workers=settings.maintenance_workers), where=self.replica
+            catalog,
+            MaintainerSettings(workers=settings.maintenance_workers, spark=settings.maintenance_spark),
+            where=self.replica,
         )
         self.maintainer.start()
         if settings.recovery_interval_seconds > 0:

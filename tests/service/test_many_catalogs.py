@@ -345,13 +345,20 @@ def test_the_console_switches_catalogs(rig: Rig) -> None:
 def test_a_served_catalog_runs_its_own_maintenance_workers(rig: Rig) -> None:
     """With maintenance workers (``serve --maintenance-workers``), each catalog the replica serves runs its
     own scheduler and workers on its own queue; they stop when the catalogs are closed."""
-    settings = ServiceSettings(auth_cache_seconds=0, maintenance_workers=1, catalog_refresh_seconds=0)
+    from paimon_meta.maintenance.spark import SparkCompaction
+
+    spark = SparkCompaction("spark://spark-master:7077")
+    settings = ServiceSettings(
+        auth_cache_seconds=0, maintenance_workers=1, catalog_refresh_seconds=0, maintenance_spark=spark
+    )
     state = ServiceState(settings, rig.a)
     try:
         with TestClient(create_app(settings, state=state), raise_server_exceptions=False) as client:
             _status(client.get(f"{B}/databases", headers=rig.tokens["bob"]), 200)
             served = state.catalogs.get("b")
             assert served.maintainer is not None and served.maintainer.catalog is served.catalog
+            # large compactions of every catalog go to the configured cluster (serve's flag)
+            assert served.maintainer.settings.spark is spark and state.maintainer.settings.spark is spark
             threads = list(served.maintainer._threads)
             assert threads and all(t.is_alive() for t in threads)
             state.catalogs.close()

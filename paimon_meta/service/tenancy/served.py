@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 from paimon_meta.catalog.metastore import CATALOG_KEY, CATALOG_OPTIONS, ConnectInfo, MetastoreCatalog
 from paimon_meta.errors import CatalogNotFoundError
 from paimon_meta.io.sts import DEFAULT_DURATION_SECONDS, StsSettings, vendable
+from paimon_meta.maintenance.spark import SparkCompaction
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore.access_events import CredentialsVended
 from paimon_meta.metastore.catalogs import CatalogInfo, Catalogs
@@ -136,6 +137,7 @@ class ServedCatalogs:
         record_vended: Callable[[CredentialsVended], int],
         refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
         maintenance_workers: int = 0,
+        maintenance_spark: SparkCompaction | None = None,
         where: str = "",
         start_outbox: Callable[[CatalogInfo], Publisher | None] | None = None,
     ) -> None:
@@ -148,6 +150,8 @@ class ServedCatalogs:
         #: Maintenance workers each served catalog runs on this replica (``serve --maintenance-workers``;
         #: 0: none): a catalog is maintained by the replicas serving it (its queue is in the metastore).
         self.maintenance_workers = maintenance_workers
+        #: Where their large compactions run (``serve --maintenance-spark-master``; None: in-process).
+        self.maintenance_spark = maintenance_spark
         self._where = where
         #: Starts a catalog's publisher of its change feed when it is connected (None: no outbox).
         self._start_outbox = start_outbox
@@ -310,7 +314,9 @@ class ServedCatalogs:
         maintainer = None
         if self.maintenance_workers > 0:
             maintainer = Maintainer(
-                catalog, MaintainerSettings(workers=self.maintenance_workers), where=self._where
+                catalog,
+                MaintainerSettings(workers=self.maintenance_workers, spark=self.maintenance_spark),
+                where=self._where,
             )
             maintainer.start()
         outbox = self._start_outbox(info) if self._start_outbox is not None else None
