@@ -1170,3 +1170,54 @@ def refuse_ungoverned_changes(
                 table=identifier,
                 reason="query-auth",
             )
+
+
+def checked_policy(
+    schema: TableSchema,
+    identifier: str,
+    existing: Sequence[StoredPolicy],
+    *,
+    principal: str,
+    policy_type: str,
+    column: str | None,
+    rule: str,
+) -> str:
+    """The canonical JSON of a new policy of ``principal`` on the table whose latest schema is ``schema``,
+    checked as the management API checks it: the rule against the columns (``PolicyRuleError``, 400), the
+    masked column exists (``ColumnNotFoundError``, 404), the table has ``query-auth.enabled=true`` and the
+    principal no policy of that identity (``GovernanceConflictError``, ``PolicyAlreadyExistsError``: 409),
+    and its rules together still apply (``PolicyConflictError``)."""
+    from paimon_meta.errors import ColumnNotFoundError
+    from paimon_meta.governance.policies import QueryRules
+    from paimon_meta.governance.rules import to_json
+
+    _check_policy_type(policy_type, column)
+    if policy_type == ROW_FILTER:
+        canonical = to_json(parse_row_filter(rule, schema.fields))
+    else:
+        if column not in {f.name for f in schema.fields}:
+            raise ColumnNotFoundError(
+                f"table {identifier} has no column {column!r}", identifier=identifier, column=column
+            )
+        canonical = to_json(parse_column_mask(rule, schema.fields, column or ""))
+    if str(schema.options.get(QUERY_AUTH, "false")).strip().lower() != "true":
+        raise GovernanceConflictError(
+            f"table {identifier} does not have {QUERY_AUTH}=true: its readers would not apply the policy "
+            "(set the option first)",
+            table=identifier,
+            reason="query-auth",
+        )
+    theirs = [p for p in existing if p.principal == principal]
+    if any(p.policy_type == policy_type and p.on_column == column for p in theirs):
+        what = "a row filter" if column is None else f"a mask on column {column!r}"
+        raise PolicyAlreadyExistsError(
+            f"principal {principal!r} already has {what} on table {identifier}", table=identifier
+        )
+    QueryRules.combine(
+        [p.body for p in theirs if p.policy_type == ROW_FILTER]
+        + ([canonical] if policy_type == ROW_FILTER else []),
+        [(p.on_column or "", p.body) for p in theirs if p.policy_type == COLUMN_MASKING]
+        + ([(column or "", canonical)] if policy_type == COLUMN_MASKING else []),
+        schema.fields,
+    )
+    return canonical
