@@ -585,6 +585,35 @@ class Assignments:
             ).all()
         return [_stored(r) for r in rows]
 
+    def subject_query(
+        self, principal: str, groups: Sequence[str] = (), *, include_expired: bool = False
+    ) -> tuple[str, dict[str, Any]]:
+        """The statement :meth:`of_subject` runs, and its parameters (``bench/bench_governance.py`` prints
+        its plan)."""
+        key = self.catalog_key or ""  # "" is no catalog key (keys are identifiers): NULL rows only
+        params = {
+            "names": [principal, *groups],
+            "ckx": key,
+            "dk": key if self.default else "",
+        }
+        active = "" if include_expired else " AND (a.expire_time IS NULL OR a.expire_time > now())"
+        sql = (
+            "WITH direct AS (SELECT principal_id, name FROM paimon_principals WHERE name = ANY(:names)),"  # noqa: S608 - constants
+            " who AS (SELECT principal_id, name FROM direct UNION SELECT g.principal_id, g.name"
+            " FROM paimon_principal_members m JOIN direct d ON d.principal_id = m.member_id"
+            " JOIN paimon_principals g ON g.principal_id = m.group_id)"
+            " SELECT w.name AS member, a.assignment_id, a.catalog_key, w.name AS principal, a.resource_type,"
+            " a.database_name, a.object_name, a.object_id, a.access, a.column_names,"
+            " a.excluded_column_names, a.expire_time, a.granted_by, a.granted_at, a.reason"
+            # LATERAL: one range of ix_paimon_assignments_principal per principal, whatever the
+            # planner's estimates (a hash join would read every assignment of the catalog)
+            " FROM who w LEFT JOIN LATERAL (SELECT * FROM paimon_assignments a"
+            # the catalog as one expression no index serves: only the principal's range is read
+            " WHERE a.principal_id = w.principal_id AND coalesce(a.catalog_key, :dk) = :ckx"
+            f"{active}) a ON true"
+        )
+        return sql, params
+
     def of_subject(
         self,
         principal: str,
@@ -596,19 +625,7 @@ class Assignments:
         """The subject ``principal`` with ``groups`` (names from its sign-in) and its memberships (groups
         and roles of ``paimon_principal_members``), and the active assignments of all of them in this
         catalog: one statement, one index range per principal."""
-        params = {"ck": self.catalog_key, "names": [principal, *groups], "me": principal}
-        active = "" if include_expired else " AND (a.expire_time IS NULL OR a.expire_time > now())"
-        sql = (
-            "WITH direct AS (SELECT principal_id, name FROM paimon_principals WHERE name = ANY(:names)),"  # noqa: S608 - constants
-            " who AS (SELECT principal_id, name FROM direct UNION SELECT g.principal_id, g.name"
-            " FROM paimon_principal_members m JOIN direct d ON d.principal_id = m.member_id"
-            " JOIN paimon_principals g ON g.principal_id = m.group_id)"
-            " SELECT w.name AS member, a.assignment_id, a.catalog_key, w.name AS principal, a.resource_type,"
-            " a.database_name, a.object_name, a.object_id, a.access, a.column_names,"
-            " a.excluded_column_names, a.expire_time, a.granted_by, a.granted_at, a.reason"
-            " FROM who w LEFT JOIN paimon_assignments a ON a.principal_id = w.principal_id"
-            f" AND {self._in_catalog()}{active}"
-        )
+        sql, params = self.subject_query(principal, groups, include_expired=include_expired)
         with self._tx(conn) if conn is not None else self.engine.connect() as c:
             rows = c.execute(text(sql), params).all()
         members = sorted({r.member for r in rows if r.member != principal})
