@@ -172,6 +172,8 @@ def main() -> None:
             people.grant("boss", Privilege.ADMIN)
             reader = people.create("reader")
             people.grant("reader", Privilege.READ)
+            plain_token = people.create("plain")
+            people.grant("plain", Privilege.READ)
             from paimon_meta.governance.permissions import Access, Assignment, ColumnRange, Resource
 
             store.grant(Assignment("boss", Resource.catalog_all(), Access.ALL), granted_by="bench")
@@ -212,6 +214,16 @@ def main() -> None:
                     auth.append(time.perf_counter() - t0)
                     assert r.status_code == 200 and len(r.json()["filter"]) == 1, r.text
                 _report("POST /auth (filter + mask + column range; in-process service)", auth)
+                # the same route for a principal holding no policy and no column range: the rest of its cost
+                # (authentication, the legacy check, the schema read, the subject's assignments)
+                plain = []
+                ph = {"Authorization": f"Bearer {plain_token}"}
+                for _ in range(args.calls):
+                    t0 = time.perf_counter()
+                    r = client.post(f"{t}/auth", json={}, headers=ph)
+                    plain.append(time.perf_counter() - t0)
+                    assert r.status_code == 200 and r.json()["filter"] == [], r.text
+                _report("POST /auth (no policy, no column range; baseline)", plain)
         finally:
             catalog.close()
     finally:
