@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
 
-from paimon_meta.db.models import PaimonFunction, PaimonSemanticView, PaimonView
+from paimon_meta.db.models import PaimonFunction, PaimonSemanticView, PaimonView, Privilege
 from paimon_meta.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
@@ -34,6 +34,7 @@ from paimon_meta.errors import (
     DroppedTableNotFoundError,
     TableAlreadyExistsError,
 )
+from paimon_meta.metastore.assignments import Assignments, on_table_dropped
 from paimon_meta.metastore.catalog_objects import restore_database_objects
 from paimon_meta.metastore.registry import Registry, TableRow
 
@@ -210,6 +211,16 @@ class RecycleBin:
                 .mappings()
                 .first()
             )
+            if row is not None:  # assignments and policies bind to the object: a drop removes them
+                on_table_dropped(
+                    conn,
+                    catalog_key=self.catalog_key,
+                    default=self.default_catalog,
+                    table_id=row["table_id"],
+                    database=database,
+                    table=name,
+                    principal=dropped_by,
+                )
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return _row(row)
@@ -598,7 +609,7 @@ class RecycleBin:
 def _restore_grants(conn: Connection, database: str, table: str | None, grants: list[dict[str, Any]]) -> int:
     """Insert kept grants on ``database`` (``table``: None for database-level ones) of principals that
     still exist; how many came back."""
-    return int(
+    restored = int(
         conn.execute(
             text(
                 "INSERT INTO paimon_grants (principal_id, privilege, database_name, table_name, "
@@ -611,6 +622,25 @@ def _restore_grants(conn: Connection, database: str, table: str | None, grants: 
             {"db": database, "name": table, "grants": json.dumps(grants)},
         ).rowcount
     )
+    # and their bundles' assignments, as ``principals grant`` writes them (migration 0022): the drop
+    # removed the assignments; the restored grants give them back
+    for g in grants:
+        name = conn.execute(
+            text("SELECT name FROM paimon_principals WHERE principal_id = :p"), {"p": g["principal_id"]}
+        ).scalar_one_or_none()
+        if name is None:
+            continue
+        key = g.get("catalog_key")
+        Assignments(conn.engine, catalog_key=key, default=key is None).grant_bundle(
+            conn,
+            name,
+            Privilege(g["privilege"]),
+            database=database,
+            table=table,
+            granted_by=g.get("granted_by"),
+            reason="restored with the grant by an undrop",
+        )
+    return restored
 
 
 def _insert_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:
