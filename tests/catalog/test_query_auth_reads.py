@@ -69,18 +69,20 @@ MASK_NAME = json.dumps({"name": "SUBSTRING", "inputs": [ref("name"), 1, 1]})
 @pytest.fixture
 def served(service_catalog: MetastoreCatalog) -> Iterator[tuple[AuthAnswers, str, str]]:
     """(the scripted /auth, the service URL, a reader's token); tables db.t (query-auth.enabled,
-    primary key id, 2 buckets) and db.open (no query-auth) hold ROWS."""
+    primary key id, 2 buckets), db.open (no query-auth) and db.log (query-auth.enabled, append) hold
+    ROWS."""
     admin = make_principal(service_catalog, "admin", [("admin", None, None)])
     reader = make_principal(service_catalog, "reader", [("read", None, None)])
     settings = ServiceSettings(auth_cache_seconds=0, max_body_bytes=1 << 20)
     answers = AuthAnswers(create_app(settings, state=ServiceState(settings, service_catalog)))
     with serve_app(answers) as base:
         with paimon_meta.connect_service(base, token=admin) as catalog:
-            for name, options in (
-                ("db.t", {"bucket": "2", "query-auth.enabled": "true"}),
-                ("db.open", {"bucket": "2"}),
+            for name, keys, options in (
+                ("db.t", ["id"], {"bucket": "2", "query-auth.enabled": "true"}),
+                ("db.open", ["id"], {"bucket": "2"}),
+                ("db.log", [], {"query-auth.enabled": "true"}),
             ):
-                table = catalog.create_table(name, SCHEMA, primary_keys=["id"], options=options)
+                table = catalog.create_table(name, SCHEMA, primary_keys=keys, options=options)
                 wb = table.new_batch_write_builder()
                 w = wb.new_write()
                 w.write_arrow(ROWS)
