@@ -286,6 +286,30 @@ class PrincipalAlreadyExistsError(AlreadyExistsError):
     resource = "principal"
 
 
+class PolicyNotFoundError(NotFoundError):
+    """No data policy of that identity (table, principal, type, column)."""
+
+    resource = "policy"
+
+
+class PolicyAlreadyExistsError(AlreadyExistsError):
+    """The principal already has a row filter on the table (or a mask on that column)."""
+
+    resource = "policy"
+
+
+class ColumnNotFoundError(NotFoundError):
+    """A column a grant or a policy names is not in the table's latest schema (``column``)."""
+
+    resource = "column"
+
+
+class GovernanceConflictError(PaimonMetaError):
+    """A change the table's governance state refuses (the service answers 409): a policy or a column
+    grant on a table without ``query-auth.enabled=true``, turning it off while policies exist, renaming
+    or dropping a column a policy protects or reads. Fields: ``table``, ``column``, ``reason``."""
+
+
 class CatalogNotFoundError(NotFoundError):
     """No catalog with that name in the metastore (``paimon_catalogs``)."""
 

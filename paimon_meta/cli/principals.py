@@ -181,10 +181,13 @@ def _where(ctx: Context, db: str | None, table: str | None) -> str:
 
 
 def _grant(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.metastore.assignments import grant_privilege
     from paimon_meta.ops.common import operator_identity
 
     db, table = _scope(args)
-    new = _principals(ctx).grant(
+    # the grant row (replicas of the previous release read it) and its bundle's assignments (migration 0022)
+    new = grant_privilege(
+        ctx.engine(),
         args.name,
         Privilege(args.privilege),
         database=db,
@@ -198,12 +201,17 @@ def _grant(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def _revoke(ctx: Context, args: argparse.Namespace) -> Output:
+    from paimon_meta.metastore.assignments import revoke_privilege
+    from paimon_meta.ops.common import operator_identity
+
     db, table = _scope(args)
-    done = _principals(ctx).revoke(
+    done = revoke_privilege(
+        ctx.engine(),
         args.name,
         Privilege(args.privilege),
         database=db,
         table=table,
+        revoked_by=operator_identity(),
         catalog_key=_catalog_key(ctx, args),
     )
     where = _where(ctx, db, table)

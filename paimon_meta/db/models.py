@@ -36,7 +36,7 @@ from sqlalchemy import (
     Uuid,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paimon_meta.db.base import Base
@@ -652,6 +652,173 @@ class TableBranch(Base):
     timeline: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+# ---- Paimon's permission model (migration 0022, docs/GOVERNANCE.md) -------------------------------------
+
+
+class GovernanceEventType(enum.StrEnum):
+    """``paimon_governance_events.event_type`` values (enforced by a CHECK constraint)."""
+
+    PERMISSION_GRANTED = "permission_granted"
+    PERMISSION_REVOKED = "permission_revoked"
+    POLICY_CREATED = "policy_created"
+    POLICY_DROPPED = "policy_dropped"
+    MEMBER_ADDED = "member_added"
+    MEMBER_REMOVED = "member_removed"
+    #: An object's drop removed its assignments and policies.
+    OBJECT_DROPPED = "object_dropped"
+    #: An object's rename moved its assignments with it.
+    OBJECT_RENAMED = "object_renamed"
+
+
+_RESOURCE_TYPES = (
+    "CATALOG",
+    "CATALOG_ALL",
+    "DATABASE",
+    "DATABASE_ALL",
+    "TABLE",
+    "COLUMN",
+    "VIEW",
+    "FUNCTION",
+)
+_ACCESSES = (
+    "ALL", "CREATEDATABASE", "DESCRIBE", "ALTER", "DROP", "CREATETABLE", "CREATEFUNCTION", "CREATEVIEW",
+    "LIST", "SELECT", "UPDATE", "GRANT",
+)  # fmt: skip
+
+
+class AssignmentRecord(Base):
+    """One access on one resource for one principal (``paimon_meta.governance.permissions.Assignment``).
+    ``object_id`` binds the resource to its object's stable id (database, table, view or function id; NULL:
+    by name); ``catalog_key`` NULL is the service's default catalog."""
+
+    __tablename__ = "paimon_assignments"
+    __table_args__ = (
+        CheckConstraint(_in_list("resource_type", _RESOURCE_TYPES), name="resource_type"),
+        CheckConstraint(_in_list("access", _ACCESSES), name="access"),
+        CheckConstraint(
+            "(resource_type = 'COLUMN') = ((column_names IS NULL) <> (excluded_column_names IS NULL))",
+            name="columns_for_column",
+        ),
+        Index(
+            "uq_paimon_assignments_identity",
+            "catalog_key",
+            "resource_type",
+            "database_name",
+            "object_name",
+            "access",
+            "principal_id",
+            unique=True,
+            postgresql_nulls_not_distinct=True,
+        ),
+        Index("ix_paimon_assignments_principal", "principal_id", "catalog_key"),
+        Index(
+            "ix_paimon_assignments_object",
+            "resource_type",
+            "object_id",
+            postgresql_where=text("object_id IS NOT NULL"),
+        ),
+    )
+
+    assignment_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    catalog_key: Mapped[str | None] = mapped_column(String(255))
+    principal_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("paimon_principals.principal_id", ondelete="CASCADE")
+    )
+    resource_type: Mapped[str] = mapped_column(Text)
+    database_name: Mapped[str | None] = mapped_column(String(255))
+    object_name: Mapped[str | None] = mapped_column(String(255))
+    object_id: Mapped[int | None] = mapped_column(BigInteger)
+    access: Mapped[str] = mapped_column(Text)
+    column_names: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
+    excluded_column_names: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
+    expire_time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    granted_by: Mapped[str | None] = mapped_column(Text)
+    granted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    reason: Mapped[str | None] = mapped_column(Text)
+
+
+class PolicyRecord(Base):
+    """A row filter or column mask of one table (by ``table_id``) for one principal; ``body`` is the
+    rule's canonical JSON (``governance.rules.to_json``)."""
+
+    __tablename__ = "paimon_policies"
+    __table_args__ = (
+        CheckConstraint(_in_list("policy_type", ("ROW_FILTER", "COLUMN_MASKING")), name="policy_type"),
+        CheckConstraint(
+            "(policy_type = 'COLUMN_MASKING') = (on_column IS NOT NULL)", name="column_for_masks"
+        ),
+        Index(
+            "uq_paimon_policies_identity",
+            "table_id",
+            "principal_id",
+            "policy_type",
+            "on_column",
+            unique=True,
+            postgresql_nulls_not_distinct=True,
+        ),
+    )
+
+    policy_id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    table_id: Mapped[int] = mapped_column(BigInteger)
+    principal_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("paimon_principals.principal_id", ondelete="CASCADE")
+    )
+    policy_type: Mapped[str] = mapped_column(Text)
+    on_column: Mapped[str | None] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    reason: Mapped[str | None] = mapped_column(Text)
+
+
+class PrincipalMember(Base):
+    """``member_id`` belongs to the group or role ``group_id`` (both principals): the group's or role's
+    assignments and policies apply to it."""
+
+    __tablename__ = "paimon_principal_members"
+    __table_args__ = (
+        CheckConstraint("member_id <> group_id", name="not_itself"),
+        Index("ix_paimon_principal_members_group", "group_id"),
+    )
+
+    member_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("paimon_principals.principal_id", ondelete="CASCADE"), primary_key=True
+    )
+    group_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("paimon_principals.principal_id", ondelete="CASCADE"), primary_key=True
+    )
+    added_by: Mapped[str | None] = mapped_column(Text)
+    added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class GovernanceEventRecord(Base):
+    """One row of the append-only governance log: who (``principal``) changed what (``event_type``,
+    ``subject``: the resource as ``TYPE db.name``, ``target``: the principal the change is for,
+    ``payload``) when and why (``reason``). ``txid`` orders it in the change feed."""
+
+    __tablename__ = "paimon_governance_events"
+    __table_args__ = (
+        CheckConstraint(_in_list("event_type", GovernanceEventType), name="event_type"),
+        Index("ix_paimon_governance_events_feed", "txid", "event_id"),
+        Index("ix_paimon_governance_events_subject", "subject", "event_id"),
+        Index("ix_paimon_governance_events_target", "target", "event_id"),
+    )
+
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=text(TXID_DEFAULT))
+    catalog_key: Mapped[str | None] = mapped_column(String(255))
+    event_type: Mapped[str] = mapped_column(Text)
+    principal: Mapped[str | None] = mapped_column(Text)
+    subject: Mapped[str] = mapped_column(Text)
+    target: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=text("clock_timestamp()")
+    )
 
 
 # ---- views and functions (migration 0005) --------------------------------------------------------------

@@ -34,6 +34,7 @@ from paimon_meta.errors import (
     DroppedTableNotFoundError,
     TableAlreadyExistsError,
 )
+from paimon_meta.metastore.assignments import on_table_dropped
 from paimon_meta.metastore.catalog_objects import restore_database_objects
 from paimon_meta.metastore.registry import Registry, TableRow
 
@@ -210,6 +211,16 @@ class RecycleBin:
                 .mappings()
                 .first()
             )
+            if row is not None:  # assignments and policies bind to the object: a drop removes them
+                on_table_dropped(
+                    conn,
+                    catalog_key=self.catalog_key,
+                    default=self.default_catalog,
+                    table_id=row["table_id"],
+                    database=database,
+                    table=name,
+                    principal=dropped_by,
+                )
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return _row(row)

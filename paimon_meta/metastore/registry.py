@@ -47,6 +47,7 @@ from paimon_meta.errors import (
     ValidationError,
 )
 from paimon_meta.io.base import key_ancestors, keys_overlap, location_key, normalise_uri
+from paimon_meta.metastore.assignments import on_database_dropped, on_table_dropped, on_table_renamed
 from paimon_meta.metastore.catalog_objects import drop_database_objects, lock_object_name, view_exists
 from paimon_meta.metastore.lock import DEFAULT_CATALOG_KEY, lock_id_for
 from paimon_meta.model import limits
@@ -338,6 +339,7 @@ class Registry:
                 raise ValidationError(f"database {name!r} is not empty: drop its tables first", database=name)
             dropped = drop_database_objects(c, self.catalog_key, name, principal=principal)
             key = self.catalog_key
+            on_database_dropped(c, catalog_key=key, default=False, database=name, principal=principal)
             c.execute(
                 delete(PaimonDatabase).where(
                     PaimonDatabase.catalog_key == key, PaimonDatabase.database_name == name
@@ -653,6 +655,16 @@ class Registry:
         )
         with self._tx(conn) as c:
             row = c.execute(query).first()
+            if row is not None:  # its assignments and policies go with it (migration 0022)
+                on_table_dropped(
+                    c,
+                    catalog_key=self.catalog_key,
+                    default=False,
+                    table_id=row.table_id,
+                    database=database,
+                    table=name,
+                    principal=None,
+                )
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return TableRow.from_row(row)
@@ -716,6 +728,15 @@ class Registry:
                 raise TableAlreadyExistsError(
                     f"table {new_database}.{new_name} already exists", table=f"{new_database}.{new_name}"
                 ) from exc
+            if row is not None:  # its assignments follow it (migration 0022; policies are by id)
+                on_table_renamed(
+                    c,
+                    catalog_key=self.catalog_key,
+                    table_id=row.table_id,
+                    old=(database, name),
+                    new=(new_database, new_name),
+                    principal=None,
+                )
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return TableRow.from_row(row)

@@ -44,6 +44,7 @@ from paimon_meta.errors import (
     FileAlreadyExistsError,
     FileIOError,
     FileNotFound,
+    GovernanceConflictError,
     LockError,
     MetastoreUnavailableError,
     NotFoundError,
@@ -223,6 +224,8 @@ def classify(e: BaseException, budget: QueryBudget | None = None) -> Answer:
         return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, AlreadyExistsError):
         return Answer(409, e.message, e.resource.upper(), _resource_name(e))
+    if isinstance(e, GovernanceConflictError):  # a policy protects what the change would alter
+        return Answer(409, e.message, "TABLE", _resource_name(e))
     if isinstance(e, RefusedError):  # an operation refused to protect a live writer (a live lock)
         return Answer(409, e.message, None, _resource_name(e))
     if isinstance(e, UnsupportedError):
