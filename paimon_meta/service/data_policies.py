@@ -4,8 +4,8 @@ must not hand raw file access to a principal whose reads are filtered or masked,
 marked it a trusted engine (``serve --trusted-engines``), one that applies the policies itself.
 
 :func:`table_policies` is the FastAPI dependency the routes ask; it answers from the catalog's stored
-policies and column assignments (issue 36, phase B: ``paimon_policies`` and ``paimon_assignments``).
-Until a catalog keeps any, nothing restricts anyone and the answer is empty.
+policies and column assignments (``paimon_policies``, ``paimon_assignments``; migration 0022): those of
+the principal, its groups and its roles.
 """
 
 from __future__ import annotations
@@ -14,10 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from datetime import UTC, datetime
+
 from fastapi import Request
 
+from paimon_meta.governance.evaluate import column_range
+from paimon_meta.governance.permissions import Resource, ResourceType
+from paimon_meta.metastore.assignments import Assignments, Policies
 from paimon_meta.metastore.principals import Access
-from paimon_meta.service.deps import state_of
+from paimon_meta.service.deps import served_of, state_of
+from paimon_meta.service.tenancy.served import ServedCatalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,16 +50,33 @@ class TablePolicies(Protocol):
         ...
 
 
-class NoStoredPolicies:
-    """A catalog that keeps no policies and no column assignments: nothing restricts a read."""
+@dataclass(frozen=True, slots=True)
+class StoredPolicies:
+    """The policies one catalog keeps (``paimon_policies``) and its principals' column assignments
+    (``paimon_assignments``): what applies to a principal is its own, its groups' and its roles'."""
+
+    served: ServedCatalog
 
     def restrictions(self, access: Access, identifier: str) -> Sequence[Restriction]:
-        return ()
+        catalog = self.served.catalog
+        row = catalog.table_row(identifier)
+        store = Assignments(catalog.engine, catalog_key=self.served.key, default=self.served.default)
+        held = store.of_subject(access.principal, access.groups)
+        policies = Policies(catalog.engine, catalog_key=self.served.key).of_subject(
+            row.table_id, held.subject
+        )
+        out = [Restriction(p.policy_type, p.principal, p.on_column) for p in policies]
+        table = Resource(ResourceType.TABLE, row.database, row.name)
+        now = datetime.now(UTC)
+        for a in held.assignments:
+            if a.columns is not None and not column_range([a], held.subject, table, now).is_full:
+                out.append(Restriction("COLUMN", a.principal))
+        return out
 
 
 def table_policies(request: Request) -> TablePolicies:
-    """The request's catalog's policies (a FastAPI dependency; tests may override it)."""
-    return NoStoredPolicies()
+    """The policies of the request's catalog (a FastAPI dependency; tests may override it)."""
+    return StoredPolicies(served_of(request))
 
 
 def is_trusted_engine(request: Request, access: Access) -> bool:

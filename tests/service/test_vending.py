@@ -30,7 +30,10 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.io import get_file_io
 from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore.access_events import access_events
-from paimon_meta.metastore.principals import Access
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import Assignment, ColumnRange, Resource, ResourceType
+from paimon_meta.metastore.assignments import Assignments, Policies
+from paimon_meta.metastore.principals import Access, Principals
 from paimon_meta.service.app import create_app
 from paimon_meta.service.data_policies import Restriction, table_policies
 from paimon_meta.service.state import ServiceSettings, ServiceState
@@ -364,3 +367,51 @@ def test_serve_reads_the_trusted_engines(monkeypatch: pytest.MonkeyPatch) -> Non
     assert _trusted_engines(flag) == frozenset({"engine-a"})
     monkeypatch.delenv("PAIMON_META_TRUSTED_ENGINES")
     assert _trusted_engines(parser.parse_args(["serve"])) == frozenset()
+
+
+def test_stored_policies_and_column_ranges_refuse_the_data_token(service: Service) -> None:
+    """The token route reads the catalog's stored policies (its own, a group's) and column ranges."""
+    catalog = service.catalog
+    key = catalog.registry.catalog_key
+    row = catalog.table_row("db.t")
+    Principals(catalog.engine).create_group("analysts", created_by="tests")
+    engine_token = make_principal(catalog, "etl-engine", [("read", "db", "t")])
+    store = Assignments(catalog.engine, catalog_key=key)
+    store.add_member("group:analysts", "reader", added_by="tests")
+    filter_json = json.dumps(
+        {
+            "kind": "LEAF",
+            "transform": {"name": "FIELD_REF", "fieldRef": {"index": 0, "name": "k", "type": "BIGINT"}},
+            "function": "GREATER_THAN",
+            "literals": [0],
+        }
+    )
+    Policies(catalog.engine, catalog_key=key).create(
+        row.table_id,
+        "db.t",
+        "group:analysts",
+        policy_type="ROW_FILTER",
+        on_column=None,
+        body=filter_json,
+        created_by="tests",
+    )
+    columns = Assignment(
+        "etl-engine",
+        Resource(ResourceType.COLUMN, "db", "t"),
+        PermissionAccess.SELECT,
+        columns=ColumnRange.allowlist(["k"]),
+    )
+    store.grant(columns, granted_by="tests")
+    refused = service.client.get(TOKEN_URL, headers=auth(service.reader))
+    assert refused.status_code == 403, refused.text
+    assert "a row filter (of group:analysts)" in refused.json()["message"]
+    refused = service.client.get(TOKEN_URL, headers=auth(engine_token))
+    assert refused.status_code == 403 and "a column range (of etl-engine)" in refused.json()["message"]
+    # a writer with neither gets its credentials
+    assert service.client.get(TOKEN_URL, headers=auth(service.writer)).status_code == 200
+    # the operator trusts the engine
+    settings = dataclasses.replace(service.state.settings, trusted_engines=frozenset({"etl-engine"}))
+    app = create_app(settings, state=ServiceState(settings, catalog))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get(TOKEN_URL, headers=auth(engine_token)).status_code == 200
+        assert client.get(TOKEN_URL, headers=auth(service.reader)).status_code == 403
