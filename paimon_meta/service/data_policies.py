@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
 from datetime import UTC, datetime
+from typing import Protocol
 
 from fastapi import Request
 

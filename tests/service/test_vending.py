@@ -27,11 +27,11 @@ from sqlalchemy import text
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import Assignment, ColumnRange, Resource, ResourceType
 from paimon_meta.io import get_file_io
 from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore.access_events import access_events
-from paimon_meta.governance.permissions import Access as PermissionAccess
-from paimon_meta.governance.permissions import Assignment, ColumnRange, Resource, ResourceType
 from paimon_meta.metastore.assignments import Assignments, Policies
 from paimon_meta.metastore.principals import Access, Principals
 from paimon_meta.service.app import create_app
