@@ -44,6 +44,7 @@ from paimon_meta.errors import (
 )
 from paimon_meta.io import get_file_io, location_key, normalise_uri, resolve_location, scheme_of
 from paimon_meta.io.base import FileIO
+from paimon_meta.metastore.assignments import Policies, refuse_ungoverned_changes
 from paimon_meta.metastore.catalog_objects import CatalogObjects
 from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.events import EventLog
@@ -555,9 +556,14 @@ class MetastoreCatalog:
         )
         with self._table_lock(db, name, "alter"):
             row = self.registry.get_table_row(db, name)
+            governed = Policies(self.engine, catalog_key=self.registry.catalog_key).of_table(row.table_id)
             if row.table_schema is not None:
+                if governed:
+                    refuse_ungoverned_changes(identifier, metadata_tables.schema_of(row), governed, changes)
                 return metadata_tables.alter(self, row, changes)
             table = self.get_table(identifier)
+            if governed:
+                refuse_ungoverned_changes(identifier, table.schema, governed, changes)
             schema = schema_change.alter(table, changes)
             self.registry.set_schema_id(row.table_id, schema.id)
         return schema

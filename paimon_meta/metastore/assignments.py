@@ -39,6 +39,7 @@ from paimon_meta.db.models import GovernanceEventType, Privilege
 from paimon_meta.errors import (
     DatabaseNotFoundError,
     FunctionNotFoundError,
+    GovernanceConflictError,
     PolicyAlreadyExistsError,
     PolicyNotFoundError,
     PrincipalAlreadyExistsError,
@@ -56,6 +57,16 @@ from paimon_meta.governance.permissions import (
     Resource,
     ResourceType,
     format_instant,
+)
+from paimon_meta.governance.rules import parse_column_mask, parse_row_filter
+from paimon_meta.model.schema import TableSchema
+from paimon_meta.model.types import DataField
+from paimon_meta.table.schema_change import (
+    RemoveOption,
+    RenameColumn,
+    SchemaChange,
+    SetOption,
+    UpdateColumnType,
 )
 
 R = ResourceType
@@ -516,6 +527,7 @@ class Assignments:
         resource: Resource,
         *,
         principal: str | None = None,
+        principals: Sequence[str] | None = None,
         access: Access | None = None,
         page_token: str | None = None,
         max_results: int | None = None,
@@ -533,6 +545,8 @@ class Assignments:
         ]
         if principal is not None:
             where.append("p.name = :pn")
+        if principals is not None:  # only these principals' (a caller who may not see the others')
+            where.append("p.name = ANY(:pns)")
         if access is not None:
             where.append("a.access = :ac")
         with self.engine.connect() as conn:
@@ -549,6 +563,7 @@ class Assignments:
                     "ob": resource.object,
                     "after": after,
                     "pn": principal,
+                    "pns": list(principals or ()),
                     "ac": None if access is None else access.value,
                     "n": size + 1,
                 },
@@ -851,6 +866,7 @@ class Policies:
         *,
         policy_type: str | None = None,
         principal: str | None = None,
+        principals: Sequence[str] | None = None,
         column: str | None = None,
         page_token: str | None = None,
         max_results: int | None = None,
@@ -866,6 +882,8 @@ class Policies:
             where.append("x.policy_type = :ty")
         if principal is not None:
             where.append("p.name = :pn")
+        if principals is not None:
+            where.append("p.name = ANY(:pns)")
         if column is not None:
             where.append("x.on_column = :col")
         with self.engine.connect() as conn:
@@ -880,6 +898,7 @@ class Policies:
                     "after": _page_token(page_token),
                     "ty": policy_type,
                     "pn": principal,
+                    "pns": list(principals or ()),
                     "col": column,
                     "n": size + 1,
                 },
@@ -1088,3 +1107,66 @@ def revoke_privilege(
             remaining=remaining,
         )
     return bool(gone)
+
+
+# ---- schema changes a table's policies refuse ----------------------------------------------------------
+
+#: The table option readers of a governed table honour (they call ``/auth``).
+QUERY_AUTH = "query-auth.enabled"
+
+
+def protected_columns(policies: Sequence[StoredPolicy], fields: Sequence[DataField]) -> dict[str, str]:
+    """The columns the policies protect (a mask's column) or read (a filter's, a mask's inputs): column ->
+    the policy that does (for the refusal's message). A stored rule that no longer parses protects at
+    least its masked column."""
+    out: dict[str, str] = {}
+    for p in policies:
+        what = f"the {p.policy_type} policy of {p.principal!r}"
+        if p.on_column is not None:
+            out.setdefault(p.on_column, what)
+        try:
+            rule = (
+                parse_row_filter(p.body, fields)
+                if p.policy_type == ROW_FILTER
+                else parse_column_mask(p.body, fields, p.on_column or "")
+            )
+        except ValidationError:
+            continue
+        for column in rule.columns():
+            out.setdefault(column, what)
+    return out
+
+
+def refuse_ungoverned_changes(
+    identifier: str, schema: TableSchema, policies: Sequence[StoredPolicy], changes: Sequence[SchemaChange]
+) -> None:
+    """Refuse (``GovernanceConflictError``, 409) a change that would break the table's policies:
+    renaming or retyping a column one protects or reads, turning ``query-auth.enabled`` off (or removing
+    it) while policies exist. Drop the policies first."""
+    protected = protected_columns(policies, schema.fields)
+    for change in changes:
+        column = None
+        if isinstance(change, RenameColumn):
+            column, verb = change.old, "rename"
+        elif isinstance(change, UpdateColumnType):
+            column, verb = change.name, "change the type of"
+        if column is not None and column in protected:
+            raise GovernanceConflictError(
+                f"cannot {verb} column {column!r} of table {identifier}: {protected[column]} protects or "
+                "reads it (drop the policy first)",
+                table=identifier,
+                column=column,
+                reason="protected-column",
+            )
+        turned_off = (
+            isinstance(change, SetOption)
+            and change.key == QUERY_AUTH
+            and change.value.strip().lower() != "true"
+        ) or (isinstance(change, RemoveOption) and change.key == QUERY_AUTH)
+        if turned_off:
+            raise GovernanceConflictError(
+                f"cannot turn {QUERY_AUTH} off on table {identifier}: {len(policies)} policies exist (its "
+                "readers would stop applying them; drop the policies first)",
+                table=identifier,
+                reason="query-auth",
+            )

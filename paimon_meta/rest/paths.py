@@ -186,16 +186,22 @@ SPEC_OPERATIONS: tuple[tuple[str, str, str], ...] = (
 )
 
 # ---- the management API (apache/paimon rest-management-open-api.yaml; docs/GOVERNANCE.md) -------------
+#: Permissions of the catalog: the direct assignments on one exact resource (``GET``), grant, revoke.
+PERMISSIONS = f"{CATALOG}/permissions"
+GRANT_PERMISSION = f"{PERMISSIONS}/grant"
+REVOKE_PERMISSION = f"{PERMISSIONS}/revoke"
+#: A table's data policies (row filters, column masks): list (``GET``), create (``POST``), drop.
+TABLE_POLICIES = f"{TABLE}/policies"
+DROP_TABLE_POLICY = f"{TABLE_POLICIES}/drop"
 #: ``(method, template, operationId)`` of the management operations pypaimon 2.1.0 and paimon-rust 0.4.0
-#: call. Not served yet (issue 36, phase B): once routes serve them they become constants of their own
-#: (tests/rest/test_paths.py checks every constant is served).
+#: call (service/routes_management.py serves each, named by that operationId).
 MANAGEMENT_OPERATIONS: tuple[tuple[str, str, str], ...] = (
-    ("GET", f"{CATALOG}/permissions", "listPermissions"),
-    ("POST", f"{CATALOG}/permissions/grant", "grantPermission"),
-    ("POST", f"{CATALOG}/permissions/revoke", "revokePermission"),
-    ("GET", f"{TABLE}/policies", "listTablePolicies"),
-    ("POST", f"{TABLE}/policies", "createTablePolicy"),
-    ("POST", f"{TABLE}/policies/drop", "dropTablePolicy"),
+    ("GET", PERMISSIONS, "listPermissions"),
+    ("POST", GRANT_PERMISSION, "grantPermission"),
+    ("POST", REVOKE_PERMISSION, "revokePermission"),
+    ("GET", TABLE_POLICIES, "listTablePolicies"),
+    ("POST", TABLE_POLICIES, "createTablePolicy"),
+    ("POST", DROP_TABLE_POLICY, "dropTablePolicy"),
 )
 #: ``GET .../permissions`` query: the exact resource (``resourceType`` and its locators), optionally one
 #: principal and one access; ``GET .../policies`` query: a policy type, a principal, a masked column.

@@ -57,6 +57,7 @@ from paimon_meta.service import (
     routes_common,
     routes_feed,
     routes_functions,
+    routes_management,
     routes_ops,
     routes_partitions,
     routes_schemas,
@@ -145,6 +146,7 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     app.include_router(routes_audit.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_access.router)
+    app.include_router(routes_management.router)
     app.include_router(routes_partitions.router)
     app.include_router(routes_snapshots.router)
     app.include_router(routes_schemas.router)
@@ -163,7 +165,10 @@ def create_app(settings: ServiceSettings, *, state: ServiceState | None = None) 
     return app
 
 
-_SPEC_OPERATION_IDS = {(method, template): operation for method, template, operation in paths.SPEC_OPERATIONS}
+_SPEC_OPERATION_IDS = {
+    (method, template): operation
+    for method, template, operation in (*paths.SPEC_OPERATIONS, *paths.MANAGEMENT_OPERATIONS)
+}
 
 
 def _name_spec_operations(app: FastAPI) -> None:

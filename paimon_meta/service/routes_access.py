@@ -4,13 +4,19 @@ configured, clients hold no storage keys of their own, only what these routes ha
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from paimon_meta.db.models import AccessLevel, Privilege
 from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.governance.evaluate import decide
+from paimon_meta.governance.permissions import Access as Permission
+from paimon_meta.governance.permissions import Resource
+from paimon_meta.governance.policies import QueryRules
 from paimon_meta.io.sts import vendable
+from paimon_meta.metastore.assignments import COLUMN_MASKING, ROW_FILTER
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.data_policies import TablePolicies, is_trusted_engine, table_policies
@@ -18,6 +24,7 @@ from paimon_meta.service.deps import catalog_of, served_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, READ_TABLE, UNSUPPORTED
+from paimon_meta.service.routes_management import caller, policies_of
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
@@ -101,20 +108,41 @@ def auth_table_query(
     access: Annotated[Access, READ_TABLE],
     body: models.AuthTableQueryRequest | None = None,
 ) -> models.AuthTableQueryResponse:
-    """The row filters and column masks the caller must apply when reading ``select`` (all columns
-    when absent). This catalog keeps neither yet, so both are empty for any principal with ``read`` on
-    a table that exists (404 ``TABLE`` otherwise); a selected column the table does not have is refused
-    (400 naming it)."""
+    """The row filters (to be ANDed) and column masks the caller must apply when reading ``select`` (all
+    columns when absent, as paimon-rust sends it): the policies of the caller, its groups and its roles,
+    combined (``governance.policies.QueryRules``) against the latest schema. A selected column outside
+    the caller's column range (its ``COLUMN`` assignments) is 403 naming the columns; a selected column
+    the table does not have 400 naming it; 404 ``TABLE`` for no such table. A stored rule that no longer
+    applies, or two that conflict, fail closed: 400 naming the rule, never an answer without it."""
     identifier = table_identifier(database, table)
     select = body.select if body is not None else None
     # the table must exist (404 TABLE otherwise), whatever the selection
-    _, schema, _ = catalog_of(request).table_metadata(identifier)
+    row, schema, _ = catalog_of(request).table_metadata(identifier)
+    columns = [f.name for f in schema.fields]
     if select:
-        columns = {f.name for f in schema.fields}
-        unknown = [c for c in select if c not in columns]
+        unknown = [c for c in select if c not in set(columns)]
         if unknown:
             raise ValidationError(
                 f"table {identifier} has no column {', '.join(repr(c) for c in unknown)}",
                 resource_name=identifier,
             )
-    return models.AuthTableQueryResponse(filter=[], column_masking={})
+    me = caller(request, access)
+    decision = decide(
+        me.assignments, me.subject, Resource.table(database, table), Permission.SELECT, at=datetime.now(UTC)
+    )
+    refused = decision.columns.refused(select or columns)
+    if refused:
+        raise ForbiddenError(
+            f"principal {access.principal!r} may not select column(s) {', '.join(repr(c) for c in refused)} "
+            f"of {identifier}: outside its column range",
+            resource_type="TABLE",
+            resource_name=identifier,
+        )
+    policies = policies_of(request).of_subject(row.table_id, me.subject)
+    rules = QueryRules.combine(
+        [p.body for p in policies if p.policy_type == ROW_FILTER],
+        [(p.on_column or "", p.body) for p in policies if p.policy_type == COLUMN_MASKING],
+        schema.fields,
+    )
+    filters, masks = rules.auth_response()
+    return models.AuthTableQueryResponse(filter=filters, column_masking=masks)
