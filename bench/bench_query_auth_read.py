@@ -6,6 +6,7 @@ per round, so the load of the machine falls on all of them alike:
 
 * ``none``: no rules (what a table without ``query-auth.enabled`` reads);
 * ``unrestricted``: rules asked and empty (a principal without policies);
+* ``filter only``, ``mask only``: each alone;
 * ``filter+mask``: ``region = 'eu'`` (keeps a third of the rows) and ``email`` masked as
   ``CONCAT_WS('@', '***', region)`` (computed from the raw row);
 * ``filter+mask, projected``: the same rules, selecting ``id, email`` only (the read widens to
@@ -121,6 +122,8 @@ def main() -> None:
         ways: dict[str, tuple[RowRules | None, list[str] | None]] = {
             "none": (None, None),
             "unrestricted": (QueryRules(), None),
+            "filter only": (QueryRules.parse([EU], {}, schema.fields), None),
+            "mask only": (QueryRules.parse([], {"email": MASK}, schema.fields), None),
             "filter+mask": (restricted, None),
             "filter+mask, projected": (restricted, ["id", "email"]),
         }
