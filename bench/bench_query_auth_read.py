@@ -143,9 +143,9 @@ def main() -> None:
     print(f"load average (1, 5 min) before {before}, after {after}")
     base = times["none"]
     print(f"{'read':<26}{'rows out':>10}{'median s':>11}{'ratio to none':>15}")
-    for way, seconds in times.items():
-        ratio = statistics.median(s / b for s, b in zip(seconds, base, strict=True))
-        print(f"{way:<26}{counts[way]:>10}{statistics.median(seconds):>11.3f}{ratio:>15.2f}")
+    for way, samples in times.items():
+        ratio = statistics.median(s / b for s, b in zip(samples, base, strict=True))
+        print(f"{way:<26}{counts[way]:>10}{statistics.median(samples):>11.3f}{ratio:>15.2f}")
 
 
 if __name__ == "__main__":

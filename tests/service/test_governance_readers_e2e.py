@@ -138,13 +138,13 @@ def governed(clean_db: str, tmp_path: Path, service_processes: list[ServiceProce
         ):
             created = httpx.post(policies, json=body, headers=admin)
             assert created.status_code == 200, created.text
-    grant = {
+    column_grant = {
         "resource": {"type": "COLUMN", "database": "db", "table": "t"},
         "access": "SELECT",
         "principal": "narrow",
         "columns": {"columnNames": ["id", "name"]},
     }
-    granted = httpx.post(f"{server.base}/v1/{prefix}/permissions/grant", json=grant, headers=admin)
+    granted = httpx.post(f"{server.base}/v1/{prefix}/permissions/grant", json=column_grant, headers=admin)
     assert granted.status_code == 200, granted.text
     yield Governed(server.base, tokens)
 
@@ -164,7 +164,10 @@ def ours_read(g: Governed, who: str, columns: list[str] | None = None) -> list[d
         builder = catalog.get_table("db.t").new_read_builder()
         if columns is not None:
             builder = builder.with_projection(columns)
-        return builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+        rows: list[dict[str, Any]] = (
+            builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+        )
+        return rows
 
 
 def test_pypaimon_and_our_reader_read_the_filtered_rows_masked(

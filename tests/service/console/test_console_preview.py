@@ -38,7 +38,8 @@ def page_of(catalog: MetastoreCatalog, token: str) -> str:
         client.cookies.set(session.COOKIE, token)
         got = client.get("/ui/tables/db/t")
         assert got.status_code == 200, got.text
-        return got.text
+        text: str = got.text
+        return text
 
 
 @pytest.fixture
