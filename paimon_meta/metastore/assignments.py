@@ -585,6 +585,35 @@ class Assignments:
             ).all()
         return [_stored(r) for r in rows]
 
+    def subject_query(
+        self, principal: str, groups: Sequence[str] = (), *, include_expired: bool = False
+    ) -> tuple[str, dict[str, Any]]:
+        """The statement :meth:`of_subject` runs, and its parameters (``bench/bench_governance.py`` prints
+        its plan)."""
+        key = self.catalog_key or ""  # "" is no catalog key (keys are identifiers): NULL rows only
+        params = {
+            "names": [principal, *groups],
+            "ckx": key,
+            "dk": key if self.default else "",
+        }
+        active = "" if include_expired else " AND (a.expire_time IS NULL OR a.expire_time > now())"
+        sql = (
+            "WITH direct AS (SELECT principal_id, name FROM paimon_principals WHERE name = ANY(:names)),"  # noqa: S608 - constants
+            " who AS (SELECT principal_id, name FROM direct UNION SELECT g.principal_id, g.name"
+            " FROM paimon_principal_members m JOIN direct d ON d.principal_id = m.member_id"
+            " JOIN paimon_principals g ON g.principal_id = m.group_id)"
+            " SELECT w.name AS member, a.assignment_id, a.catalog_key, w.name AS principal, a.resource_type,"
+            " a.database_name, a.object_name, a.object_id, a.access, a.column_names,"
+            " a.excluded_column_names, a.expire_time, a.granted_by, a.granted_at, a.reason"
+            # LATERAL: one range of ix_paimon_assignments_principal per principal, whatever the
+            # planner's estimates (a hash join would read every assignment of the catalog)
+            " FROM who w LEFT JOIN LATERAL (SELECT * FROM paimon_assignments a"
+            # the catalog as one expression no index serves: only the principal's range is read
+            " WHERE a.principal_id = w.principal_id AND coalesce(a.catalog_key, :dk) = :ckx"
+            f"{active}) a ON true"
+        )
+        return sql, params
+
     def of_subject(
         self,
         principal: str,
@@ -596,19 +625,7 @@ class Assignments:
         """The subject ``principal`` with ``groups`` (names from its sign-in) and its memberships (groups
         and roles of ``paimon_principal_members``), and the active assignments of all of them in this
         catalog: one statement, one index range per principal."""
-        params = {"ck": self.catalog_key, "names": [principal, *groups], "me": principal}
-        active = "" if include_expired else " AND (a.expire_time IS NULL OR a.expire_time > now())"
-        sql = (
-            "WITH direct AS (SELECT principal_id, name FROM paimon_principals WHERE name = ANY(:names)),"  # noqa: S608 - constants
-            " who AS (SELECT principal_id, name FROM direct UNION SELECT g.principal_id, g.name"
-            " FROM paimon_principal_members m JOIN direct d ON d.principal_id = m.member_id"
-            " JOIN paimon_principals g ON g.principal_id = m.group_id)"
-            " SELECT w.name AS member, a.assignment_id, a.catalog_key, w.name AS principal, a.resource_type,"
-            " a.database_name, a.object_name, a.object_id, a.access, a.column_names,"
-            " a.excluded_column_names, a.expire_time, a.granted_by, a.granted_at, a.reason"
-            " FROM who w LEFT JOIN paimon_assignments a ON a.principal_id = w.principal_id"
-            f" AND {self._in_catalog()}{active}"
-        )
+        sql, params = self.subject_query(principal, groups, include_expired=include_expired)
         with self._tx(conn) if conn is not None else self.engine.connect() as c:
             rows = c.execute(text(sql), params).all()
         members = sorted({r.member for r in rows if r.member != principal})
@@ -1170,3 +1187,54 @@ def refuse_ungoverned_changes(
                 table=identifier,
                 reason="query-auth",
             )
+
+
+def checked_policy(
+    schema: TableSchema,
+    identifier: str,
+    existing: Sequence[StoredPolicy],
+    *,
+    principal: str,
+    policy_type: str,
+    column: str | None,
+    rule: str,
+) -> str:
+    """The canonical JSON of a new policy of ``principal`` on the table whose latest schema is ``schema``,
+    checked as the management API checks it: the rule against the columns (``PolicyRuleError``, 400), the
+    masked column exists (``ColumnNotFoundError``, 404), the table has ``query-auth.enabled=true`` and the
+    principal no policy of that identity (``GovernanceConflictError``, ``PolicyAlreadyExistsError``: 409),
+    and its rules together still apply (``PolicyConflictError``)."""
+    from paimon_meta.errors import ColumnNotFoundError
+    from paimon_meta.governance.policies import QueryRules
+    from paimon_meta.governance.rules import to_json
+
+    _check_policy_type(policy_type, column)
+    if policy_type == ROW_FILTER:
+        canonical = to_json(parse_row_filter(rule, schema.fields))
+    else:
+        if column not in {f.name for f in schema.fields}:
+            raise ColumnNotFoundError(
+                f"table {identifier} has no column {column!r}", identifier=identifier, column=column
+            )
+        canonical = to_json(parse_column_mask(rule, schema.fields, column or ""))
+    if str(schema.options.get(QUERY_AUTH, "false")).strip().lower() != "true":
+        raise GovernanceConflictError(
+            f"table {identifier} does not have {QUERY_AUTH}=true: its readers would not apply the policy "
+            "(set the option first)",
+            table=identifier,
+            reason="query-auth",
+        )
+    theirs = [p for p in existing if p.principal == principal]
+    if any(p.policy_type == policy_type and p.on_column == column for p in theirs):
+        what = "a row filter" if column is None else f"a mask on column {column!r}"
+        raise PolicyAlreadyExistsError(
+            f"principal {principal!r} already has {what} on table {identifier}", table=identifier
+        )
+    QueryRules.combine(
+        [p.body for p in theirs if p.policy_type == ROW_FILTER]
+        + ([canonical] if policy_type == ROW_FILTER else []),
+        [(p.on_column or "", p.body) for p in theirs if p.policy_type == COLUMN_MASKING]
+        + ([(column or "", canonical)] if policy_type == COLUMN_MASKING else []),
+        schema.fields,
+    )
+    return canonical

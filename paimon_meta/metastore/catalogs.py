@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, Row, delete, insert, select, text, up
 from sqlalchemy.exc import IntegrityError
 
 from paimon_meta.db.models import (
+    AssignmentRecord,
     Grant,
     PaimonCatalog,
     PaimonDatabase,
@@ -35,6 +36,7 @@ from paimon_meta.db.models import (
     PaimonSemanticView,
     PaimonTable,
     PaimonView,
+    PolicyRecord,
 )
 from paimon_meta.errors import (
     CatalogAlreadyExistsError,
@@ -460,5 +462,8 @@ class Catalogs:
                 c.execute(delete(model).where(model.catalog_key == key))
             # its grants go with it: a catalog created again under the key starts with none (migration 0020)
             c.execute(delete(Grant).where(Grant.catalog_key == key))
+            # and its assignments and policies (migration 0022)
+            c.execute(delete(AssignmentRecord).where(AssignmentRecord.catalog_key == key))
+            c.execute(delete(PolicyRecord).where(PolicyRecord.catalog_key == key))
             c.execute(delete(PaimonCatalog).where(PaimonCatalog.catalog_id == info.catalog_id))
         return held

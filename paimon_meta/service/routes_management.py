@@ -19,12 +19,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from paimon_meta.errors import ColumnNotFoundError, GovernanceConflictError, PolicyAlreadyExistsError
+from paimon_meta.errors import ColumnNotFoundError, GovernanceConflictError
 from paimon_meta.governance.evaluate import Decision, decide, may_grant, may_revoke
 from paimon_meta.governance.permissions import Access as Permission
 from paimon_meta.governance.permissions import Resource, ResourceType, parse_access
-from paimon_meta.governance.policies import QueryRules
-from paimon_meta.governance.rules import parse_column_mask, parse_row_filter, to_json
 from paimon_meta.metastore.assignments import (
     COLUMN_MASKING,
     ROW_FILTER,
@@ -32,6 +30,7 @@ from paimon_meta.metastore.assignments import (
     Policies,
     StoredPolicy,
     SubjectAssignments,
+    checked_policy,
 )
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.schema import TableSchema
@@ -311,36 +310,18 @@ def create_table_policy(
     store = policies_of(request)
     principal = body.principal
     if body.row_filter is not None:
-        policy_type, column = ROW_FILTER, None
-        canonical = to_json(parse_row_filter(body.row_filter.predicate, schema.fields))
+        policy_type, column, rule = ROW_FILTER, None, body.row_filter.predicate
     else:
         assert body.column_mask is not None
-        policy_type, column = COLUMN_MASKING, body.column_mask.on_column
-        if column not in {f.name for f in schema.fields}:
-            raise ColumnNotFoundError(
-                f"table {identifier} has no column {column!r}", identifier=identifier, column=column
-            )
-        canonical = to_json(parse_column_mask(body.column_mask.transform, schema.fields, column))
-    if not _query_auth(schema):
-        raise GovernanceConflictError(
-            f"table {identifier} does not have {QUERY_AUTH}=true: its readers would not apply the policy "
-            "(set the option first)",
-            table=identifier,
-            reason="query-auth",
-        )
-    theirs = [p for p in store.of_table(row.table_id) if p.principal == principal]
-    if any(p.policy_type == policy_type and p.on_column == column for p in theirs):
-        what = "a row filter" if column is None else f"a mask on column {column!r}"
-        raise PolicyAlreadyExistsError(
-            f"principal {principal!r} already has {what} on table {identifier}", table=identifier
-        )
-    # the principal's rules together must still apply (two masks reading each other are refused)
-    QueryRules.combine(
-        [p.body for p in theirs if p.policy_type == ROW_FILTER]
-        + ([canonical] if policy_type == ROW_FILTER else []),
-        [(p.on_column or "", p.body) for p in theirs if p.policy_type == COLUMN_MASKING]
-        + ([(column or "", canonical)] if policy_type == COLUMN_MASKING else []),
-        schema.fields,
+        policy_type, column, rule = COLUMN_MASKING, body.column_mask.on_column, body.column_mask.transform
+    canonical = checked_policy(
+        schema,
+        identifier,
+        store.of_table(row.table_id),
+        principal=principal,
+        policy_type=policy_type,
+        column=column,
+        rule=rule,
     )
     store.create(
         row.table_id,
