@@ -19,6 +19,8 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.catalog.rest import RestCatalog
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
+from paimon_meta.table.branches import BranchManager
+from paimon_meta.table.schema_change import SetOption
 from tests.fixtures.query_auth import AuthAnswers
 from tests.fixtures.service import make_principal
 from tests.service.test_client_retries import serve_app
@@ -233,3 +235,21 @@ def test_each_plan_asks_again(served: tuple[AuthAnswers, str, str]) -> None:
         second = builder.new_read().to_arrow(builder.new_scan().plan().splits())
     assert sorted(first.column("id").to_pylist()) == [1, 3, 5]
     assert sorted(second.column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+def test_a_branch_made_before_query_auth_is_read_under_the_tables_rules(
+    served: tuple[AuthAnswers, str, str], service_catalog: MetastoreCatalog
+) -> None:
+    """A branch holds the table's data: once the table sets query-auth.enabled, reads of a branch whose
+    own schema predates it ask /auth too."""
+    answers, base, reader = served
+    operator = service_catalog.get_table("db.open")
+    BranchManager(operator.file_io, operator.path).create("b1")  # its schema: no query-auth
+    service_catalog.alter_table_changes("db.open", [SetOption("query-auth.enabled", "true")])
+    answers.rules("db.open", [EU], {"email": MASK_EMAIL})
+    with paimon_meta.connect_service(base, token=reader) as catalog:
+        branch = catalog.get_table("db.open").branch("b1")
+        assert "query-auth.enabled" not in branch.schema.options
+        builder = branch.new_read_builder()
+        builder.new_read().to_arrow(builder.new_scan().plan().splits())  # an empty branch: no rows
+    assert [a.table for a in answers.asked] == ["db.open"]

@@ -178,10 +178,19 @@ class ReadBuilder:
         return TableScan(scan, fallback=(listing, fallback.new_scan()), authorize=authorize)
 
     def _authorizer(self, schema: TableSchema) -> Callable[[], RowRules] | None:
-        """How a plan of this read asks for its rules (None: the table is not ``query-auth.enabled``
-        or was opened without a catalog that gives rules)."""
+        """How a plan of this read asks for its rules (None: neither the table (its main branch) nor the
+        schema read is ``query-auth.enabled``, or the table was opened without a catalog that gives
+        rules)."""
         auth = self.table.query_auth
-        if auth is None or not query_auth_enabled(self.table.schema, schema):
+        if auth is None:
+            return None
+        schemas = [self.table.schema, schema]
+        if self.table.branch_name != MAIN_BRANCH:
+            # a branch holds the table's data: the table's own (main's) latest options govern it too,
+            # even when the branch was made from a snapshot before query-auth.enabled was set
+            main = SchemaManager(self.table.file_io, self.table.path).latest()
+            schemas += [] if main is None else [main]
+        if not query_auth_enabled(*schemas):
             return None
         select = None if self._projection is None else list(self._projection)
         return lambda: auth(schema, select)
