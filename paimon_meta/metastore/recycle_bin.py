@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
 
-from paimon_meta.db.models import PaimonFunction, PaimonSemanticView, PaimonView
+from paimon_meta.db.models import PaimonFunction, PaimonSemanticView, PaimonView, Privilege
 from paimon_meta.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
@@ -34,7 +34,7 @@ from paimon_meta.errors import (
     DroppedTableNotFoundError,
     TableAlreadyExistsError,
 )
-from paimon_meta.metastore.assignments import on_table_dropped
+from paimon_meta.metastore.assignments import Assignments, on_table_dropped
 from paimon_meta.metastore.catalog_objects import restore_database_objects
 from paimon_meta.metastore.registry import Registry, TableRow
 
@@ -582,7 +582,7 @@ class RecycleBin:
 def _restore_grants(conn: Connection, database: str, table: str | None, grants: list[dict[str, Any]]) -> int:
     """Insert kept grants on ``database`` (``table``: None for database-level ones) of principals that
     still exist; how many came back."""
-    return int(
+    restored = int(
         conn.execute(
             text(
                 "INSERT INTO paimon_grants (principal_id, privilege, database_name, table_name, "
@@ -595,6 +595,25 @@ def _restore_grants(conn: Connection, database: str, table: str | None, grants: 
             {"db": database, "name": table, "grants": json.dumps(grants)},
         ).rowcount
     )
+    # and their bundles' assignments, as ``principals grant`` writes them (migration 0022): the drop
+    # removed the assignments; the restored grants give them back
+    for g in grants:
+        name = conn.execute(
+            text("SELECT name FROM paimon_principals WHERE principal_id = :p"), {"p": g["principal_id"]}
+        ).scalar_one_or_none()
+        if name is None:
+            continue
+        key = g.get("catalog_key")
+        Assignments(conn.engine, catalog_key=key, default=key is None).grant_bundle(
+            conn,
+            name,
+            Privilege(g["privilege"]),
+            database=database,
+            table=table,
+            granted_by=g.get("granted_by"),
+            reason="restored with the grant by an undrop",
+        )
+    return restored
 
 
 def _insert_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:

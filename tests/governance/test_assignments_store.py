@@ -211,3 +211,23 @@ def test_principals_grant_writes_the_row_and_its_bundle(world: tuple[Engine, Reg
     grant_privilege(engine, "bob", Privilege.READ, granted_by="ops")
     assert len(Assignments(engine, catalog_key=KEY, default=True).of_subject("bob").assignments) == 3
     assert Assignments(engine, catalog_key="other", default=False).of_subject("bob").assignments == ()
+
+
+def test_the_recycle_bin_takes_and_gives_back_a_grants_bundle(
+    world: tuple[Engine, Registry, Assignments],
+) -> None:
+    from paimon_meta.metastore.recycle_bin import RecycleBin
+
+    engine, registry, store = world
+    grant_privilege(engine, "alice", Privilege.WRITE, database="sales", table="orders", catalog_key=KEY)
+    orders = Resource.table("sales", "orders")
+    held = {a.identity for a in store.of_subject("alice").assignments}
+    assert held == {a.identity for a in bundle_assignments("alice", Bundle.WRITE, "sales", "orders")}
+    bin_ = RecycleBin(engine, KEY, default_catalog=True)
+    bin_.put("sales", "orders", retention_seconds=3600, dropped_by="ops")
+    assert store.list_page(orders)[0] == []  # the drop removed them
+    bin_.restore("sales", "orders")
+    assert {a.identity for a in store.of_subject("alice").assignments} == held  # the undrop gave them back
+    assert all(
+        s.object_id == registry.get_table_row("sales", "orders").table_id for s in store.list_page(orders)[0]
+    )
