@@ -376,6 +376,12 @@ class AccessDeniedError(PaimonMetaError):
     """The commit service refused the request: no valid token (401) or no grant for it (403)."""
 
 
+class QueryNotAllowedError(AccessDeniedError):
+    """A read of a ``query-auth.enabled`` table the service's query authorization refused (403: no
+    ``SELECT``, or a selected column outside the principal's column range; pypaimon's
+    ``TableNoPermissionException``). Fields: ``table``, ``columns`` (those asked for; None: every one)."""
+
+
 def is_definite_failure(error: BaseException) -> bool:
     """Whether ``error`` from a commit means nothing of it landed (a conflict, a refused commit, bad
     input): then the attempt's files may be deleted. Anything else (an unknown outcome, an I/O or

@@ -7,6 +7,10 @@ primary-key tables, deletion vectors, schema evolution), opened by path on the e
 the executors even for small tables keeps one code path and never pulls data through the driver;
 the cost is one small Spark job per read.
 
+On a ``query-auth.enabled`` table opened through a commit service the driver's plan asks for the
+row filters and column masks (``POST .../auth``); each pickled split carries them and the executors
+apply them (:mod:`paimon_meta.table.read.query_auth`).
+
 The DataFrame is pinned to one snapshot (the latest, or ``snapshot_id``): re-evaluating it later
 reads the same files. TIME columns are refused (Spark's Arrow bridge cannot carry them);
 timestamps are read at microsecond precision.

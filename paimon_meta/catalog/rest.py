@@ -44,6 +44,7 @@ from __future__ import annotations
 import base64
 import functools
 import http.client
+import json
 import logging
 import secrets
 import ssl
@@ -62,10 +63,12 @@ from paimon_meta import errors
 from paimon_meta.catalog.retry import DEADLINE, RetryPolicy
 from paimon_meta.catalog.vended import DataToken, VendedFileIO
 from paimon_meta.errors import PaimonMetaError
+from paimon_meta.governance.policies import QueryRules
 from paimon_meta.io import FileIO, get_file_io
 from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.identifier import split_identifier, validate_identifier
+from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_meta.rest import models, paths
 from paimon_meta.serde.commit_message import CURRENT_VERSION, serialize_commit_messages
@@ -696,6 +699,7 @@ class RestCatalog:
             return RemoteCommitter(client, db, name, commit_user)
 
         table.committer_factory = factory
+        table.query_auth = QueryAuthorization(client, db, name)
         return table
 
     def drop_table(self, identifier: str) -> None:
@@ -980,6 +984,72 @@ class RemoteCommitter:
         )
         path = self.client.path(paths.FILTER_COMMITTED, database=self.database, table=self.table)
         return list(self.client.post(path, body, models.FilterCommittedResponse).identifiers)
+
+
+class QueryAuthorization:
+    """What a read of a ``query-auth.enabled`` table through the service applies: ``POST .../auth`` with
+    the projected columns (``{"select": [...]}``, null without a projection, as pypaimon sends it), its
+    answer parsed into :class:`~paimon_meta.governance.policies.QueryRules` against the read's schema
+    (:mod:`paimon_meta.table.read.query_auth` applies them). Fails closed: an answer that is not exactly
+    a list of filters and a map of masks, or holds a rule that cannot be applied exactly, is
+    ``PolicyRuleError`` (never rows unfiltered); a 403 is :class:`~paimon_meta.errors.QueryNotAllowedError`
+    naming the table and the columns asked for."""
+
+    def __init__(self, client: RestClient, database: str, table: str) -> None:
+        self.client = client
+        self.database = database
+        self.table = table
+
+    def __call__(self, schema: TableSchema, select: Sequence[str] | None) -> QueryRules:
+        identifier = f"{self.database}.{self.table}"
+        path = self.client.path(paths.TABLE_AUTH, database=self.database, table=self.table)
+        body = _request(models.AuthTableQueryRequest, select=None if select is None else list(select))
+        try:
+            raw = self.client.send("POST", path, body)
+        except errors.AccessDeniedError as e:
+            if e.fields.get("status") != 403:
+                raise
+            columns = "every column" if select is None else f"columns {list(select)}"
+            raise errors.QueryNotAllowedError(
+                f"reading {columns} of {identifier} is not allowed: {e.message}",
+                table=identifier,
+                columns=None if select is None else list(select),
+                status=403,
+            ) from e
+        filters, masks = _auth_answer(raw, identifier)
+        return QueryRules.parse(filters, masks, schema.fields)
+
+
+def _auth_answer(raw: bytes, identifier: str) -> tuple[list[str], dict[str, str]]:
+    """The ``filter`` and ``columnMasking`` of an ``/auth`` answer (absent or null: none, as pypaimon
+    reads them); ``PolicyRuleError`` when the answer is anything else."""
+
+    def malformed(what: str, rule: str = "row filter") -> errors.PolicyRuleError:
+        return errors.PolicyRuleError(
+            f"the service's query authorization of {identifier} is malformed ({what}): refusing to read "
+            "rather than read unfiltered",
+            rule=rule,
+            reason="json",
+            table=identifier,
+        )
+
+    try:
+        answer = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise malformed("not JSON") from None
+    if not isinstance(answer, dict):
+        raise malformed("not a JSON object")
+    filters = answer.get("filter")
+    masks = answer.get("columnMasking")
+    if filters is None:
+        filters = []
+    if not isinstance(filters, list) or not all(isinstance(f, str) for f in filters):
+        raise malformed("filter is not a list of predicate JSON strings")
+    if masks is None:
+        masks = {}
+    if not isinstance(masks, dict) or not all(isinstance(t, str) for t in masks.values()):
+        raise malformed("columnMasking is not a map of column to transform JSON strings", "column mask")
+    return filters, masks
 
 
 def connect_service(

@@ -224,6 +224,15 @@ def register(commands: Commands) -> None:
         help="write credentials also allow what pyarrow's create_dir sends (bucket-wide ListBucket, "
         "ancestor directory markers): needed by pypaimon 2.1.0 writers on AWS/MinIO (docs/CREDENTIALS.md)",
     )
+    p.add_argument(
+        "--trusted-engines",
+        metavar="NAMES",
+        default=None,
+        help="principals (comma-separated names, as `paimon-meta principals` shows them) that apply row "
+        "filters and column masks themselves: they get data tokens for tables their policies restrict; "
+        "every other restricted principal is refused one (docs/CREDENTIALS.md; default "
+        "$PAIMON_META_TRUSTED_ENGINES, else none)",
+    )
     # Bearer JWTs of an OpenID Connect issuer (README, "Signing in with OIDC"), beside static tokens.
     p.add_argument(
         "--oidc-issuer",
@@ -374,6 +383,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         max_table_commits=args.max_table_commits,
         max_commits=args.max_commits,
         sts=sts,
+        trusted_engines=_trusted_engines(args),
         oidc=_oidc(args),
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
@@ -429,6 +439,17 @@ def _events_nats(args: argparse.Namespace) -> NatsOutboxSettings | None:
     return NatsOutboxSettings.of_flags(
         args.events_nats, args.catalog_name, args.events_nats_subject, args.events_nats_stream
     )
+
+
+#: ``--trusted-engines``' default (principal names, comma-separated).
+TRUSTED_ENGINES_ENV = "PAIMON_META_TRUSTED_ENGINES"
+
+
+def _trusted_engines(args: argparse.Namespace) -> frozenset[str]:
+    """``--trusted-engines``, else ``$PAIMON_META_TRUSTED_ENGINES``: the principal names (blanks
+    ignored)."""
+    value = args.trusted_engines if args.trusted_engines is not None else os.environ.get(TRUSTED_ENGINES_ENV)
+    return frozenset(n.strip() for n in (value or "").split(",") if n.strip())
 
 
 def _oidc(args: argparse.Namespace) -> OidcSettings | None:

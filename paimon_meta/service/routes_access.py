@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from paimon_meta.db.models import AccessLevel, Privilege
 from paimon_meta.errors import UnsupportedError, ValidationError
@@ -19,6 +19,7 @@ from paimon_meta.io.sts import vendable
 from paimon_meta.metastore.assignments import COLUMN_MASKING, ROW_FILTER
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
+from paimon_meta.service.data_policies import TablePolicies, is_trusted_engine, table_policies
 from paimon_meta.service.deps import catalog_of, served_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
@@ -39,6 +40,7 @@ def get_table_token(
     database: str,
     table: str,
     access: Annotated[Access, READ_TABLE],
+    policies: Annotated[TablePolicies, Depends(table_policies)],
     level: Annotated[Literal["read", "write"] | None, Query(alias="access")] = None,
 ) -> models.GetTableTokenResponse:
     """Storage credentials limited to the table's location: read-only for a principal with ``read``,
@@ -48,10 +50,26 @@ def get_table_token(
     ``s3.secret-key``, ``s3.session-token``, ``s3.endpoint``, ``s3.region``, ...), valid until
     ``expiresAtMillis``. 501 when the server vends no credentials (no ``--sts-role-arn``: clients use
     their own storage options, and ``/v1/config`` says ``data-token.enabled=false``) or the table is
-    not on S3; 503 when STS is unreachable or throttling, 502 when it refuses the server."""
+    not on S3; 503 when STS is unreachable or throttling, 502 when it refuses the server.
+
+    Raw file access bypasses row filters and column masks: a principal whose reads of the table a
+    policy restricts (a row filter, a column mask, a column range: its own or a group's or role's) gets
+    no credentials (403 naming the policies), unless the operator marked it a trusted engine
+    (``serve --trusted-engines``), one that applies them itself (docs/CREDENTIALS.md)."""
     catalog = catalog_of(request)
     identifier = table_identifier(database, table)
     row = catalog.table_row(identifier)
+    restrictions = policies.restrictions(access, identifier)
+    if restrictions and not is_trusted_engine(request, access):
+        raise ForbiddenError(
+            f"principal {access.principal!r} reads {identifier} under "
+            f"{', '.join(r.describe() for r in restrictions)}: raw file access would bypass "
+            f"{'them' if len(restrictions) > 1 else 'it'}, so no data token is vended (read through "
+            "the catalog, which applies them; an operator may mark an engine that applies them itself "
+            "a trusted engine: serve --trusted-engines)",
+            resource_type="TABLE",
+            resource_name=identifier,
+        )
     vending = served_of(request).vending  # the catalog's own STS role and bucket
     if vending is None:
         raise UnsupportedError(

@@ -113,6 +113,10 @@ class ServiceSettings:
     # subscribers, so they do not count against ``max_in_flight`` (which they would fill); beyond this
     # many a new one is answered 503 + Retry-After.
     max_feed_streams: int = 512
+    # Principals an operator marked trusted engines (``serve --trusted-engines``): they enforce row
+    # filters and column masks themselves, so they get data tokens for tables whose reads policies
+    # restrict for them (service.data_policies); every other restricted principal is refused one.
+    trusted_engines: frozenset[str] = frozenset()
     # Of those, at most this many held by one principal (None: a sixteenth of ``max_feed_streams``, at
     # least 1): beyond it a new one of that principal is answered 429 + Retry-After.
     max_feed_streams_per_principal: int | None = None

@@ -116,6 +116,10 @@ OPTION_RULES: dict[str, Rule] = {
             "add-column-before-partition",
             "path",
             SCAN_FALLBACK_BRANCH,  # partitions missing from the branch read come from this branch
+            # reads through connect_service apply the catalog's row filters and column masks (its
+            # /auth answer); a table opened by path or through the metastore is an operator's read
+            # (paimon_meta.table.read.query_auth)
+            "query-auth.enabled",
             # a batch read reads the snapshot they select (paimon_meta.table.time_travel)
             SCAN_SNAPSHOT_ID,
             SCAN_TAG_NAME,
@@ -167,9 +171,6 @@ OPTION_RULES: dict[str, Rule] = {
         _FALSE,
     ),
     **_refused("index files are looked up in the data directories", ("index-file-in-data-file-dir",), _FALSE),
-    **_refused(
-        "the catalog's row filters and column masks are applied on read", ("query-auth.enabled",), _FALSE
-    ),
     **_refused(
         "merge order by snapshot id instead of sequence numbers", ("sequence.snapshot-ordering",), _FALSE
     ),

@@ -53,6 +53,7 @@ from paimon_meta.table.option_policy import (
 )
 from paimon_meta.table.paths import BRANCH_DIR, BRANCH_PREFIX, TablePaths, branch_path, join_path
 from paimon_meta.table.read.builder import ReadBuilder
+from paimon_meta.table.read.query_auth import QueryAuth
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.write.arrow_input import check_writable
 from paimon_meta.table.write.builder import BatchWriteBuilder, Committer, StreamWriteBuilder
@@ -114,6 +115,10 @@ class FileStoreTable:
         # Set by whoever opened the table for writing (``paimon_meta.open_table`` or a catalog): how
         # ``new_commit()`` is guarded. None = read-only.
         self.committer_factory: CommitterFactory | None = None
+        # Set by a catalog that decides who sees what (``connect_service``): the row filters and column
+        # masks a read of a ``query-auth.enabled`` table applies (paimon_meta.table.read.query_auth).
+        # None: every row, unmasked (a table opened by path or through the metastore: an operator's read).
+        self.query_auth: QueryAuth | None = None
 
     @staticmethod
     def open(
@@ -150,6 +155,7 @@ class FileStoreTable:
         options = {k: v for k, v in self.dynamic_options.items() if k != BRANCH}
         table = FileStoreTable.load(self.file_io, self.path, branch=name, options=options)
         table.committer_factory = self.committer_factory
+        table.query_auth = self.query_auth
         return table
 
     def branch_names(self) -> list[str]:

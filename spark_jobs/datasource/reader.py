@@ -10,6 +10,13 @@ vectors). ``read`` opens the table by path and reads the split with the same ``R
 ``TableRead`` (merge-on-read, deletion vectors, schema evolution, fallback branches, the refusal of
 table options it does not implement), yielding Arrow batches typed as Spark expects them.
 
+Row filters and column masks: on a ``query-auth.enabled`` table read through a commit service,
+``partitions`` plans with the service's table, whose plan asks ``POST .../auth`` once for the columns read
+and attaches the answer to every split; each executor applies its split's rules
+(:mod:`paimon_meta.table.read.query_auth`, ``QueryRules``): the same rows and masked values as
+``connect_service`` and pypaimon. A table named by location (or through the metastore) is an operator's
+read: every row.
+
 Projection: Spark 4.x does not push column pruning into Python data sources, so the columns read are
 the DataFrame's schema: the whole table, or those of the ``columns`` option or of a ``.schema(...)``
 naming a subset of the table's columns (with their types).

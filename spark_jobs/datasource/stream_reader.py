@@ -24,7 +24,9 @@ starts again from the then-latest snapshot (pass ``scan.snapshot-id`` to pin it)
 
 A snapshot between two offsets that no longer exists (expired, or never existed) cannot be read:
 :class:`SnapshotsExpiredError` names them; keep snapshots longer than a stream may lag
-(``snapshot.time-retained``) or restart the query from a new checkpoint. Primary-key tables are
+(``snapshot.time-retained``) or restart the query from a new checkpoint. A ``query-auth.enabled`` table read
+through a commit service: each micro-batch asks ``POST .../auth`` once, its splits carry the answer and
+the executors apply it (as batch reads do). Primary-key tables are
 refused (:class:`~paimon_meta.errors.UnsupportedError`): their deltas are changelog rows (updates and
 deletes) that an append-only Spark stream cannot carry correctly.
 """
@@ -219,12 +221,15 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             read_overwrite = _read_overwrite(table, self.options)
             handle = TableHandle.of(table, self._opened.io_options)
             columns = list(self.read_schema.fieldNames())
-            out: list[InputPartition] = []
+            splits: list[Split] = []
             for i in range(first, last + 1):
                 snapshot = snapshots.snapshot(i)
                 if adds_rows(snapshot, read_overwrite):
-                    out += [DeltaPartition(handle, columns, s) for s in delta_splits(table, snapshot)]
-            return out
+                    splits += delta_splits(table, snapshot)
+            # a query-auth.enabled table through the service: the micro-batch's splits carry the
+            # catalog's row filters and column masks, asked once for them, applied by the executors
+            splits = read_builder(table, LATEST, columns).authorize(splits)
+            return [DeltaPartition(handle, columns, s) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow

@@ -177,3 +177,13 @@ def test_verify_at_a_few_tables(pg_server: PgServer) -> None:
         "bench_verify.py", "--url", server_url(pg_server), "--tables", "4", "--commits", "2", "--repeat", "1"
     )
     assert '"verify_data_files"' in out and '"snapshots": 8' in out
+
+
+def test_query_auth_read_overhead() -> None:
+    out = run_bench("bench_query_auth_read.py", "--rows", "3000", "--buckets", "2", "--rounds", "1")
+    assert "load average" in out
+    # the filter keeps every third row (region 'eu'), in both restricted reads
+    assert [line.split()[-3] for line in out.splitlines() if line.startswith("filter+mask")] == [
+        "1000",
+        "1000",
+    ]

@@ -10,6 +10,7 @@ event, an error body or the metrics.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import subprocess
@@ -26,10 +27,15 @@ from sqlalchemy import text
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import Assignment, ColumnRange, Resource, ResourceType
 from paimon_meta.io import get_file_io
 from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore.access_events import access_events
+from paimon_meta.metastore.assignments import Assignments, Policies
+from paimon_meta.metastore.principals import Access, Principals
 from paimon_meta.service.app import create_app
+from paimon_meta.service.data_policies import Restriction, table_policies
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.s3 import MotoS3
 from tests.fixtures.service import FAST_LOCK, make_principal
@@ -310,3 +316,108 @@ def test_serve_refuses_sts_on_a_local_warehouse(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert "--sts-role-arn" in done.stderr and "not on S3" in done.stderr
+
+
+@dataclass
+class _Policies:
+    """A policy source scripted by the test: the restrictions of (principal, table)."""
+
+    of: dict[tuple[str, str], list[Restriction]]
+
+    def restrictions(self, access: Access, identifier: str) -> list[Restriction]:
+        return self.of.get((access.principal, identifier), [])
+
+
+def test_a_principal_whose_reads_a_policy_restricts_gets_no_data_token(service: Service) -> None:
+    """Raw file access would bypass a row filter, a mask or a column range: refused (403 naming the
+    policies, nothing vended or recorded) unless the operator marked the principal a trusted engine."""
+    policies = _Policies(
+        {
+            ("reader", "db.t"): [
+                Restriction("ROW_FILTER", "group:analysts"),
+                Restriction("COLUMN_MASKING", "reader", "email"),
+            ],
+            ("writer", "db.t"): [Restriction("COLUMN", "writer")],
+        }
+    )
+    settings = dataclasses.replace(service.state.settings, trusted_engines=frozenset({"writer"}))
+    app = create_app(settings, state=ServiceState(settings, service.catalog))
+    app.dependency_overrides[table_policies] = lambda: policies
+    with TestClient(app, raise_server_exceptions=False) as client:
+        refused = client.get(TOKEN_URL, headers=auth(service.reader))
+        assert refused.status_code == 403, refused.text
+        body = refused.json()
+        assert (body["resourceType"], body["resourceName"]) == ("TABLE", "db.t")
+        assert "a row filter (of group:analysts)" in body["message"]
+        assert "a column mask on 'email' (of reader)" in body["message"]
+        assert "trusted engine" in body["message"]
+        assert access_events(service.catalog.engine, principal="reader") == []
+        # the trusted engine, restricted too, gets its credentials
+        trusted = client.get(TOKEN_URL, headers=auth(service.writer))
+        assert trusted.status_code == 200, trusted.text
+        assert set(SECRET_KEYS) <= set(trusted.json()["token"])
+        assert [e.principal for e in access_events(service.catalog.engine, principal="writer")] == ["writer"]
+        # the policies gone, the reader gets its credentials again
+        policies.of.clear()
+        assert client.get(TOKEN_URL, headers=auth(service.reader)).status_code == 200
+
+
+def test_serve_reads_the_trusted_engines(monkeypatch: pytest.MonkeyPatch) -> None:
+    from paimon_meta.cli.main import build_parser
+    from paimon_meta.cli.serve import _trusted_engines
+
+    parser = build_parser()
+    monkeypatch.setenv("PAIMON_META_TRUSTED_ENGINES", "spark-etl, ,user:trino")
+    assert _trusted_engines(parser.parse_args(["serve"])) == frozenset({"spark-etl", "user:trino"})
+    flag = parser.parse_args(["serve", "--trusted-engines", "engine-a"])
+    assert _trusted_engines(flag) == frozenset({"engine-a"})
+    monkeypatch.delenv("PAIMON_META_TRUSTED_ENGINES")
+    assert _trusted_engines(parser.parse_args(["serve"])) == frozenset()
+
+
+def test_stored_policies_and_column_ranges_refuse_the_data_token(service: Service) -> None:
+    """The token route reads the catalog's stored policies (its own, a group's) and column ranges."""
+    catalog = service.catalog
+    key = catalog.registry.catalog_key
+    row = catalog.table_row("db.t")
+    Principals(catalog.engine).create_group("analysts", created_by="tests")
+    engine_token = make_principal(catalog, "etl-engine", [("read", "db", "t")])
+    store = Assignments(catalog.engine, catalog_key=key)
+    store.add_member("group:analysts", "reader", added_by="tests")
+    filter_json = json.dumps(
+        {
+            "kind": "LEAF",
+            "transform": {"name": "FIELD_REF", "fieldRef": {"index": 0, "name": "k", "type": "BIGINT"}},
+            "function": "GREATER_THAN",
+            "literals": [0],
+        }
+    )
+    Policies(catalog.engine, catalog_key=key).create(
+        row.table_id,
+        "db.t",
+        "group:analysts",
+        policy_type="ROW_FILTER",
+        on_column=None,
+        body=filter_json,
+        created_by="tests",
+    )
+    columns = Assignment(
+        "etl-engine",
+        Resource(ResourceType.COLUMN, "db", "t"),
+        PermissionAccess.SELECT,
+        columns=ColumnRange.allowlist(["k"]),
+    )
+    store.grant(columns, granted_by="tests")
+    refused = service.client.get(TOKEN_URL, headers=auth(service.reader))
+    assert refused.status_code == 403, refused.text
+    assert "a row filter (of group:analysts)" in refused.json()["message"]
+    refused = service.client.get(TOKEN_URL, headers=auth(engine_token))
+    assert refused.status_code == 403 and "a column range (of etl-engine)" in refused.json()["message"]
+    # a writer with neither gets its credentials
+    assert service.client.get(TOKEN_URL, headers=auth(service.writer)).status_code == 200
+    # the operator trusts the engine
+    settings = dataclasses.replace(service.state.settings, trusted_engines=frozenset({"etl-engine"}))
+    app = create_app(settings, state=ServiceState(settings, catalog))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get(TOKEN_URL, headers=auth(engine_token)).status_code == 200
+        assert client.get(TOKEN_URL, headers=auth(service.reader)).status_code == 403

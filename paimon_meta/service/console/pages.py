@@ -18,7 +18,9 @@ from paimon_meta.metastore.principals import Access
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import table_statistics
 from paimon_meta.ops import activity, audit, locks, tags
+from paimon_meta.service.data_policies import ReadRules
 from paimon_meta.service.deps import table_of_object
+from paimon_meta.table.table import FileStoreTable
 
 #: Rows per page of each listing.
 TABLES_PAGE = 50
@@ -27,6 +29,8 @@ SNAPSHOTS_PAGE = 60
 EVENTS_PAGE = 25
 #: Dropped tables and databases per page of the recycle bin.
 BIN_PAGE = 50
+#: Rows the table page previews.
+PREVIEW_ROWS = 20
 #: Registry rows read per query while filling a page of tables a principal may read.
 _SCAN = 200
 
@@ -83,6 +87,28 @@ def _split(after: str | None) -> tuple[str, str] | None:
     return database, name
 
 
+def table_preview(table: FileStoreTable, identifier: str, rules: ReadRules) -> dict[str, Any]:
+    """The first :data:`PREVIEW_ROWS` rows of ``table`` as the principal whose ``rules`` they are reads
+    them: the read path of every reader (``FileStoreTable.query_auth``: on a ``query-auth.enabled``
+    table its row filters and column masks apply, ``QueryRules``), only the columns its range admits.
+    ``refused``: why no row is shown (a policy that cannot be applied, a refused read)."""
+    table.query_auth = rules.query_auth(identifier)
+    builder = table.new_read_builder()
+    columns = rules.readable(table.schema)
+    if columns is not None:
+        builder = builder.with_projection(columns)
+    rows: list[dict[str, Any]] = []
+    try:
+        names = builder.new_read().schema.names
+        for batch in builder.new_read().to_arrow_batches(builder.new_scan().plan().splits()):
+            rows.extend(batch.to_pylist()[: PREVIEW_ROWS - len(rows)])
+            if len(rows) >= PREVIEW_ROWS:
+                break
+    except PaimonMetaError as e:
+        return {"columns": [], "rows": [], "refused": e.message}
+    return {"columns": names, "rows": [[r[n] for n in names] for r in rows], "refused": None}
+
+
 def table_page(
     catalog: MetastoreCatalog,
     access: Access,
@@ -91,8 +117,10 @@ def table_page(
     commits_before: int | None,
     snapshots_before: int | None,
     partitions_after: str | None,
+    rules: ReadRules | None = None,
 ) -> dict[str, Any]:
-    """Everything the table page shows, each listing one page."""
+    """Everything the table page shows, each listing one page; with ``rules`` (the principal's on the
+    table), a preview of its rows as the principal reads them."""
     engine = catalog.engine
     identifier = row.identifier
     # A table kept as metadata only (format, object, Iceberg) has no snapshots, tags or schema files.
@@ -146,6 +174,7 @@ def table_page(
         "lock_events": list(reversed(audit.lock_events(engine, lock_id=lock_id, limit=EVENTS_PAGE))),
         "may_write": table is not None and access.allows(Privilege.WRITE, row.database, row.name),
         "may_admin": access.allows(Privilege.ADMIN, row.database, row.name),
+        "preview": None if table is None or rules is None else table_preview(table, identifier, rules),
     }
 
 

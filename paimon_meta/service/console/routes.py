@@ -36,6 +36,7 @@ from paimon_meta.service import errors
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.auth import log_text
 from paimon_meta.service.console import notices, pages, session
+from paimon_meta.service.data_policies import TablePolicies, table_policies
 from paimon_meta.service.deps import catalog_of, served_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.routes_common import (
@@ -233,6 +234,7 @@ def table_page(
     database: str,
     table: str,
     access: Annotated[Access, READ_TABLE],
+    policies: Annotated[TablePolicies, Depends(table_policies)],
     commits_before: int | None = None,
     snapshots_before: int | None = None,
     partitions_after: str | None = None,
@@ -246,6 +248,7 @@ def table_page(
         commits_before=commits_before,
         snapshots_before=snapshots_before,
         partitions_after=partitions_after,
+        rules=policies.read_rules(access, row.identifier),
     )
     return render(request, "table.html", data)
 

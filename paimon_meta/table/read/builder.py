@@ -8,6 +8,9 @@
 
 Names follow pypaimon (``new_read_builder``, ``with_projection``, ``with_partition_filter``,
 ``new_scan().plan().splits()``, ``new_read().to_arrow/to_pandas/to_arrow_batch_reader``).
+On a ``query-auth.enabled`` table opened through a catalog that gives row filters and column masks
+(``connect_service``), each plan asks for them and each read applies them
+(:mod:`paimon_meta.table.read.query_auth`).
 ``with_snapshot(id)`` and ``with_tag(name)`` time-travel, and so do the table options
 ``scan.snapshot-id``, ``scan.tag-name`` and ``scan.timestamp-millis`` (:mod:`paimon_meta.table.time_travel`);
 like Java and pypaimon, a time-travelled read uses the schema that snapshot was committed with, while a
@@ -18,13 +21,15 @@ branch (Java's ``FallbackReadFileStoreTable``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.errors import AccessDeniedError, UnsupportedError, ValidationError
 from paimon_meta.io.base import FileIO
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.snapshot import Snapshot
@@ -32,6 +37,7 @@ from paimon_meta.model.types import DataField
 from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.manifests import ManifestReader
 from paimon_meta.table.option_policy import BRANCH, MAIN_BRANCH, SCAN_FALLBACK_BRANCH, check_read_options
+from paimon_meta.table.read.query_auth import QueryAuth, RowRules, apply_rules, query_auth_enabled
 from paimon_meta.table.read.scan import FileStoreScan, PartitionFilterArg, Plan, Split
 from paimon_meta.table.read.split_read import SplitReader, resolve_projection
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
@@ -69,6 +75,9 @@ class ReadableTable(Protocol):
 
     @property
     def manifest_reader(self) -> ManifestReader: ...
+
+    @property
+    def query_auth(self) -> QueryAuth | None: ...
 
     def latest_snapshot(self) -> Snapshot | None: ...
 
@@ -158,14 +167,43 @@ class ReadBuilder:
             bucket_filter=self._buckets,
         )
         fallback = self._fallback_builder(schema, travel)
+        authorize = self._authorizer(schema)
         if fallback is None:
-            return TableScan(scan)
+            return TableScan(scan, authorize=authorize)
         # Java's FallbackReadScan: the partitions this branch has (by the partition filter alone, not
         # the bucket filter) are complete here; the fallback branch serves every other partition.
         listing = FileStoreScan(
             self.table.manifest_reader, schema, snapshot, partition_filter=self._partition_filter
         )
-        return TableScan(scan, fallback=(listing, fallback.new_scan()))
+        return TableScan(scan, fallback=(listing, fallback.new_scan()), authorize=authorize)
+
+    def _authorizer(self, schema: TableSchema) -> Callable[[], RowRules] | None:
+        """How a plan of this read asks for its rules (None: neither the table (its main branch) nor the
+        schema read is ``query-auth.enabled``, or the table was opened without a catalog that gives
+        rules)."""
+        auth = self.table.query_auth
+        if auth is None:
+            return None
+        schemas = [self.table.schema, schema]
+        if self.table.branch_name != MAIN_BRANCH:
+            # a branch holds the table's data: the table's own (main's) latest options govern it too,
+            # even when the branch was made from a snapshot before query-auth.enabled was set
+            main = SchemaManager(self.table.file_io, self.table.path).latest()
+            schemas += [] if main is None else [main]
+        if not query_auth_enabled(*schemas):
+            return None
+        select = None if self._projection is None else list(self._projection)
+        return lambda: auth(schema, select)
+
+    def authorize(self, splits: Sequence[Split]) -> list[Split]:
+        """``splits`` (planned elsewhere: a streaming read's deltas) carrying this read's rules, asked
+        now, as a plan of :meth:`new_scan` carries them; unchanged when the read asks for none."""
+        _, schema, _ = self._checked()
+        authorize = self._authorizer(schema)
+        if authorize is None:
+            return list(splits)
+        rules = authorize()
+        return [dataclasses.replace(s, rules=rules) for s in splits]
 
     def new_read(self) -> TableRead:
         """Reads splits; refuses the same table options as :meth:`new_scan`."""
@@ -175,6 +213,27 @@ class ReadBuilder:
             self.table.file_io, schema, self.table.schema_manager, fields, guard=path_guard(self.table)
         )
         fallback = self._fallback_builder(schema, travel)
+        return TableRead(
+            reader,
+            None if fallback is None else fallback.new_read().reader,
+            rules_required=self._authorizer(schema) is not None,
+            widen=self._widened,
+        )
+
+    def _widened(self, columns: Sequence[str]) -> TableRead:
+        """The same read of ``columns`` (the selected ones and those the rules need), applying no rules
+        itself."""
+        builder = copy.copy(self)
+        builder._projection = list(columns)
+        _, schema, travel = builder._checked()
+        fallback = builder._fallback_builder(schema, travel)
+        reader = SplitReader(
+            self.table.file_io,
+            schema,
+            self.table.schema_manager,
+            resolve_projection(schema, builder._projection),
+            guard=path_guard(self.table),
+        )
         return TableRead(reader, None if fallback is None else fallback.new_read().reader)
 
     def _fallback_builder(self, schema: TableSchema, travel: TimeTravel | None) -> ReadBuilder | None:
@@ -250,15 +309,29 @@ def check_fallback_schema(
 
 
 class TableScan:
-    """Plans splits (pypaimon's ``TableScan``)."""
+    """Plans splits (pypaimon's ``TableScan``). ``authorize``: asks for the rules every split of a plan
+    carries (a ``query-auth.enabled`` table through a catalog that gives them)."""
 
     def __init__(
-        self, scan: FileStoreScan, *, fallback: tuple[FileStoreScan, TableScan] | None = None
+        self,
+        scan: FileStoreScan,
+        *,
+        fallback: tuple[FileStoreScan, TableScan] | None = None,
+        authorize: Callable[[], RowRules] | None = None,
     ) -> None:
         self.file_store_scan = scan
         self.fallback = fallback
+        self.authorize = authorize
 
     def plan(self) -> Plan:
+        # asked first: a read the catalog refuses plans nothing
+        rules = None if self.authorize is None else self.authorize()
+        plan = self._plan()
+        if rules is None:
+            return plan
+        return Plan(plan.snapshot_id, tuple(dataclasses.replace(s, rules=rules) for s in plan.split_list))
+
+    def _plan(self) -> Plan:
         plan = self.file_store_scan.plan()
         if self.fallback is None:
             return plan
@@ -266,18 +339,32 @@ class TableScan:
         complete = {entry.partition for entry in listing.plan_files()}
         extra = tuple(
             dataclasses.replace(split, fallback=True)
-            for split in fallback_scan.plan().splits()
+            for split in fallback_scan._plan().splits()
             if split.partition not in complete
         )
         return Plan(plan.snapshot_id, plan.split_list + extra)
 
 
 class TableRead:
-    """Reads splits into Arrow (pypaimon's ``TableRead``)."""
+    """Reads splits into Arrow (pypaimon's ``TableRead``), applying the rules a split carries
+    (:mod:`paimon_meta.table.read.query_auth`). ``rules_required``: the read is of a ``query-auth.enabled``
+    table through a catalog that gives rules, so a split carrying none (not planned by this table's
+    scan) is refused rather than read unfiltered. ``widen``: the same read of more columns (those the
+    rules need)."""
 
-    def __init__(self, reader: SplitReader, fallback_reader: SplitReader | None = None) -> None:
+    def __init__(
+        self,
+        reader: SplitReader,
+        fallback_reader: SplitReader | None = None,
+        *,
+        rules_required: bool = False,
+        widen: Callable[[Sequence[str]], TableRead] | None = None,
+    ) -> None:
         self.reader = reader
         self.fallback_reader = fallback_reader
+        self.rules_required = rules_required
+        self._widen = widen
+        self._widened: dict[tuple[str, ...], TableRead] = {}
 
     @property
     def schema(self) -> pa.Schema:
@@ -285,14 +372,43 @@ class TableRead:
 
     def _read(self, splits: Sequence[Split]) -> Iterator[pa.Table]:
         for split in splits:
-            if not split.fallback:
-                yield self.reader.read_split(split)
-                continue
-            if self.fallback_reader is None:
-                raise ValidationError("a split of a fallback branch needs a read of a table with one")
-            # the fallback branch's columns, in the projection's positions, under this branch's names
-            table = self.fallback_reader.read_split(split)
-            yield pa.Table.from_arrays(table.columns, schema=self.schema)
+            rules = split.rules
+            if rules is None:
+                if self.rules_required:
+                    raise AccessDeniedError(
+                        "this table has query-auth.enabled: read the splits its scan planned (they carry "
+                        "the catalog's row filters and column masks), not splits planned without them"
+                    )
+                yield self._raw(split)
+            elif not rules.restricted:
+                yield self._raw(split)
+            else:
+                yield self._restricted(split, rules)
+
+    def _restricted(self, split: Split, rules: RowRules) -> pa.Table:
+        selected = self.schema.names
+        needed = rules.needed_columns(selected)
+        if needed == selected:
+            return apply_rules(rules, self._raw(split), selected)
+        key = tuple(needed)
+        wide = self._widened.get(key)
+        if wide is None:
+            if self._widen is None:
+                raise ValidationError(
+                    f"the rules of this read need columns {needed}, and this read cannot read more than "
+                    f"{selected}"
+                )
+            wide = self._widened[key] = self._widen(needed)
+        return apply_rules(rules, wide._raw(split), selected)
+
+    def _raw(self, split: Split) -> pa.Table:
+        if not split.fallback:
+            return self.reader.read_split(split)
+        if self.fallback_reader is None:
+            raise ValidationError("a split of a fallback branch needs a read of a table with one")
+        # the fallback branch's columns, in the projection's positions, under this branch's names
+        table = self.fallback_reader.read_split(split)
+        return pa.Table.from_arrays(table.columns, schema=self.schema)
 
     def to_arrow(self, splits: Sequence[Split]) -> pa.Table:
         """All rows of ``splits`` as one table (an empty table with the read schema if none)."""
@@ -307,7 +423,13 @@ class TableRead:
             yield from table.to_batches()
 
     def to_arrow_batch_reader(self, splits: Sequence[Split]) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(self.schema, self.to_arrow_batches(splits))
+        """The rows as a reader of :meth:`to_arrow_batches` (a masked column is nullable in its schema:
+        the first split is read to learn it)."""
+        batches = self.to_arrow_batches(splits)
+        first = next(batches, None)
+        if first is None:
+            return pa.RecordBatchReader.from_batches(self.schema, iter(()))
+        return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
 
     def to_pandas(self, splits: Sequence[Split]) -> pd.DataFrame:
         frame: pd.DataFrame = self.to_arrow(splits).to_pandas()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -27,6 +27,7 @@ from paimon_meta.table.mergetree.merge_engine import FIRST_ROW
 from paimon_meta.table.paths import POSTPONE_BUCKET
 from paimon_meta.table.read.deletion_vectors import DeletionFile, deletion_files
 from paimon_meta.table.read.manifest_merge import live_files, merge_entries
+from paimon_meta.table.read.query_auth import RowRules
 
 DELETION_VECTORS_MERGE_ON_READ = "deletion-vectors.merge-on-read"
 
@@ -161,6 +162,8 @@ class Split:
     ``deletion_files``: for deletion-vector tables, each file's deletion vector (None: none).
     ``fallback``: the split comes from the ``scan.fallback-branch`` of the table read (Java's
     ``FallbackDataSplit.isFallback``): it is read with that branch's schema.
+    ``rules``: the row filters and column masks a read of it applies (planned on a ``query-auth.enabled``
+    table through a catalog that gives them: :mod:`paimon_meta.table.read.query_auth`); None: none asked.
     """
 
     snapshot_id: int
@@ -173,6 +176,7 @@ class Split:
     raw_convertible: bool
     deletion_files: tuple[DeletionFile | None, ...] | None = None
     fallback: bool = False
+    rules: RowRules | None = field(default=None, compare=False)
 
     @property
     def row_count(self) -> int:
