@@ -37,7 +37,7 @@ from paimon_meta.service.auth import log_text
 from paimon_meta.service.console import notices, pages, session
 from paimon_meta.service.deps import catalog_of, served_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
-from paimon_meta.service.routes_common import ADMIN_TABLE, AUTHENTICATED, READ_TABLE, WRITE_TABLE
+from paimon_meta.service.routes_common import AUTHENTICATED, TABLE_ALTER, TABLE_SELECT, TABLE_UPDATE
 from paimon_meta.service.routes_feed import event_stream_response
 
 HERE = Path(__file__).parent
@@ -201,7 +201,7 @@ def _switchable(request: Request) -> list[str]:
     others = [
         info.name
         for info in Catalogs(state.catalog.engine).list_all()
-        if info.name != default and access.in_catalog(info.catalog_key, default=False).grants
+        if info.name != default and access.in_catalog(info.catalog_key, default=False).holds_any()
     ]
     return [default, *others]
 
@@ -224,7 +224,7 @@ def table_page(
     request: Request,
     database: str,
     table: str,
-    access: Annotated[Access, READ_TABLE],
+    access: Annotated[Access, TABLE_SELECT],
     commits_before: int | None = None,
     snapshots_before: int | None = None,
     partitions_after: str | None = None,
@@ -366,7 +366,7 @@ def _table_path(database: str, table: str) -> str:
 
 @router.post("/tables/{database}/{table}/recover")
 async def recover(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     """Run recovery on the table (its pending commits resolved), recorded as a ``recover`` run."""
     reason = _reason(form)
@@ -381,7 +381,7 @@ async def recover(
 
 @router.post("/tables/{database}/{table}/expire-snapshots")
 async def expire_snapshots(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     """Expire snapshots by the table's retention options, recorded as an ``expire_snapshots`` run."""
     reason = _reason(form)
@@ -399,7 +399,7 @@ async def expire_snapshots(
 
 @router.post("/tables/{database}/{table}/remove-orphan-files")
 async def remove_orphan_files(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     """Delete the table's orphan files older than a day, recorded as a ``remove_orphan_files`` run."""
     reason = _reason(form)
@@ -417,7 +417,7 @@ async def remove_orphan_files(
 
 @router.post("/tables/{database}/{table}/tags")
 async def create_tag(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, WRITE_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_UPDATE]
 ) -> Response:
     reason = _reason(form)
     name = form.get("tag", "").strip()
@@ -440,7 +440,7 @@ async def create_tag(
 
 @router.post("/tables/{database}/{table}/tags/{tag}/delete")
 async def delete_tag(
-    request: Request, database: str, table: str, tag: str, form: Form, access: Annotated[Access, WRITE_TABLE]
+    request: Request, database: str, table: str, tag: str, form: Form, access: Annotated[Access, TABLE_UPDATE]
 ) -> Response:
     reason = _reason(form)
     await run(
@@ -458,7 +458,7 @@ async def delete_tag(
 
 @router.post("/tables/{database}/{table}/rollback")
 async def roll_back(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     reason = _reason(form)
     raw = form.get("snapshot_id", "").strip()
