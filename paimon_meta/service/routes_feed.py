@@ -151,7 +151,7 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     def verdict() -> Verdict:
         if state.draining:  # SIGTERM: every stream ends at once, its client reconnects elsewhere
             return Verdict(None, DRAINING)
-        return in_catalog(
+        return stream_verdict(
             rights.verdict(credential), served.key, default=served.default, keep=keep, covered=covered
         )
 
@@ -172,7 +172,9 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     )
 
 
-def in_catalog(now: Verdict, catalog_key: str, *, default: bool, keep: FeedFilter, covered: bool) -> Verdict:
+def stream_verdict(
+    now: Verdict, catalog_key: str, *, default: bool, keep: FeedFilter, covered: bool
+) -> Verdict:
     """A stream's verdict within its catalog: the rights as re-checked, narrowed to the catalog
     ``catalog_key``; the stream ends (``UNCOVERED``) when they no longer cover, at the verdict's time,
     what it was opened to deliver (``covered``: they did when it opened): a revoked grant after the
