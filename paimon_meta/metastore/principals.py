@@ -51,7 +51,7 @@ from paimon_meta.errors import PrincipalAlreadyExistsError, PrincipalNotFoundErr
 from paimon_meta.governance.bundles import Bundle, bundle_assignments
 from paimon_meta.governance.evaluate import Decision, Subject, decide, sees
 from paimon_meta.governance.permissions import Access as PermissionAccess
-from paimon_meta.governance.permissions import Assignment, Resource
+from paimon_meta.governance.permissions import Assignment, Resource, ResourceType
 from paimon_meta.model.identifier import validate_identifier
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,10 @@ def _bundle(
     return found
 
 
+_Key = tuple[ResourceType, str | None, str | None]
+_IN_DATABASE = frozenset({ResourceType.TABLE, ResourceType.VIEW, ResourceType.FUNCTION, ResourceType.COLUMN})
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -206,24 +210,67 @@ class Access:
     held: tuple[Held, ...] | None = None
     assignments: tuple[Assignment, ...] = field(init=False, compare=False)
     subject: Subject = field(init=False, compare=False)
+    #: The assignments by the resource they name (positions kept: decisions list them in order), by
+    #: database, and the accesses narrowed by :meth:`in_catalog` (built once per cached access).
+    _by_resource: dict[_Key, tuple[tuple[int, Assignment], ...]] = field(
+        init=False, compare=False, repr=False
+    )
+    _by_database: dict[str, tuple[Assignment, ...]] = field(init=False, compare=False, repr=False)
+    _narrowed: dict[tuple[str, bool], Access] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         held = self.held
         if held is None:
             held = assignments_from_grants((self.principal, g) for g in self.grants)
             object.__setattr__(self, "held", held)
-        object.__setattr__(self, "assignments", tuple(h.assignment for h in held))
+        assignments = tuple(h.assignment for h in held)
+        object.__setattr__(self, "assignments", assignments)
         object.__setattr__(self, "subject", Subject(self.principal, self.groups))
+        by_resource: dict[_Key, list[tuple[int, Assignment]]] = {}
+        by_database: dict[str, list[Assignment]] = {}
+        for i, a in enumerate(assignments):
+            r = a.resource
+            by_resource.setdefault((r.type, r.database, r.object), []).append((i, a))
+            if r.database is not None:
+                by_database.setdefault(r.database, []).append(a)
+        object.__setattr__(self, "_by_resource", {k: tuple(v) for k, v in by_resource.items()})
+        object.__setattr__(self, "_by_database", {k: tuple(v) for k, v in by_database.items()})
+        object.__setattr__(self, "_narrowed", {})
+
+    def reaching(self, resource: Resource) -> tuple[Assignment, ...]:
+        """The assignments that may reach ``resource`` (``governance.evaluate.covers``: the resource
+        itself, the ``CATALOG_ALL`` scope for what the catalog holds, its database's ``DATABASE_ALL``
+        scope for a table, view or function, a table's ``COLUMN`` ranges and the reverse), in their
+        order: what :meth:`decide` reads instead of every assignment (a per-request cost independent of
+        how many the subject holds elsewhere; docs/BENCHMARKS.md)."""
+        t, db, name = resource.type, resource.database, resource.object
+        keys: list[_Key] = [(t, db, name)]
+        if t not in (ResourceType.CATALOG, ResourceType.CATALOG_ALL):
+            keys.append((ResourceType.CATALOG_ALL, None, None))
+        if t in _IN_DATABASE:
+            keys.append((ResourceType.DATABASE_ALL, db, None))
+        if t is ResourceType.TABLE:
+            keys.append((ResourceType.COLUMN, db, name))
+        elif t is ResourceType.COLUMN:
+            keys.append((ResourceType.TABLE, db, name))
+        found = [x for k in keys for x in self._by_resource.get(k, ())]
+        if len(keys) > 1:
+            found.sort(key=lambda x: x[0])
+        return tuple(a for _, a in found)
 
     def in_catalog(self, catalog_key: str, *, default: bool) -> Access:
         """The access within the catalog ``catalog_key``: only its grants and assignments, and those
         naming no catalog when it is the service's ``default`` catalog (the module docstring's
         invariant)."""
 
+        found = self._narrowed.get((catalog_key, default))
+        if found is not None:
+            return found
+
         def here(catalog: str | None) -> bool:
             return catalog == catalog_key or (default and catalog is None)
 
-        return Access(
+        found = Access(
             self.principal,
             tuple(g for g in self.grants if here(g.catalog)),
             groups=self.groups,
@@ -232,14 +279,17 @@ class Access:
             catalog=catalog_key,
             held=tuple(h for h in self.held or () if here(h.catalog)),
         )
+        if len(self._narrowed) < 64:  # a cached access serves a few catalogs; never unbounded
+            self._narrowed[(catalog_key, default)] = found
+        return found
 
     def has_service(self, privilege: ServicePrivilege) -> bool:
         return privilege in self.service
 
     def decide(self, resource: Resource, access: PermissionAccess, *, at: datetime | None = None) -> Decision:
         """Whether the subject may perform ``access`` on ``resource`` at ``at`` (now), and why
-        (``governance.evaluate.decide`` on its assignments)."""
-        return decide(self.assignments, self.subject, resource, access, at=at or utc_now())
+        (``governance.evaluate.decide`` on its assignments that may reach it)."""
+        return decide(self.reaching(resource), self.subject, resource, access, at=at or utc_now())
 
     def may(self, access: PermissionAccess, resource: Resource, *, at: datetime | None = None) -> bool:
         return self.decide(resource, access, at=at).allowed
@@ -247,7 +297,10 @@ class Access:
     def sees(self, database: str, *, at: datetime | None = None) -> bool:
         """Whether an active assignment reaches into ``database`` (listings: a table's shows its
         database)."""
-        return sees(self.assignments, self.subject, database, at or utc_now())
+        reaching = self._by_database.get(database, ()) + tuple(
+            a for _, a in self._by_resource.get((ResourceType.CATALOG_ALL, None, None), ())
+        )
+        return sees(reaching, self.subject, database, at or utc_now())
 
     def holds_any(self, *, at: datetime | None = None) -> bool:
         """Whether any assignment is active at ``at`` (now): "any assignment in" the catalog this access
