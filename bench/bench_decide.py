@@ -72,50 +72,54 @@ def timed(fn: Callable[[], object], calls: int, batch: int) -> tuple[float, floa
     return statistics.median(per_call), per_call[min(len(per_call) - 1, int(len(per_call) * 0.99))]
 
 
+def run(n: int, calls: int, batch: int, now: datetime) -> None:
+    """Every case for a subject holding ``n`` table-level rights."""
+    tables = [f"t{i}" for i in range(n)]
+    grants = tuple(GrantRow(Privilege.READ, Scope("db", t)) for t in tables)
+    assignments = tuple(Assignment("alice", Resource.table("db", t), A.SELECT) for t in tables)
+    subject = Subject("alice")
+    access = Access("alice", grants, held=tuple(Held(None, a) for a in assignments))
+    last, absent = tables[-1], "nope"
+    params = {"database": "db", "table": last}
+    assert legacy_allows(grants, Privilege.READ, "db", last)
+    assert decide(assignments, subject, Resource.table("db", last), A.SELECT, at=now).allowed
+    cases: list[tuple[str, Callable[[], object]]] = [
+        ("legacy allows, hit", lambda: legacy_allows(grants, Privilege.READ, "db", last)),
+        ("legacy allows, miss", lambda: legacy_allows(grants, Privilege.READ, "db", absent)),
+        ("decide, hit", lambda: decide(assignments, subject, Resource.table("db", last), A.SELECT, at=now)),
+        (
+            "decide, miss",
+            lambda: decide(assignments, subject, Resource.table("db", absent), A.SELECT, at=now),
+        ),
+        (
+            "Access built (once per token/cache)",
+            lambda: Access("alice", grants, held=tuple(Held(None, a) for a in assignments)),
+        ),
+        (
+            "request (in_catalog+locate+decide)",
+            lambda: access.in_catalog("k", default=True).decide(
+                locate(ResourceType.TABLE, params), A.SELECT, at=now
+            ),
+        ),
+    ]
+    for label, fn in cases:
+        p50, p99 = timed(fn, calls if n <= 100 else max(batch * 20, calls // 20), batch)
+        print(f"{label:<36} {n:>6} {p50:>9.2f} {p99:>9.2f}")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="10,1000")
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=100)
     args = parser.parse_args()
     now = datetime.now(UTC)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'case':<34} {'N':>6} {'p50 us':>9} {'p99 us':>9}")
+    print(f"{'case':<36} {'N':>6} {'p50 us':>9} {'p99 us':>9}")
     for n in (int(x) for x in args.sizes.split(",")):
-        tables = [f"t{i}" for i in range(n)]
-        grants = tuple(GrantRow(Privilege.READ, Scope("db", t)) for t in tables)
-        assignments = tuple(Assignment("alice", Resource.table("db", t), A.SELECT) for t in tables)
-        subject = Subject("alice")
-        access = Access("alice", grants, held=tuple(Held(None, a) for a in assignments))
-        last, absent = tables[-1], "nope"
-        params = {"database": "db", "table": last}
-        assert legacy_allows(grants, Privilege.READ, "db", last)
-        assert decide(assignments, subject, Resource.table("db", last), A.SELECT, at=now).allowed
-        cases: list[tuple[str, Callable[[], object]]] = [
-            ("legacy allows, hit", lambda: legacy_allows(grants, Privilege.READ, "db", last)),
-            ("legacy allows, miss", lambda: legacy_allows(grants, Privilege.READ, "db", absent)),
-            (
-                "decide, hit",
-                lambda: decide(assignments, subject, Resource.table("db", last), A.SELECT, at=now),
-            ),
-            (
-                "decide, miss",
-                lambda: decide(assignments, subject, Resource.table("db", absent), A.SELECT, at=now),
-            ),
-            (
-                "Access built (once per token/cache)",
-                lambda: Access("alice", grants, held=tuple(Held(None, a) for a in assignments)),
-            ),
-            (
-                "request (in_catalog+locate+decide)",
-                lambda: access.in_catalog("k", default=True).decide(
-                    locate(ResourceType.TABLE, params), A.SELECT, at=now
-                ),
-            ),
-        ]
-        for label, fn in cases:
-            p50, p99 = timed(fn, args.calls if n <= 100 else max(args.batch * 20, args.calls // 20), args.batch)
-            print(f"{label:<34} {n:>6} {p50:>9.2f} {p99:>9.2f}")
+        run(n, args.calls, args.batch, now)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
