@@ -191,6 +191,13 @@ def check(
     return decision
 
 
+def decision_of(request: Request) -> Decision | None:
+    """The decision the route's ``Require`` allowed the request with (None: a ``Require(None)`` route).
+    For ``SELECT`` on a table its ``columns`` is the caller's column range (``/auth`` enforces it)."""
+    decision: Decision | None = getattr(request.state, "decision", None)
+    return decision
+
+
 def service_access(request: Request) -> Access:
     """The access of the request's principal in every catalog (not narrowed to one), for the routes
     that span catalogs (``/v1/config?warehouse=``, the catalogs' admin API), which check each catalog's

@@ -62,7 +62,7 @@ def get_config(
     """The catalog ``warehouse`` names (the service's default catalog without it): its prefix (its
     name, for ``/v1/{prefix}/...``) and the client options the server fixes for it. pypaimon 2.1.0 sends
     ``warehouse`` URL-encoded twice: either spelling names the catalog. 404 ``CATALOG`` when no catalog
-    has that name; 403 when the caller holds no grant in it (but in the default catalog)."""
+    has that name; 403 when the caller holds no assignment in it (but in the default catalog)."""
     state = state_of(request)
     served = state.catalogs.default
     if warehouse is not None and warehouse != served.name and _decoded(warehouse) != served.name:

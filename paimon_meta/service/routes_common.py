@@ -3,9 +3,10 @@ the service answers: the bearer token (a security scheme), the ``{prefix}`` path
 for a name that is no catalog of the service), and the error answers with the protocol's error body.
 
 Every error is ``ErrorResponse`` (``service.errors`` maps the error hierarchy to it): 400 bad input (never
-FastAPI's 422), 401 no valid token, 403 no grant, 404 no such resource, 413 body or one of its texts over
-the limit, other 4xx refusals of the middleware, 502 storage refused (an operator must act), 503
-unavailable (retry after ``Retry-After``). Routes that change something add 409; routes that publish a
+FastAPI's 422), 401 no valid token, 403 refused by Paimon's permission model (the reason and the needed
+(resource, access) named), 404 no such resource, 413 body or one of its texts over the limit, other 4xx
+refusals of the middleware, 502 storage refused (an operator must act), 503 unavailable (retry after
+``Retry-After``). Routes that change something add 409; routes that publish a
 snapshot add 500, which this service answers only when a commit's outcome is unknown; routes refusing a
 feature they do not implement add 501. Any other 5xx is a bug, and so is a 500, 502 or 503 while the
 metastore and storage answer (``tests/service/test_fuzz_openapi.py`` checks both).

@@ -15,17 +15,21 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from fastapi import Request
 from fastapi.testclient import TestClient
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
+from paimon_meta.governance.evaluate import Decision
 from paimon_meta.governance.permissions import Access as A
-from paimon_meta.governance.permissions import Assignment, Resource
+from paimon_meta.governance.permissions import Assignment, ColumnRange, Resource
 from paimon_meta.metastore import principals as principals_module
 from paimon_meta.metastore.principals import Access, Held, Principals
 from paimon_meta.service import auth as auth_module
+from paimon_meta.service import routes_catalog
 from paimon_meta.service import state as state_module
 from paimon_meta.service.app import create_app
+from paimon_meta.service.auth import decision_of
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from tests.fixtures.oidc import IdentityProvider
 from tests.fixtures.service import make_principal
@@ -248,3 +252,29 @@ def test_other_catalogs_refuse_a_principal_without_an_active_assignment_there(
     assert client.get(f"{P}/databases", headers=headers).json()["databases"] == []
     message = _refusal(client.post(f"{P}/databases", json={"name": "new"}, headers=headers))
     assert "has no CREATEDATABASE on CATALOG" in message and "an admin grant on the catalog" in message
+
+
+def test_the_allowed_decision_carries_the_column_range(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SELECT`` on a table with a ``COLUMN`` assignment: the route runs, and its decision, kept on the
+    request (``auth.decision_of``, for ``/auth``), carries the range."""
+    denied = ColumnRange.denylist(["v"])
+    headers = service.give(
+        monkeypatch, "hana", Assignment("hana", Resource.column("db", "t"), A.SELECT, columns=denied)
+    )
+    seen: list[Decision | None] = []
+    original = routes_catalog.catalog_of
+
+    def catalog_of(request: Request) -> Any:
+        seen.append(decision_of(request))
+        return original(request)
+
+    monkeypatch.setattr(routes_catalog, "catalog_of", catalog_of)
+    assert service.client.get(f"{P}/databases/db/tables/t", headers=headers).status_code == 200
+    [decision] = seen
+    assert decision is not None and decision.allowed and decision.columns == denied
+    # a column assignment gives SELECT only
+    assert "no UPDATE on TABLE db.t" in _refusal(
+        service.client.post(f"{P}/databases/db/tables/t/tags", json={"tagName": "x"}, headers=headers)
+    )
