@@ -26,7 +26,7 @@ from paimon_meta.governance.permissions import Assignment, ColumnRange, Resource
 from paimon_meta.metastore import principals as principals_module
 from paimon_meta.metastore.principals import Access, Held, Principals
 from paimon_meta.service import auth as auth_module
-from paimon_meta.service import routes_catalog
+from paimon_meta.service import deps, routes_catalog
 from paimon_meta.service import state as state_module
 from paimon_meta.service.app import create_app
 from paimon_meta.service.auth import decision_of
@@ -264,7 +264,7 @@ def test_the_allowed_decision_carries_the_column_range(
         monkeypatch, "hana", Assignment("hana", Resource.column("db", "t"), A.SELECT, columns=denied)
     )
     seen: list[Decision | None] = []
-    original = routes_catalog.catalog_of
+    original = deps.catalog_of
 
     def catalog_of(request: Request) -> Any:
         seen.append(decision_of(request))
