@@ -226,7 +226,8 @@ def refuse(
     name = ".".join(x for x in (resource.database, resource.object) if x is not None)
     return ForbiddenError(
         f"{decision.reason} (needed: {needs.value} on {where}{bundle_hint(resource, needs)})",
-        resource_type=resource.type.value,
+        # The protocol's resource types (ErrorResponse): the catalog is none of them.
+        resource_type=None if resource.type is ResourceType.CATALOG else resource.type.value,
         resource_name=name or catalog,
     )
 
@@ -240,9 +241,7 @@ def not_in_catalog(
         request, request.app.state.service, "forbidden", access.principal, f"{needs} in catalog {catalog!r}"
     )
     return ForbiddenError(
-        f"principal {access.principal!r} holds no assignment in catalog {catalog!r}",
-        resource_type="CATALOG",
-        resource_name=catalog,
+        f"principal {access.principal!r} holds no assignment in catalog {catalog!r}", resource_name=catalog
     )
 
 
