@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, TextClause, text
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import ResourceType
 from paimon_meta.metastore.principals import Access
 
 #: The channel a transaction that writes events NOTIFYs (a trigger of migration 0011; no payload): a
@@ -201,8 +202,6 @@ class Lanes:
 
 
 EVERY = Lanes(every=True)
-#: The privileges that let a principal read a table's events (each includes READ).
-READING = frozenset({Privilege.READ, Privilege.WRITE, Privilege.ADMIN})
 #: The most keys (tables and databases) read as lanes; a caller reaching more reads every event of the
 #: catalog, its grants checked on each (bounded by the scan cap all the same).
 MAX_LANES = 32
@@ -210,8 +209,9 @@ MAX_LANES = 32
 
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """The tables a caller may read (its grants of READ or stronger): the whole catalog, some databases,
-    some tables (``(database, table)``)."""
+    """The tables a caller may read (its assignments giving ``SELECT``: on the ``CATALOG_ALL`` scope,
+    on ``DATABASE_ALL`` scopes, on tables or their column ranges): the whole catalog, some databases,
+    some tables (``(database, table)``). A superset is harmless: each event is decided again."""
 
     catalog: bool
     databases: frozenset[str] = frozenset()
@@ -221,14 +221,25 @@ class Reach:
         return self.catalog or database in self.databases or (database, table) in self.tables
 
     @classmethod
-    def of(cls, access: Access) -> Reach:
-        """What ``access`` may read (every privilege includes READ)."""
-        scopes = [g.scope for g in access.grants if g.privilege in READING]
+    def of(cls, access: Access, at: datetime | None = None) -> Reach:
+        """What ``access``'s assignments active at ``at`` (now) let it read."""
+        when = at or datetime.now(UTC)
+        reading = [
+            a.resource
+            for a in access.assignments
+            if a.access in (PermissionAccess.SELECT, PermissionAccess.ALL) and a.active(when)
+        ]
         return cls(
-            catalog=any(s.database is None for s in scopes),
-            databases=frozenset(s.database for s in scopes if s.database is not None and s.table is None),
+            catalog=any(r.type is ResourceType.CATALOG_ALL for r in reading),
+            databases=frozenset(
+                r.database for r in reading if r.type is ResourceType.DATABASE_ALL and r.database is not None
+            ),
             tables=frozenset(
-                (s.database, s.table) for s in scopes if s.database is not None and s.table is not None
+                (r.database, r.object)
+                for r in reading
+                if r.type in (ResourceType.TABLE, ResourceType.COLUMN)
+                and r.database is not None
+                and r.object is not None
             ),
         )
 

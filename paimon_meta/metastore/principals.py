@@ -2,15 +2,18 @@
 
 Auth is data: a principal has tokens (only their SHA-256 is stored; a token is 256 random bits, shown
 once when issued, optionally with an expiry) and grants. A grant gives ``read``, ``write`` or ``admin``
-on the catalog (no database), a database (no table) or one table; each privilege implies the weaker
-ones (admin > write > read), and a wider scope covers the narrower ones inside it. :func:`Access.allows`
-is the one check every service route goes through.
+on the catalog (no database), a database (no table) or one table. What a principal may do is decided in
+Paimon's permission model (``governance.evaluate.decide``, docs/GOVERNANCE.md): an :class:`Access`
+carries the caller's ``Subject`` (the principal and its groups) and its assignments, and every check of
+the service is one (resource, access) decided on them. Until the stored assignments land, a principal's
+assignments are the bundles of its grants and of its groups' grants (``governance.bundles``), computed
+in one function, :func:`assignments_from_grants`.
 
 A principal is a service-wide identity; its grants are per catalog (migration 0020): each grant names the
 catalog key of the catalog it applies in, or none: "the default catalog" (the one ``paimon-meta serve
 --catalog-name`` names; every grant made before catalogs existed). Invariant: a request of catalog C is
-checked against ``Access.in_catalog(C)`` only, which keeps the grants of C (and the unnamed ones only when
-C is the default): a grant never reaches into another catalog. Service-level privileges
+checked against ``Access.in_catalog(C)`` only, which keeps the grants and assignments of C (and the
+unnamed ones only when C is the default): a grant never reaches into another catalog. Service-level privileges
 (``create_catalog``) are outside every catalog (``Access.service``).
 
 Principal names live in three namespaces that cannot meet (invariant: a name says how it signs in):
@@ -29,10 +32,11 @@ Principal names live in three namespaces that cannot meet (invariant: a name say
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, text, update
@@ -44,7 +48,13 @@ from paimon_meta.db import budget
 from paimon_meta.db.models import Grant, Principal, Privilege, ServiceGrant, ServicePrivilege, Token
 from paimon_meta.db.pool import SessionPool, Statement, run_batch
 from paimon_meta.errors import PrincipalAlreadyExistsError, PrincipalNotFoundError, ValidationError
+from paimon_meta.governance.bundles import Bundle, bundle_assignments
+from paimon_meta.governance.evaluate import Decision, Subject, decide, sees
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import Assignment, Resource, ResourceType
 from paimon_meta.model.identifier import validate_identifier
+
+log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "pmt_"
 #: Name prefixes of the principals the identity provider signs in, and of groups (the module docstring).
@@ -54,7 +64,6 @@ GROUP_PREFIX = "group:"
 MAX_EXTERNAL_NAME = 200
 #: Most groups of one sign-in looked up (the rest are ignored: fewer grants, never more).
 MAX_GROUPS = 256
-_RANK = {Privilege.READ: 1, Privilege.WRITE: 2, Privilege.ADMIN: 3}
 
 
 def hash_token(token: str) -> str:
@@ -127,10 +136,68 @@ class GrantRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """An assignment of a principal or one of its groups, and the catalog key of the catalog it applies
+    in (None: the service's default catalog)."""
+
+    catalog: str | None
+    assignment: Assignment
+
+
+def assignments_from_grants(grants: Iterable[tuple[str, GrantRow]]) -> tuple[Held, ...]:
+    """The assignments of ``(holder, grant)`` pairs (a principal's own grants and its groups'): each
+    grant's bundle (``governance.bundles.bundle_assignments``), in the grant's catalog.
+
+    The one source of every :class:`Access`'s assignments until the stored assignments
+    (``paimon_assignments``, whose migration makes them equal to these bundles) replace it. A holder
+    whose name Paimon's model cannot carry (longer than 128 characters) holds nothing through it (fail
+    closed, logged)."""
+    out: list[Held] = []
+    for holder, grant in grants:
+        try:
+            bundle = _bundle(holder, grant.privilege, grant.scope.database, grant.scope.table)
+        except ValidationError as e:
+            log.warning("grant %s on %s of %r gives nothing: %s", grant.privilege, grant.scope, holder, e)
+            continue
+        out.extend(Held(grant.catalog, a) for a in bundle)
+    return tuple(out)
+
+
+_BUNDLES: dict[tuple[str, Privilege, str | None, str | None], tuple[Assignment, ...]] = {}
+
+
+def _bundle(
+    holder: str, privilege: Privilege, database: str | None, table: str | None
+) -> tuple[Assignment, ...]:
+    """``bundle_assignments`` memoized (a bounded cache: a token's re-authentication rebuilds the same
+    assignments)."""
+    key = (holder, privilege, database, table)
+    found = _BUNDLES.get(key)
+    if found is None:
+        found = bundle_assignments(holder, Bundle(privilege.value), database, table)
+        if len(_BUNDLES) > 100_000:
+            _BUNDLES.clear()
+        _BUNDLES[key] = found
+    return found
+
+
+_Key = tuple[ResourceType, str | None, str | None]
+_IN_DATABASE = frozenset({ResourceType.TABLE, ResourceType.VIEW, ResourceType.FUNCTION, ResourceType.COLUMN})
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
 class Access:
-    """An authenticated principal and what it may do: its own grants and those of its ``groups``
-    (principal names). ``valid_until``: when the credential it was proven by expires (epoch seconds;
-    None: only when revoked): no cache may keep it longer."""
+    """An authenticated principal and what it may do: its ``subject`` (the principal and its ``groups``,
+    principal names) and the assignments of them all (``held``, with the catalog each applies in;
+    ``assignments``: those alone, what :meth:`decide` reads). ``grants``: the grants they were made
+    from (listings and the change feed's lanes). ``valid_until``: when the credential it was proven by
+    expires (epoch seconds; None: only when revoked); no cache keeps it past that, nor past the
+    ``expireTime`` of one of its assignments (:meth:`expires_next`). ``held`` None: the bundles of
+    ``grants`` (:func:`assignments_from_grants`, all as the principal's)."""
 
     principal: str
     grants: tuple[GrantRow, ...]
@@ -140,45 +207,135 @@ class Access:
     service: frozenset[ServicePrivilege] = frozenset()
     #: The catalog key this access was narrowed to by :meth:`in_catalog` (None: not narrowed).
     catalog: str | None = None
+    held: tuple[Held, ...] | None = None
+    assignments: tuple[Assignment, ...] = field(init=False, compare=False)
+    subject: Subject = field(init=False, compare=False)
+    #: The assignments by the resource they name (positions kept: decisions list them in order), by
+    #: database, and the accesses narrowed by :meth:`in_catalog` (built once per cached access).
+    _by_resource: dict[_Key, tuple[tuple[int, Assignment], ...]] = field(
+        init=False, compare=False, repr=False
+    )
+    _by_database: dict[str, tuple[Assignment, ...]] = field(init=False, compare=False, repr=False)
+    _narrowed: dict[tuple[str, bool], Access] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        held = self.held
+        if held is None:
+            held = assignments_from_grants((self.principal, g) for g in self.grants)
+            object.__setattr__(self, "held", held)
+        assignments = tuple(h.assignment for h in held)
+        object.__setattr__(self, "assignments", assignments)
+        object.__setattr__(self, "subject", Subject(self.principal, self.groups))
+        by_resource: dict[_Key, list[tuple[int, Assignment]]] = {}
+        by_database: dict[str, list[Assignment]] = {}
+        for i, a in enumerate(assignments):
+            r = a.resource
+            by_resource.setdefault((r.type, r.database, r.object), []).append((i, a))
+            if r.database is not None:
+                by_database.setdefault(r.database, []).append(a)
+        object.__setattr__(self, "_by_resource", {k: tuple(v) for k, v in by_resource.items()})
+        object.__setattr__(self, "_by_database", {k: tuple(v) for k, v in by_database.items()})
+        object.__setattr__(self, "_narrowed", {})
+
+    def reaching(self, resource: Resource) -> tuple[Assignment, ...]:
+        """The assignments that may reach ``resource`` (``governance.evaluate.covers``: the resource
+        itself, the ``CATALOG_ALL`` scope for what the catalog holds, its database's ``DATABASE_ALL``
+        scope for a table, view or function, a table's ``COLUMN`` ranges and the reverse), in their
+        order: what :meth:`decide` reads instead of every assignment (a per-request cost independent of
+        how many the subject holds elsewhere; docs/BENCHMARKS.md)."""
+        t, db, name = resource.type, resource.database, resource.object
+        keys: list[_Key] = [(t, db, name)]
+        if t not in (ResourceType.CATALOG, ResourceType.CATALOG_ALL):
+            keys.append((ResourceType.CATALOG_ALL, None, None))
+        if t in _IN_DATABASE:
+            keys.append((ResourceType.DATABASE_ALL, db, None))
+        if t is ResourceType.TABLE:
+            keys.append((ResourceType.COLUMN, db, name))
+        elif t is ResourceType.COLUMN:
+            keys.append((ResourceType.TABLE, db, name))
+        found = [x for k in keys for x in self._by_resource.get(k, ())]
+        if len(keys) > 1:
+            found.sort(key=lambda x: x[0])
+        return tuple(a for _, a in found)
 
     def in_catalog(self, catalog_key: str, *, default: bool) -> Access:
-        """The access within the catalog ``catalog_key``: only its grants, and the grants naming no
-        catalog when it is the service's ``default`` catalog (the module docstring's invariant)."""
-        return Access(
+        """The access within the catalog ``catalog_key``: only its grants and assignments, and those
+        naming no catalog when it is the service's ``default`` catalog (the module docstring's
+        invariant)."""
+
+        found = self._narrowed.get((catalog_key, default))
+        if found is not None:
+            return found
+
+        def here(catalog: str | None) -> bool:
+            return catalog == catalog_key or (default and catalog is None)
+
+        found = Access(
             self.principal,
-            tuple(g for g in self.grants if g.catalog == catalog_key or (default and g.catalog is None)),
+            tuple(g for g in self.grants if here(g.catalog)),
             groups=self.groups,
             valid_until=self.valid_until,
             service=self.service,
             catalog=catalog_key,
+            held=tuple(h for h in self.held or () if here(h.catalog)),
         )
+        if len(self._narrowed) < 64:  # a cached access serves a few catalogs; never unbounded
+            self._narrowed[(catalog_key, default)] = found
+        return found
 
     def has_service(self, privilege: ServicePrivilege) -> bool:
         return privilege in self.service
 
-    def catalogs(self) -> frozenset[str | None]:
-        """The catalog keys some grant reaches into (None: the default catalog)."""
-        return frozenset(g.catalog for g in self.grants)
+    def decide(self, resource: Resource, access: PermissionAccess, *, at: datetime | None = None) -> Decision:
+        """Whether the subject may perform ``access`` on ``resource`` at ``at`` (now), and why
+        (``governance.evaluate.decide`` on its assignments that may reach it)."""
+        return decide(self.reaching(resource), self.subject, resource, access, at=at or utc_now())
 
-    def allows(self, privilege: Privilege, database: str | None = None, table: str | None = None) -> bool:
-        """Whether some grant gives ``privilege`` (or a stronger one) over the catalog object named by
-        ``database``/``table`` (both None: the catalog itself)."""
-        need = _RANK[privilege]
-        return any(_RANK[g.privilege] >= need and g.scope.covers(database, table) for g in self.grants)
+    def may(self, access: PermissionAccess, resource: Resource, *, at: datetime | None = None) -> bool:
+        return self.decide(resource, access, at=at).allowed
 
-    def sees_database(self, database: str) -> bool:
-        """Whether any grant reaches into ``database`` (for listings: a table grant shows its database)."""
-        return any(g.scope.database in (None, database) for g in self.grants)
+    def sees(self, database: str, *, at: datetime | None = None) -> bool:
+        """Whether an active assignment reaches into ``database`` (listings: a table's shows its
+        database)."""
+        reaching = self._by_database.get(database, ()) + tuple(
+            a for _, a in self._by_resource.get((ResourceType.CATALOG_ALL, None, None), ())
+        )
+        return sees(reaching, self.subject, database, at or utc_now())
+
+    def holds_any(self, *, at: datetime | None = None) -> bool:
+        """Whether any assignment is active at ``at`` (now): "any assignment in" the catalog this access
+        was narrowed to."""
+        when = at or utc_now()
+        return any(a.active(when) for a in self.assignments)
+
+    def expires_next(self, after: float) -> float | None:
+        """The first moment after ``after`` (epoch seconds) at which this access changes by itself:
+        its credential's expiry or an assignment's ``expireTime``, whichever comes first (None:
+        neither). A cached access is not used past it."""
+        moments = [a.expire_time.timestamp() for a in self.assignments if a.expire_time is not None]
+        moments = [m for m in moments if m > after]
+        if self.valid_until is not None:
+            moments.append(self.valid_until)
+        return min(moments, default=None)
 
 
 @dataclass(frozen=True, slots=True)
 class Standing:
     """What :meth:`Principals.standing` found: ``tokens`` maps the hash of each static token still
     valid to its access (a revoked, expired or unknown one is absent); ``grants`` maps each principal
-    name that still exists to its own grants (a deleted one is absent)."""
+    name that still exists to its own grants (a deleted one is absent), ``held`` to its own
+    assignments (absent: the bundles of its grants)."""
 
     tokens: Mapping[str, Access]
     grants: Mapping[str, tuple[GrantRow, ...]]
+    held: Mapping[str, tuple[Held, ...]] = field(default_factory=dict)
+
+    def held_by(self, name: str) -> tuple[Held, ...]:
+        """``name``'s own assignments (it exists: it is in ``grants``)."""
+        found = self.held.get(name)
+        if found is None:
+            found = assignments_from_grants((name, g) for g in self.grants[name])
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,12 +579,7 @@ class Principals:
         if not rows:
             return None
         until = rows[0].valid_until
-        return Access(
-            rows[0].name,
-            _grants(rows),
-            valid_until=None if until is None else float(until),
-            service=_service(rows),
-        )
+        return _access(rows[0].name, rows, valid_until=None if until is None else float(until))
 
     def standing(self, token_hashes: Collection[str], names: Collection[str]) -> Standing:
         """Where many credentials stand now, in one query (the open streams of a replica re-check
@@ -464,15 +616,19 @@ class Principals:
             else:
                 by_name.setdefault(r.name, []).append(r)
         tokens = {
-            h: Access(
+            h: _access(
                 rs[0].name,
-                _grants(rs),
+                rs,
                 valid_until=None if rs[0].valid_until is None else float(rs[0].valid_until),
-                service=_service(rs),
             )
             for h, rs in by_token.items()
         }
-        return Standing(tokens, {name: _grants(rs) for name, rs in by_name.items()})
+        grants = {name: _grants(rs) for name, rs in by_name.items()}
+        return Standing(
+            tokens,
+            grants,
+            {name: assignments_from_grants((name, g) for g in own) for name, own in grants.items()},
+        )
 
     def sign_in(
         self, user: str, *, groups: Sequence[str] = (), created_by: str, valid_until: float | None = None
@@ -516,12 +672,11 @@ class Principals:
                 f"principal {user!r} was created by {mine[0].created_by!r}, not {created_by!r}",
                 principal=user,
             )
-        return Access(
+        return _access(
             user,
-            _grants(rows),
+            rows,
             groups=tuple(sorted({r.name for r in rows if r.name != user})),
             valid_until=valid_until,
-            service=_service(rows),
         )
 
     @staticmethod
@@ -611,6 +766,25 @@ def _grants(rows: Sequence[Row[Any]]) -> tuple[GrantRow, ...]:
         GrantRow(Privilege(r.privilege), Scope(r.database_name, r.table_name), r.catalog_key)
         for r in rows
         if r.privilege is not None
+    )
+
+
+def _access(
+    principal: str, rows: Sequence[Row[Any]], *, groups: tuple[str, ...] = (), valid_until: float | None
+) -> Access:
+    """The access of ``principal`` (and ``groups``) from query rows of them joined LEFT with their
+    grants (each row names its holder: ``name``)."""
+    return Access(
+        principal,
+        _grants(rows),
+        groups=groups,
+        valid_until=valid_until,
+        service=_service(rows),
+        held=assignments_from_grants(
+            (r.name, GrantRow(Privilege(r.privilege), Scope(r.database_name, r.table_name), r.catalog_key))
+            for r in rows
+            if r.privilege is not None
+        ),
     )
 
 

@@ -40,7 +40,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from paimon_meta.catalog.metastore import CATALOG_OPTIONS, MetastoreCatalog, connect_catalog
 from paimon_meta.db import migrate
 from paimon_meta.db.budget import QueryBudget, bounded
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import AlreadyExistsError, ValidationError
 from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.ops import metrics as event_log_metrics
@@ -607,7 +606,7 @@ def _install_ops(app: FastAPI) -> None:
         paths.METRICS,
         tags=["operations"],
         response_class=PlainTextResponse,
-        dependencies=[routes_common.BEARER, Depends(Require(Privilege.ADMIN, "catalog"))],
+        dependencies=[routes_common.BEARER, routes_common.CATALOG_ALTER],
         # The errors are JSON (the protocol's body), the route's own answer is text.
         responses={
             code: {
@@ -619,8 +618,8 @@ def _install_ops(app: FastAPI) -> None:
     )
     def prometheus(request: Request) -> Response:
         """This process's request, commit and auth metrics, then the event log's commit and lock
-        metrics (every writer's, computed in SQL, reused for ``metrics_cache_seconds``). Needs an admin
-        grant on the catalog (they name every table)."""
+        metrics (every writer's, computed in SQL, reused for ``metrics_cache_seconds``). Needs ``ALTER``
+        on the catalog (they name every table: only catalog administrators hold it)."""
         service: ServiceState = request.app.state.service
         text = generate_latest(service.metrics.registry).decode("utf-8")
         if service.settings.event_log_metrics:

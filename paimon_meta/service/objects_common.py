@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.metastore.catalog_objects import Audit, FunctionRow, ViewRow
-from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.principals import Access, utc_now
 from paimon_meta.model.catalog_objects import params_json
 from paimon_meta.model.identifier import validate_function_name, validate_identifier
 from paimon_meta.rest import models
@@ -58,12 +59,14 @@ def after_globally(page_token: str | None) -> tuple[str, str] | None:
 
 
 def readable_databases(access: Access) -> set[str] | None:
-    """The databases whose views and functions ``access`` may read: None for all of them (a catalog
-    grant), else those with a database-wide read grant (a grant on one table reaches no view)."""
-    if access.allows(Privilege.READ):
+    """The databases whose views and functions ``access`` may list: None for all of them (``SELECT`` on
+    the ``CATALOG_ALL`` scope: a catalog-wide reader), else those it may ``LIST`` (an assignment on one
+    table reaches no view)."""
+    now = utc_now()
+    if access.may(A.SELECT, Resource.catalog_all(), at=now):
         return None
-    named = {g.scope.database for g in access.grants if g.scope.database is not None}
-    return {d for d in named if access.allows(Privilege.READ, d)}
+    named = {a.resource.database for a in access.assignments if a.resource.database is not None}
+    return {d for d in named if access.may(A.LIST, Resource.of_database(d), at=now)}
 
 
 def page(

@@ -9,21 +9,22 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from paimon_meta.db.models import AccessLevel, Privilege
+from paimon_meta.db.models import AccessLevel
 from paimon_meta.errors import UnsupportedError, ValidationError
 from paimon_meta.governance.evaluate import decide
-from paimon_meta.governance.permissions import Access as Permission
+from paimon_meta.governance.permissions import Access as A
 from paimon_meta.governance.permissions import Resource
 from paimon_meta.governance.policies import QueryRules
 from paimon_meta.io.sts import vendable
 from paimon_meta.metastore.assignments import COLUMN_MASKING, ROW_FILTER
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
+from paimon_meta.service.auth import refuse
 from paimon_meta.service.data_policies import TablePolicies, is_trusted_engine, table_policies
-from paimon_meta.service.deps import catalog_of, served_of, table_identifier
+from paimon_meta.service.deps import catalog_of, served_of, table_identifier, table_of_object
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, READ_TABLE, UNSUPPORTED
+from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, TABLE_SELECT, UNSUPPORTED
 from paimon_meta.service.routes_management import caller, policies_of
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
@@ -39,7 +40,7 @@ def get_table_token(
     request: Request,
     database: str,
     table: str,
-    access: Annotated[Access, READ_TABLE],
+    access: Annotated[Access, TABLE_SELECT],
     policies: Annotated[TablePolicies, Depends(table_policies)],
     level: Annotated[Literal["read", "write"] | None, Query(alias="access")] = None,
 ) -> models.GetTableTokenResponse:
@@ -83,13 +84,15 @@ def get_table_token(
             f"table {identifier} is not on S3 ({location.partition('://')[0] or 'local'} storage): "
             "there are no storage credentials to vend for it"
         )
-    may_write = access.allows(Privilege.WRITE, database, table)
+    resource = Resource.table(database, table_of_object(table))
+    decision = access.decide(resource, A.UPDATE)
+    may_write = decision.allowed
     if level == "write" and not may_write:
+        error = refuse(request, access, resource, A.UPDATE, decision)
         raise ForbiddenError(
-            f"principal {access.principal!r} has no write grant on {identifier}: only read "
-            "credentials can be vended",
-            resource_type="TABLE",
-            resource_name=identifier,
+            f"{error}: only read credentials can be vended",
+            resource_type=error.resource_type,
+            resource_name=error.resource_name,
         )
     chosen = AccessLevel.WRITE if may_write and level != "read" else AccessLevel.READ
     creds = vending.credentials(access.principal, row, location, chosen)
@@ -105,7 +108,7 @@ def auth_table_query(
     request: Request,
     database: str,
     table: str,
-    access: Annotated[Access, READ_TABLE],
+    access: Annotated[Access, TABLE_SELECT],
     body: models.AuthTableQueryRequest | None = None,
 ) -> models.AuthTableQueryResponse:
     """The row filters (to be ANDed) and column masks the caller must apply when reading ``select`` (all
@@ -128,7 +131,7 @@ def auth_table_query(
             )
     me = caller(request, access)
     decision = decide(
-        me.assignments, me.subject, Resource.table(database, table), Permission.SELECT, at=datetime.now(UTC)
+        me.assignments, me.subject, Resource.table(database, table), A.SELECT, at=datetime.now(UTC)
     )
     refused = decision.columns.refused(select or columns)
     if refused:

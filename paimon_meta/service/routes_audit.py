@@ -16,7 +16,7 @@ from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, READ_TABLE, MaxResults, PageToken
+from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, TABLE_SELECT, MaxResults, PageToken
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
@@ -30,7 +30,7 @@ def _next(returned: int, limit: int, offset: int) -> str | None:
     paths.REGISTRY,
     response_model=models.TableRegistryResponse,
     tags=["audit"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
 )
 def get_registry(request: Request, database: str, table: str) -> models.TableRegistryResponse:
     """The table's registry row: the pointer, schema id and location as the metastore has them."""
@@ -50,7 +50,7 @@ def get_registry(request: Request, database: str, table: str) -> models.TableReg
     paths.EVENTS,
     response_model=models.ListCommitEventsResponse,
     tags=["audit"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
 )
 def list_commit_events(
     request: Request,
@@ -81,7 +81,7 @@ def list_commit_events(
     paths.LOCK_EVENTS,
     response_model=models.ListLockEventsResponse,
     tags=["audit"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
 )
 def list_lock_events(
     request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None
@@ -101,7 +101,7 @@ def list_lock_events(
     paths.MAINTENANCE_RUNS,
     response_model=models.ListMaintenanceRunsResponse,
     tags=["audit"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
 )
 def list_maintenance_runs(
     request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None
@@ -126,7 +126,7 @@ def list_maintenance_runs(
     paths.SNAPSHOT_RECORDINGS,
     response_model=models.ListSnapshotRecordingsResponse,
     tags=["audit"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
 )
 def list_snapshot_recordings(
     request: Request, database: str, table: str, max_results: MaxResults = None, page_token: PageToken = None

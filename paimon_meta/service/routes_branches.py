@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.metastore.principals import Access
 from paimon_meta.ops import branches as branch_ops
 from paimon_meta.rest import models, paths
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
@@ -25,18 +23,19 @@ from paimon_meta.service.routes_common import (
     ERRORS,
     NO_BODY,
     PREFIX,
-    READ_TABLE,
+    TABLE_ALTER,
+    TABLE_SELECT,
+    TABLE_UPDATE,
     UNSUPPORTED,
-    WRITE_TABLE,
 )
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
-ADMIN = Depends(Require(Privilege.ADMIN, "table"))
+ADMIN = TABLE_ALTER
 
 
 @router.get(
-    paths.BRANCHES, response_model=models.ListBranchesResponse, tags=["branches"], dependencies=[READ_TABLE]
+    paths.BRANCHES, response_model=models.ListBranchesResponse, tags=["branches"], dependencies=[TABLE_SELECT]
 )
 def list_branches(request: Request, database: str, table: str) -> models.ListBranchesResponse:
     """Every branch of the table but main, sorted (not paged, as Java's ``listBranches``)."""
@@ -47,7 +46,7 @@ def list_branches(request: Request, database: str, table: str) -> models.ListBra
 @router.post(
     paths.BRANCHES,
     tags=["branches"],
-    dependencies=[WRITE_TABLE],
+    dependencies=[TABLE_UPDATE],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
@@ -56,7 +55,7 @@ def create_branch(
     database: str,
     table: str,
     body: models.CreateBranchRequest,
-    access: Annotated[Access, WRITE_TABLE],
+    access: Annotated[Access, TABLE_UPDATE],
 ) -> Response:
     """Create a branch from main's latest schema, or from ``fromTag`` (its snapshot, tag and schemas):
     409 ``BRANCH`` when the name is taken, 404 ``TAG`` when the tag does not exist."""
@@ -73,12 +72,12 @@ def create_branch(
 @router.delete(
     paths.BRANCH,
     tags=["branches"],
-    dependencies=[WRITE_TABLE],
+    dependencies=[TABLE_UPDATE],
     response_class=Response,
     responses=NO_BODY,
 )
 def drop_branch(
-    request: Request, database: str, table: str, branch: str, access: Annotated[Access, WRITE_TABLE]
+    request: Request, database: str, table: str, branch: str, access: Annotated[Access, TABLE_UPDATE]
 ) -> Response:
     """Drop the branch (its directory); 404 ``BRANCH`` when there is none."""
     branch_ops.drop_branch(
@@ -90,7 +89,7 @@ def drop_branch(
 @router.post(
     paths.RENAME_BRANCH,
     tags=["branches"],
-    dependencies=[WRITE_TABLE],
+    dependencies=[TABLE_UPDATE],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
@@ -100,7 +99,7 @@ def rename_branch(
     table: str,
     branch: str,
     body: models.RenameBranchRequest,
-    access: Annotated[Access, WRITE_TABLE],
+    access: Annotated[Access, TABLE_UPDATE],
 ) -> Response:
     """Rename the branch to ``toBranch``: 404 ``BRANCH`` when it does not exist, 409 when the new name is
     taken."""

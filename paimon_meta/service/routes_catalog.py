@@ -6,34 +6,42 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import unquote_plus
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from paimon_meta.catalog import metadata_tables
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import (
     CatalogNotFoundError,
     DatabaseAlreadyExistsError,
     TableAlreadyExistsError,
     ValidationError,
 )
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.metastore.branches import MAIN
-from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.principals import Access, utc_now
 from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.ops import branches as branch_ops
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require, forbidden, service_access
+from paimon_meta.service.auth import check, not_in_catalog, refuse, service_access
 from paimon_meta.service.deps import catalog_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
+    AUTHENTICATED,
     BEARER,
     CONFLICT,
+    DATABASE_ALTER,
+    DATABASE_DESCRIBE,
+    DATABASE_DROP,
     ERRORS,
     NO_BODY,
     OUTCOME_UNKNOWN,
     PREFIX,
+    TABLE_ALTER,
+    TABLE_DROP,
+    TABLE_SELECT,
     UNSUPPORTED,
 )
 from paimon_meta.service.state import ServiceState
@@ -41,11 +49,6 @@ from paimon_meta.service.tenancy.served import ServedCatalog
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER], responses=ERRORS)
 
-READ_DATABASE = Depends(Require(Privilege.READ, "database"))
-ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
-READ_TABLE = Depends(Require(Privilege.READ, "table"))
-ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
-AUTHENTICATED = Depends(Require(None))
 #: Says in ``/v1/config`` where clients' storage credentials come from (an option no client reads).
 VENDING_OPTION = "paimon-meta.storage-credentials"
 MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
@@ -59,15 +62,15 @@ def get_config(
     """The catalog ``warehouse`` names (the service's default catalog without it): its prefix (its
     name, for ``/v1/{prefix}/...``) and the client options the server fixes for it. pypaimon 2.1.0 sends
     ``warehouse`` URL-encoded twice: either spelling names the catalog. 404 ``CATALOG`` when no catalog
-    has that name; 403 when the caller holds no grant in it (but in the default catalog)."""
+    has that name; 403 when the caller holds no assignment in it (but in the default catalog)."""
     state = state_of(request)
     served = state.catalogs.default
     if warehouse is not None and warehouse != served.name and _decoded(warehouse) != served.name:
         served = _named(state, warehouse)
-    if not served.default and not service_access(request).in_catalog(served.key, default=False).grants:
+    if not served.default and not service_access(request).in_catalog(served.key, default=False).holds_any():
         # Another catalog's configuration is for its principals only (the default catalog's answers any
         # token, as before catalogs existed).
-        raise forbidden(request, access, Privilege.READ, "catalog", catalog=served.name)
+        raise not_in_catalog(request, access, served.name)
     name = served.name
     if served.vending is None:
         # Nothing to vend: clients bring their own storage options (a local warehouse needs none).
@@ -121,8 +124,8 @@ def list_databases(
         str | None, Query(alias=paths.DATABASE_NAME_PATTERN, max_length=convert.MAX_PATTERN)
     ] = None,
 ) -> models.ListDatabasesResponse:
-    """Databases the caller's grants reach."""
-    names = [n for n in catalog_of(request).list_databases() if access.sees_database(n)]
+    """Databases the caller's assignments reach into (``Access.sees``)."""
+    names = [n for n in catalog_of(request).list_databases() if access.sees(n)]
     items, token = convert.page(names, max_results=max_results, page_token=page_token, pattern=pattern)
     return models.ListDatabasesResponse(databases=items, next_page_token=token)
 
@@ -137,15 +140,16 @@ def list_databases(
 def create_database(
     request: Request, body: models.CreateDatabaseRequest, access: Annotated[Access, AUTHENTICATED]
 ) -> Response:
-    """Needs admin on the catalog. Without it, a database the caller can see that exists already is
-    answered 409 (pypaimon's ``create_database(name, True)``, as any client's "ignore if exists", then
-    goes on), anything else 403."""
+    """Needs ``CREATEDATABASE`` on the catalog. Without it, a database the caller can see that exists
+    already is answered 409 (pypaimon's ``create_database(name, True)``, as any client's "ignore if
+    exists", then goes on), anything else 403."""
     catalog = catalog_of(request)
     name = validate_identifier("database", body.name)
-    if not access.allows(Privilege.ADMIN):
-        if access.sees_database(name) and catalog.registry.database_exists(name):
+    decision = access.decide(Resource.catalog(), A.CREATEDATABASE)
+    if not decision.allowed:
+        if access.sees(name) and catalog.registry.database_exists(name):
             raise DatabaseAlreadyExistsError(f"database {name!r} already exists", database=name)
-        raise forbidden(request, access, Privilege.ADMIN, "catalog")
+        raise refuse(request, access, Resource.catalog(), A.CREATEDATABASE, decision)
     catalog.create_database(name, False)
     if body.options:
         catalog.alter_database(name, updates=body.options, removals=[])
@@ -156,7 +160,7 @@ def create_database(
     paths.DATABASE,
     response_model=models.GetDatabaseResponse,
     tags=["databases"],
-    dependencies=[PREFIX, READ_DATABASE],
+    dependencies=[PREFIX, DATABASE_DESCRIBE],
 )
 def get_database(request: Request, database: str) -> models.GetDatabaseResponse:
     row = catalog_of(request).get_database(database)
@@ -174,7 +178,7 @@ def get_database(request: Request, database: str) -> models.GetDatabaseResponse:
 @router.post(
     paths.DATABASE,
     tags=["databases"],
-    dependencies=[PREFIX, ADMIN_DATABASE],
+    dependencies=[PREFIX, DATABASE_ALTER],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
@@ -190,7 +194,7 @@ def alter_database(request: Request, database: str, body: models.AlterDatabaseRe
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
-def drop_database(request: Request, database: str, access: Annotated[Access, ADMIN_DATABASE]) -> Response:
+def drop_database(request: Request, database: str, access: Annotated[Access, DATABASE_DROP]) -> Response:
     """Drop the database with everything in it, as Java's ``RESTCatalog`` expects: a client asked not to
     cascade checks for tables itself first (pypaimon and Java do). Each table is dropped as ``DELETE`` of
     the table drops it (under its lock, files deleted, recorded)."""
@@ -212,15 +216,18 @@ def list_tables(
         str | None, Query(alias=paths.TABLE_NAME_PATTERN, max_length=convert.MAX_PATTERN)
     ] = None,
 ) -> models.ListTablesResponse:
-    """Tables of ``database`` the caller may read."""
-    if not access.sees_database(database):
+    """Tables of ``database`` the caller may ``SELECT``; 403 when no assignment reaches into it."""
+    if not access.sees(database):
         raise ForbiddenError(
-            f"principal {access.principal!r} has no grant in database {database!r}",
+            f"principal {access.principal!r} holds no assignment in database {database!r}",
             resource_type="DATABASE",
             resource_name=database,
         )
+    now = utc_now()
     names = [
-        n for n in catalog_of(request).list_tables(database) if access.allows(Privilege.READ, database, n)
+        n
+        for n in catalog_of(request).list_tables(database)
+        if access.may(A.SELECT, Resource.table(database, n), at=now)
     ]
     items, token = convert.page(names, max_results=max_results, page_token=page_token, pattern=pattern)
     return models.ListTablesResponse(tables=items, next_page_token=token)
@@ -236,18 +243,19 @@ def list_tables(
 def create_table(
     request: Request, database: str, body: models.CreateTableRequest, access: Annotated[Access, AUTHENTICATED]
 ) -> Response:
-    """Needs admin on the database. Without it, a table the caller may read that exists already is
-    answered 409 (the clients' "ignore if exists" then goes on), anything else 403."""
+    """Needs ``CREATETABLE`` on the database. Without it, a table the caller may ``SELECT`` that exists
+    already is answered 409 (the clients' "ignore if exists" then goes on), anything else 403."""
     if body.identifier.database != database:
         raise_field("identifier.database", f"{body.identifier.database!r} is not the path's {database!r}")
     identifier = table_identifier(database, body.identifier.object)
-    if not access.allows(Privilege.ADMIN, database):
+    decision = access.decide(Resource.of_database(database), A.CREATETABLE)
+    if not decision.allowed:
         name = identifier.split(".", 1)[1]
-        if access.allows(Privilege.READ, database, name) and name in catalog_of(request).list_tables(
+        if access.may(A.SELECT, Resource.table(database, name)) and name in catalog_of(request).list_tables(
             database
         ):
             raise TableAlreadyExistsError(f"table {identifier} already exists", table=identifier)
-        raise forbidden(request, access, Privilege.ADMIN, "database", database)
+        raise refuse(request, access, Resource.of_database(database), A.CREATETABLE, decision)
     # The clients write and read the data: options only our own reader or writer lacks are refused by
     # those operations, not at create (the table is pypaimon's or Java's to use).
     schema = convert.table_schema(body.schema_)
@@ -262,7 +270,7 @@ def create_table(
     paths.TABLE,
     response_model=models.GetTableResponse,
     tags=["tables"],
-    dependencies=[PREFIX, READ_TABLE],
+    dependencies=[PREFIX, TABLE_SELECT],
 )
 def get_table(request: Request, database: str, table: str) -> models.GetTableResponse:
     # For t$branch_NAME (pypaimon's branch identifier): branch NAME, its latest schema at the table's path
@@ -280,7 +288,7 @@ def get_table(request: Request, database: str, table: str) -> models.GetTableRes
 @router.post(
     paths.TABLE,
     tags=["tables"],
-    dependencies=[PREFIX, ADMIN_TABLE],
+    dependencies=[PREFIX, TABLE_ALTER],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT, **UNSUPPORTED},
 )
@@ -303,7 +311,7 @@ def replace_table(
     database: str,
     table: str,
     body: models.ReplaceTableRequest,
-    access: Annotated[Access, ADMIN_TABLE],
+    access: Annotated[Access, TABLE_ALTER],
 ) -> Response:
     """``CREATE OR REPLACE`` of an existing table, as Java's catalog does it: a format, object or Iceberg
     table, or a new schema of another type, is dropped and created anew; a Paimon table is truncated (one
@@ -327,7 +335,7 @@ def replace_table(
     responses={**NO_BODY, **CONFLICT},
 )
 def drop_table(
-    request: Request, database: str, table: str, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, access: Annotated[Access, TABLE_DROP]
 ) -> Response:
     """Unregister the table under its lock (no commit of ours publishes into a table being dropped),
     recorded as a ``drop_table`` run: into the recycle bin with its files and grants for the catalog's
@@ -347,14 +355,10 @@ def drop_table(
 def rename_table(
     request: Request, body: models.RenameTableRequest, access: Annotated[Access, AUTHENTICATED]
 ) -> Response:
-    """Needs admin on the source table and on the destination database."""
+    """Needs ``ALTER`` on the source table and ``CREATETABLE`` on the destination database."""
     src, dst = body.source, body.destination
-    for ok, target in (
-        (access.allows(Privilege.ADMIN, src.database, src.object), f"{src.database}.{src.object}"),
-        (access.allows(Privilege.ADMIN, dst.database), dst.database),
-    ):
-        if not ok:
-            raise ForbiddenError(f"principal {access.principal!r} has no admin grant on {target}")
+    check(request, access, A.ALTER, Resource.table(src.database, src.object))
+    check(request, access, A.CREATETABLE, Resource.of_database(dst.database))
     catalog_of(request).rename_table(
         table_identifier(src.database, src.object), table_identifier(dst.database, dst.object)
     )

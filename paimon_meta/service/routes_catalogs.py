@@ -22,12 +22,14 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 
 from paimon_meta.db.models import Privilege, ServicePrivilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.io.sts import StsSettings
 from paimon_meta.metastore.catalogs import CatalogInfo, Catalogs, StorageProfile
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.rest import models, paths
-from paimon_meta.service.auth import Require, service_access
+from paimon_meta.service.auth import Require, check, not_in_catalog, service_access
 from paimon_meta.service.deps import state_of
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
@@ -46,7 +48,7 @@ def _is_default(state: ServiceState, info: CatalogInfo) -> bool:
 
 
 def _in(state: ServiceState, access: Access, info: CatalogInfo) -> Access:
-    """The caller's access within ``info`` (its grants there only)."""
+    """The caller's access within ``info`` (its assignments there only)."""
     return access.in_catalog(info.catalog_key, default=_is_default(state, info))
 
 
@@ -73,15 +75,18 @@ def _refused(access: Access, what: str, name: str | None = None) -> ForbiddenErr
 def _get_visible(request: Request, name: str) -> tuple[ServiceState, Access, CatalogInfo]:
     state, access = state_of(request), service_access(request)
     info = Catalogs(state.catalog.engine).get(validate_identifier("catalog", name))
-    if not _in(state, access, info).grants and not access.has_service(ServicePrivilege.CREATE_CATALOG):
-        raise _refused(access, f"holds no grant in catalog {name!r}", name)
+    if not _in(state, access, info).holds_any() and not access.has_service(ServicePrivilege.CREATE_CATALOG):
+        raise not_in_catalog(request, access, name)
     return state, access, info
 
 
-def _get_admin(request: Request, name: str) -> tuple[ServiceState, Access, CatalogInfo]:
+def _get_admin(
+    request: Request, name: str, needs: PermissionAccess
+) -> tuple[ServiceState, Access, CatalogInfo]:
+    """The catalog ``name``, if the caller may perform ``needs`` (``ALTER``, ``DROP``) on it (403 naming
+    the decision's reason otherwise)."""
     state, access, info = _get_visible(request, name)
-    if not _in(state, access, info).allows(Privilege.ADMIN):
-        raise _refused(access, f"has no admin grant on the whole of catalog {name!r}", name)
+    check(request, _in(state, access, info), needs, Resource.catalog(), catalog=name)
     return state, access, info
 
 
@@ -99,13 +104,13 @@ def _profile(storage: models.CatalogStorage | None) -> StorageProfile | None:
 
 @router.get(paths.CATALOGS, response_model=models.ListCatalogsResponse, tags=["catalogs"])
 def list_catalogs(request: Request, _: Annotated[Access, AUTHENTICATED]) -> models.ListCatalogsResponse:
-    """The catalogs the caller holds some grant in (all of them with the service-level privilege
+    """The catalogs the caller holds some active assignment in (all of them with the service-level privilege
     ``create_catalog``), by name. Secrets are never answered (``secretsSet`` names them)."""
     state, access = state_of(request), service_access(request)
     every = access.has_service(ServicePrivilege.CREATE_CATALOG)
     infos = Catalogs(state.catalog.engine).list_all()
     return models.ListCatalogsResponse(
-        catalogs=[_response(state, i) for i in infos if every or _in(state, access, i).grants]
+        catalogs=[_response(state, i) for i in infos if every or _in(state, access, i).holds_any()]
     )
 
 
@@ -164,9 +169,10 @@ def update_catalog(
     _: Annotated[Access, AUTHENTICATED],
 ) -> models.CatalogResponse:
     """Change a catalog's warehouse (refused while it holds databases), storage profile, STS role and
-    options. Needs ``admin`` on the whole catalog. Replicas serve the change within their refresh time
-    (``catalog_refresh_seconds``). The default catalog's warehouse is the server's flags': not here."""
-    state, _access, info = _get_admin(request, catalog)
+    options. Needs ``ALTER`` on the catalog (``admin`` on the whole catalog gives it). Replicas serve
+    the change within their refresh time (``catalog_refresh_seconds``). The default catalog's warehouse
+    is the server's flags': not here."""
+    state, _access, info = _get_admin(request, catalog, PermissionAccess.ALTER)
     _check_role(body.sts_role_arn or info.sts_role_arn, body.sts_external_id or info.sts_external_id)
     if _is_default(state, info) and body.warehouse is not None:
         raise ValidationError(
@@ -196,9 +202,10 @@ def drop_catalog(
     cascade: Annotated[bool, Query()] = False,
 ) -> models.DropCatalogResponse:
     """Drop a catalog and its grants; its files stay where they are. Refused (400) while it holds
-    databases unless ``cascade=true`` (their rows go with it). Needs ``admin`` on the whole catalog.
+    databases unless ``cascade=true`` (their rows go with it). Needs ``DROP`` on the catalog (``admin``
+    on the whole catalog gives it).
     The service's default catalog cannot be dropped."""
-    state, _access, info = _get_admin(request, catalog)
+    state, _access, info = _get_admin(request, catalog, PermissionAccess.DROP)
     if _is_default(state, info):
         raise ValidationError(
             f"catalog {catalog!r} is this service's default catalog (serve --catalog-name): it cannot "

@@ -14,14 +14,13 @@ from typing import Annotated, Any
 
 import anyio.to_thread
 import pydantic
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.coordinator import CommitResult
 from paimon_meta.commit.validate import newest_schema_id
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import CorruptMetadataError, TableNotFoundError, TableRowChangedError, ValidationError
 from paimon_meta.metastore.branches import MAIN
 from paimon_meta.metastore.principals import Access
@@ -35,16 +34,26 @@ from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, served_of, state_of, table_identifier
 from paimon_meta.service.errors import DrainingError
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import BEARER, CONFLICT, ERRORS, OUTCOME_UNKNOWN, PREFIX, UNSUPPORTED
+from paimon_meta.service.routes_common import (
+    BEARER,
+    CONFLICT,
+    ERRORS,
+    OUTCOME_UNKNOWN,
+    PREFIX,
+    TABLE_COMMIT,
+    TABLE_SELECT,
+    TABLE_UPDATE,
+    UNSUPPORTED,
+)
 from paimon_meta.service.state import DRAIN_RETRY_AFTER_SECONDS, ServiceState
 from paimon_meta.table.write.overwrite import OverwriteSpec
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
-READ = Depends(Require(Privilege.READ, "table"))
-WRITE = Depends(Require(Privilege.WRITE, "table"))
+READ = TABLE_SELECT
+WRITE = TABLE_UPDATE
 #: The commit's grant: a refusal is recorded in the data-access log too.
-COMMIT = Depends(Require(Privilege.WRITE, "table", commit=True))
+COMMIT = TABLE_COMMIT
 
 
 def _messages(body: models.CommitMessagesRequest) -> list[CommitMessage]:

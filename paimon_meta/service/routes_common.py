@@ -3,9 +3,10 @@ the service answers: the bearer token (a security scheme), the ``{prefix}`` path
 for a name that is no catalog of the service), and the error answers with the protocol's error body.
 
 Every error is ``ErrorResponse`` (``service.errors`` maps the error hierarchy to it): 400 bad input (never
-FastAPI's 422), 401 no valid token, 403 no grant, 404 no such resource, 413 body or one of its texts over
-the limit, other 4xx refusals of the middleware, 502 storage refused (an operator must act), 503
-unavailable (retry after ``Retry-After``). Routes that change something add 409; routes that publish a
+FastAPI's 422), 401 no valid token, 403 refused by Paimon's permission model (the reason and the needed
+(resource, access) named), 404 no such resource, 413 body or one of its texts over the limit, other 4xx
+refusals of the middleware, 502 storage refused (an operator must act), 503 unavailable (retry after
+``Retry-After``). Routes that change something add 409; routes that publish a
 snapshot add 500, which this service answers only when a commit's outcome is unknown; routes refusing a
 feature they do not implement add 501. Any other 5xx is a bug, and so is a 500, 502 or 503 while the
 metastore and storage answer (``tests/service/test_fuzz_openapi.py`` checks both).
@@ -18,7 +19,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPBearer
 
-from paimon_meta.db.models import Privilege
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import ResourceType
 from paimon_meta.rest import models, paths
 from paimon_meta.service.auth import Require
 from paimon_meta.service.convert import MAX_PATTERN
@@ -35,7 +37,9 @@ def _error(description: str) -> dict[str, Any]:
 ERRORS: Responses = {
     400: _error("Bad input: the message names the field or parameter."),
     401: _error("No valid bearer token (missing, unknown, revoked or expired)."),
-    403: _error("The token's principal has no grant for this."),
+    403: _error(
+        "Refused by Paimon's permission model: the message names why and the (resource, access) needed."
+    ),
     404: _error(
         "No such catalog, database, table, tag or snapshot (`resourceType` says which; `SNAPSHOT`: the "
         "table has none yet)."
@@ -115,15 +119,32 @@ async def catalog_prefix(
 PREFIX = Depends(catalog_prefix)
 
 
-# ---- the grants routes declare (tests/service/test_auth.py lists every route's) ------------------------
-#: Any valid token: the handler filters or checks the grants itself.
+# ---- the checks routes declare (tests/service/test_auth.py lists every route's) ------------------------
+#: Any valid token: the handler filters or checks itself.
 AUTHENTICATED = Depends(Require(None))
-ADMIN_CATALOG = Depends(Require(Privilege.ADMIN, "catalog"))
-READ_DATABASE = Depends(Require(Privilege.READ, "database"))
-ADMIN_DATABASE = Depends(Require(Privilege.ADMIN, "database"))
-READ_TABLE = Depends(Require(Privilege.READ, "table"))
-WRITE_TABLE = Depends(Require(Privilege.WRITE, "table"))
-ADMIN_TABLE = Depends(Require(Privilege.ADMIN, "table"))
+R, A = ResourceType, PermissionAccess
+#: One (resource type, access) of Paimon's model each; the path locates the resource (``auth.locate``).
+CATALOG_ALTER = Depends(Require(R.CATALOG, A.ALTER))
+CATALOG_CREATEDATABASE = Depends(Require(R.CATALOG, A.CREATEDATABASE))
+DATABASE_DESCRIBE = Depends(Require(R.DATABASE, A.DESCRIBE))
+DATABASE_LIST = Depends(Require(R.DATABASE, A.LIST))
+DATABASE_ALTER = Depends(Require(R.DATABASE, A.ALTER))
+DATABASE_DROP = Depends(Require(R.DATABASE, A.DROP))
+DATABASE_CREATETABLE = Depends(Require(R.DATABASE, A.CREATETABLE))
+DATABASE_CREATEVIEW = Depends(Require(R.DATABASE, A.CREATEVIEW))
+DATABASE_CREATEFUNCTION = Depends(Require(R.DATABASE, A.CREATEFUNCTION))
+TABLE_SELECT = Depends(Require(R.TABLE, A.SELECT))
+TABLE_UPDATE = Depends(Require(R.TABLE, A.UPDATE))
+#: A commit: a refusal is also recorded in the data-access log.
+TABLE_COMMIT = Depends(Require(R.TABLE, A.UPDATE, commit=True))
+TABLE_ALTER = Depends(Require(R.TABLE, A.ALTER))
+TABLE_DROP = Depends(Require(R.TABLE, A.DROP))
+VIEW_SELECT = Depends(Require(R.VIEW, A.SELECT))
+VIEW_ALTER = Depends(Require(R.VIEW, A.ALTER))
+VIEW_DROP = Depends(Require(R.VIEW, A.DROP))
+FUNCTION_SELECT = Depends(Require(R.FUNCTION, A.SELECT))
+FUNCTION_ALTER = Depends(Require(R.FUNCTION, A.ALTER))
+FUNCTION_DROP = Depends(Require(R.FUNCTION, A.DROP))
 
 # ---- the query parameters of listings ------------------------------------------------------------------
 MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]

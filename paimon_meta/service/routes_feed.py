@@ -31,8 +31,9 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy import Engine
 from starlette.types import Message, Receive, Scope, Send
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource, java_blank
 from paimon_meta.metastore.feed import (
     START,
     FeedEvent,
@@ -150,12 +151,9 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     def verdict() -> Verdict:
         if state.draining:  # SIGTERM: every stream ends at once, its client reconnects elsewhere
             return Verdict(None, DRAINING)
-        now = rights.verdict(credential)
-        if now.access is not None:
-            now = Verdict(now.access.in_catalog(served.key, default=served.default), now.ended)
-        if now.access is not None and covered and not _covers(now.access, keep):
-            return Verdict(None, UNCOVERED)
-        return now
+        return stream_verdict(
+            rights.verdict(credential), served.key, default=served.default, keep=keep, covered=covered
+        )
 
     def release() -> None:
         rights.release(credential)
@@ -174,15 +172,38 @@ def event_stream_response(request: Request, access: Access, keep: FeedFilter, af
     )
 
 
-def _covers(access: Access, keep: FeedFilter) -> bool:
-    """Whether ``access`` may read what a stream filtered by ``keep`` delivers: its table, something of
-    its database, or (unfiltered) anything at all."""
+def stream_verdict(
+    now: Verdict, catalog_key: str, *, default: bool, keep: FeedFilter, covered: bool
+) -> Verdict:
+    """A stream's verdict within its catalog: the rights as re-checked, narrowed to the catalog
+    ``catalog_key``; the stream ends (``UNCOVERED``) when they no longer cover, at the verdict's time,
+    what it was opened to deliver (``covered``: they did when it opened): a revoked grant after the
+    next re-check, an assignment at its ``expireTime``."""
+    if now.access is None:
+        return now
+    access = now.access.in_catalog(catalog_key, default=default)
+    if covered and not _covers(access, keep, at=now.at):
+        return Verdict(None, UNCOVERED)
+    return Verdict(access, now.ended, now.at)
+
+
+def _covers(access: Access, keep: FeedFilter, *, at: datetime | None = None) -> bool:
+    """Whether ``access`` may read what a stream filtered by ``keep`` delivers at ``at`` (now): its
+    table, something of its database, or (unfiltered) anything at all."""
     if keep.subject is not None:
         database, _, table = keep.subject.partition(".")
-        return access.allows(Privilege.READ, database, table)
+        return may_read(access, database, table, at)
     if keep.database is not None:
-        return access.sees_database(keep.database)
-    return bool(access.grants)
+        return access.sees(keep.database, at=at)
+    return access.holds_any(at=at)
+
+
+def may_read(access: Access, database: str, table: str, at: datetime | None = None) -> bool:
+    """Whether ``access`` may read the events of ``database.table`` (``SELECT`` on it); a subject naming
+    no table (a lock of no table) is a catalog-wide reader's only."""
+    if java_blank(database) or java_blank(table):
+        return access.may(A.SELECT, Resource.catalog_all(), at=at)
+    return access.may(A.SELECT, Resource.table(database, table), at=at)
 
 
 class FeedStreamResponse(StreamingResponse):
@@ -267,9 +288,11 @@ class _Feed:
     ) -> None:
         self.engine, self.catalog_key, self.keep, self.access = engine, catalog_key, keep, access
         self.catalog, self.limit, self.scan_rows = catalog, limit, scan_rows
+        #: When ``access`` is decided (a stream's verdict's time; None: now, at each decision).
+        self.at: datetime | None = None
 
     def visible(self, event: FeedEvent) -> bool:
-        return self.access.allows(Privilege.READ, event.database, event.table)
+        return may_read(self.access, event.database, event.table, self.at)
 
     def read(self, after: Position) -> FeedPage:
         """The next page after ``after``: only the tables the caller may read are read (its grants as
@@ -281,7 +304,7 @@ class _Feed:
             limit=self.limit,
             keep=self.keep,
             visible=self.visible,
-            reach=Reach.of(self.access),
+            reach=Reach.of(self.access, self.at),
             scan_rows=self.scan_rows,
         )
 
@@ -319,7 +342,7 @@ class _Feed:
                 return
             seen, sent, capped = hub.seq, False, False
             if now.access is not None:
-                self.access = now.access
+                self.access, self.at = now.access, now.at
                 shared = hub.after(cursor)
                 if shared is None:
                     # Behind the ring (or the hub has not started): read the log itself, on a worker
@@ -337,7 +360,7 @@ class _Feed:
                         if now.access is None:  # resume after the last event sent, once allowed
                             reached = events[i - 1].position
                             break
-                        self.access = now.access
+                        self.access, self.at = now.access, now.at
                     chunk = [e for e in events[i : i + _EVENTS_PER_WRITE] if self.visible(e)]
                     if chunk:
                         yield "".join(hub.render(e, self.frame) for e in chunk)

@@ -21,14 +21,17 @@ from paimon_meta.service import objects_common as common
 from paimon_meta.service.deps import catalog_of
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
-    ADMIN_DATABASE,
     AUTHENTICATED,
     BEARER,
     CONFLICT,
+    DATABASE_CREATEFUNCTION,
+    DATABASE_LIST,
     ERRORS,
+    FUNCTION_ALTER,
+    FUNCTION_DROP,
+    FUNCTION_SELECT,
     NO_BODY,
     PREFIX,
-    READ_DATABASE,
     DatabasePattern,
     MaxResults,
     PageToken,
@@ -43,7 +46,7 @@ FunctionPattern = Annotated[
 ]
 
 
-@router.get(paths.FUNCTIONS, response_model=models.ListFunctionsResponse, dependencies=[READ_DATABASE])
+@router.get(paths.FUNCTIONS, response_model=models.ListFunctionsResponse, dependencies=[DATABASE_LIST])
 def list_functions(
     request: Request,
     database: str,
@@ -59,7 +62,7 @@ def list_functions(
 
 
 @router.get(
-    paths.FUNCTION_DETAILS, response_model=models.ListFunctionDetailsResponse, dependencies=[READ_DATABASE]
+    paths.FUNCTION_DETAILS, response_model=models.ListFunctionDetailsResponse, dependencies=[DATABASE_LIST]
 )
 def list_function_details(
     request: Request,
@@ -107,7 +110,7 @@ def create_function(
     request: Request,
     database: str,
     body: models.CreateFunctionRequest,
-    access: Annotated[Access, ADMIN_DATABASE],
+    access: Annotated[Access, DATABASE_CREATEFUNCTION],
 ) -> Response:
     """409 when ``database`` has a function of that name; 404 when the database does not exist."""
     spec = FunctionSpec.from_request(body.model_dump(by_alias=True))
@@ -117,7 +120,7 @@ def create_function(
     return Response(status_code=200)
 
 
-@router.get(paths.FUNCTION, response_model=models.GetFunctionResponse, dependencies=[READ_DATABASE])
+@router.get(paths.FUNCTION, response_model=models.GetFunctionResponse, dependencies=[FUNCTION_SELECT])
 def get_function(request: Request, database: str, function: str) -> models.GetFunctionResponse:
     return common.function_response(catalog_of(request).objects.get_function(*_names(database, function)))
 
@@ -128,7 +131,7 @@ def alter_function(
     database: str,
     function: str,
     body: models.AlterFunctionRequest,
-    access: Annotated[Access, ADMIN_DATABASE],
+    access: Annotated[Access, FUNCTION_ALTER],
 ) -> Response:
     """Apply the changes in order, all or none; the function's version grows by one. 404 / 409
     ``DEFINITION`` for a definition that is missing / already there, 400 naming an unknown action."""
@@ -140,7 +143,7 @@ def alter_function(
 
 @router.delete(paths.FUNCTION, response_class=Response, responses=NO_BODY)
 def drop_function(
-    request: Request, database: str, function: str, access: Annotated[Access, ADMIN_DATABASE]
+    request: Request, database: str, function: str, access: Annotated[Access, FUNCTION_DROP]
 ) -> Response:
     catalog_of(request).objects.drop_function(*_names(database, function), principal=access.principal)
     return Response(status_code=200)

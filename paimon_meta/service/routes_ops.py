@@ -11,7 +11,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from fastapi.encoders import jsonable_encoder
 
-from paimon_meta.db.models import Privilege
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.metastore.principals import Access
 from paimon_meta.ops import expire, locks, orphans, recovery
 from paimon_meta.rest import models, paths
@@ -19,7 +20,7 @@ from paimon_meta.service.console.pages import foreign_locks, lock_table, may_rel
 from paimon_meta.service.deps import catalog_of, served_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
-from paimon_meta.service.routes_common import ADMIN_TABLE, AUTHENTICATED, BEARER, ERRORS, PREFIX
+from paimon_meta.service.routes_common import AUTHENTICATED, BEARER, ERRORS, PREFIX, TABLE_ALTER
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
@@ -34,7 +35,7 @@ def recover_table(
     database: str,
     table: str,
     body: models.RecoverTableRequest,
-    access: Annotated[Access, ADMIN_TABLE],
+    access: Annotated[Access, TABLE_ALTER],
 ) -> models.OperationReport:
     """Resolve the table's pending commits (``paimon-meta recover``), recorded as a ``recover`` run."""
     report = recovery.recover_table(
@@ -55,7 +56,7 @@ def expire_snapshots(
     database: str,
     table: str,
     body: models.ExpireSnapshotsRequest,
-    access: Annotated[Access, ADMIN_TABLE],
+    access: Annotated[Access, TABLE_ALTER],
 ) -> models.OperationReport:
     """Expire old snapshots and delete the files only they used (``paimon-meta expire-snapshots``)."""
     report = expire.expire_snapshots(
@@ -77,7 +78,7 @@ def remove_orphan_files(
     database: str,
     table: str,
     body: models.RemoveOrphanFilesRequest,
-    access: Annotated[Access, ADMIN_TABLE],
+    access: Annotated[Access, TABLE_ALTER],
 ) -> models.OperationReport:
     """Delete unreferenced files older than ``olderThanSeconds`` (``paimon-meta remove-orphan-files``)."""
     report = orphans.remove_orphan_files(
@@ -102,7 +103,7 @@ def list_locks(request: Request, access: Annotated[Access, AUTHENTICATED]) -> mo
         if foreign(row.lock_id):  # another catalog's: never shown here
             continue
         names = lock_table(catalog, row.lock_id)
-        if access.allows(Privilege.ADMIN, *(names or ())):
+        if access.may(A.ALTER, Resource.catalog() if names is None else Resource.table(*names)):
             rows.append(jsonable_encoder(row))
     return models.ListLocksResponse(locks=rows)
 

@@ -26,9 +26,9 @@ from paimon_meta.service.routes_common import (
     NO_BODY,
     OUTCOME_UNKNOWN,
     PREFIX,
-    READ_TABLE,
+    TABLE_SELECT,
+    TABLE_UPDATE,
     UNSUPPORTED,
-    WRITE_TABLE,
     MaxResults,
     PageToken,
 )
@@ -56,7 +56,7 @@ def _body(p: partition_ops.PartitionInfo) -> models.Partition:
     paths.PARTITIONS,
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
     responses=UNSUPPORTED,
 )
 def list_table_partitions(
@@ -95,7 +95,7 @@ def create_partitions(
     database: str,
     table: str,
     body: models.CreatePartitionsRequest,
-    access: Annotated[Access, WRITE_TABLE],
+    access: Annotated[Access, TABLE_UPDATE],
 ) -> models.CreatePartitionsResponse:
     """Register empty partitions; those already registered or holding data are ``existed`` (409
     ``PARTITION`` with ``ignoreIfExists: false``, nothing registered then)."""
@@ -133,7 +133,7 @@ def drop_partitions(
     database: str,
     table: str,
     body: models.DropPartitionsRequest,
-    access: Annotated[Access, WRITE_TABLE],
+    access: Annotated[Access, TABLE_UPDATE],
 ) -> models.DropPartitionsResponse:
     """One OVERWRITE snapshot removing the named partitions' files (a spec may name a prefix of the
     partition keys), then their registrations; specs naming nothing are ``missing`` (404 ``PARTITION``
@@ -159,7 +159,7 @@ def mark_done_partitions(
     database: str,
     table: str,
     body: models.MarkDonePartitionsRequest,
-    access: Annotated[Access, WRITE_TABLE],
+    access: Annotated[Access, TABLE_UPDATE],
 ) -> Response:
     """Mark partitions done (listed as ``done``) and perform the table's ``partition.mark-done-action``
     (``success-file``, ``done-partition``, ``mark-event``; 501 naming ``http-report`` or ``custom``)."""
@@ -173,7 +173,7 @@ def mark_done_partitions(
     paths.PARTITIONS_BY_NAMES,
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
     responses=UNSUPPORTED,
 )
 def list_partitions_by_names(
@@ -190,7 +190,7 @@ def list_partitions_by_names(
     paths.PARTITIONS_BY_FILTER,
     response_model=models.ListPartitionsResponse,
     tags=["partitions"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
     responses=UNSUPPORTED,
 )
 def list_partitions_by_filter(

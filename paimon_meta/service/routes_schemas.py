@@ -18,7 +18,7 @@ from paimon_meta.service.routes_common import (
     BEARER,
     ERRORS,
     PREFIX,
-    READ_TABLE,
+    TABLE_SELECT,
     MaxResults,
     PageToken,
 )
@@ -34,7 +34,7 @@ def _json(schema: TableSchema) -> dict[str, object]:
     return parsed
 
 
-@router.get(paths.SCHEMAS, response_model=models.ListSchemasResponse, dependencies=[READ_TABLE])
+@router.get(paths.SCHEMAS, response_model=models.ListSchemasResponse, dependencies=[TABLE_SELECT])
 def list_schemas(
     request: Request,
     database: str,
@@ -49,7 +49,7 @@ def list_schemas(
     return models.ListSchemasResponse(schemas=[_json(s) for s in page], next_page_token=token)
 
 
-@router.get(paths.SCHEMA_VERSION, response_model=models.GetSchemaResponse, dependencies=[READ_TABLE])
+@router.get(paths.SCHEMA_VERSION, response_model=models.GetSchemaResponse, dependencies=[TABLE_SELECT])
 def get_schema(request: Request, database: str, table: str, version: str) -> models.GetSchemaResponse:
     """The schema ``version`` names: a schema id, ``LATEST`` or ``EARLIEST``; 404 ``SCHEMA`` when it
     names none."""

@@ -20,13 +20,15 @@ from paimon_meta.service import objects_common as common
 from paimon_meta.service.deps import catalog_of
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
-    ADMIN_DATABASE,
     BEARER,
     CONFLICT,
+    DATABASE_CREATEVIEW,
+    DATABASE_LIST,
     ERRORS,
     NO_BODY,
     PREFIX,
-    READ_DATABASE,
+    VIEW_DROP,
+    VIEW_SELECT,
     MaxResults,
     PageToken,
 )
@@ -48,7 +50,7 @@ def _names(database: str, name: str) -> tuple[str, str]:
 
 
 @router.get(
-    paths.SEMANTIC_VIEWS, response_model=models.ListSemanticViewsResponse, dependencies=[READ_DATABASE]
+    paths.SEMANTIC_VIEWS, response_model=models.ListSemanticViewsResponse, dependencies=[DATABASE_LIST]
 )
 def list_semantic_views(
     request: Request, database: str, max_results: MaxResults = None, page_token: PageToken = None
@@ -60,7 +62,7 @@ def list_semantic_views(
     return models.ListSemanticViewsResponse(semantic_views=[r.name for r in rows], next_page_token=token)
 
 
-@router.get(paths.SEMANTIC_VIEW, response_model=models.GetSemanticViewResponse, dependencies=[READ_DATABASE])
+@router.get(paths.SEMANTIC_VIEW, response_model=models.GetSemanticViewResponse, dependencies=[VIEW_SELECT])
 def get_semantic_view(request: Request, database: str, semantic_view: str) -> models.GetSemanticViewResponse:
     """The semantic view and its whole definition as last upserted; 404 ``SEMANTIC_VIEW`` when none."""
     return _response(catalog_of(request).objects.get_semantic_view(*_names(database, semantic_view)))
@@ -76,7 +78,7 @@ def upsert_semantic_view(
     database: str,
     semantic_view: str,
     body: models.UpsertSemanticViewRequest,
-    access: Annotated[Access, ADMIN_DATABASE],
+    access: Annotated[Access, DATABASE_CREATEVIEW],
 ) -> models.GetSemanticViewResponse:
     """Create the semantic view or replace its whole definition; answers it as stored. 400 for a blank
     ``format`` or ``content``, 413 for content over 1 MiB of UTF-8, 409 when a SQL view of the database
@@ -90,7 +92,7 @@ def upsert_semantic_view(
 
 @router.delete(paths.SEMANTIC_VIEW, response_class=Response, responses=NO_BODY)
 def delete_semantic_view(
-    request: Request, database: str, semantic_view: str, access: Annotated[Access, ADMIN_DATABASE]
+    request: Request, database: str, semantic_view: str, access: Annotated[Access, VIEW_DROP]
 ) -> Response:
     """404 ``SEMANTIC_VIEW`` when there is none."""
     catalog_of(request).objects.drop_semantic_view(

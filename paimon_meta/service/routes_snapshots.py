@@ -23,9 +23,9 @@ from paimon_meta.service.routes_common import (
     ERRORS,
     NO_BODY,
     PREFIX,
-    READ_TABLE,
+    TABLE_SELECT,
+    TABLE_UPDATE,
     UNSUPPORTED,
-    WRITE_TABLE,
     MaxResults,
     PageToken,
 )
@@ -37,7 +37,7 @@ router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], res
     paths.SNAPSHOT_VERSION,
     response_model=models.GetVersionSnapshotResponse,
     tags=["snapshots"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
     responses=UNSUPPORTED,
 )
 def get_version_snapshot(
@@ -57,7 +57,7 @@ def get_version_snapshot(
     paths.SNAPSHOTS,
     response_model=models.ListSnapshotsResponse,
     tags=["snapshots"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
     responses=UNSUPPORTED,
 )
 def list_snapshots(
@@ -86,7 +86,7 @@ def list_snapshots(
     paths.CONSUMERS,
     response_model=models.ListConsumersResponse,
     tags=["consumers"],
-    dependencies=[READ_TABLE],
+    dependencies=[TABLE_SELECT],
     responses=UNSUPPORTED,
 )
 def list_consumers(
@@ -116,7 +116,7 @@ def reset_consumer(
     database: str,
     table: str,
     body: models.ResetConsumerRequest,
-    access: Annotated[Access, WRITE_TABLE],
+    access: Annotated[Access, TABLE_UPDATE],
 ) -> Response:
     """Set a consumer's next snapshot (a kept snapshot or the one after the latest; else 404
     ``SNAPSHOT``), or remove the consumer when ``nextSnapshotId`` is absent; under the table's lock."""

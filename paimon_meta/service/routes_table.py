@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from paimon_meta.commit.metastore.snapshot_commit import SnapshotCommitRequest
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import (
     SnapshotNotFoundError,
     TableNotFoundError,
@@ -24,7 +23,6 @@ from paimon_meta.ops import rollback as rollback_ops
 from paimon_meta.ops import tags as tag_ops
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
-from paimon_meta.service.auth import Require
 from paimon_meta.service.deps import catalog_of, served_of, state_of, table_and_branch, table_identifier
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
@@ -34,6 +32,10 @@ from paimon_meta.service.routes_common import (
     NO_BODY,
     OUTCOME_UNKNOWN,
     PREFIX,
+    TABLE_ALTER,
+    TABLE_COMMIT,
+    TABLE_SELECT,
+    TABLE_UPDATE,
     UNSUPPORTED,
 )
 from paimon_meta.table.table import FileStoreTable
@@ -41,10 +43,10 @@ from paimon_meta.table.tags import java_duration_text
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
-READ = Depends(Require(Privilege.READ, "table"))
-WRITE = Depends(Require(Privilege.WRITE, "table"))
+READ = TABLE_SELECT
+WRITE = TABLE_UPDATE
 #: The snapshot commit's grant: a refusal is recorded in the data-access log too.
-COMMIT = Depends(Require(Privilege.WRITE, "table", commit=True))
+COMMIT = TABLE_COMMIT
 MaxResults = Annotated[int | None, Query(alias=paths.MAX_RESULTS)]
 PageToken = Annotated[str | None, Query(alias=paths.PAGE_TOKEN)]
 
@@ -250,7 +252,7 @@ def delete_tag(
 # ---- rollback ------------------------------------------------------------------------------------------
 
 
-ADMIN = Depends(Require(Privilege.ADMIN, "table"))
+ADMIN = TABLE_ALTER
 
 
 @router.post(

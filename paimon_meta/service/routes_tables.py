@@ -16,9 +16,10 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from paimon_meta.catalog import metadata_tables
 from paimon_meta.catalog.metastore import MetastoreCatalog
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import TableNotFoundError, ValidationError
-from paimon_meta.metastore.principals import Access
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource
+from paimon_meta.metastore.principals import Access, utc_now
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.ops import tables as table_ops
@@ -28,15 +29,15 @@ from paimon_meta.service.deps import catalog_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
-    ADMIN_CATALOG,
-    ADMIN_DATABASE,
-    ADMIN_TABLE,
     AUTHENTICATED,
     BEARER,
+    CATALOG_CREATEDATABASE,
     CONFLICT,
+    DATABASE_CREATETABLE,
     ERRORS,
     NO_BODY,
     PREFIX,
+    TABLE_ALTER,
     UNSUPPORTED,
     DatabasePattern,
     MaxResults,
@@ -76,6 +77,7 @@ def _visible_page(
     ``full()`` says the page is (its byte budget); and whether more follow."""
     out: list[TableRow] = []
     cursor = after
+    now = utc_now()
     while True:
         batch = catalog.registry.table_rows_page(
             database=database,
@@ -85,7 +87,7 @@ def _visible_page(
             limit=_BATCH,
         )
         for row in batch:
-            if access.allows(Privilege.READ, row.database, row.name):
+            if access.may(A.SELECT, Resource.table(row.database, row.name), at=now):
                 if out and full():  # before reading another table's schema
                     return out, True
                 if keep(row):
@@ -116,9 +118,9 @@ def list_table_details(
     page stops early, with its next page's token, once its tables' JSON reaches a byte budget."""
     catalog = catalog_of(request)
     validate_identifier("database", database)
-    if not access.sees_database(database):  # as the table listing: a table grant shows its database
+    if not access.sees(database):  # as the table listing: a table's assignment shows its database
         raise ForbiddenError(
-            f"principal {access.principal!r} has no grant in database {database!r}",
+            f"principal {access.principal!r} holds no assignment in database {database!r}",
             resource_type="DATABASE",
             resource_name=database,
         )
@@ -214,7 +216,7 @@ def get_table_by_id(
             row = catalog.registry.get_table_row_by_uuid(uuid.UUID(table_id))
     except (ValueError, TableNotFoundError):
         raise missing from None
-    if not access.allows(Privilege.READ, row.database, row.name):
+    if not access.may(A.SELECT, Resource.table(row.database, row.name)):
         raise missing
     _, schema, location = catalog.table_metadata(row.identifier)
     return convert.table_response(row, schema, location, external=metadata_tables.is_external(catalog, row))
@@ -230,7 +232,7 @@ def register_table(
     request: Request,
     database: str,
     body: models.RegisterTableRequest,
-    access: Annotated[Access, ADMIN_DATABASE],
+    access: Annotated[Access, DATABASE_CREATETABLE],
 ) -> Response:
     """Adopt the Paimon table at ``path`` (a table directory of the warehouse, or under a root the
     catalog allows) as ``identifier``, reading its latest schema; 409 when the name is taken or another
@@ -256,7 +258,7 @@ def rollback_schema(
     database: str,
     table: str,
     body: models.RollbackSchemaRequest,
-    access: Annotated[Access, ADMIN_TABLE],
+    access: Annotated[Access, TABLE_ALTER],
 ) -> Response:
     """Delete every schema after ``schemaId`` (Java's ``rollbackSchema``); 409 while a snapshot, tag or
     changelog uses one of them, 404 ``SCHEMA`` when there is no such schema."""
@@ -276,7 +278,7 @@ def undrop_table(
     request: Request,
     database: str,
     table: str,
-    access: Annotated[Access, ADMIN_DATABASE],
+    access: Annotated[Access, DATABASE_CREATETABLE],
     drop_id: Annotated[int | None, Query(alias="dropId")] = None,
 ) -> Response:
     """Restore a dropped table from the recycle bin (the latest drop of the name, or ``dropId``) with
@@ -298,7 +300,7 @@ def undrop_table(
 def undrop_database(
     request: Request,
     database: str,
-    access: Annotated[Access, ADMIN_CATALOG],
+    access: Annotated[Access, CATALOG_CREATEDATABASE],
     drop_id: Annotated[int | None, Query(alias="dropId")] = None,
 ) -> models.UndropDatabaseResponse:
     """Restore a dropped database from the recycle bin (its latest drop, or ``dropId``) in one
@@ -320,7 +322,7 @@ def undrop_database(
     paths.DROPPED_DATABASES,
     response_model=models.ListDroppedDatabasesResponse,
     tags=["databases"],
-    dependencies=[ADMIN_CATALOG],
+    dependencies=[CATALOG_CREATEDATABASE],
 )
 def list_dropped_databases(
     request: Request, max_results: MaxResults = None, page_token: PageToken = None
@@ -353,7 +355,7 @@ def list_dropped_databases(
     paths.DROPPED_TABLES,
     response_model=models.ListDroppedTablesResponse,
     tags=["tables"],
-    dependencies=[ADMIN_DATABASE],
+    dependencies=[DATABASE_CREATETABLE],
 )
 def list_dropped_tables(
     request: Request,

@@ -12,26 +12,30 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.catalog_objects import ViewSchema
 from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.rest import models, paths
 from paimon_meta.service import convert
 from paimon_meta.service import objects_common as common
+from paimon_meta.service.auth import check
 from paimon_meta.service.deps import catalog_of
-from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import (
-    ADMIN_DATABASE,
     AUTHENTICATED,
     BEARER,
     CONFLICT,
+    DATABASE_CREATEVIEW,
+    DATABASE_LIST,
     ERRORS,
     NO_BODY,
     PREFIX,
-    READ_DATABASE,
+    VIEW_ALTER,
+    VIEW_DROP,
+    VIEW_SELECT,
     DatabasePattern,
     MaxResults,
     PageToken,
@@ -42,7 +46,7 @@ router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], res
 ViewPattern = Annotated[str | None, Query(alias=paths.VIEW_NAME_PATTERN, max_length=convert.MAX_PATTERN)]
 
 
-@router.get(paths.VIEWS, response_model=models.ListViewsResponse, dependencies=[READ_DATABASE])
+@router.get(paths.VIEWS, response_model=models.ListViewsResponse, dependencies=[DATABASE_LIST])
 def list_views(
     request: Request,
     database: str,
@@ -57,7 +61,7 @@ def list_views(
     return models.ListViewsResponse(views=[r.name for r in rows], next_page_token=token)
 
 
-@router.get(paths.VIEW_DETAILS, response_model=models.ListViewDetailsResponse, dependencies=[READ_DATABASE])
+@router.get(paths.VIEW_DETAILS, response_model=models.ListViewDetailsResponse, dependencies=[DATABASE_LIST])
 def list_view_details(
     request: Request,
     database: str,
@@ -101,12 +105,15 @@ def list_views_globally(
 
 @router.post(
     paths.VIEWS,
-    dependencies=[ADMIN_DATABASE],
+    dependencies=[DATABASE_CREATEVIEW],
     response_class=Response,
     responses={**NO_BODY, **CONFLICT},
 )
 def create_view(
-    request: Request, database: str, body: models.CreateViewRequest, access: Annotated[Access, ADMIN_DATABASE]
+    request: Request,
+    database: str,
+    body: models.CreateViewRequest,
+    access: Annotated[Access, DATABASE_CREATEVIEW],
 ) -> Response:
     """409 when a view or a table of ``database`` has the name; 404 when the database does not exist."""
     if body.identifier.database != database:
@@ -124,7 +131,7 @@ def create_view(
     return Response(status_code=200)
 
 
-@router.get(paths.VIEW, response_model=models.GetViewResponse, dependencies=[READ_DATABASE])
+@router.get(paths.VIEW, response_model=models.GetViewResponse, dependencies=[VIEW_SELECT])
 def get_view(request: Request, database: str, view: str) -> models.GetViewResponse:
     return common.view_response(catalog_of(request).objects.get_view(*_names(database, view)))
 
@@ -135,7 +142,7 @@ def alter_view(
     database: str,
     view: str,
     body: models.AlterViewRequest,
-    access: Annotated[Access, ADMIN_DATABASE],
+    access: Annotated[Access, VIEW_ALTER],
 ) -> Response:
     """Apply the changes in order, all or none; the view's version grows by one. 404 ``DIALECT`` /
     409 ``DIALECT`` for a dialect that is missing / already there, 400 naming an unknown action."""
@@ -144,9 +151,7 @@ def alter_view(
 
 
 @router.delete(paths.VIEW, response_class=Response, responses=NO_BODY)
-def drop_view(
-    request: Request, database: str, view: str, access: Annotated[Access, ADMIN_DATABASE]
-) -> Response:
+def drop_view(request: Request, database: str, view: str, access: Annotated[Access, VIEW_DROP]) -> Response:
     catalog_of(request).objects.drop_view(*_names(database, view), principal=access.principal)
     return Response(status_code=200)
 
@@ -155,16 +160,11 @@ def drop_view(
 def rename_view(
     request: Request, body: models.RenameTableRequest, access: Annotated[Access, AUTHENTICATED]
 ) -> Response:
-    """Needs admin on the source's and on the destination's database; the view keeps its id, version
-    and history."""
+    """Needs ``ALTER`` on the source view and ``CREATEVIEW`` on the destination's database; the view
+    keeps its id, version and history."""
     src, dst = body.source, body.destination
-    for database in dict.fromkeys((src.database, dst.database)):
-        if not access.allows(Privilege.ADMIN, database):
-            raise ForbiddenError(
-                f"principal {access.principal!r} has no admin grant on {database}",
-                resource_type="DATABASE",
-                resource_name=database,
-            )
+    check(request, access, A.ALTER, Resource.view(src.database, src.object))
+    check(request, access, A.CREATEVIEW, Resource.of_database(dst.database))
     catalog_of(request).objects.rename_view(
         *_names(src.database, src.object), *_names(dst.database, dst.object), principal=access.principal
     )

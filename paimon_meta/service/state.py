@@ -194,11 +194,16 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 def _until(deadline: float, access: Access | None) -> float:
-    """``deadline`` (monotonic seconds), or earlier: when ``access``'s credential expires (invariant:
-    no cached answer outlives the token it was given for)."""
-    if access is None or access.valid_until is None:
+    """``deadline`` (monotonic seconds), or earlier: when ``access``'s credential expires or one of its
+    assignments reaches its ``expireTime`` (invariant: no cached answer outlives the token it was given
+    for, nor an assignment it holds)."""
+    if access is None:
         return deadline
-    return min(deadline, time.monotonic() + (access.valid_until - time.time()))
+    wall = time.time()
+    changes = access.expires_next(wall)
+    if changes is None:
+        return deadline
+    return min(deadline, time.monotonic() + (changes - wall))
 
 
 class ServiceMetrics:

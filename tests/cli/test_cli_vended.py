@@ -102,7 +102,7 @@ def test_credentials_show_expiry_level_and_keys_and_secrets_only_on_request(
     assert code == 0, err
     assert json.loads(out)["level"] == "read"
     code, out, err = _run(capsys, *reader, "credentials", "shop.t", "--access", "write")
-    assert code == 4 and "no write grant" in err
+    assert code == 4 and "no UPDATE on TABLE shop.t" in err
     assert [e.level for e in vending.events("analyst")] == ["read"]  # the refused one vended nothing
     # Over the database there is nothing to vend: said plainly.
     code, out, err = _run(capsys, "--metastore", vending.db, "credentials", "shop.t")

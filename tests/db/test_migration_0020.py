@@ -9,7 +9,8 @@ from sqlalchemy import text
 
 from paimon_meta.db import migrate
 from paimon_meta.db.engine import make_engine
-from paimon_meta.db.models import Privilege
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.metastore.principals import Principals, hash_token
 from tests.fixtures.postgres import DbFactory
 
@@ -70,12 +71,14 @@ def test_every_grant_and_token_keeps_working(pg_db_factory: DbFactory, with_cata
         assert access is not None and access.principal == "etl"
         # the default catalog (key jdbc) served as before: exactly the same answers
         here = access.in_catalog("jdbc", default=True)
-        assert here.allows(Privilege.READ) and not here.allows(Privilege.WRITE)
-        assert here.allows(Privilege.WRITE, "db") and not here.allows(Privilege.ADMIN, "db")
-        assert here.allows(Privilege.ADMIN, "db", "t") and not here.allows(Privilege.ADMIN, "db", "u")
+        # (read on the catalog, write on db, admin on db.t, in Paimon's model: their bundles)
+        assert here.may(A.SELECT, Resource.catalog_all()) and not here.may(A.UPDATE, Resource.catalog_all())
+        db, t, u = Resource.of_database("db"), Resource.table("db", "t"), Resource.table("db", "u")
+        assert here.may(A.UPDATE, Resource.database_all("db")) and not here.may(A.DROP, db)
+        assert here.may(A.ALTER, t) and not here.may(A.ALTER, u)
         # another catalog: nothing
         there = access.in_catalog("team_b", default=False)
-        assert there.grants == () and not there.allows(Privilege.READ)
+        assert there.grants == () and not there.holds_any()
         with engine.connect() as conn:
             keys = set(conn.execute(text("SELECT catalog_key FROM paimon_grants")).scalars())
         # assigned to the one recorded catalog, or left to "the default catalog"

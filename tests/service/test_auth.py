@@ -15,6 +15,7 @@ from sqlalchemy import text
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
 from paimon_meta.errors import DatabaseAlreadyExistsError
+from paimon_meta.governance.permissions import Access, ResourceType
 from paimon_meta.metastore.access_events import access_events
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.auth import Require
@@ -27,177 +28,181 @@ pytestmark = pytest.mark.postgres
 
 T = "/v1/{prefix}/databases/{database}/tables/{table}"
 D = "/v1/{prefix}/databases/{database}"
-#: (method, path) -> (privilege, scope) the route requires; None = authenticated only (the handler then
-#: filters or checks the grants itself, see the tests below).
-EXPECTED: dict[tuple[str, str], tuple[str | None, str]] = {
-    ("GET", "/v1/config"): (None, "catalog"),
-    ("GET", "/v1/{prefix}/databases"): (None, "catalog"),
-    # creating needs admin, checked in the handler: one who may see an existing database or table is
-    # told it exists (409), so the clients' "ignore if exists" works without admin
-    ("POST", "/v1/{prefix}/databases"): (None, "catalog"),
-    ("GET", D): ("read", "database"),
-    ("POST", D): ("admin", "database"),
-    ("DELETE", D): ("admin", "database"),
-    ("GET", f"{D}/tables"): (None, "catalog"),
-    ("POST", f"{D}/tables"): (None, "catalog"),
-    ("GET", T): ("read", "table"),
-    ("POST", T): ("admin", "table"),
-    ("DELETE", T): ("admin", "table"),
-    ("POST", "/v1/{prefix}/tables/rename"): (None, "catalog"),
-    # the management API: checked in the handler on the caller's assignments (may_grant, may_revoke,
+R, A = ResourceType, Access
+#: (method, path) -> the (resource type, access) of Paimon's model the route requires (docs/GOVERNANCE.md;
+#: the path locates the resource); None = authenticated only (the handler then filters or decides itself,
+#: see the tests below).
+EXPECTED: dict[tuple[str, str], tuple[ResourceType, Access] | None] = {
+    ("GET", "/v1/config"): None,
+    ("GET", "/v1/{prefix}/databases"): None,
+    # creating needs CREATEDATABASE / CREATETABLE, decided in the handler: one who may see an existing
+    # database or table is told it exists (409), so the clients' "ignore if exists" works without it
+    ("POST", "/v1/{prefix}/databases"): None,
+    ("GET", D): (R.DATABASE, A.DESCRIBE),
+    ("POST", D): (R.DATABASE, A.ALTER),
+    ("DELETE", D): (R.DATABASE, A.DROP),
+    ("GET", f"{D}/tables"): None,
+    ("POST", f"{D}/tables"): None,
+    ("GET", T): (R.TABLE, A.SELECT),
+    ("POST", T): (R.TABLE, A.ALTER),
+    ("DELETE", T): (R.TABLE, A.DROP),
+    ("POST", "/v1/{prefix}/tables/rename"): None,
+    # the management API: decided in the handler on the caller's assignments (may_grant, may_revoke,
     # ALTER or GRANT on the table; routes_management)
-    ("GET", "/v1/{prefix}/permissions"): (None, "catalog"),
-    ("POST", "/v1/{prefix}/permissions/grant"): (None, "catalog"),
-    ("POST", "/v1/{prefix}/permissions/revoke"): (None, "catalog"),
-    ("GET", f"{T}/policies"): (None, "catalog"),
-    ("POST", f"{T}/policies"): (None, "catalog"),
-    ("POST", f"{T}/policies/drop"): (None, "catalog"),
-    ("GET", f"{T}/snapshot"): ("read", "table"),
-    ("POST", f"{T}/commit"): ("write", "table"),
-    ("GET", f"{T}/partitions"): ("read", "table"),
-    ("POST", f"{T}/tags"): ("write", "table"),
-    ("GET", f"{T}/tags"): ("read", "table"),
-    ("GET", f"{T}/tags/{{tag}}"): ("read", "table"),
-    ("DELETE", f"{T}/tags/{{tag}}"): ("write", "table"),
-    ("POST", f"{T}/rollback"): ("admin", "table"),
-    # Branches: creating, dropping and renaming one need write, as tags do; fast-forward replaces main's
-    # snapshots, so it needs admin, as a rollback does.
-    ("GET", f"{T}/branches"): ("read", "table"),
-    ("POST", f"{T}/branches"): ("write", "table"),
-    ("DELETE", f"{T}/branches/{{branch}}"): ("write", "table"),
-    ("POST", f"{T}/branches/{{branch}}/rename"): ("write", "table"),
-    ("POST", f"{T}/branches/{{branch}}/forward"): ("admin", "table"),
-    ("POST", f"{T}/commit-messages"): ("write", "table"),
-    ("POST", f"{T}/filter-committed"): ("write", "table"),
-    ("GET", f"{T}/commits"): ("read", "table"),
-    ("GET", f"{T}/registry"): ("read", "table"),
-    ("GET", f"{T}/events"): ("read", "table"),
-    ("GET", f"{T}/lock-events"): ("read", "table"),
-    ("GET", f"{T}/maintenance-runs"): ("read", "table"),
-    ("GET", f"{T}/snapshot-recordings"): ("read", "table"),
-    # Data access: credentials follow the grant (write credentials need write, checked in the route).
-    ("GET", f"{T}/token"): ("read", "table"),
-    ("POST", f"{T}/auth"): ("read", "table"),
-    # Tables across the catalog: listings filter by the caller's grants, by id answers 404 without read.
-    ("GET", f"{D}/table-details"): (None, "catalog"),
-    ("GET", "/v1/{prefix}/tables"): (None, "catalog"),
-    ("GET", "/v1/{prefix}/tables/id/{tableId}"): (None, "catalog"),
-    ("POST", f"{D}/register"): ("admin", "database"),
-    ("POST", f"{T}/undrop"): ("admin", "database"),
-    ("GET", f"{D}/dropped-tables"): ("admin", "database"),
-    ("POST", f"{D}/undrop"): ("admin", "catalog"),
-    ("GET", "/v1/{prefix}/dropped-databases"): ("admin", "catalog"),
-    ("POST", f"{T}/rollback-schema"): ("admin", "table"),
-    # The change feed: any token; the events are those of tables the caller may read.
-    ("GET", "/v1/{prefix}/events"): (None, "catalog"),
-    # Views and functions: reads need read on the database, changes admin on it (as creating a table);
-    # catalog-wide listings filter by the caller's grants, renaming a view checks both databases.
-    ("GET", f"{D}/views"): ("read", "database"),
-    ("POST", f"{D}/views"): ("admin", "database"),
-    ("GET", f"{D}/view-details"): ("read", "database"),
-    ("GET", "/v1/{prefix}/views"): (None, "catalog"),
-    ("GET", f"{D}/views/{{view}}"): ("read", "database"),
-    ("POST", f"{D}/views/{{view}}"): ("admin", "database"),
-    ("DELETE", f"{D}/views/{{view}}"): ("admin", "database"),
-    ("POST", "/v1/{prefix}/views/rename"): (None, "catalog"),
-    ("GET", f"{D}/functions"): ("read", "database"),
-    ("POST", f"{D}/functions"): ("admin", "database"),
-    ("GET", f"{D}/function-details"): ("read", "database"),
-    ("GET", "/v1/{prefix}/functions"): (None, "catalog"),
-    ("GET", f"{D}/functions/{{function}}"): ("read", "database"),
-    ("POST", f"{D}/functions/{{function}}"): ("admin", "database"),
-    ("DELETE", f"{D}/functions/{{function}}"): ("admin", "database"),
-    # Partitions, snapshots, consumers: reads need read; registering, dropping (an OVERWRITE commit),
-    # marking done and resetting a consumer need write, as a writer's job does each of them.
-    ("POST", f"{T}/partitions"): ("write", "table"),
-    ("POST", f"{T}/partitions/drop"): ("write", "table"),
-    ("POST", f"{T}/partitions/mark"): ("write", "table"),
-    ("POST", f"{T}/partitions/list-by-names"): ("read", "table"),
-    ("POST", f"{T}/partitions/list-by-filter"): ("read", "table"),
-    ("GET", f"{T}/snapshots/{{version}}"): ("read", "table"),
-    ("GET", f"{T}/snapshots"): ("read", "table"),
-    ("GET", f"{T}/consumers"): ("read", "table"),
-    ("POST", f"{T}/consumers/reset"): ("write", "table"),
-    # Schemas: read, as snapshots; replacing a table drops its data and schema: admin, as dropping it.
-    ("GET", f"{T}/schemas"): ("read", "table"),
-    ("GET", f"{T}/schemas/{{version}}"): ("read", "table"),
-    ("POST", f"{T}/replace"): ("admin", "table"),
-    # Semantic views: as SQL views (read on the database; changes admin on it).
-    ("GET", f"{D}/semantic-views"): ("read", "database"),
-    ("GET", f"{D}/semantic-views/{{semantic_view}}"): ("read", "database"),
-    ("POST", f"{D}/semantic-views/{{semantic_view}}"): ("admin", "database"),
-    ("DELETE", f"{D}/semantic-views/{{semantic_view}}"): ("admin", "database"),
-    # Operations: the metrics name every table; the document and its viewers need a token.
-    # On-call work (routes_ops): admin on the table; the lock rows and their release check admin on each
-    # lock's table in the handler.
-    ("POST", f"{T}/recover"): ("admin", "table"),
-    ("POST", f"{T}/expire-snapshots"): ("admin", "table"),
-    ("POST", f"{T}/remove-orphan-files"): ("admin", "table"),
-    ("GET", "/v1/{prefix}/locks"): (None, "catalog"),
-    ("POST", "/v1/{prefix}/locks/release"): (None, "catalog"),
-    ("GET", "/metrics"): ("admin", "catalog"),
+    ("GET", "/v1/{prefix}/permissions"): None,
+    ("POST", "/v1/{prefix}/permissions/grant"): None,
+    ("POST", "/v1/{prefix}/permissions/revoke"): None,
+    ("GET", f"{T}/policies"): None,
+    ("POST", f"{T}/policies"): None,
+    ("POST", f"{T}/policies/drop"): None,
+    ("GET", f"{T}/snapshot"): (R.TABLE, A.SELECT),
+    ("POST", f"{T}/commit"): (R.TABLE, A.UPDATE),
+    ("GET", f"{T}/partitions"): (R.TABLE, A.SELECT),
+    ("POST", f"{T}/tags"): (R.TABLE, A.UPDATE),
+    ("GET", f"{T}/tags"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/tags/{{tag}}"): (R.TABLE, A.SELECT),
+    ("DELETE", f"{T}/tags/{{tag}}"): (R.TABLE, A.UPDATE),
+    ("POST", f"{T}/rollback"): (R.TABLE, A.ALTER),
+    # Branches: creating, dropping and renaming one are UPDATEs, as tags are; fast-forward replaces main's
+    # snapshots, so it needs ALTER, as a rollback does.
+    ("GET", f"{T}/branches"): (R.TABLE, A.SELECT),
+    ("POST", f"{T}/branches"): (R.TABLE, A.UPDATE),
+    ("DELETE", f"{T}/branches/{{branch}}"): (R.TABLE, A.UPDATE),
+    ("POST", f"{T}/branches/{{branch}}/rename"): (R.TABLE, A.UPDATE),
+    ("POST", f"{T}/branches/{{branch}}/forward"): (R.TABLE, A.ALTER),
+    ("POST", f"{T}/commit-messages"): (R.TABLE, A.UPDATE),
+    ("POST", f"{T}/filter-committed"): (R.TABLE, A.UPDATE),
+    ("GET", f"{T}/commits"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/registry"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/events"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/lock-events"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/maintenance-runs"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/snapshot-recordings"): (R.TABLE, A.SELECT),
+    # Data access: credentials follow the decision (write credentials need UPDATE, decided in the route).
+    ("GET", f"{T}/token"): (R.TABLE, A.SELECT),
+    ("POST", f"{T}/auth"): (R.TABLE, A.SELECT),
+    # Tables across the catalog: listings filter by SELECT on each table, by id answers 404 without it.
+    ("GET", f"{D}/table-details"): None,
+    ("GET", "/v1/{prefix}/tables"): None,
+    ("GET", "/v1/{prefix}/tables/id/{tableId}"): None,
+    ("POST", f"{D}/register"): (R.DATABASE, A.CREATETABLE),
+    ("POST", f"{T}/undrop"): (R.DATABASE, A.CREATETABLE),
+    ("GET", f"{D}/dropped-tables"): (R.DATABASE, A.CREATETABLE),
+    ("POST", f"{D}/undrop"): (R.CATALOG, A.CREATEDATABASE),
+    ("GET", "/v1/{prefix}/dropped-databases"): (R.CATALOG, A.CREATEDATABASE),
+    ("POST", f"{T}/rollback-schema"): (R.TABLE, A.ALTER),
+    # The change feed: any token; the events are those of tables the caller may SELECT.
+    ("GET", "/v1/{prefix}/events"): None,
+    # Views and functions: listings need LIST on the database, reading one SELECT on it, creating one
+    # CREATEVIEW/CREATEFUNCTION on the database, changing or dropping one ALTER/DROP on it; catalog-wide
+    # listings filter, renaming a view needs ALTER on it and CREATEVIEW on the destination database.
+    ("GET", f"{D}/views"): (R.DATABASE, A.LIST),
+    ("POST", f"{D}/views"): (R.DATABASE, A.CREATEVIEW),
+    ("GET", f"{D}/view-details"): (R.DATABASE, A.LIST),
+    ("GET", "/v1/{prefix}/views"): None,
+    ("GET", f"{D}/views/{{view}}"): (R.VIEW, A.SELECT),
+    ("POST", f"{D}/views/{{view}}"): (R.VIEW, A.ALTER),
+    ("DELETE", f"{D}/views/{{view}}"): (R.VIEW, A.DROP),
+    ("POST", "/v1/{prefix}/views/rename"): None,
+    ("GET", f"{D}/functions"): (R.DATABASE, A.LIST),
+    ("POST", f"{D}/functions"): (R.DATABASE, A.CREATEFUNCTION),
+    ("GET", f"{D}/function-details"): (R.DATABASE, A.LIST),
+    ("GET", "/v1/{prefix}/functions"): None,
+    ("GET", f"{D}/functions/{{function}}"): (R.FUNCTION, A.SELECT),
+    ("POST", f"{D}/functions/{{function}}"): (R.FUNCTION, A.ALTER),
+    ("DELETE", f"{D}/functions/{{function}}"): (R.FUNCTION, A.DROP),
+    # Partitions, snapshots, consumers: reads need SELECT; registering, dropping (an OVERWRITE commit),
+    # marking done and resetting a consumer need UPDATE, as a writer's job does each of them.
+    ("POST", f"{T}/partitions"): (R.TABLE, A.UPDATE),
+    ("POST", f"{T}/partitions/drop"): (R.TABLE, A.UPDATE),
+    ("POST", f"{T}/partitions/mark"): (R.TABLE, A.UPDATE),
+    ("POST", f"{T}/partitions/list-by-names"): (R.TABLE, A.SELECT),
+    ("POST", f"{T}/partitions/list-by-filter"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/snapshots/{{version}}"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/snapshots"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/consumers"): (R.TABLE, A.SELECT),
+    ("POST", f"{T}/consumers/reset"): (R.TABLE, A.UPDATE),
+    # Schemas: SELECT, as snapshots; replacing a table drops its data and schema: ALTER.
+    ("GET", f"{T}/schemas"): (R.TABLE, A.SELECT),
+    ("GET", f"{T}/schemas/{{version}}"): (R.TABLE, A.SELECT),
+    ("POST", f"{T}/replace"): (R.TABLE, A.ALTER),
+    # Semantic views: as SQL views (creating or replacing one: CREATEVIEW on the database).
+    ("GET", f"{D}/semantic-views"): (R.DATABASE, A.LIST),
+    ("GET", f"{D}/semantic-views/{{semantic_view}}"): (R.VIEW, A.SELECT),
+    ("POST", f"{D}/semantic-views/{{semantic_view}}"): (R.DATABASE, A.CREATEVIEW),
+    ("DELETE", f"{D}/semantic-views/{{semantic_view}}"): (R.VIEW, A.DROP),
+    # Operations: the metrics name every table (ALTER on the catalog: its administrators); the document
+    # and its viewers need a token. On-call work (routes_ops): ALTER on the table; the lock rows and their
+    # release decide ALTER on each lock's table in the handler.
+    ("POST", f"{T}/recover"): (R.TABLE, A.ALTER),
+    ("POST", f"{T}/expire-snapshots"): (R.TABLE, A.ALTER),
+    ("POST", f"{T}/remove-orphan-files"): (R.TABLE, A.ALTER),
+    ("GET", "/v1/{prefix}/locks"): None,
+    ("POST", "/v1/{prefix}/locks/release"): None,
+    ("GET", "/metrics"): (R.CATALOG, A.ALTER),
     # The catalogs' admin API: the handler checks the service-level create_catalog privilege (create),
-    # some grant in the catalog (show; listings filter) or admin on the whole catalog (update, drop).
-    ("GET", "/api/management/v1/catalogs"): (None, "catalog"),
-    ("POST", "/api/management/v1/catalogs"): (None, "catalog"),
-    ("GET", "/api/management/v1/catalogs/{catalog}"): (None, "catalog"),
-    ("PUT", "/api/management/v1/catalogs/{catalog}"): (None, "catalog"),
-    ("DELETE", "/api/management/v1/catalogs/{catalog}"): (None, "catalog"),
-    ("GET", "/openapi.json"): (None, "catalog"),
-    ("GET", "/docs"): (None, "catalog"),
-    ("GET", "/redoc"): (None, "catalog"),
+    # some assignment in the catalog (show; listings filter) or ALTER / DROP on the catalog (update, drop).
+    ("GET", "/api/management/v1/catalogs"): None,
+    ("POST", "/api/management/v1/catalogs"): None,
+    ("GET", "/api/management/v1/catalogs/{catalog}"): None,
+    ("PUT", "/api/management/v1/catalogs/{catalog}"): None,
+    ("DELETE", "/api/management/v1/catalogs/{catalog}"): None,
+    ("GET", "/openapi.json"): None,
+    ("GET", "/docs"): None,
+    ("GET", "/redoc"): None,
     # The console (a session cookie holding a token): pages as the API's reads of the same data; the
-    # overview, locks, maintenance and live pages filter by the caller's grants; releasing a lock checks
-    # admin on the lock's table in the route; tags need write and rollback and recovery admin, as in the
-    # API and the CLI.
-    ("GET", "/ui/"): (None, "catalog"),
-    ("GET", "/ui/tables/{database}/{table}"): ("read", "table"),
-    ("GET", "/ui/locks"): (None, "catalog"),
-    ("GET", "/ui/maintenance"): (None, "catalog"),
-    ("GET", "/ui/live"): (None, "catalog"),
-    ("GET", "/ui/live/events"): (None, "catalog"),
-    # the catalog switcher: any token (the pages of the catalog it switches to check its grants)
-    ("GET", "/ui/catalog"): (None, "catalog"),
-    ("POST", "/ui/locks/release"): (None, "catalog"),
-    ("POST", "/ui/tables/{database}/{table}/recover"): ("admin", "table"),
-    ("POST", "/ui/tables/{database}/{table}/expire-snapshots"): ("admin", "table"),
-    ("POST", "/ui/tables/{database}/{table}/remove-orphan-files"): ("admin", "table"),
-    ("POST", "/ui/tables/{database}/{table}/tags"): ("write", "table"),
-    ("POST", "/ui/tables/{database}/{table}/tags/{tag}/delete"): ("write", "table"),
-    ("POST", "/ui/tables/{database}/{table}/rollback"): ("admin", "table"),
-    ("GET", "/ui/recycle-bin"): (None, "catalog"),
-    ("POST", "/ui/recycle-bin/tables/{database}/{table}/undrop"): ("admin", "database"),
-    ("POST", "/ui/recycle-bin/databases/{database}/undrop"): ("admin", "catalog"),
-}
-#: Answered without a token: they say only whether the process is up / ready; the console's sign-in
+    # overview, locks, maintenance and live pages filter by the caller's assignments; releasing a lock
+    # decides ALTER on the lock's table in the route; tags need UPDATE and rollback and recovery ALTER, as
+    # in the API.
+    ("GET", "/ui/"): None,
+    ("GET", "/ui/tables/{database}/{table}"): (R.TABLE, A.SELECT),
+    ("GET", "/ui/locks"): None,
+    ("GET", "/ui/maintenance"): None,
+    ("GET", "/ui/live"): None,
+    ("GET", "/ui/live/events"): None,
+    # the catalog switcher: any token (the pages of the catalog it switches to decide there)
+    ("GET", "/ui/catalog"): None,
+    ("POST", "/ui/locks/release"): None,
+    ("POST", "/ui/tables/{database}/{table}/recover"): (R.TABLE, A.ALTER),
+    ("POST", "/ui/tables/{database}/{table}/expire-snapshots"): (R.TABLE, A.ALTER),
+    ("POST", "/ui/tables/{database}/{table}/remove-orphan-files"): (R.TABLE, A.ALTER),
+    ("POST", "/ui/tables/{database}/{table}/tags"): (R.TABLE, A.UPDATE),
+    ("POST", "/ui/tables/{database}/{table}/tags/{tag}/delete"): (R.TABLE, A.UPDATE),
+    ("POST", "/ui/tables/{database}/{table}/rollback"): (R.TABLE, A.ALTER),
+    ("GET", "/ui/recycle-bin"): None,
+    ("POST", "/ui/recycle-bin/tables/{database}/{table}/undrop"): (R.DATABASE, A.CREATETABLE),
+    ("POST", "/ui/recycle-bin/databases/{database}/undrop"): (R.CATALOG, A.CREATEDATABASE),
+}  #: Answered without a token: they say only whether the process is up / ready; the console's sign-in
 #: form, its sign-out (it only clears the cookie) and its static files (no data); ``/`` (a redirect to the
 #: console) and ``/favicon.ico`` (no content), which a browser asks for.
 UNAUTHENTICATED = {"/healthz", "/readyz", "/ui/login", "/ui/logout", "/ui/static", "/", "/favicon.ico"}
 
 
-def _requirements(route: APIRoute) -> set[tuple[str | None, str]]:
-    found: set[tuple[str | None, str]] = set()
+def requirements(route: APIRoute) -> set[tuple[ResourceType, Access] | None]:
+    """The checks a route declares (its ``Require`` dependencies)."""
+    found: set[tuple[ResourceType, Access] | None] = set()
     stack = [route.dependant]
     while stack:
         dep = stack.pop()
         if isinstance(dep.call, Require):
-            found.add((None if dep.call.privilege is None else dep.call.privilege.value, dep.call.scope))
+            rt, access = dep.call.resource_type, dep.call.access
+            found.add(None if rt is None or access is None else (rt, access))
         stack.extend(dep.dependencies)
     return found
 
 
-def _all_routes(routes: list[Any]) -> list[Any]:
+def all_routes(routes: list[Any]) -> list[Any]:
     """The app's routes with included routers flattened (FastAPI keeps those as one entry each)."""
     out: list[Any] = []
     for route in routes:
         included = getattr(route, "original_router", None)
-        out.extend(_all_routes(list(included.routes)) if included is not None else [route])
+        out.extend(all_routes(list(included.routes)) if included is not None else [route])
     return out
 
 
 def test_every_route_requires_its_privilege(service_client: TestClient) -> None:
     seen = set()
-    routes = _all_routes(list(service_client.app.routes))  # type: ignore[attr-defined]
+    routes = all_routes(list(service_client.app.routes))  # type: ignore[attr-defined]
     for route in routes:
         path = getattr(route, "path", "")
         if not isinstance(route, APIRoute):
@@ -206,10 +211,10 @@ def test_every_route_requires_its_privilege(service_client: TestClient) -> None:
         for method in route.methods or ():
             key = (method, path)
             if path in UNAUTHENTICATED:
-                assert _requirements(route) == set(), key
+                assert requirements(route) == set(), key
                 continue
-            assert key in EXPECTED, f"new route {key}: add it to EXPECTED with its privilege"
-            assert _requirements(route) == {EXPECTED[key]}, key
+            assert key in EXPECTED, f"new route {key}: add it to EXPECTED with its (resource, access)"
+            assert requirements(route) == {EXPECTED[key]}, key
             seen.add(key)
     assert seen == set(EXPECTED)
 

@@ -257,10 +257,10 @@ def test_function_refusals_and_grants(client: TestClient, service_catalog: Metas
     assert client.get(f"{P}/functions", headers=reader).json()["functions"] == [
         {"database": "db", "object": "inc"}
     ]
-    _error(client.get(f"{P}/databases/db2/functions/g", headers=reader), 403, "DATABASE")
+    _error(client.get(f"{P}/databases/db2/functions/g", headers=reader), 403, "FUNCTION")
     _error(client.post(functions, json={"name": "mine"}, headers=reader), 403, "DATABASE")
-    _error(client.post(f"{functions}/inc", json={"changes": []}, headers=reader), 403, "DATABASE")
-    _error(client.delete(f"{functions}/inc", headers=reader), 403, "DATABASE")
+    _error(client.post(f"{functions}/inc", json={"changes": []}, headers=reader), 403, "FUNCTION")
+    _error(client.delete(f"{functions}/inc", headers=reader), 403, "FUNCTION")
 
 
 def test_function_names_may_hold_dots(client: TestClient, service_catalog: MetastoreCatalog) -> None:

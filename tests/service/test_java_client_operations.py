@@ -194,7 +194,7 @@ def test_semantic_view_grants_and_database_drop(
     _ok(client.post(f"{SV}/s", json=_definition(), headers=admin))
     assert _ok(client.get(f"{SV}/s", headers=reader))["name"] == "s"
     _error(client.post(f"{SV}/s", json=_definition("z"), headers=reader), 403, "DATABASE")
-    _error(client.delete(f"{SV}/s", headers=reader), 403, "DATABASE")
+    _error(client.delete(f"{SV}/s", headers=reader), 403, "VIEW")
     _ok(client.delete(f"{P}/databases/db", headers=admin))
     assert _events(service_catalog)[-1] == ("semantic-view", "db.s", "dropped", 1)
 

@@ -20,8 +20,9 @@ from psycopg import pq
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db import budget
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import RequestBoundError
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from paimon_meta.table import schema_change
@@ -199,7 +200,7 @@ def test_b_authenticating_a_request_is_one_postgres_round_trip(
             access = state.authenticate(token)
             assert round_trips.count() - before == 1
             assert access is not None and access.principal == "writer"
-            assert access.allows(Privilege.WRITE, "db", "t")
+            assert access.may(PermissionAccess.UPDATE, Resource.table("db", "t"))
         assert round_trips.traced, "no connection was traced: the hook measured nothing"
         # Under a request's deadline: bounded in the same round trip (a local statement_timeout first).
         with budget.bounded(budget.QueryBudget("read", 5.0)):

@@ -1,7 +1,7 @@
 """Open streams re-check their principal's rights (the change feed's SSE route and the console's live
-view): after the token is revoked, a grant removed or a JWT expired, a stream stops delivering and ends
-with a comment saying why; narrowed grants narrow what an open stream delivers. Re-checks are one query
-per replica for all its streams, not one per stream or event."""
+view): after the token is revoked, a grant removed, an assignment expired or a JWT expired, a stream
+stops delivering and ends with a comment saying why; narrowed grants narrow what an open stream
+delivers. Re-checks are one query per replica for all its streams, not one per stream or event."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import contextlib
 import json
 import time
 from collections.abc import Collection, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 import pytest
@@ -18,10 +18,22 @@ from sqlalchemy import text
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
-from paimon_meta.metastore.principals import Access, GrantRow, Principals, Scope, Standing, hash_token
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Assignment, Resource
+from paimon_meta.metastore.feed import FeedFilter
+from paimon_meta.metastore.principals import Access, GrantRow, Held, Principals, Scope, Standing, hash_token
 from paimon_meta.service.app import create_app
+from paimon_meta.service.routes_feed import may_read, stream_verdict
 from paimon_meta.service.state import ServiceSettings, ServiceState
-from paimon_meta.service.streams.rights import EXPIRED, REVOKED, UNCOVERED, UNVERIFIED, WHY, StreamRights
+from paimon_meta.service.streams.rights import (
+    EXPIRED,
+    REVOKED,
+    UNCOVERED,
+    UNVERIFIED,
+    WHY,
+    StreamRights,
+    Verdict,
+)
 from tests.fixtures.oidc import IdentityProvider
 from tests.fixtures.postgres import isolated_metastore
 from tests.fixtures.service import make_principal
@@ -227,7 +239,7 @@ def test_one_query_re_checks_every_stream_of_the_replica() -> None:
         )
         # a user keeps its identity; its grants are those of it and its groups now
         now = rights.verdict(jwt).access
-        assert now is not None and now.groups == ("group:ops",) and now.allows(Privilege.READ, "db")
+        assert now is not None and now.groups == ("group:ops",) and now.sees("db")
     finally:
         rights.close()
 
@@ -263,5 +275,39 @@ def test_unchecked_rights_hold_the_stream_then_end_it_and_expiry_is_local() -> N
         rights.release(other)
         rights.release(credential)
         assert rights.refresh()  # nothing watched: nothing asked
+    finally:
+        rights.close()
+
+
+def test_an_open_stream_notices_an_assignments_expiry_at_its_expire_time() -> None:
+    """As after a revocation, but at the bound itself (the verdict's wall time, no re-check needed): a
+    stream of the table the expired assignment covered ends; an unfiltered one goes on without that
+    table's events."""
+    bound = datetime(2030, 1, 1, tzinfo=UTC)
+    expiring = Held(None, Assignment("a", Resource.table("db", "t"), A.SELECT, expire_time=bound))
+    lasting = Held(None, Assignment("a", Resource.table("db", "u"), A.SELECT))
+    access = Access("a", (), held=(expiring, lasting))
+    wall = _Clock()
+    wall.now = bound.timestamp() - 0.001
+    rights = StreamRights(
+        lambda hashes, _names: Standing({h: access for h in hashes}, {}),
+        interval=5.0,
+        clock=_Clock(),
+        wall=wall,
+    )
+    try:
+        credential = rights.watch("pmt_x", access)
+        one, every = FeedFilter(subject="db.t"), FeedFilter()
+
+        def verdict(keep: FeedFilter) -> Verdict:
+            return stream_verdict(rights.verdict(credential), "k", default=True, keep=keep, covered=True)
+
+        before = verdict(one)
+        assert before.access is not None and may_read(before.access, "db", "t", before.at)
+        wall.now = bound.timestamp()
+        assert verdict(one) == Verdict(None, UNCOVERED)
+        after = verdict(every)
+        assert after.access is not None and after.at == bound
+        assert not may_read(after.access, "db", "t", after.at) and may_read(after.access, "db", "u", after.at)
     finally:
         rights.close()

@@ -135,7 +135,7 @@ def test_the_grant_decides_the_level(service: Service) -> None:
     # A reader asking for write credentials is refused, and nothing is vended or recorded.
     refused = service.client.get(TOKEN_URL, headers=auth(service.reader), params={"access": "write"})
     assert refused.status_code == 403
-    assert "no write grant" in refused.json()["message"]
+    assert "no UPDATE on TABLE" in refused.json()["message"]
     assert access_events(service.catalog.engine, principal="reader") == []
 
 

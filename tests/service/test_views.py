@@ -290,7 +290,7 @@ def test_grants(client: TestClient, service_catalog: MetastoreCatalog, admin: di
     assert _ok(client.get(f"{P}/databases/db/views", headers=reader))["views"] == ["v1"]
     _ok(client.get(f"{P}/databases/db/views/v1", headers=reader))
     _error(client.get(f"{P}/databases/db2/views", headers=reader), 403, "DATABASE")
-    _error(client.get(f"{P}/databases/db2/views/v2", headers=reader), 403, "DATABASE")
+    _error(client.get(f"{P}/databases/db2/views/v2", headers=reader), 403, "VIEW")
     _error(client.get(f"{P}/databases/db2/view-details", headers=reader), 403, "DATABASE")
     assert _ok(client.get(f"{P}/views", headers=reader))["views"] == [{"database": "db", "object": "v1"}]
     # A grant on one table reaches no view.
@@ -300,13 +300,13 @@ def test_grants(client: TestClient, service_catalog: MetastoreCatalog, admin: di
     _error(
         client.post(f"{P}/databases/db/views", json=view_body("db", "v3"), headers=reader), 403, "DATABASE"
     )
-    _error(client.post(f"{P}/databases/db/views/v1", json={"changes": []}, headers=reader), 403, "DATABASE")
-    _error(client.delete(f"{P}/databases/db/views/v1", headers=reader), 403, "DATABASE")
+    _error(client.post(f"{P}/databases/db/views/v1", json={"changes": []}, headers=reader), 403, "VIEW")
+    _error(client.delete(f"{P}/databases/db/views/v1", headers=reader), 403, "VIEW")
     _ok(client.post(f"{P}/databases/db/views", json=view_body("db", "v3"), headers=db_admin))
-    # Renaming across databases needs admin on both.
+    # Renaming across databases needs ALTER on the view and CREATEVIEW on the destination (admin on both).
     body = {"source": {"database": "db", "object": "v3"}, "destination": {"database": "db2", "object": "v3"}}
     _error(client.post(f"{P}/views/rename", json=body, headers=db_admin), 403, "DATABASE", "db2")
-    _error(client.post(f"{P}/views/rename", json=body, headers=reader), 403, "DATABASE", "db")
+    _error(client.post(f"{P}/views/rename", json=body, headers=reader), 403, "VIEW", "db.v3")
     _ok(client.post(f"{P}/views/rename", json=body, headers=admin))
     assert _ok(client.get(f"{P}/databases/db2/views", headers=admin))["views"] == ["v2", "v3"]
     assert [e["principal"] for e in _events(service_catalog)][-2:] == ["db-admin", "admin"]

@@ -1,5 +1,6 @@
 """What each console page shows, read through the ops and metastore functions (no SQL here): plain
-dicts for the templates. Every listing is one bounded page; grants filter what a principal sees."""
+dicts for the templates. Every listing is one bounded page; Paimon's permission model (the principal's
+assignments, ``Access.decide``) filters what a principal sees."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from dataclasses import asdict
 from typing import Any
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
-from paimon_meta.db.models import Privilege
 from paimon_meta.errors import PaimonMetaError
+from paimon_meta.governance.permissions import Access as A
+from paimon_meta.governance.permissions import Resource
 from paimon_meta.maintenance.queue import MaintenanceQueue
 from paimon_meta.maintenance.scheduler import debts
 from paimon_meta.metastore.catalogs import Catalogs
-from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.principals import Access, utc_now
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import table_statistics
 from paimon_meta.ops import activity, audit, locks, tags
@@ -40,13 +42,14 @@ def overview(
 ) -> dict[str, Any]:
     """Databases the principal sees; one page of the tables it may read (keyset after ``db.table``),
     each with its newest commit event and commits per minute."""
-    databases = [d for d in catalog.registry.list_databases() if access.sees_database(d)]
+    now = utc_now()
+    databases = [d for d in catalog.registry.list_databases() if access.sees(d, at=now)]
     cursor = _split(after)
     rows: list[TableRow] = []
     more = False
     while len(rows) <= TABLES_PAGE:
         page = catalog.registry.table_rows_page(database=database, after=cursor, limit=_SCAN)
-        rows.extend(r for r in page if access.allows(Privilege.READ, r.database, r.name))
+        rows.extend(r for r in page if access.may(A.SELECT, Resource.table(r.database, r.name), at=now))
         if len(page) < _SCAN:
             break
         cursor = (page[-1].database, page[-1].name)
@@ -66,7 +69,7 @@ def overview(
     # The catalog's totals name no table, but count every table's commits: for catalog readers only.
     whole = (
         activity.catalog_activity(catalog.engine, catalog.registry.catalog_key)
-        if access.allows(Privilege.READ)
+        if catalog_reader(access)
         else None
     )
     return {
@@ -172,8 +175,8 @@ def table_page(
         "lock": catalog.lock.get_lock(lock_id),
         "lock_id": lock_id,
         "lock_events": list(reversed(audit.lock_events(engine, lock_id=lock_id, limit=EVENTS_PAGE))),
-        "may_write": table is not None and access.allows(Privilege.WRITE, row.database, row.name),
-        "may_admin": access.allows(Privilege.ADMIN, row.database, row.name),
+        "may_write": table is not None and access.may(A.UPDATE, Resource.table(row.database, row.name)),
+        "may_admin": access.may(A.ALTER, Resource.table(row.database, row.name)),
         "preview": None if table is None or rules is None else table_preview(table, identifier, rules),
     }
 
@@ -215,14 +218,19 @@ def foreign_locks(catalog: MetastoreCatalog, *, default: bool) -> Callable[[str]
 def may_release(
     catalog: MetastoreCatalog, access: Access, lock_id: str, *, foreign: Callable[[str], bool] | None = None
 ) -> bool:
-    """Releasing a lock needs the admin grant on its table (a lock of no table of this catalog: on
-    the catalog); never another catalog's lock (``foreign``)."""
+    """Releasing a lock needs ``ALTER`` on its table (a lock of no table of this catalog: on the
+    catalog); never another catalog's lock (``foreign``)."""
     if foreign is not None and foreign(lock_id):
         return False
     names = lock_table(catalog, lock_id)
-    if names is None:
-        return access.allows(Privilege.ADMIN)
-    return access.allows(Privilege.ADMIN, *names)
+    return access.may(A.ALTER, Resource.catalog() if names is None else Resource.table(*names))
+
+
+def catalog_reader(access: Access) -> bool:
+    """Whether ``access`` may read every table of the catalog, later ones included (``SELECT`` on the
+    ``CATALOG_ALL`` scope): what names no table (the catalog's totals, locks of no table, the queue's
+    pauses) is shown to such readers only."""
+    return access.may(A.SELECT, Resource.catalog_all())
 
 
 def locks_page(catalog: MetastoreCatalog, access: Access, *, default: bool = True) -> dict[str, Any]:
@@ -235,7 +243,7 @@ def locks_page(catalog: MetastoreCatalog, access: Access, *, default: bool = Tru
             continue
         names = lock_table(catalog, lock.lock_id)
         visible = (
-            access.allows(Privilege.READ, *names) if names is not None else access.allows(Privilege.READ)
+            access.may(A.SELECT, Resource.table(*names)) if names is not None else catalog_reader(access)
         )
         if visible:
             rows.append(
@@ -264,7 +272,7 @@ def maintenance_runs(catalog: MetastoreCatalog, access: Access, *, before: int |
     reader; else those of its tables, by id), with the maintenance queue and each table's debt (the same
     tables)."""
     ids: list[int] | None = None
-    if access.allows(Privilege.READ):
+    if catalog_reader(access):
         runs = activity.maintenance_page(catalog.engine, None, before=before)
     else:
         ids = _readable_table_ids(catalog, access)
@@ -282,16 +290,19 @@ def maintenance_runs(catalog: MetastoreCatalog, access: Access, *, before: int |
         "next": runs[-1]["position"] if len(runs) == 50 else None,
         "jobs": jobs if before is None else [],
         "debts": owed,
-        "paused": [p["scope"] for p in queue.pauses()] if access.allows(Privilege.READ) else [],
+        "paused": [p["scope"] for p in queue.pauses()] if catalog_reader(access) else [],
     }
 
 
 def _readable_table_ids(catalog: MetastoreCatalog, access: Access) -> list[int]:
     ids: list[int] = []
     cursor: tuple[str, str] | None = None
+    now = utc_now()
     while True:
         page = catalog.registry.table_rows_page(after=cursor, limit=_SCAN * 5)
-        ids.extend(r.table_id for r in page if access.allows(Privilege.READ, r.database, r.name))
+        ids.extend(
+            r.table_id for r in page if access.may(A.SELECT, Resource.table(r.database, r.name), at=now)
+        )
         if len(page) < _SCAN * 5:
             return ids
         cursor = (page[-1].database, page[-1].name)
@@ -306,7 +317,8 @@ def recycle_bin(
 ) -> dict[str, Any]:
     """The catalog's recycle bin, newest drop first: the dropped tables of the databases the principal
     administers (an undrop needs admin on the database, as creating a table there does) and, for catalog
-    administrators, the dropped databases. One bounded page of each (keyset on the drop id); a page of
+    administrators, the dropped databases (``CREATETABLE`` on the database, ``CREATEDATABASE`` on the
+    catalog: what an undrop needs). One bounded page of each (keyset on the drop id); a page of
     tables is filled from as many bin rows as it takes (``_SCAN`` at a time)."""
     bin_ = catalog.recycle_bin
     tables: list[dict[str, Any]] = []
@@ -317,7 +329,7 @@ def recycle_bin(
         tables.extend(
             {**t.to_dict(), "identifier": t.identifier, "database": t.database, "name": t.name}
             for t in page
-            if access.allows(Privilege.ADMIN, t.database)
+            if access.may(A.CREATETABLE, Resource.of_database(t.database))
         )
         if len(page) < _SCAN:
             break
@@ -326,7 +338,7 @@ def recycle_bin(
         tables, more_tables = tables[:BIN_PAGE], True
     databases: list[dict[str, Any]] = []
     more_databases = False
-    may_undrop_databases = access.allows(Privilege.ADMIN)
+    may_undrop_databases = access.may(A.CREATEDATABASE, Resource.catalog())
     if may_undrop_databases:
         rows = bin_.databases_page(before=databases_before, limit=BIN_PAGE + 1)
         more_databases = len(rows) > BIN_PAGE

@@ -40,12 +40,12 @@ from paimon_meta.service.data_policies import TablePolicies, table_policies
 from paimon_meta.service.deps import catalog_of, served_of, state_of, table_identifier
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.routes_common import (
-    ADMIN_CATALOG,
-    ADMIN_DATABASE,
-    ADMIN_TABLE,
     AUTHENTICATED,
-    READ_TABLE,
-    WRITE_TABLE,
+    CATALOG_CREATEDATABASE,
+    DATABASE_CREATETABLE,
+    TABLE_ALTER,
+    TABLE_SELECT,
+    TABLE_UPDATE,
 )
 from paimon_meta.service.routes_feed import event_stream_response
 
@@ -210,7 +210,7 @@ def _switchable(request: Request) -> list[str]:
     others = [
         info.name
         for info in Catalogs(state.catalog.engine).list_all()
-        if info.name != default and access.in_catalog(info.catalog_key, default=False).grants
+        if info.name != default and access.in_catalog(info.catalog_key, default=False).holds_any()
     ]
     return [default, *others]
 
@@ -233,7 +233,7 @@ def table_page(
     request: Request,
     database: str,
     table: str,
-    access: Annotated[Access, READ_TABLE],
+    access: Annotated[Access, TABLE_SELECT],
     policies: Annotated[TablePolicies, Depends(table_policies)],
     commits_before: int | None = None,
     snapshots_before: int | None = None,
@@ -390,7 +390,7 @@ def _table_path(database: str, table: str) -> str:
 
 @router.post("/tables/{database}/{table}/recover")
 async def recover(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     """Run recovery on the table (its pending commits resolved), recorded as a ``recover`` run."""
     reason = _reason(form)
@@ -405,7 +405,7 @@ async def recover(
 
 @router.post("/tables/{database}/{table}/expire-snapshots")
 async def expire_snapshots(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     """Expire snapshots by the table's retention options, recorded as an ``expire_snapshots`` run."""
     reason = _reason(form)
@@ -423,7 +423,7 @@ async def expire_snapshots(
 
 @router.post("/tables/{database}/{table}/remove-orphan-files")
 async def remove_orphan_files(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     """Delete the table's orphan files older than a day, recorded as a ``remove_orphan_files`` run."""
     reason = _reason(form)
@@ -441,7 +441,7 @@ async def remove_orphan_files(
 
 @router.post("/tables/{database}/{table}/tags")
 async def create_tag(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, WRITE_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_UPDATE]
 ) -> Response:
     reason = _reason(form)
     name = form.get("tag", "").strip()
@@ -464,7 +464,7 @@ async def create_tag(
 
 @router.post("/tables/{database}/{table}/tags/{tag}/delete")
 async def delete_tag(
-    request: Request, database: str, table: str, tag: str, form: Form, access: Annotated[Access, WRITE_TABLE]
+    request: Request, database: str, table: str, tag: str, form: Form, access: Annotated[Access, TABLE_UPDATE]
 ) -> Response:
     reason = _reason(form)
     await run(
@@ -482,7 +482,7 @@ async def delete_tag(
 
 @router.post("/tables/{database}/{table}/rollback")
 async def roll_back(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_TABLE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, TABLE_ALTER]
 ) -> Response:
     reason = _reason(form)
     raw = form.get("snapshot_id", "").strip()
@@ -513,7 +513,7 @@ BIN = f"{session.PREFIX}/recycle-bin"
 
 @router.post("/recycle-bin/tables/{database}/{table}/undrop")
 async def undrop_table(
-    request: Request, database: str, table: str, form: Form, access: Annotated[Access, ADMIN_DATABASE]
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, DATABASE_CREATETABLE]
 ) -> Response:
     """Restore that drop of the table (its files, logs and grants), recorded as an ``undrop_table`` run
     with the principal and the reason; 409 when the name is taken again, 404 when it left the bin."""
@@ -534,7 +534,7 @@ async def undrop_table(
 
 @router.post("/recycle-bin/databases/{database}/undrop")
 async def undrop_database(
-    request: Request, database: str, form: Form, access: Annotated[Access, ADMIN_CATALOG]
+    request: Request, database: str, form: Form, access: Annotated[Access, CATALOG_CREATEDATABASE]
 ) -> Response:
     """Restore that drop of the database with every table dropped with it that is still in the bin (one
     transaction), each table's run recording the principal and the reason; 409 when the name is taken."""

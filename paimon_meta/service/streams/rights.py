@@ -10,8 +10,10 @@ seconds in one query (``Principals.standing``), never per event nor per stream. 
 * its static token was revoked, or its principal deleted: the stream ends;
 * its credential expired (a static token's ``expires_at``, a JWT's ``exp``): it ends; this one is looked
   at on our clock at every verdict, not only at the re-checks;
-* it is sent events under the grants as they are now (the caller checks that they still cover what the
-  stream delivers, else it ends);
+* it is sent events under the grants and assignments as they are now, decided at the verdict's time
+  (the caller checks that they still cover what the stream delivers, else it ends): an assignment
+  reaching its ``expireTime`` stops applying at the next verdict, as a revoked one does after the next
+  re-check;
 * the re-check has not succeeded for ``stale_after`` seconds (the metastore is down): nothing is sent
   until it does; the stream ends once it has not for ``give_up_after`` seconds.
 
@@ -25,7 +27,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from paimon_meta.metastore.principals import Access, Standing, hash_token
 from paimon_meta.service.oidc import is_static_token
@@ -49,11 +52,13 @@ WHY = {
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What a stream may do now: send events under ``access``; or, with ``access`` None, send nothing
-    (``ended`` None: wait, the rights are not re-checked yet; else end, for that reason)."""
+    """What a stream may do now: send events under ``access``, decided at ``at`` (the verdict's wall
+    time: an assignment whose ``expireTime`` is past it gives nothing); or, with ``access`` None, send
+    nothing (``ended`` None: wait, the rights are not re-checked yet; else end, for that reason)."""
 
     access: Access | None
     ended: str | None = None
+    at: datetime | None = None
 
 
 class Credential:
@@ -121,14 +126,15 @@ class StreamRights:
         access = credential.access
         if access is None:
             return Verdict(None, REVOKED)
-        if access.valid_until is not None and access.valid_until <= self._wall():
+        wall = self._wall()
+        if access.valid_until is not None and access.valid_until <= wall:
             return Verdict(None, EXPIRED)
         age = self._clock() - credential.checked_at
         if age > self.give_up_after:
             return Verdict(None, UNVERIFIED)
         if age > self.stale_after:
             return Verdict(None)
-        return Verdict(access)
+        return Verdict(access, at=datetime.fromtimestamp(wall, UTC))
 
     # ---- the re-check ----------------------------------------------------------------------------------
 
@@ -176,10 +182,18 @@ def _now(credential: Credential, standing: Standing) -> Access | None:
         return None
     if credential.static:
         return standing.tokens.get(credential.key)
-    # A signed-in user: the identity (principal, groups, expiry) is the JWT's; only the grants change.
+    # A signed-in user: the identity (principal, groups, expiry) is the JWT's; only the grants and
+    # assignments change.
     own = standing.grants.get(before.principal)
     if own is None:
         return None
     groups = tuple(g for g in before.groups if g in standing.grants)
-    grants = own + tuple(grant for g in groups for grant in standing.grants[g])
-    return replace(before, grants=grants, groups=groups)
+    return Access(
+        before.principal,
+        own + tuple(grant for g in groups for grant in standing.grants[g]),
+        groups=groups,
+        valid_until=before.valid_until,
+        service=before.service,
+        catalog=before.catalog,
+        held=standing.held_by(before.principal) + tuple(h for g in groups for h in standing.held_by(g)),
+    )
