@@ -183,6 +183,12 @@ _ASSIGNMENT_COLUMNS = (
 )
 
 
+def assignment_of_row(r: Any) -> Assignment:
+    """The assignment of a stored row (``principal``, ``resource_type``, ``database_name``,
+    ``object_name``, ``access``, ``column_names``, ``excluded_column_names``, ``expire_time``)."""
+    return _assignment(r)
+
+
 def _assignment(r: Any) -> Assignment:
     columns: ColumnRange | None = None
     if r.column_names is not None:
@@ -1063,19 +1069,10 @@ def grant_privilege(
     read) and its bundle's assignments, in one transaction; False if the grant existed already."""
     from paimon_meta.metastore.principals import Principals
 
-    store = Assignments(engine, catalog_key=catalog_key, default=catalog_key is None)
-    with engine.begin() as conn:
-        new = Principals(engine).grant(
-            name,
-            privilege,
-            database=database,
-            table=table,
-            granted_by=granted_by,
-            catalog_key=catalog_key,
-            conn=conn,
-        )
-        store.grant_bundle(conn, name, privilege, database=database, table=table, granted_by=granted_by)
-    return new
+    # Principals.grant writes both, in one transaction
+    return Principals(engine).grant(
+        name, privilege, database=database, table=table, granted_by=granted_by, catalog_key=catalog_key
+    )
 
 
 def revoke_privilege(

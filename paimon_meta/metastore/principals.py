@@ -431,14 +431,40 @@ class Principals:
         conn: Connection | None = None,
     ) -> bool:
         """Grant in the catalog ``catalog_key`` (None: the default catalog); False if the principal
-        already had exactly this grant. ``conn``: in the caller's transaction."""
+        already had exactly this grant. ``conn``: in the caller's transaction.
+
+        Invariant: the legacy grant row (which replicas of the previous release read) and its bundle's
+        assignments (``paimon_assignments``, what every check of this release decides on) are written in
+        one transaction, so the two never disagree about what a grant gives."""
         scope = _scope(database, table)
         if catalog_key is not None:
             validate_identifier("catalog key", catalog_key)
         if conn is not None:
-            return self._grant(conn, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key)
+            return self._grant_with_bundle(
+                conn, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key
+            )
         with self.engine.begin() as own:
-            return self._grant(own, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key)
+            return self._grant_with_bundle(
+                own, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key
+            )
+
+    def _grant_with_bundle(
+        self,
+        conn: Connection,
+        name: str,
+        privilege: Privilege,
+        scope: Scope,
+        *,
+        granted_by: str | None,
+        catalog_key: str | None,
+    ) -> bool:
+        from paimon_meta.metastore.assignments import Assignments
+
+        new = self._grant(conn, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key)
+        Assignments(self.engine, catalog_key=catalog_key, default=catalog_key is None).grant_bundle(
+            conn, name, privilege, database=scope.database, table=scope.table, granted_by=granted_by
+        )
+        return new
 
     def _grant(
         self,
@@ -483,21 +509,14 @@ class Principals:
         table: str | None = None,
         catalog_key: str | None = None,
     ) -> bool:
-        """Revoke exactly this grant (of the catalog ``catalog_key``; None: the default catalog);
-        False if there was none."""
-        scope = _scope(database, table)
-        with self.engine.begin() as conn:
-            pid = self._id(conn, name)
-            done = conn.execute(
-                delete(Grant).where(
-                    Grant.principal_id == pid,
-                    Grant.catalog_key.is_not_distinct_from(catalog_key),
-                    Grant.privilege == privilege.value,
-                    Grant.database_name.is_not_distinct_from(scope.database),
-                    Grant.table_name.is_not_distinct_from(scope.table),
-                )
-            )
-            return bool(done.rowcount)
+        """Revoke exactly this grant (of the catalog ``catalog_key``; None: the default catalog) and the
+        assignments of its bundle no remaining grant gives (one transaction, as :meth:`grant`); False if
+        there was none."""
+        from paimon_meta.metastore.assignments import revoke_privilege
+
+        return revoke_privilege(
+            self.engine, name, privilege, database=database, table=table, catalog_key=catalog_key
+        )
 
     def grant_service(self, name: str, privilege: ServicePrivilege, *, granted_by: str | None = None) -> bool:
         """Grant a service-level privilege; False if the principal already had it."""
@@ -570,19 +589,26 @@ class Principals:
                         )
                     )
             statements.append((_AUTHENTICATE_SQL.replace(":h", "%(h)s"), {"h": hash_token(token)}))
+            statements.append((_HELD_OF_TOKEN_SQL, {"h": hash_token(token)}))
             with self.sessions.connection() as raw:
-                found = run_batch(raw, statements)[-1]
+                *_, found, stored = run_batch(raw, statements)
             rows: Sequence[Any] = [_Fields(r) for r in found]
+            held_rows: Sequence[Any] = [_Fields(r) for r in stored]
         else:
             with self.engine.connect() as conn:
                 rows = conn.execute(text(_AUTHENTICATE_SQL), {"h": hash_token(token)}).all()
+                held_rows = conn.execute(
+                    text(_HELD_OF_TOKEN_SQL.replace("%(h)s", ":h")), {"h": hash_token(token)}
+                ).all()
         if not rows:
             return None
         until = rows[0].valid_until
-        return _access(rows[0].name, rows, valid_until=None if until is None else float(until))
+        return _access(
+            rows[0].name, rows, valid_until=None if until is None else float(until), stored=held_rows
+        )
 
     def standing(self, token_hashes: Collection[str], names: Collection[str]) -> Standing:
-        """Where many credentials stand now, in one query (the open streams of a replica re-check
+        """Where many credentials stand now, in few queries (the open streams of a replica re-check
         their principals with it): each static token of ``token_hashes`` still valid (not revoked, not
         expired) with its principal and grants, and the grants of each principal of ``names`` that
         still exists (the users the identity provider signed in and their groups)."""
@@ -608,27 +634,43 @@ class Principals:
                 ),
                 {"hashes": sorted(token_hashes), "names": sorted(names)},
             ).all()
-        by_token: dict[str, list[Row[Any]]] = {}
-        by_name: dict[str, list[Row[Any]]] = {}
-        for r in rows:
-            if r.token_hash is not None:
-                by_token.setdefault(r.token_hash, []).append(r)
-            else:
-                by_name.setdefault(r.name, []).append(r)
+            by_token: dict[str, list[Row[Any]]] = {}
+            by_name: dict[str, list[Row[Any]]] = {}
+            for r in rows:
+                if r.token_hash is not None:
+                    by_token.setdefault(r.token_hash, []).append(r)
+                else:
+                    by_name.setdefault(r.name, []).append(r)
+            # the stored assignments: of each token's principal with its groups and roles (one query per
+            # principal: a replica's open streams name few), and of each named principal alone
+            stored = {
+                name: conn.execute(text(_HELD_OF_NAMES_SQL), {"names": [name]}).all()
+                for name in sorted({rs[0].name for rs in by_token.values()})
+            }
+            own = conn.execute(
+                text(
+                    "SELECT p.name AS principal, a.assignment_id, a.catalog_key, a.resource_type,"
+                    " a.database_name, a.object_name, a.access, a.column_names, a.excluded_column_names,"
+                    " a.expire_time FROM paimon_principals p JOIN paimon_assignments a"
+                    " ON a.principal_id = p.principal_id WHERE p.name = ANY(:names)"
+                    " AND (a.expire_time IS NULL OR a.expire_time > now())"
+                ),
+                {"names": sorted(by_name)},
+            ).all()
         tokens = {
             h: _access(
                 rs[0].name,
                 rs,
                 valid_until=None if rs[0].valid_until is None else float(rs[0].valid_until),
+                stored=stored[rs[0].name],
             )
             for h, rs in by_token.items()
         }
         grants = {name: _grants(rs) for name, rs in by_name.items()}
-        return Standing(
-            tokens,
-            grants,
-            {name: assignments_from_grants((name, g) for g in own) for name, own in grants.items()},
-        )
+        held: dict[str, tuple[Held, ...]] = {name: () for name in grants}
+        for name in grants:
+            held[name] = stored_held(r for r in own if r.principal == name)[0]
+        return Standing(tokens, grants, held)
 
     def sign_in(
         self, user: str, *, groups: Sequence[str] = (), created_by: str, valid_until: float | None = None
@@ -664,6 +706,7 @@ class Principals:
                 # READ COMMITTED: this statement sees the row whichever transaction inserted it (a
                 # concurrent insert of the same name made ours wait for it and do nothing).
                 rows = self._named(conn, names)
+            held_rows = conn.execute(text(_HELD_OF_NAMES_SQL), {"names": names}).all()
         mine = [r for r in rows if r.name == user]
         if not mine:  # dropped by an operator between our insert and our read
             raise PrincipalNotFoundError(f"principal {user!r} was deleted while signing in", principal=user)
@@ -677,6 +720,7 @@ class Principals:
             rows,
             groups=tuple(sorted({r.name for r in rows if r.name != user})),
             valid_until=valid_until,
+            stored=held_rows,
         )
 
     @staticmethod
@@ -744,6 +788,39 @@ _AUTHENTICATE_SQL = (
 )
 
 
+#: The active stored assignments (``paimon_assignments``, every catalog) of the principals ``direct`` names
+#: and of the groups and roles they are members of (``paimon_principal_members``): one index range of
+#: ``ix_paimon_assignments_principal`` per principal (LATERAL). ``%s``: the ``direct`` CTE's body.
+_HELD_SQL = (
+    "WITH direct AS (%s),"
+    " who AS (SELECT principal_id, name FROM direct UNION SELECT g.principal_id, g.name"
+    " FROM paimon_principal_members m JOIN direct d ON d.principal_id = m.member_id"
+    " JOIN paimon_principals g ON g.principal_id = m.group_id)"
+    " SELECT w.name AS principal, a.assignment_id, a.catalog_key, a.resource_type, a.database_name,"
+    " a.object_name, a.access, a.column_names, a.excluded_column_names, a.expire_time"
+    " FROM who w LEFT JOIN LATERAL (SELECT * FROM paimon_assignments a"
+    " WHERE a.principal_id = w.principal_id AND (a.expire_time IS NULL OR a.expire_time > now())) a ON true"
+)
+#: ``_HELD_SQL`` for the principal of a live token (``%(h)s``: its hash), psycopg's parameter style.
+_HELD_OF_TOKEN_SQL = _HELD_SQL % (
+    "SELECT p.principal_id, p.name FROM paimon_tokens t JOIN paimon_principals p"
+    " ON p.principal_id = t.principal_id WHERE t.token_hash = %(h)s AND t.revoked_at IS NULL"
+    " AND (t.expires_at IS NULL OR t.expires_at > now())"
+)
+#: ``_HELD_SQL`` for the principals named ``:names`` (SQLAlchemy's parameter style).
+_HELD_OF_NAMES_SQL = _HELD_SQL % "SELECT principal_id, name FROM paimon_principals WHERE name = ANY(:names)"
+
+
+def stored_held(rows: Iterable[Any]) -> tuple[tuple[Held, ...], tuple[str, ...]]:
+    """The assignments of ``_HELD_SQL``'s rows, each in its catalog, and every holder named (the
+    principals asked for and the groups and roles they are members of)."""
+    from paimon_meta.metastore.assignments import assignment_of_row
+
+    rows = list(rows)
+    held = tuple(Held(r.catalog_key, assignment_of_row(r)) for r in rows if r.assignment_id is not None)
+    return held, tuple(sorted({r.principal for r in rows}))
+
+
 class _Fields:
     """A row of ``run_batch`` (a dict) read by attribute, as SQLAlchemy's rows are."""
 
@@ -770,21 +847,26 @@ def _grants(rows: Sequence[Row[Any]]) -> tuple[GrantRow, ...]:
 
 
 def _access(
-    principal: str, rows: Sequence[Row[Any]], *, groups: tuple[str, ...] = (), valid_until: float | None
+    principal: str,
+    rows: Sequence[Row[Any]],
+    *,
+    groups: tuple[str, ...] = (),
+    valid_until: float | None,
+    stored: Sequence[Any],
 ) -> Access:
     """The access of ``principal`` (and ``groups``) from query rows of them joined LEFT with their
-    grants (each row names its holder: ``name``)."""
+    grants (each row names its holder: ``name``) and ``stored``, ``_HELD_SQL``'s rows: its assignments
+    are the stored ones (every grant's bundle among them, written with the grant), and the groups and
+    roles it is a member of join its subject."""
+    held, holders = stored_held(stored)
+    members = tuple(sorted({*groups, *(h for h in holders if h != principal)}))
     return Access(
         principal,
         _grants(rows),
-        groups=groups,
+        groups=members,
         valid_until=valid_until,
         service=_service(rows),
-        held=assignments_from_grants(
-            (r.name, GrantRow(Privilege(r.privilege), Scope(r.database_name, r.table_name), r.catalog_key))
-            for r in rows
-            if r.privilege is not None
-        ),
+        held=held,
     )
 
 

@@ -13,19 +13,17 @@ from paimon_meta.db.engine import make_engine
 from paimon_meta.db.models import Privilege
 from paimon_meta.governance.evaluate import decide, sees
 from paimon_meta.metastore.assignments import Assignments
-from paimon_meta.metastore.principals import Access as LegacyAccess
-from paimon_meta.metastore.principals import GrantRow, Scope
 from tests.fixtures.postgres import DbFactory
 from tests.governance.test_bundles import (
     GRANT_SETS,
     HANDLER_CHECKS,
+    LEGACY,
     NOW,
     ROUTE_ACCESS,
     TARGETS,
     _legacy_allows,
     _resource,
 )
-from tests.service.test_auth import EXPECTED
 
 pytestmark = pytest.mark.postgres
 
@@ -88,18 +86,17 @@ def test_every_principal_keeps_its_reach(pg_db_factory: DbFactory, catalog_key: 
     engine = make_engine(url)
     try:
         store = Assignments(engine, catalog_key="jdbc", default=True)
-        checks = [
-            (EXPECTED[route][0], EXPECTED[route][1], check) for route, check in ROUTE_ACCESS.items()
-        ] + [(p.value if p else None, scope, check) for (p, scope), check in HANDLER_CHECKS.values()]
+        checks = [(LEGACY[route][0], LEGACY[route][1], check) for route, check in ROUTE_ACCESS.items()] + [
+            (p.value if p else None, scope, check) for (p, scope), check in HANDLER_CHECKS.values()
+        ]
         differ = []
         for name, grants in seeded.items():
-            legacy = LegacyAccess(name, tuple(GrantRow(p, Scope(d, t)) for p, d, t in grants))
             loaded = store.of_subject(name)
             assert loaded.assignments, name
             for privilege, scope, check in checks:
                 for db, obj in TARGETS:
                     before = _legacy_allows(
-                        legacy, None if privilege is None else Privilege(privilege), scope, db, obj
+                        grants, None if privilege is None else Privilege(privilege), scope, db, obj
                     )
                     if check == "sees":
                         after = sees(loaded.assignments, loaded.subject, db, NOW)
