@@ -98,6 +98,10 @@ class TableRow:
     #: The schema JSON of a table the catalog keeps as metadata only (format, object, Iceberg tables);
     #: None for Paimon tables, whose schemas are on storage.
     table_schema: dict[str, Any] | None = None
+    #: A Paimon table's current schema JSON as this release last stored it (migration 0023), or None;
+    #: trusted only while its ``id`` is ``schema_id`` (:meth:`MetastoreCatalog.listed_metadata`). Read by
+    #: the listings that select every column (``table_rows_page``), not by the per-request row lookup.
+    schema_summary: dict[str, Any] | None = None
 
     @property
     def identifier(self) -> str:
@@ -125,6 +129,7 @@ class TableRow:
             updated_at=m["updated_at"],
             timeline=m.get("timeline", 0),
             table_schema=m.get("table_schema"),
+            schema_summary=m.get("schema_summary"),
         )
 
 
@@ -719,6 +724,26 @@ class Registry:
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return TableRow.from_row(row)
+
+    def store_schema_summary(
+        self, table_id: int, summary: Mapping[str, Any], *, conn: Connection | None = None
+    ) -> bool:
+        """Store ``summary`` (Paimon's schema JSON, ``id`` inside) as the table's schema summary, and
+        record its id as the table's schema id if the row had an older one (an engine wrote the schema
+        straight on storage). Never over a newer schema id (an ALTER recorded meanwhile): False then."""
+        schema_id = int(summary["id"])
+        with self._tx(conn) as c:
+            done = c.execute(
+                update(PaimonTable)
+                .where(
+                    PaimonTable.table_id == table_id,
+                    func.coalesce(PaimonTable.schema_id, 0) <= schema_id,
+                    PaimonTable.table_schema.is_(None),
+                )
+                .values(schema_summary=dict(summary), schema_id=schema_id)
+                .returning(PaimonTable.table_id)
+            ).first()
+        return done is not None
 
     def set_schema_id(self, table_id: int, schema_id: int, *, conn: Connection | None = None) -> None:
         """Record the table's current schema id (after an ALTER wrote ``schema-<schema_id>``)."""
