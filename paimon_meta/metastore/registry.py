@@ -738,7 +738,10 @@ class Registry:
                 .where(
                     PaimonTable.table_id == table_id,
                     func.coalesce(PaimonTable.schema_id, 0) <= schema_id,
-                    PaimonTable.table_schema.is_(None),
+                    # a Paimon table (its ``table_schema`` SQL NULL, or JSON null as the ORM writes it)
+                    text(
+                        "(paimon_tables.table_schema IS NULL OR paimon_tables.table_schema = 'null'::jsonb)"
+                    ),
                 )
                 .values(schema_summary=dict(summary), schema_id=schema_id)
                 .returning(PaimonTable.table_id)
