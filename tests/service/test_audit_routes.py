@@ -100,20 +100,20 @@ def test_pages_are_keyset_positions_that_do_not_shift_as_the_log_grows(
         return [str(c["commit_id"]) for c in audit.commit_history(engine, table_id)]
 
     assert len(commits()) == 5
-    for path, key, id_of, listed in (
-        (f"{T}/events", "events", lambda e: e["eventId"], events),
-        (f"{T}/commits", "commits", lambda c: c["commitId"], commits),
+    for path, key, id_key, listed in (
+        (f"{T}/events", "events", "eventId", events),
+        (f"{T}/commits", "commits", "commitId", commits),
     ):
         expected = listed()
         first = service_client.get(path, params={"maxResults": 2}, headers=reader).json()
         token = first["nextPageToken"]
         assert token is not None and token.startswith("p") and token[1:].isdigit(), token
         _commit(service_catalog, 100 + len(token))  # the log grows between two pages
-        seen = [id_of(r) for r in first[key]]
+        seen = [r[id_key] for r in first[key]]
         while token is not None:
             page = service_client.get(path, params={"maxResults": 2, "pageToken": token}, headers=reader)
             assert page.status_code == 200, page.text
-            seen += [id_of(r) for r in page.json()[key]]
+            seen += [r[id_key] for r in page.json()[key]]
             token = page.json()["nextPageToken"]
         assert seen == expected, path  # newest first, each once, none of the commit made meanwhile
 
