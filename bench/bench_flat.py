@@ -7,7 +7,9 @@ files: what ``table-details`` reads), then seeds in SQL (tests/fixtures/seeded_l
 registry rows and ``--events`` commit events over 365 days (plus lock events and maintenance runs).
 ``measure`` times each path ``--requests`` times (after one warm-up) in-process through the app
 (``TestClient``) as the admin principal the seed made, and prints p50/p99 with the load average.
-``upgrade`` migrates the database with the tree this runs from (the "after" tree's migrations).
+``upgrade`` migrates the database with the tree this runs from (the "after" tree's migrations). The
+steps share their state (URL, warehouse, tokens) in ``$PAIMON_META_BENCH_FLAT_STATE``
+(/tmp/paimon_meta_bench_flat).
 
 Usage (before: main's tree; after: this branch's)::
 
@@ -32,7 +34,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-STATE = Path("/tmp/paimon_meta_bench_flat")
+STATE = Path(os.environ.get("PAIMON_META_BENCH_FLAT_STATE", "/tmp/paimon_meta_bench_flat"))
 REPO = Path(__file__).resolve().parents[1]
 
 
