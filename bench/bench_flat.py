@@ -17,6 +17,7 @@ Usage (before: main's tree; after: this branch's)::
     PYTHONPATH=<main> python bench/bench_flat.py measure --json before.json
     PYTHONPATH=<branch> python bench/bench_flat.py upgrade
     PYTHONPATH=<branch> python bench/bench_flat.py measure --json after.json
+    python bench/bench_flat.py drop
 """
 
 from __future__ import annotations
@@ -193,6 +194,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 elif deep is not None:  # the page a client reaches by following nextPageToken
                     for _ in range(int(deep) - 1):
                         page = client.get(path, params=params, headers=headers).json()
+                        if page["nextPageToken"] is None:  # a small log: its last page
+                            break
                         params["pageToken"] = page["nextPageToken"]
                 times, status = [], 0
                 for i in range(args.requests + 1):
@@ -215,11 +218,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def drop(args: argparse.Namespace) -> dict[str, Any]:
+    state = json.loads((STATE / "state.json").read_text())
+    database = state["url"].rsplit("/", 1)[-1]
+    with psycopg.connect(_admin(args.url), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
+    return {"dropped": database}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("step", choices=("seed", "upgrade", "measure"))
+    parser.add_argument("step", choices=("seed", "upgrade", "measure", "drop"))
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--database", default="paimon_meta_bench_flat")
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -231,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = {"seed": seed, "upgrade": upgrade, "measure": measure}[args.step](args)
+    result = {"seed": seed, "upgrade": upgrade, "measure": measure, "drop": drop}[args.step](args)
     result["loadavg"] = os.getloadavg()
     print(json.dumps(result, indent=2, default=str))
     if args.json:
