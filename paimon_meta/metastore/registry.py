@@ -599,17 +599,21 @@ class Registry:
         table_pattern: str | None = None,
         after: tuple[str, str] | None = None,
         limit: int,
+        summaries: bool = False,
         conn: Connection | None = None,
     ) -> list[TableRow]:
         """At most ``limit`` rows ordered by (database, table), after ``after`` (keyset paging on the
         primary key's index: a page costs the same at the 1st or the 1,000th table). Patterns are SQL
-        LIKE with ``%`` and ``_`` and no escape character, as ``convert.like_match`` reads them.
+        LIKE with ``%`` and ``_`` and no escape character, as ``convert.like_match`` reads them. Each
+        row's stored schema summary only with ``summaries`` (``table-details``: the other listings do
+        not carry every table's schema JSON).
 
         Raises:
             DatabaseNotFoundError: ``database`` given and unknown.
         """
         key = self.catalog_key
-        query = select(*PaimonTable.__table__.c).where(PaimonTable.catalog_key == key)
+        columns = [c for c in PaimonTable.__table__.c if summaries or c.name != "schema_summary"]
+        query = select(*columns).where(PaimonTable.catalog_key == key)
         if database is not None:
             query = query.where(PaimonTable.database_name == database)
         if database_pattern:

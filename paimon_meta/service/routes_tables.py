@@ -71,9 +71,11 @@ def _visible_page(
     table_pattern: str | None = None,
     keep: Callable[[TableRow], bool] = lambda _row: True,
     full: Callable[[], bool] = lambda: False,
+    summaries: bool = False,
 ) -> tuple[list[TableRow], bool]:
     """Up to ``limit`` rows the caller may read (and ``keep`` keeps), after ``after``, fewer once
-    ``full()`` says the page is (its byte budget); and whether more follow."""
+    ``full()`` says the page is (its byte budget); and whether more follow. ``summaries``: the rows
+    carry their stored schemas (``Registry.table_rows_page``)."""
     out: list[TableRow] = []
     cursor = after
     while True:
@@ -83,6 +85,7 @@ def _visible_page(
             table_pattern=table_pattern,
             after=cursor,
             limit=_BATCH,
+            summaries=summaries,
         )
         for row in batch:
             if access.allows(Privilege.READ, row.database, row.name):
@@ -149,6 +152,7 @@ def list_table_details(
         table_pattern=pattern,
         keep=keep,
         full=lambda: used >= convert.PAGE_BYTES,
+        summaries=True,
     )
     return models.ListTableDetailsResponse(
         table_details=[loaded[r.table_id] for r in rows],
