@@ -193,10 +193,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     params["commits_before"] = str(state["commit_events"] // 2)
                 elif deep is not None:  # the page a client reaches by following nextPageToken
                     for _ in range(int(deep) - 1):
-                        page = client.get(path, params=params, headers=headers).json()
-                        if page["nextPageToken"] is None:  # a small log: its last page
-                            break
-                        params["pageToken"] = page["nextPageToken"]
+                        walked = client.get(path, params=params, headers=headers)
+                        if walked.status_code != 200 or walked.json()["nextPageToken"] is None:
+                            break  # a small log's last page, or a page past its deadline (below)
+                        params["pageToken"] = walked.json()["nextPageToken"]
                 times, status = [], 0
                 for i in range(args.requests + 1):
                     t0 = time.perf_counter()
