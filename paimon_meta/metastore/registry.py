@@ -133,6 +133,17 @@ class TableRow:
         )
 
 
+# The databases of a catalog's tables (Java's rows name databases only there), one primary-key probe per
+# database (a skip scan): a listing of databases costs its databases, not the registry's 10^5 tables.
+_TABLE_DATABASES = text(
+    "WITH RECURSIVE d(name) AS ("
+    " SELECT min(database_name) FROM paimon_tables WHERE catalog_key = :catalog_key"
+    " UNION ALL SELECT (SELECT min(t.database_name) FROM paimon_tables t"
+    "  WHERE t.catalog_key = :catalog_key AND t.database_name > d.name)"
+    " FROM d WHERE d.name IS NOT NULL) "
+    "SELECT name FROM d WHERE name IS NOT NULL"
+)
+
 TABLE_ROW_COLUMNS = (
     "table_id, catalog_key, database_name, table_name, location, table_uuid, schema_id, "
     "latest_snapshot_id, created_at, updated_at, timeline, table_schema"
@@ -279,13 +290,18 @@ class Registry:
         props = select(PaimonDatabaseProperty.database_name.label("name")).where(
             PaimonDatabaseProperty.catalog_key == key
         )
-        tables = select(PaimonTable.database_name.label("name")).where(PaimonTable.catalog_key == key)
         if only is not None:
             ours = ours.where(PaimonDatabase.database_name == only)
             props = props.where(PaimonDatabaseProperty.database_name == only)
-            tables = tables.where(PaimonTable.database_name == only)
+            tables = select(PaimonTable.database_name.label("name")).where(
+                PaimonTable.catalog_key == key, PaimonTable.database_name == only
+            )
+            with self._tx(conn) as c:
+                return set(c.execute(union(ours, props, tables)).scalars())
         with self._tx(conn) as c:
-            return set(c.execute(union(ours, props, tables)).scalars())
+            names = set(c.execute(union(ours, props)).scalars())
+            names.update(c.execute(_TABLE_DATABASES, {"catalog_key": key}).scalars())
+            return names
 
     def get_database(self, name: str, *, conn: Connection | None = None) -> DatabaseRow:
         """The database row (synthesised from Java's property rows if only Java knows it).
