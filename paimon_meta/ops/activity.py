@@ -49,13 +49,14 @@ _LAST_ACTIVITY = text(
     "  ORDER BY e.event_id DESC LIMIT :scan) r) rate ON true"
 )
 # A commit is listed by its first event (prepared, or external/recovered for snapshots the log learned
-# about afterwards); the page's commits are then summarised from their own events (commit index).
+# about afterwards); the page's commits are then summarised from their own events (commit index). "Its
+# first" is a scalar subquery, a probe per row on (commit_id, event_id): a NOT EXISTS may be planned as a
+# hash of every prepared event of the log.
 _COMMITS = text(
     "WITH firsts AS ("
     "  SELECT e.event_id, e.commit_id FROM paimon_commit_events e WHERE e.table_id = :table_id"
-    "  AND (e.event_type = 'prepared' AND e.attempt = 1 OR e.event_type IN ('external', 'recovered')"
-    "  AND NOT EXISTS (SELECT 1 FROM paimon_commit_events p WHERE p.commit_id = e.commit_id"
-    "  AND p.event_type = 'prepared'))"
+    "  AND (e.event_type = 'prepared' AND e.attempt = 1 OR e.event_type IN ('external', 'recovered'))"
+    "  AND e.event_id = (SELECT min(p.event_id) FROM paimon_commit_events p WHERE p.commit_id = e.commit_id)"
     "  AND e.event_id < :before"
     "  ORDER BY e.event_id DESC LIMIT :limit)"
     "SELECT f.event_id AS position, f.commit_id, min(e.commit_user) AS commit_user,"

@@ -33,14 +33,15 @@ _OF_CATALOG = (
     " UNION ALL SELECT 1 FROM paimon_dropped_tables d WHERE d.table_id = e.table_id"
     " AND d.catalog_key = :catalog_key)"
 )
-# A commit is listed by its first event: an event of the table no earlier event of its commit precedes
-# (prepared, or external/recovered for snapshots the log learned about afterwards); the page's commits
-# are then summarised from their own events (the commit index), as ``paimon_commit_history`` does.
+# A commit is listed by its first event (prepared, or external/recovered for snapshots the log learned
+# about afterwards), found by a scalar subquery, a probe per row on (commit_id, event_id) (a NOT EXISTS
+# may be planned as a hash of the whole log); the page's commits are then summarised from their own
+# events (the commit index), as ``paimon_commit_history`` does.
 _HISTORY = text(
     "WITH firsts AS ("
     " SELECT e.event_id, e.commit_id FROM paimon_commit_events e WHERE e.table_id = :table_id"
-    " AND e.event_id < :before AND NOT EXISTS (SELECT 1 FROM paimon_commit_events p"
-    " WHERE p.commit_id = e.commit_id AND p.event_id < e.event_id)"
+    " AND e.event_id < :before"
+    " AND e.event_id = (SELECT min(p.event_id) FROM paimon_commit_events p WHERE p.commit_id = e.commit_id)"
     " ORDER BY e.event_id DESC LIMIT :limit) "
     "SELECT f.event_id AS position, f.commit_id, min(e.commit_user) AS commit_user,"
     " min(e.commit_identifier) AS commit_identifier, min(e.commit_kind) AS commit_kind,"
