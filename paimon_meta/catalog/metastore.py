@@ -9,6 +9,7 @@ lease, heartbeat and fencing token, the append-only event log, and the table poi
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import socket
@@ -56,7 +57,7 @@ from paimon_meta.model.arrow import from_arrow_schema
 from paimon_meta.model.identifier import split_identifier, validate_identifier
 from paimon_meta.model.options import parse_duration_ms
 from paimon_meta.model.schema import TableSchema
-from paimon_meta.serde.json import schema_to_json
+from paimon_meta.serde.json import schema_from_json, schema_to_json
 from paimon_meta.table import schema_change
 from paimon_meta.table.containment import is_under
 from paimon_meta.table.placement import (
@@ -404,6 +405,23 @@ class MetastoreCatalog:
         table = self.get_table(identifier)
         return row, table.schema, table.path
 
+    def listed_metadata(self, row: TableRow) -> tuple[TableSchema, str]:
+        """(current schema, location) of a row a listing read (``table_rows_page``), without a schema
+        file read when the registry holds the schema: a metadata-only table's from its row, a Paimon
+        table's from its stored summary while the summary's id is the row's schema id (migration 0023).
+        Otherwise (no summary yet, or the schema changed since: an ALTER of the previous release, or of
+        an engine straight on storage) the table's latest schema file is read and stored as its summary,
+        so the next listing reads the registry only."""
+        if row.table_schema is not None:
+            return metadata_tables.schema_of(row), self.location_of(row)
+        summary = row.schema_summary
+        location = self.paimon_location(row)
+        if summary is not None and row.schema_id is not None and summary.get("id") == row.schema_id:
+            return schema_from_json(json.dumps(summary)), location
+        schema = FileStoreTable.load(self.table_file_io(location), location).schema
+        self.registry.store_schema_summary(row.table_id, json.loads(schema_to_json(schema)))
+        return schema, location
+
     def paimon_location(self, row: TableRow) -> str:
         """Where the Paimon table of ``row`` lives. The one check every path that needs Paimon's layout
         (snapshots, tags, branches, consumers, partitions, commits) goes through: ``UnsupportedError``
@@ -565,7 +583,8 @@ class MetastoreCatalog:
             if governed:
                 refuse_ungoverned_changes(identifier, table.schema, governed, changes)
             schema = schema_change.alter(table, changes)
-            self.registry.set_schema_id(row.table_id, schema.id)
+            # the schema id, and the schema as table-details lists it (migration 0023)
+            self.registry.store_schema_summary(row.table_id, json.loads(schema_to_json(schema)))
         return schema
 
     @_metastore_call
@@ -596,7 +615,7 @@ class MetastoreCatalog:
                     f"schema {staged.id} of table {identifier} was written meanwhile; replace again",
                     reason="schema_exists",
                 )
-            self.registry.set_schema_id(row.table_id, staged.id)
+            self.registry.store_schema_summary(row.table_id, json.loads(schema_to_json(staged)))
         return staged
 
     def message_committer(

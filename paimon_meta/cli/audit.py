@@ -133,6 +133,11 @@ def register(commands: Commands) -> None:
     p.add_argument("--limit", type=positive, default=100, help="latest N events (default 100)")
 
 
+def _unpositioned(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` without their log ``position`` (the service's page token; the HTTP path has none)."""
+    return [{k: v for k, v in r.items() if k != "position"} for r in rows]
+
+
 def _commits(ctx: Context, args: argparse.Namespace) -> Output:
     remote = ctx.remote()
     if remote is None:
@@ -141,7 +146,7 @@ def _commits(ctx: Context, args: argparse.Namespace) -> Output:
 
         cat = ctx.catalog()
         row, _ = resolve_table(cat, args.table)
-        rows = commit_history(cat.engine, row.table_id, limit=args.limit)
+        rows = _unpositioned(commit_history(cat.engine, row.table_id, limit=args.limit))
     else:
         from paimon_meta.cli import remote as cli_remote
 
@@ -191,7 +196,7 @@ def _event_rows(ctx: Context, args: argparse.Namespace, kind: str) -> list[dict[
         return cli_remote.commit_events(remote, args.table, args.commit, args.limit)
     cat = ctx.catalog()
     if kind == "maintenance":
-        return audit.maintenance_history(cat.engine, table=args.table, limit=args.limit)
+        return _unpositioned(audit.maintenance_history(cat.engine, table=args.table, limit=args.limit))
     if kind == "locks":
         lock_id = None
         if args.table:

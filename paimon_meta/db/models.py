@@ -255,6 +255,9 @@ class PaimonTable(Base):
     # The schema of a table the catalog keeps as metadata only (format, object, Iceberg tables; migration
     # 0008), as Paimon's schema JSON; NULL for Paimon tables, whose schemas are on storage.
     table_schema: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # A Paimon table's current schema JSON (its ``id`` inside), written by this release when it reads or
+    # changes the schema (migration 0023): used only while its ``id`` is the row's ``schema_id``.
+    schema_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
@@ -311,6 +314,24 @@ class CommitEventRecord(Base):
         Index("ix_paimon_commit_events_feed_table", "table_identifier", "txid", "event_id"),
         Index("ix_paimon_commit_events_feed_database", _DATABASE_OF_TABLE, "txid", "event_id"),
         Index("ix_paimon_commit_events_table", "table_id", "event_id"),
+        # The audit listing of a table by name, newest first from a position (migration 0023).
+        Index("ix_paimon_commit_events_identifier", "table_identifier", "event_id"),
+        # A table's snapshot recordings and its troubled attempts from a position (migration 0023).
+        Index(
+            "ix_paimon_commit_events_recorded",
+            "table_id",
+            "event_id",
+            postgresql_where=text(
+                "event_type IN ('snapshot_published', 'external', 'recovered') AND branch = 'main' "
+                "AND snapshot_id IS NOT NULL"
+            ),
+        ),
+        Index(
+            "ix_paimon_commit_events_trouble",
+            "table_id",
+            "event_id",
+            postgresql_where=text("event_type IN ('retried', 'failed', 'aborted')"),
+        ),
         Index("ix_paimon_commit_events_dedupe", "table_id", "branch", "commit_user", "commit_identifier"),
         # The database backstop of "no snapshot is published twice" (per branch: a branch's snapshot ids
         # overlap main's; per timeline: a rollback, or a branch's new incarnation, reuses ids).
@@ -413,6 +434,7 @@ class MaintenanceEventRecord(Base):
         CheckConstraint(_in_list("operation", MaintenanceOperation), name="operation"),
         CheckConstraint(_in_list("event_type", MaintenanceEventType), name="event_type"),
         Index("ix_paimon_maintenance_events_table", "table_id", "event_id"),
+        Index("ix_paimon_maintenance_events_identifier", "table_identifier", "event_id"),
         Index("ix_paimon_maintenance_events_feed", "txid", "event_id"),
         Index("ix_paimon_maintenance_events_feed_table", "table_identifier", "txid", "event_id"),
         Index("ix_paimon_maintenance_events_feed_database", _DATABASE_OF_TABLE, "txid", "event_id"),

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlalchemy import Engine, TextClause, text
 
+from paimon_meta.db.plans import ORDERED_READS
 from paimon_meta.errors import ValidationError
 from paimon_meta.governance.permissions import Access as PermissionAccess
 from paimon_meta.governance.permissions import ResourceType
@@ -154,9 +155,14 @@ class _Log:
 #: catalog whose table (registered, or in its recycle bin) has its id. Invariant: a feed read for one
 #: catalog never returns another catalog's event (the lock log's ids start with the catalog key); the
 #: events of a table purged from the recycle bin are in no catalog's feed any more.
+#: Checked per event read, on the table-id keys (an EXISTS of a UNION ALL stays a per-row probe): an
+#: ``IN (SELECT ...)`` of the catalog's tables was planned as a hash join that read every table of the
+#: catalog and every event after the position, then sorted them (issue 39: 0.5 s a batch at 10^6
+#: events and 10^4 tables), instead of reading the feed's index from the position.
 _OF_CATALOG = (
-    "e.table_id IN (SELECT t.table_id FROM paimon_tables t WHERE t.catalog_key = :catalog_key"
-    " UNION ALL SELECT d.table_id FROM paimon_dropped_tables d WHERE d.catalog_key = :catalog_key)"
+    "EXISTS (SELECT 1 FROM paimon_tables t WHERE t.table_id = e.table_id AND t.catalog_key = :catalog_key"
+    " UNION ALL SELECT 1 FROM paimon_dropped_tables d WHERE d.table_id = e.table_id"
+    " AND d.catalog_key = :catalog_key)"
 )
 
 _LOGS = (
@@ -389,6 +395,7 @@ def scan_feed(
             return FeedPage(out, cursor, True, scanned)
         params = {**filters, **_bounds(cursor), "txid": cursor.txid, "scan": batch}
         with engine.connect() as conn:
+            conn.execute(ORDERED_READS)
             rows = conn.execute(statement, params).mappings().all()
         scanned += len(rows)
         for row in rows:

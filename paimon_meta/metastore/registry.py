@@ -99,6 +99,10 @@ class TableRow:
     #: The schema JSON of a table the catalog keeps as metadata only (format, object, Iceberg tables);
     #: None for Paimon tables, whose schemas are on storage.
     table_schema: dict[str, Any] | None = None
+    #: A Paimon table's current schema JSON as this release last stored it (migration 0023), or None;
+    #: trusted only while its ``id`` is ``schema_id`` (:meth:`MetastoreCatalog.listed_metadata`). Read by
+    #: the listings that select every column (``table_rows_page``), not by the per-request row lookup.
+    schema_summary: dict[str, Any] | None = None
 
     @property
     def identifier(self) -> str:
@@ -126,8 +130,20 @@ class TableRow:
             updated_at=m["updated_at"],
             timeline=m.get("timeline", 0),
             table_schema=m.get("table_schema"),
+            schema_summary=m.get("schema_summary"),
         )
 
+
+# The databases of a catalog's tables (Java's rows name databases only there), one primary-key probe per
+# database (a skip scan): a listing of databases costs its databases, not the registry's 10^5 tables.
+_TABLE_DATABASES = text(
+    "WITH RECURSIVE d(name) AS ("
+    " SELECT min(database_name) FROM paimon_tables WHERE catalog_key = :catalog_key"
+    " UNION ALL SELECT (SELECT min(t.database_name) FROM paimon_tables t"
+    "  WHERE t.catalog_key = :catalog_key AND t.database_name > d.name)"
+    " FROM d WHERE d.name IS NOT NULL) "
+    "SELECT name FROM d WHERE name IS NOT NULL"
+)
 
 TABLE_ROW_COLUMNS = (
     "table_id, catalog_key, database_name, table_name, location, table_uuid, schema_id, "
@@ -275,13 +291,18 @@ class Registry:
         props = select(PaimonDatabaseProperty.database_name.label("name")).where(
             PaimonDatabaseProperty.catalog_key == key
         )
-        tables = select(PaimonTable.database_name.label("name")).where(PaimonTable.catalog_key == key)
         if only is not None:
             ours = ours.where(PaimonDatabase.database_name == only)
             props = props.where(PaimonDatabaseProperty.database_name == only)
-            tables = tables.where(PaimonTable.database_name == only)
+            tables = select(PaimonTable.database_name.label("name")).where(
+                PaimonTable.catalog_key == key, PaimonTable.database_name == only
+            )
+            with self._tx(conn) as c:
+                return set(c.execute(union(ours, props, tables)).scalars())
         with self._tx(conn) as c:
-            return set(c.execute(union(ours, props, tables)).scalars())
+            names = set(c.execute(union(ours, props)).scalars())
+            names.update(c.execute(_TABLE_DATABASES, {"catalog_key": key}).scalars())
+            return names
 
     def get_database(self, name: str, *, conn: Connection | None = None) -> DatabaseRow:
         """The database row (synthesised from Java's property rows if only Java knows it).
@@ -596,17 +617,21 @@ class Registry:
         table_pattern: str | None = None,
         after: tuple[str, str] | None = None,
         limit: int,
+        summaries: bool = False,
         conn: Connection | None = None,
     ) -> list[TableRow]:
         """At most ``limit`` rows ordered by (database, table), after ``after`` (keyset paging on the
         primary key's index: a page costs the same at the 1st or the 1,000th table). Patterns are SQL
-        LIKE with ``%`` and ``_`` and no escape character, as ``convert.like_match`` reads them.
+        LIKE with ``%`` and ``_`` and no escape character, as ``convert.like_match`` reads them. Each
+        row's stored schema summary only with ``summaries`` (``table-details``: the other listings do
+        not carry every table's schema JSON).
 
         Raises:
             DatabaseNotFoundError: ``database`` given and unknown.
         """
         key = self.catalog_key
-        query = select(*PaimonTable.__table__.c).where(PaimonTable.catalog_key == key)
+        columns = [c for c in PaimonTable.__table__.c if summaries or c.name != "schema_summary"]
+        query = select(*columns).where(PaimonTable.catalog_key == key)
         if database is not None:
             query = query.where(PaimonTable.database_name == database)
         if database_pattern:
@@ -740,6 +765,29 @@ class Registry:
         if row is None:
             raise TableNotFoundError(f"table {database}.{name} does not exist", table=f"{database}.{name}")
         return TableRow.from_row(row)
+
+    def store_schema_summary(
+        self, table_id: int, summary: Mapping[str, Any], *, conn: Connection | None = None
+    ) -> bool:
+        """Store ``summary`` (Paimon's schema JSON, ``id`` inside) as the table's schema summary, and
+        record its id as the table's schema id if the row had an older one (an engine wrote the schema
+        straight on storage). Never over a newer schema id (an ALTER recorded meanwhile): False then."""
+        schema_id = int(summary["id"])
+        with self._tx(conn) as c:
+            done = c.execute(
+                update(PaimonTable)
+                .where(
+                    PaimonTable.table_id == table_id,
+                    func.coalesce(PaimonTable.schema_id, 0) <= schema_id,
+                    # a Paimon table (its ``table_schema`` SQL NULL, or JSON null as the ORM writes it)
+                    text(
+                        "(paimon_tables.table_schema IS NULL OR paimon_tables.table_schema = 'null'::jsonb)"
+                    ),
+                )
+                .values(schema_summary=dict(summary), schema_id=schema_id)
+                .returning(PaimonTable.table_id)
+            ).first()
+        return done is not None
 
     def set_schema_id(self, table_id: int, schema_id: int, *, conn: Connection | None = None) -> None:
         """Record the table's current schema id (after an ALTER wrote ``schema-<schema_id>``)."""

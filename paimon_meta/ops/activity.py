@@ -16,10 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, text
 
+from paimon_meta.db.plans import ORDERED_READS
 from paimon_meta.model.manifest import FileKind
 
 if TYPE_CHECKING:
     from paimon_meta.table.table import FileStoreTable
+
+#: The position before every event: a first page's bound (always a bound, so that a generic plan of the
+#: statement, which psycopg prepares after a few runs, is one index range too).
+_NEWEST = 2**63 - 1
+
+
+def _below(before: int | None) -> int:
+    return _NEWEST if before is None else before
+
 
 #: Commits per minute are counted over this window, among at most RATE_SCAN of the table's newest events.
 RATE_WINDOW_MINUTES = 10
@@ -39,14 +49,15 @@ _LAST_ACTIVITY = text(
     "  ORDER BY e.event_id DESC LIMIT :scan) r) rate ON true"
 )
 # A commit is listed by its first event (prepared, or external/recovered for snapshots the log learned
-# about afterwards); the page's commits are then summarised from their own events (commit index).
+# about afterwards); the page's commits are then summarised from their own events (commit index). "Its
+# first" is a scalar subquery, a probe per row on (commit_id, event_id): a NOT EXISTS may be planned as a
+# hash of every prepared event of the log.
 _COMMITS = text(
     "WITH firsts AS ("
     "  SELECT e.event_id, e.commit_id FROM paimon_commit_events e WHERE e.table_id = :table_id"
-    "  AND (e.event_type = 'prepared' AND e.attempt = 1 OR e.event_type IN ('external', 'recovered')"
-    "  AND NOT EXISTS (SELECT 1 FROM paimon_commit_events p WHERE p.commit_id = e.commit_id"
-    "  AND p.event_type = 'prepared'))"
-    "  AND (CAST(:before AS bigint) IS NULL OR e.event_id < :before)"
+    "  AND (e.event_type = 'prepared' AND e.attempt = 1 OR e.event_type IN ('external', 'recovered'))"
+    "  AND e.event_id = (SELECT min(p.event_id) FROM paimon_commit_events p WHERE p.commit_id = e.commit_id)"
+    "  AND e.event_id < :before"
     "  ORDER BY e.event_id DESC LIMIT :limit)"
     "SELECT f.event_id AS position, f.commit_id, min(e.commit_user) AS commit_user,"
     " min(e.commit_identifier) AS commit_identifier, min(e.commit_kind) AS commit_kind,"
@@ -72,7 +83,7 @@ _TROUBLE = text(
     " e.principal, e.payload ->> 'reason' AS reason, (e.payload ->> 'wait_ms')::float8 AS wait_ms "
     "FROM paimon_commit_events e WHERE e.table_id = :table_id"
     " AND e.event_type IN ('retried', 'failed', 'aborted')"
-    " AND (CAST(:before AS bigint) IS NULL OR e.event_id < :before)"
+    " AND e.event_id < :before"
     " ORDER BY e.event_id DESC LIMIT :limit"
 )
 # A run is its ``started`` event with its end (``finished``/``failed``; none while it runs).
@@ -83,7 +94,7 @@ _RUNS = (
     " s.payload AS settings, e.payload AS result "
     "FROM paimon_maintenance_events s"
     " LEFT JOIN paimon_maintenance_events e ON e.run_id = s.run_id AND e.event_type <> 'started' "
-    "WHERE s.event_type = 'started' AND (CAST(:before AS bigint) IS NULL OR s.event_id < :before) "
+    "WHERE s.event_type = 'started' AND s.event_id < :before "
 )
 _MAINTENANCE = text(
     _RUNS + "AND s.table_id = ANY(CAST(:ids AS bigint[])) ORDER BY s.event_id DESC LIMIT :limit"
@@ -139,6 +150,7 @@ def last_activity(engine: Engine, table_ids: Sequence[int]) -> dict[int, dict[st
         return {}
     params = {"ids": list(table_ids), "minutes": RATE_WINDOW_MINUTES, "scan": RATE_SCAN}
     with engine.connect() as conn:
+        conn.execute(ORDERED_READS)
         rows = [dict(r._mapping) for r in conn.execute(_LAST_ACTIVITY, params)]
     out = {}
     for row in rows:
@@ -155,8 +167,9 @@ def commits_page(
     """The table's newest ``limit`` commits started before log position ``before`` (None: the newest),
     newest first: principal, commit user, kind, outcome, snapshot, attempts, retries, the last reason
     given and how long it took. ``position`` is the page token of the next page."""
-    params = {"table_id": table_id, "before": before, "limit": limit}
+    params = {"table_id": table_id, "before": _below(before), "limit": limit}
     with engine.connect() as conn:
+        conn.execute(ORDERED_READS)
         return [dict(r._mapping) for r in conn.execute(_COMMITS, params)]
 
 
@@ -164,8 +177,9 @@ def troubled_attempts(
     engine: Engine, table_id: int, *, before: int | None = None, limit: int = 50
 ) -> list[dict[str, Any]]:
     """The table's newest retried, failed and aborted attempts, with their reasons, newest first."""
-    params = {"table_id": table_id, "before": before, "limit": limit}
+    params = {"table_id": table_id, "before": _below(before), "limit": limit}
     with engine.connect() as conn:
+        conn.execute(ORDERED_READS)
         return [dict(r._mapping) for r in conn.execute(_TROUBLE, params)]
 
 
@@ -173,12 +187,13 @@ def maintenance_page(
     engine: Engine, table_ids: Sequence[int] | None, *, before: int | None = None, limit: int = 50
 ) -> list[dict[str, Any]]:
     """Maintenance runs (of ``table_ids``; None: of every table), newest first, paged by ``position``."""
-    params: dict[str, Any] = {"before": before, "limit": limit}
+    params: dict[str, Any] = {"before": _below(before), "limit": limit}
     query = _ALL_MAINTENANCE
     if table_ids is not None:
         params["ids"] = list(table_ids)
         query = _MAINTENANCE
     with engine.connect() as conn:
+        conn.execute(ORDERED_READS)
         return [dict(r._mapping) for r in conn.execute(query, params)]
 
 

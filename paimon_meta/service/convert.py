@@ -298,6 +298,35 @@ def page(
     return selected[:max_results], selected[max_results - 1]
 
 
+#: The first character of a keyset page token (``p<event id>``): never a bare number, so a token an
+#: earlier release issued (an offset) is refused, not read as a position.
+POSITION_TOKEN = "p"
+
+
+def position_page(
+    max_results: int | None, page_token: str | None, *, default: int = 100
+) -> tuple[int, int | None]:
+    """(limit, position) of a listing paged by keyset (the event log's, by event id): the token is
+    ``p<event id>`` of the previous page's last row, as its ``nextPageToken`` said; None: the first page."""
+    limit = default if max_results is None else max_results
+    if not 0 < limit <= MAX_PAGE:
+        raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
+    if not page_token:
+        return limit, None
+    digits = page_token[len(POSITION_TOKEN) :]
+    if not page_token.startswith(POSITION_TOKEN) or not digits.isdigit() or len(digits) > 19:
+        raise ValidationError("pageToken is not one this server issued", field="pageToken")
+    position = int(digits)
+    if position > BIGINT_MAX:
+        raise ValidationError("pageToken is not one this server issued", field="pageToken")
+    return limit, position
+
+
+def position_token(position: int) -> str:
+    """The page token of a keyset listing's next page (:func:`position_page`)."""
+    return f"{POSITION_TOKEN}{position}"
+
+
 def offset_page(max_results: int | None, page_token: str | None, *, default: int = 100) -> tuple[int, int]:
     """(limit, offset) of a listing paged by position (the event log's, newest first): the token is the
     number of rows already returned, as the previous page's ``nextPageToken`` said."""

@@ -231,8 +231,8 @@ def list_commits(
     """The table's commits from the event log, newest first (outcome, snapshot, attempts, principal)."""
     catalog = catalog_of(request)
     row = catalog.table_row(table_identifier(database, table))
-    limit, offset = convert.offset_page(max_results, page_token)
-    rows = audit.commit_history(catalog.engine, row.table_id, limit=limit + 1, offset=offset)
+    limit, before = convert.position_page(max_results, page_token)
+    rows = audit.commit_history(catalog.engine, row.table_id, limit=limit + 1, before=before)
     records = [
         models.CommitRecord(
             **{**r, "commit_id": str(r["commit_id"])}, started_at=convert.millis(r["first_event_at"])
@@ -240,5 +240,6 @@ def list_commits(
         for r in rows[:limit]
     ]
     return models.ListCommitsResponse(
-        commits=records, next_page_token=str(offset + limit) if len(rows) > limit else None
+        commits=records,
+        next_page_token=convert.position_token(rows[limit - 1]["position"]) if len(rows) > limit else None,
     )

@@ -48,7 +48,7 @@ from paimon_meta.table.option_policy import TABLE_TYPE, TABLE_TYPE_DEFAULT
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
-#: A page's size when the caller names none (details read one schema file per table).
+#: A page's size when the caller names none.
 DEFAULT_PAGE = 100
 #: Rows read per batch while filling a page with tables the caller may read.
 _BATCH = 200
@@ -72,9 +72,11 @@ def _visible_page(
     table_pattern: str | None = None,
     keep: Callable[[TableRow], bool] = lambda _row: True,
     full: Callable[[], bool] = lambda: False,
+    summaries: bool = False,
 ) -> tuple[list[TableRow], bool]:
     """Up to ``limit`` rows the caller may read (and ``keep`` keeps), after ``after``, fewer once
-    ``full()`` says the page is (its byte budget); and whether more follow."""
+    ``full()`` says the page is (its byte budget); and whether more follow. ``summaries``: the rows
+    carry their stored schemas (``Registry.table_rows_page``)."""
     out: list[TableRow] = []
     cursor = after
     now = utc_now()
@@ -85,6 +87,7 @@ def _visible_page(
             table_pattern=table_pattern,
             after=cursor,
             limit=_BATCH,
+            summaries=summaries,
         )
         for row in batch:
             if access.may(A.SELECT, Resource.table(row.database, row.name), at=now):
@@ -113,8 +116,10 @@ def list_table_details(
     pattern: TablePattern = None,
     table_type: Annotated[str | None, Query(alias=paths.TABLE_TYPE, max_length=64)] = None,
 ) -> models.ListTableDetailsResponse:
-    """The tables of ``database`` the caller may read, each as ``GET`` of the table answers it (one schema
-    read per table), by name; ``tableType`` keeps those of that type (the schema's ``type`` option). A
+    """The tables of ``database`` the caller may read, each as ``GET`` of the table answers it, by name,
+    from the registry's stored schemas (a schema file read only for a table whose stored schema is
+    missing or older than its row's schema id: ``MetastoreCatalog.listed_metadata``); ``tableType``
+    keeps those of that type (the schema's ``type`` option). A
     page stops early, with its next page's token, once its tables' JSON reaches a byte budget."""
     catalog = catalog_of(request)
     validate_identifier("database", database)
@@ -131,7 +136,7 @@ def list_table_details(
 
     def keep(row: TableRow) -> bool:
         nonlocal used
-        _, schema, location = catalog.table_metadata(row.identifier)
+        schema, location = catalog.listed_metadata(row)
         if table_type and schema.options.get(TABLE_TYPE, TABLE_TYPE_DEFAULT).lower() != table_type.lower():
             return False
         external = metadata_tables.is_external(catalog, row)
@@ -149,6 +154,7 @@ def list_table_details(
         table_pattern=pattern,
         keep=keep,
         full=lambda: used >= convert.PAGE_BYTES,
+        summaries=True,
     )
     return models.ListTableDetailsResponse(
         table_details=[loaded[r.table_id] for r in rows],

@@ -17,8 +17,8 @@ from tests.fixtures.postgres import PgServer
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_bench(script: str, *args: str, timeout: float = 300) -> str:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def run_bench(script: str, *args: str, timeout: float = 300, env: dict[str, str] | None = None) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     done = subprocess.run(
         [sys.executable, str(REPO / "bench" / script), *args],
         check=False,
@@ -161,6 +161,23 @@ def test_console_pages(pg_server: PgServer) -> None:
         "1",
     )
     assert '"table_hot/admin"' in out and '"overview/one_table"' in out
+
+
+@pytest.mark.postgres
+def test_flat_metastore_paths(pg_server: PgServer, tmp_path: Path) -> None:
+    """Issue 39 item 5's paths on a seeded metastore: each answers 200 (a status is reported otherwise)."""
+    url = server_url(pg_server)
+    database = f"paimon_meta_bench_flat_{os.getpid()}"
+    env = {"PAIMON_META_BENCH_FLAT_STATE": str(tmp_path)}
+    common = ("--url", url, "--database", database)
+    seed = ("--events", "3000", "--tables", "300", "--databases", "3", "--real", "3", "--xids", "300")
+    run_bench("bench_flat.py", "seed", *common, *seed, env=env)
+    try:
+        out = run_bench("bench_flat.py", "measure", *common, "--requests", "1", env=env)
+    finally:
+        run_bench("bench_flat.py", "drop", *common, env=env)
+    assert '"table-details (big, 100 tables)"' in out and '"commits, 30th page (hot table)"' in out
+    assert '"status"' not in out, out[-3000:]
 
 
 def test_outbox_to_nats(pg_server: PgServer) -> None:

@@ -117,6 +117,16 @@ def test_java_sees_ours_and_we_see_javas(clean_engine: Engine) -> None:
         )
     assert props == {"exists": "true", "location": "/w/ours.db"}
     assert reg.list_databases() == ["ours", "theirs"]
+    # databases only table rows name (read by a skip scan of the key): each once, in order
+    with clean_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO paimon_tables (catalog_key, database_name, table_name) VALUES"
+                " ('jdbc', 'only_rows', 'a'), ('jdbc', 'only_rows', 'b'), ('jdbc', 'zz', 'c'),"
+                " ('other', 'elsewhere', 'd')"
+            )
+        )
+    assert reg.list_databases() == ["only_rows", "ours", "theirs", "zz"]
     theirs = reg.get_database("theirs")
     assert (theirs.database_id, theirs.location, theirs.properties) == (None, "/w/theirs.db", {"k": "v"})
     with pytest.raises(DatabaseAlreadyExistsError):
@@ -124,7 +134,8 @@ def test_java_sees_ours_and_we_see_javas(clean_engine: Engine) -> None:
     java_row = reg.get_table_row("theirs", "events")
     assert java_row.location is None and java_row.table_id >= 1
     # Another catalog key is another catalog.
-    assert Registry(clean_engine, catalog_key="other").list_databases() == []
+    assert Registry(clean_engine, catalog_key="other").list_databases() == ["elsewhere"]
+    assert Registry(clean_engine, catalog_key="third").list_databases() == []
     with pytest.raises(DatabaseNotFoundError):
         reg.get_database("missing")
 

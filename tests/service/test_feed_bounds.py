@@ -182,10 +182,11 @@ def test_scan_feed_stops_at_its_cap_and_says_so(catalog: MetastoreCatalog) -> No
 
 
 @contextlib.contextmanager
-def _log_locked(catalog: MetastoreCatalog) -> Iterator[None]:
-    """The lock log locked against readers (an open transaction holding ACCESS EXCLUSIVE)."""
+def _log_locked(catalog: MetastoreCatalog, table: str | None = None) -> Iterator[None]:
+    """The lock log (or ``table``) locked against readers (an open transaction holding ACCESS
+    EXCLUSIVE)."""
     with psycopg.connect(_conninfo(catalog)) as conn:
-        conn.execute("LOCK TABLE paimon_lock_events IN ACCESS EXCLUSIVE MODE")
+        conn.execute(f"LOCK TABLE {table or 'paimon_lock_events'} IN ACCESS EXCLUSIVE MODE")
         try:
             yield
         finally:
@@ -207,6 +208,38 @@ def test_a_feed_page_past_its_deadline_is_answered_503_with_retry_after(catalog:
     assert answer.headers["retry-after"]
     body = answer.json()
     assert body["code"] == 503 and "deadline" in body["message"] and "feed" in body["message"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/databases/db/tables/t/lock-events", "/databases/db/tables/t/commits", "/ui"]
+)
+def test_a_read_past_its_deadline_is_answered_503_with_retry_after(
+    catalog: MetastoreCatalog, path: str
+) -> None:
+    """Issue 39 item 5: the audit routes, the commit history and the console's pages are of the ``read``
+    class: past its statement timeout a request is 503 + Retry-After, never a 500."""
+    name = {"/ui": "console", "/databases/db/tables/t/commits": "commits"}.get(path, "locks")
+    seed(catalog, f"deadline.{name}")
+    token = make_principal(catalog, f"deadline_{name}", [("admin", None, None)])
+    headers = auth(token)
+    url = (
+        f"/ui/tables/deadline/{name}"
+        if path == "/ui"
+        else f"{P}{path}".replace("db/tables/t", f"deadline/tables/{name}")
+    )
+    # the table page lists its lock's events
+    with _client(catalog, statement_timeouts={"feed": 30.0, "read": 1.0, "write": 60.0}) as client:
+        client.cookies.set("paimon_meta_console", token)
+        answers: list[Any] = []
+        # the lock log for the lock routes, the commit log for the commit history
+        with _log_locked(catalog, "paimon_commit_events" if path.endswith("commits") else None):
+            call = threading.Thread(target=lambda: answers.append(client.get(url, headers=headers)))
+            call.start()
+            _wait(lambda: answers, "the answer while the log is locked")
+        call.join()
+    answer = answers[0]
+    assert answer.status_code == 503, answer.text[:500]
+    assert answer.headers["retry-after"] and "deadline" in answer.text, answer.text[:500]
 
 
 def _feed_queries(conninfo: str) -> int:

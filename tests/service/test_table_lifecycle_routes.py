@@ -5,6 +5,8 @@ maintenance run in the log; every refusal leaves the catalog and storage as they
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -123,6 +125,67 @@ def test_table_details_answer_each_table_as_get_does(
     assert refused.status_code == 403
     missing = service_client.get(f"{P}/databases/nope/table-details", headers=admin)
     assert missing.status_code == 404 and missing.json()["resourceType"] == "DATABASE", missing.text
+
+
+def _summary(catalog: MetastoreCatalog, identifier: str) -> tuple[int | None, int | None]:
+    """(the row's schema id, its stored schema summary's id)."""
+    database, name = identifier.split(".")
+    with catalog.engine.connect() as conn:
+        row = conn.execute(
+            text(
+                "SELECT schema_id, (schema_summary ->> 'id')::int AS summary_id FROM paimon_tables "
+                "WHERE database_name = :d AND table_name = :n"
+            ),
+            {"d": database, "n": name},
+        ).one()
+    return row.schema_id, row.summary_id
+
+
+def test_table_details_answer_from_the_stored_schemas(
+    service_client: TestClient, catalog_of_tables: MetastoreCatalog, tmp_path: Any
+) -> None:
+    """Issue 39 item 5: the first listing stores each table's schema in the registry; later ones read no
+    schema file (a table whose schema directory is gone is still listed, as it was); an ALTER through
+    the catalog stores its schema; a schema the row's summary does not match (an ALTER of the previous
+    release, which records only the schema id) is read from storage and stored then."""
+    admin = auth(make_principal(catalog_of_tables, "root", [("admin", None, None)]))
+    path = f"{P}/databases/a/table-details"
+    assert _summary(catalog_of_tables, "a.t0") == (0, None)
+    first = _pages(service_client, path, "tableDetails", admin)[0]
+    assert _summary(catalog_of_tables, "a.t0") == (0, 0)
+
+    table = catalog_of_tables.get_table("a.t0")
+    schema_dir = f"{table.path}/schema"
+    moved = tmp_path / "schema"
+    shutil.move(schema_dir, moved)
+    try:
+        assert _pages(service_client, path, "tableDetails", admin)[0] == first  # no file read
+    finally:
+        shutil.move(moved, schema_dir)
+
+    catalog_of_tables.alter_table_changes("a.t0", [schema_change.SetOption("k1", "v1")])
+    assert _summary(catalog_of_tables, "a.t0") == (1, 1)
+    listed = {d["name"]: d for d in _pages(service_client, path, "tableDetails", admin)[0]}
+    assert listed["t0"]["schema"]["options"]["k1"] == "v1"
+    assert listed["t0"] == service_client.get(f"{P}/databases/a/tables/t0", headers=admin).json()
+
+    # the previous release's ALTER: schema-2 on storage and the row's schema id, no summary
+    latest = SchemaManager(table.file_io, table.path).latest()
+    assert latest is not None
+    assert SchemaManager(table.file_io, table.path).commit_new_schema(
+        replace(latest, id=2, options={**latest.options, "k2": "v2"})
+    )
+    catalog_of_tables.registry.set_schema_id(table_id_of(catalog_of_tables, "a.t0"), 2)
+    assert _summary(catalog_of_tables, "a.t0") == (2, 1)
+    listed = {d["name"]: d for d in _pages(service_client, path, "tableDetails", admin)[0]}
+    assert listed["t0"]["schema"]["options"]["k2"] == "v2"
+    assert _summary(catalog_of_tables, "a.t0") == (2, 2)
+    assert listed["t0"] == service_client.get(f"{P}/databases/a/tables/t0", headers=admin).json()
+
+
+def table_id_of(catalog: MetastoreCatalog, identifier: str) -> int:
+    database, name = identifier.split(".")
+    return catalog.registry.get_table_row(database, name).table_id
 
 
 def test_a_table_by_its_id(service_client: TestClient, catalog_of_tables: MetastoreCatalog) -> None:

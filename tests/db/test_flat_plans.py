@@ -1,0 +1,260 @@
+"""Every metastore read of the log is one index range from its position (issue 39 item 5): the query
+plans of the feed, the audit listings, the commit history and the console's pages, on a metastore seeded
+with 10^5 or 10^6 events over a year (tests/fixtures/seeded_log.py, in SQL: seconds), from several positions.
+
+Not a timing test: each statement is run under ``EXPLAIN (ANALYZE, FORMAT JSON)`` and its plan is
+checked: every scan of an event table is an index scan with an index condition (no Seq Scan, no
+bitmap scan of every event of a table), the driving scan's condition bounds the keyset columns
+(``event_id``, or ``txid`` for the feed), no sort has an unbounded read of the log below it (only a
+LIMIT's output, or the events of one commit or run), and the rows the statement read from the logs
+(returned by the scans plus removed by their filters) stay within a small multiple of the page, the
+same at the log's start, middle and end. CI seeds 10^5 events; ``PAIMON_META_SLOW=1`` 10^6 (the issue's
+size for this test; its plans are the same).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, TextClause, text
+
+from paimon_meta.db.engine import make_engine
+from paimon_meta.db.plans import ORDERED_READS
+from paimon_meta.metastore import feed
+from paimon_meta.metastore.feed import FeedFilter, Lanes, Position
+from paimon_meta.ops import activity, audit
+from tests.fixtures.postgres import PgServer
+from tests.fixtures.seeded_log import Seeded, seed_log
+
+#: 10^5 in CI (seeded in ~10 s); ``PAIMON_META_SLOW=1``: 10^6 (~70 s to seed at load 7).
+EVENTS = 1_000_000 if os.environ.get("PAIMON_META_SLOW") == "1" else 100_000
+TABLES = 10_000
+CATALOG = "jdbc"
+LOGS = frozenset({"paimon_commit_events", "paimon_lock_events", "paimon_maintenance_events"})
+#: Index conditions that bound a read to one commit's or one run's events (probes, not ranges).
+PROBES = ("commit_id =", "run_id =")
+NEWEST = 2**63 - 1
+
+
+@pytest.fixture(scope="module")
+def seeded(pg_server: PgServer, pg_template: str) -> Iterator[tuple[Engine, Seeded]]:
+    name = f"paimon_meta_flat_{uuid.uuid4().hex[:10]}"
+    url = pg_server.create_database(name, template=pg_template)
+    engine = make_engine(url)
+    try:
+        yield engine, seed_log(engine, CATALOG, tables=TABLES, databases=100, events=EVENTS)
+    finally:
+        engine.dispose()
+        pg_server.drop_database(name)
+
+
+def _nodes(plan: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _nodes(child)
+
+
+def _log_scans(plan: Mapping[str, Any], *, stop_at_limit: bool = False) -> Iterator[Mapping[str, Any]]:
+    """The scans of an event table below ``plan`` (not below a Limit, with ``stop_at_limit``; never
+    into a CTE's or init plan's own plan: those are checked where they are)."""
+    if plan.get("Relation Name") in LOGS:
+        yield plan
+    for child in plan.get("Plans", ()):
+        if child.get("Parent Relationship") == "InitPlan" or "CTE" in str(child.get("Subplan Name", "")):
+            continue
+        if stop_at_limit and child["Node Type"] == "Limit":
+            continue
+        yield from _log_scans(child, stop_at_limit=stop_at_limit)
+
+
+def _rows_read(node: Mapping[str, Any]) -> float:
+    loops = node.get("Actual Loops", 1)
+    return float((node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * loops)
+
+
+def check_plan(
+    engine: Engine,
+    statement: TextClause,
+    params: Mapping[str, Any],
+    *,
+    keyset: tuple[str, ...],
+    budget: int,
+    setup: TextClause | None = ORDERED_READS,
+) -> Mapping[str, Any]:
+    """Run ``statement`` under EXPLAIN ANALYZE (after ``setup``, in the same transaction, as the code
+    runs it) and check its plan (module docstring); the plan."""
+    with engine.connect() as conn:
+        if setup is not None:
+            conn.execute(setup)
+        raw = conn.execute(
+            text("EXPLAIN (ANALYZE, FORMAT JSON) " + statement.text), dict(params)
+        ).scalar_one()
+    plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+    shown = json.dumps(plan, indent=1, default=str)[:6000]
+    scans = [n for n in _nodes(plan) if n.get("Relation Name") in LOGS]
+    assert scans, shown
+    for scan in scans:
+        assert scan["Node Type"] in ("Index Scan", "Index Only Scan"), (
+            f"{scan['Node Type']} of the log\n{shown}"
+        )
+    # no keyset: a scan of the whole log in index order, stopped by a LIMIT (the budget checks it did)
+    bounded = [s for s in scans if any(k in s.get("Index Cond", "") for k in keyset)]
+    assert bounded or not keyset, f"no keyset bound\n{shown}"
+    for node in _nodes(plan):
+        if node["Node Type"] in ("Sort", "Incremental Sort"):
+            for scan in _log_scans(node, stop_at_limit=True):
+                cond = scan.get("Index Cond", "")
+                assert any(p in cond for p in PROBES), f"a sort over the log\n{shown}"
+    read = sum(_rows_read(s) for s in scans)
+    assert read <= budget, f"read {read} rows of the log (budget {budget})\n{shown}"
+    return dict(plan)
+
+
+def _positions(seeded: Seeded) -> dict[str, int]:
+    """Event ids at the log's start, middle, a day before its end and its end."""
+    last = seeded.commit_events
+    return {"start": 1, "middle": last // 2, "a day back": last - last // 365, "end": NEWEST}
+
+
+def _feed_params(lanes: Lanes, keep: FeedFilter, after: Position, scan: int) -> dict[str, Any]:
+    return {
+        "f_subject": keep.subject,
+        "f_database": keep.database,
+        "f_kinds": list(keep.kinds),
+        "f_principal": keep.principal,
+        "f_since": keep.since,
+        "f_until": keep.until,
+        "subjects": list(lanes.subjects),
+        "databases": list(lanes.databases),
+        "catalog_key": CATALOG,
+        **feed._bounds(after),
+        "txid": after.txid,
+        "scan": scan,
+    }
+
+
+FEEDS = {
+    "every event": (feed.EVERY, FeedFilter()),
+    "kind=failed": (feed.EVERY, FeedFilter(kinds=("failed",))),
+    "five tables": (Lanes(subjects=tuple(f"db0000.t{i * 100:06d}" for i in range(5))), FeedFilter()),
+    "one database": (Lanes(databases=("db0042",)), FeedFilter(database="db0042")),
+}
+
+
+@pytest.mark.parametrize("shape", list(FEEDS))
+def test_feed_reads_one_index_range_from_any_position(seeded: tuple[Engine, Seeded], shape: str) -> None:
+    engine, seed = seeded
+    lanes, keep = FEEDS[shape]
+    statement = feed._feed_sql(lanes, keep)
+    for where in (0, seed.xids // 2, seed.xids - seed.xids // 365, seed.xids - 1):
+        for rank in (0, 1, 2):
+            after = Position(seed.first_xid + where, rank, 0 if rank == 0 else 10**6)
+            # each branch reads at most :scan rows per lane key, each row checked once for its catalog
+            keys = max(1, len(lanes.subjects) + len(lanes.databases))
+            check_plan(
+                engine,
+                statement,
+                _feed_params(lanes, keep, after, 1000),
+                keyset=("txid",),
+                budget=3 * 1000 * keys + 100,
+            )
+
+
+def _hot_table(engine: Engine) -> tuple[int, str]:
+    with engine.connect() as conn:
+        row = conn.execute(
+            text(
+                "SELECT table_id, database_name || '.' || table_name FROM paimon_tables "
+                "WHERE catalog_key = :ck ORDER BY table_id LIMIT 1"
+            ),
+            {"ck": CATALOG},
+        ).one()
+    return int(row[0]), str(row[1])
+
+
+def test_audit_listings_read_one_index_range_from_any_position(seeded: tuple[Engine, Seeded]) -> None:
+    engine, seed = seeded
+    table_id, identifier = _hot_table(engine)
+    with engine.connect() as conn:
+        commit_id = conn.execute(
+            text("SELECT commit_id FROM paimon_commit_events WHERE table_id = :t ORDER BY event_id LIMIT 1"),
+            {"t": table_id},
+        ).scalar_one()
+    page = 100
+    for before in _positions(seed).values():
+        common = {"limit": page, "before": before, "catalog_key": CATALOG}
+        for by_table, by_commit, of_catalog in audit._EVENTS:
+            params = {**common, "table": identifier, "commit_id": commit_id}
+            check_plan(
+                engine,
+                audit._EVENTS[(by_table, by_commit, of_catalog)],
+                params,
+                keyset=("event_id",),
+                budget=page * 2,
+            )
+        for by_lock in (True, False):
+            check_plan(
+                engine,
+                audit._LOCK_EVENTS[by_lock],
+                {**common, "lock_id": f"{CATALOG}.{identifier}"},
+                keyset=("event_id",),
+                budget=page * 2,
+            )
+        for statement in audit._MAINTENANCE.values():
+            check_plan(
+                engine, statement, {**common, "table": identifier}, keyset=("event_id",), budget=page * 6
+            )
+        check_plan(
+            engine,
+            audit._HISTORY,
+            {"table_id": table_id, "limit": page, "before": before},
+            keyset=("event_id",),
+            budget=page * 20,
+        )
+        check_plan(
+            engine,
+            audit._RECORDED,
+            {"table_id": table_id, "limit": page, "after": 0 if before == NEWEST else before},
+            keyset=("event_id",),
+            budget=page * 2,
+        )
+
+
+def test_console_reads_one_index_range_from_any_position(seeded: tuple[Engine, Seeded]) -> None:
+    engine, seed = seeded
+    table_id, _ = _hot_table(engine)
+    for before in _positions(seed).values():
+        params = {"table_id": table_id, "before": before, "limit": activity_page()}
+        check_plan(engine, activity._COMMITS, params, keyset=("event_id",), budget=activity_page() * 20)
+        check_plan(engine, activity._TROUBLE, params, keyset=("event_id",), budget=activity_page() * 2)
+        check_plan(
+            engine,
+            activity._ALL_MAINTENANCE,
+            {"before": before, "limit": activity_page()},
+            keyset=("event_id",),
+            budget=activity_page() * 6,
+        )
+    ids = list(range(table_id, table_id + 50))
+    check_plan(
+        engine,
+        activity._LAST_ACTIVITY,
+        {"ids": ids, "minutes": activity.RATE_WINDOW_MINUTES, "scan": activity.RATE_SCAN},
+        keyset=("table_id",),
+        budget=50 * (activity.RATE_SCAN + 1),
+    )
+    check_plan(
+        engine,
+        activity._CATALOG_RATE,
+        {"catalog_key": CATALOG, "minutes": 10, "scan": 5000},
+        keyset=(),
+        budget=5000 * 2,
+    )
+
+
+def activity_page() -> int:
+    return 50
