@@ -39,7 +39,7 @@ from sqlalchemy.dialects import postgresql
 
 revision: str = "0023"
 # 0022 is another change not yet on main; this revision is re-pointed to it when both are merged.
-down_revision: str | None = "0021"
+down_revision: str | None = "0022"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
