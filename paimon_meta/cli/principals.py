@@ -181,7 +181,7 @@ def _where(ctx: Context, db: str | None, table: str | None) -> str:
 
 
 def _grant(ctx: Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.metastore.assignments import grant_privilege
+    from paimon_meta.metastore.principals import grant_privilege
     from paimon_meta.ops.common import operator_identity
 
     db, table = _scope(args)
@@ -201,7 +201,7 @@ def _grant(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def _revoke(ctx: Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.metastore.assignments import revoke_privilege
+    from paimon_meta.metastore.principals import revoke_privilege
     from paimon_meta.ops.common import operator_identity
 
     db, table = _scope(args)

@@ -59,6 +59,7 @@ from paimon_meta.governance.permissions import (
     format_instant,
 )
 from paimon_meta.governance.rules import parse_column_mask, parse_row_filter
+from paimon_meta.metastore.principal_names import external_name
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.model.types import DataField
 from paimon_meta.table.schema_change import (
@@ -643,8 +644,6 @@ class Assignments:
     def create_role(self, name: str, *, created_by: str | None, reason: str | None = None) -> str:
         """Create the role principal ``role:<name>`` (no token; its assignments and policies apply to its
         members); returns its principal name."""
-        from paimon_meta.metastore.principals import external_name
-
         role = ROLE_PREFIX + external_name("role", name)
         with self.engine.begin() as conn:
             try:
@@ -1055,80 +1054,6 @@ def on_database_dropped(
 # ---- the service's read/write/admin grants, written with their bundles -------------------------------
 
 
-def grant_privilege(
-    engine: Engine,
-    name: str,
-    privilege: Privilege,
-    *,
-    database: str | None = None,
-    table: str | None = None,
-    granted_by: str | None = None,
-    catalog_key: str | None = None,
-) -> bool:
-    """``paimon-meta principals grant``: the legacy grant row (which replicas of the previous release
-    read) and its bundle's assignments, in one transaction; False if the grant existed already."""
-    from paimon_meta.metastore.principals import Principals
-
-    # Principals.grant writes both, in one transaction
-    return Principals(engine).grant(
-        name, privilege, database=database, table=table, granted_by=granted_by, catalog_key=catalog_key
-    )
-
-
-def revoke_privilege(
-    engine: Engine,
-    name: str,
-    privilege: Privilege,
-    *,
-    database: str | None = None,
-    table: str | None = None,
-    revoked_by: str | None = None,
-    catalog_key: str | None = None,
-) -> bool:
-    """``paimon-meta principals revoke``: the legacy grant row and the assignments of its bundle that no
-    remaining grant of the principal (in that catalog) gives too; False if there was no such grant."""
-    from paimon_meta.metastore.principals import _scope
-
-    scope = _scope(database, table)
-    store = Assignments(engine, catalog_key=catalog_key, default=catalog_key is None)
-    with engine.begin() as conn:
-        pid = _principal_id(conn, name)
-        gone = conn.execute(
-            text(
-                "DELETE FROM paimon_grants WHERE principal_id = :p AND catalog_key IS NOT DISTINCT FROM :k"
-                " AND privilege = :v AND database_name IS NOT DISTINCT FROM :d"
-                " AND table_name IS NOT DISTINCT FROM :t"
-            ),
-            {"p": pid, "k": catalog_key, "v": privilege.value, "d": scope.database, "t": scope.table},
-        ).rowcount
-        remaining = [
-            (Privilege(r.privilege), r.database_name, r.table_name)
-            for r in conn.execute(
-                text(
-                    "SELECT privilege, database_name, table_name FROM paimon_grants"
-                    " WHERE principal_id = :p AND catalog_key IS NOT DISTINCT FROM :k"
-                ),
-                {"p": pid, "k": catalog_key},
-            )
-        ]
-        store.revoke_bundle(
-            conn,
-            name,
-            privilege,
-            database=scope.database,
-            table=scope.table,
-            revoked_by=revoked_by,
-            remaining=remaining,
-        )
-    return bool(gone)
-
-
-# ---- schema changes a table's policies refuse ----------------------------------------------------------
-
-#: The table option readers of a governed table honour (they call ``/auth``).
-QUERY_AUTH = "query-auth.enabled"
-
-
 def protected_columns(policies: Sequence[StoredPolicy], fields: Sequence[DataField]) -> dict[str, str]:
     """The columns the policies protect (a mask's column) or read (a filter's, a mask's inputs): column ->
     the policy that does (for the refusal's message). A stored rule that no longer parses protects at
@@ -1149,6 +1074,12 @@ def protected_columns(policies: Sequence[StoredPolicy], fields: Sequence[DataFie
         for column in rule.columns():
             out.setdefault(column, what)
     return out
+
+
+# ---- schema changes a table's policies refuse ----------------------------------------------------------
+
+#: The table option readers of a governed table honour (they call ``/auth``).
+QUERY_AUTH = "query-auth.enabled"
 
 
 def refuse_ungoverned_changes(

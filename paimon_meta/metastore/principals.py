@@ -5,9 +5,12 @@ once when issued, optionally with an expiry) and grants. A grant gives ``read``,
 on the catalog (no database), a database (no table) or one table. What a principal may do is decided in
 Paimon's permission model (``governance.evaluate.decide``, docs/GOVERNANCE.md): an :class:`Access`
 carries the caller's ``Subject`` (the principal and its groups) and its assignments, and every check of
-the service is one (resource, access) decided on them. Until the stored assignments land, a principal's
-assignments are the bundles of its grants and of its groups' grants (``governance.bundles``), computed
-in one function, :func:`assignments_from_grants`.
+the service is one (resource, access) decided on them. Those are the stored assignments
+(``paimon_assignments``, metastore/assignments.py) of the principal, its groups and the groups and roles
+it is a member of, read with the token's lookup (``_HELD_SQL``). A grant writes its row and its bundle's
+assignments (``governance.bundles``) in one transaction (:meth:`Principals.grant`), so grants keep
+meaning what they did; :func:`assignments_from_grants` (the bundles of given grants) serves only an
+``Access`` built by hand (tests, tools) without stored assignments.
 
 A principal is a service-wide identity; its grants are per catalog (migration 0020): each grant names the
 catalog key of the catalog it applies in, or none: "the default catalog" (the one ``paimon-meta serve
@@ -52,6 +55,8 @@ from paimon_meta.governance.bundles import Bundle, bundle_assignments
 from paimon_meta.governance.evaluate import Decision, Subject, decide, sees
 from paimon_meta.governance.permissions import Access as PermissionAccess
 from paimon_meta.governance.permissions import Assignment, Resource, ResourceType
+from paimon_meta.metastore.assignments import Assignments, _principal_id, assignment_of_row
+from paimon_meta.metastore.principal_names import external_name
 from paimon_meta.model.identifier import validate_identifier
 
 log = logging.getLogger(__name__)
@@ -60,36 +65,12 @@ TOKEN_PREFIX = "pmt_"
 #: Name prefixes of the principals the identity provider signs in, and of groups (the module docstring).
 USER_PREFIX = "user:"
 GROUP_PREFIX = "group:"
-#: Longest claim value or group name taken after its prefix (the name column holds 255 characters).
-MAX_EXTERNAL_NAME = 200
 #: Most groups of one sign-in looked up (the rest are ignored: fewer grants, never more).
 MAX_GROUPS = 256
 
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def external_name(kind: str, value: object) -> str:
-    """``value`` if it can name a signed-in user or a group: a string of 1 to ``MAX_EXTERNAL_NAME``
-    printable characters (no control or format characters, no line breaks) without leading or
-    trailing blanks.
-
-    Raises:
-        ValidationError: naming ``kind`` and the rule.
-    """
-    if (
-        not isinstance(value, str)
-        or not 0 < len(value) <= MAX_EXTERNAL_NAME
-        or not value.isprintable()
-        or value != value.strip()
-    ):
-        raise ValidationError(
-            f"invalid {kind} name: must be 1 to {MAX_EXTERNAL_NAME} printable characters without "
-            "leading or trailing blanks",
-            kind=kind,
-        )
-    return value
 
 
 def user_principal(value: object) -> str:
@@ -458,8 +439,6 @@ class Principals:
         granted_by: str | None,
         catalog_key: str | None,
     ) -> bool:
-        from paimon_meta.metastore.assignments import Assignments
-
         new = self._grant(conn, name, privilege, scope, granted_by=granted_by, catalog_key=catalog_key)
         Assignments(self.engine, catalog_key=catalog_key, default=catalog_key is None).grant_bundle(
             conn, name, privilege, database=scope.database, table=scope.table, granted_by=granted_by
@@ -512,8 +491,6 @@ class Principals:
         """Revoke exactly this grant (of the catalog ``catalog_key``; None: the default catalog) and the
         assignments of its bundle no remaining grant gives (one transaction, as :meth:`grant`); False if
         there was none."""
-        from paimon_meta.metastore.assignments import revoke_privilege
-
         return revoke_privilege(
             self.engine, name, privilege, database=database, table=table, catalog_key=catalog_key
         )
@@ -814,8 +791,6 @@ _HELD_OF_NAMES_SQL = _HELD_SQL % "SELECT principal_id, name FROM paimon_principa
 def stored_held(rows: Iterable[Any]) -> tuple[tuple[Held, ...], tuple[str, ...]]:
     """The assignments of ``_HELD_SQL``'s rows, each in its catalog, and every holder named (the
     principals asked for and the groups and roles they are members of)."""
-    from paimon_meta.metastore.assignments import assignment_of_row
-
     rows = list(rows)
     held = tuple(Held(r.catalog_key, assignment_of_row(r)) for r in rows if r.assignment_id is not None)
     return held, tuple(sorted({r.principal for r in rows}))
@@ -875,3 +850,67 @@ def _service(rows: Sequence[Row[Any]]) -> frozenset[ServicePrivilege]:
     newer release are ignored: fewer privileges, never more)."""
     known = {p.value for p in ServicePrivilege}
     return frozenset(ServicePrivilege(v) for r in rows for v in (r.service or ()) if v in known)
+
+
+def grant_privilege(
+    engine: Engine,
+    name: str,
+    privilege: Privilege,
+    *,
+    database: str | None = None,
+    table: str | None = None,
+    granted_by: str | None = None,
+    catalog_key: str | None = None,
+) -> bool:
+    """``paimon-meta principals grant``: the legacy grant row (which replicas of the previous release
+    read) and its bundle's assignments, in one transaction; False if the grant existed already."""
+    # Principals.grant writes both, in one transaction
+    return Principals(engine).grant(
+        name, privilege, database=database, table=table, granted_by=granted_by, catalog_key=catalog_key
+    )
+
+
+def revoke_privilege(
+    engine: Engine,
+    name: str,
+    privilege: Privilege,
+    *,
+    database: str | None = None,
+    table: str | None = None,
+    revoked_by: str | None = None,
+    catalog_key: str | None = None,
+) -> bool:
+    """``paimon-meta principals revoke``: the legacy grant row and the assignments of its bundle that no
+    remaining grant of the principal (in that catalog) gives too; False if there was no such grant."""
+    scope = _scope(database, table)
+    store = Assignments(engine, catalog_key=catalog_key, default=catalog_key is None)
+    with engine.begin() as conn:
+        pid = _principal_id(conn, name)
+        gone = conn.execute(
+            text(
+                "DELETE FROM paimon_grants WHERE principal_id = :p AND catalog_key IS NOT DISTINCT FROM :k"
+                " AND privilege = :v AND database_name IS NOT DISTINCT FROM :d"
+                " AND table_name IS NOT DISTINCT FROM :t"
+            ),
+            {"p": pid, "k": catalog_key, "v": privilege.value, "d": scope.database, "t": scope.table},
+        ).rowcount
+        remaining = [
+            (Privilege(r.privilege), r.database_name, r.table_name)
+            for r in conn.execute(
+                text(
+                    "SELECT privilege, database_name, table_name FROM paimon_grants"
+                    " WHERE principal_id = :p AND catalog_key IS NOT DISTINCT FROM :k"
+                ),
+                {"p": pid, "k": catalog_key},
+            )
+        ]
+        store.revoke_bundle(
+            conn,
+            name,
+            privilege,
+            database=scope.database,
+            table=scope.table,
+            revoked_by=revoked_by,
+            remaining=remaining,
+        )
+    return bool(gone)

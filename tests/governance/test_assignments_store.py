@@ -27,10 +27,8 @@ from paimon_meta.metastore.assignments import (
     Assignments,
     Policies,
     governance_events,
-    grant_privilege,
-    revoke_privilege,
 )
-from paimon_meta.metastore.principals import Principals
+from paimon_meta.metastore.principals import Principals, grant_privilege, revoke_privilege
 from paimon_meta.metastore.registry import Registry
 
 pytestmark = pytest.mark.postgres

@@ -29,7 +29,8 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db.models import Privilege
 from paimon_meta.governance.permissions import Access as PermissionAccess
 from paimon_meta.governance.permissions import Assignment, Resource
-from paimon_meta.metastore.assignments import Assignments, grant_privilege
+from paimon_meta.metastore.assignments import Assignments
+from paimon_meta.metastore.principals import grant_privilege
 from tests.catalog.test_query_auth_reads import EU, MASK_EMAIL, ROWS, SCHEMA
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service

@@ -269,10 +269,12 @@ def test_paimon_rust_procedures(rig: Rig, pypaimon_python: Path, rust_python: Pa
         "drop_if_exists",
     ):
         assert out[step] == ok, (step, out[step])
+    # alice's read grant on db.t is its bundle's assignment (SELECT), listed beside the new one
     assert [(r["principal"], r["access"], r["expire_time"]) for r in out["list"]] == [
-        ("role:analyst", "SELECT", "2030-01-01T00:00:00Z")
+        ("alice", "SELECT", None),
+        ("role:analyst", "SELECT", "2030-01-01T00:00:00Z"),
     ]
-    assert out["list_after"] == []
+    assert [(r["principal"], r["access"]) for r in out["list_after"]] == [("alice", "SELECT")]
     assert "already has a row filter" in out["create_again"]["error"]  # 409
     assert [(r["policy_type"], r["on_column"]) for r in out["policies"]] == [
         ("ROW_FILTER", None),
