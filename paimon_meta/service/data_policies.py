@@ -1,5 +1,6 @@
-"""What restricts a principal's reads of one table (its row filters, column masks and column range), as
-the service's other checks need it besides ``/auth`` itself: the data token (``GET .../token``), which
+"""What restricts a principal's reads of one table (its row filters, column masks and column range),
+looked up once here for every route that needs it: ``/auth`` itself (answered from :meth:`read_rules`),
+the data token (``GET .../token``), which
 must not hand raw file access to a principal whose reads are filtered or masked, unless an operator
 marked it a trusted engine (``serve --trusted-engines``), one that applies the policies itself; and the
 console's table preview, which reads as that principal (the same ``QueryRules`` every reader applies).

@@ -4,19 +4,16 @@ configured, clients hold no storage keys of their own, only what these routes ha
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from paimon_meta.db.models import AccessLevel
 from paimon_meta.errors import UnsupportedError, ValidationError
-from paimon_meta.governance.evaluate import decide
 from paimon_meta.governance.permissions import Access as A
 from paimon_meta.governance.permissions import Resource
 from paimon_meta.governance.policies import QueryRules
 from paimon_meta.io.sts import vendable
-from paimon_meta.metastore.assignments import COLUMN_MASKING, ROW_FILTER
 from paimon_meta.metastore.principals import Access
 from paimon_meta.rest import models, paths
 from paimon_meta.service.auth import refuse
@@ -25,7 +22,6 @@ from paimon_meta.service.deps import catalog_of, served_of, table_identifier, ta
 from paimon_meta.service.errors import ForbiddenError
 from paimon_meta.service.retry import RetryingRoute
 from paimon_meta.service.routes_common import BEARER, ERRORS, PREFIX, TABLE_SELECT, UNSUPPORTED
-from paimon_meta.service.routes_management import caller, policies_of
 
 router = APIRouter(route_class=RetryingRoute, dependencies=[BEARER, PREFIX], responses=ERRORS)
 
@@ -109,6 +105,7 @@ def auth_table_query(
     database: str,
     table: str,
     access: Annotated[Access, TABLE_SELECT],
+    policies: Annotated[TablePolicies, Depends(table_policies)],
     body: models.AuthTableQueryRequest | None = None,
 ) -> models.AuthTableQueryResponse:
     """The row filters (to be ANDed) and column masks the caller must apply when reading ``select`` (all
@@ -120,7 +117,7 @@ def auth_table_query(
     identifier = table_identifier(database, table)
     select = body.select if body is not None else None
     # the table must exist (404 TABLE otherwise), whatever the selection
-    row, schema, _ = catalog_of(request).table_metadata(identifier)
+    _, schema, _ = catalog_of(request).table_metadata(identifier)
     columns = [f.name for f in schema.fields]
     if select:
         unknown = [c for c in select if c not in set(columns)]
@@ -129,11 +126,10 @@ def auth_table_query(
                 f"table {identifier} has no column {', '.join(repr(c) for c in unknown)}",
                 resource_name=identifier,
             )
-    me = caller(request, access)
-    decision = decide(
-        me.assignments, me.subject, Resource.table(database, table), A.SELECT, at=datetime.now(UTC)
-    )
-    refused = decision.columns.refused(select or columns)
+    # the one lookup of a principal's policies and column range (the data token and the console's
+    # preview ask the same): its own, its groups' and its roles'
+    mine = policies.read_rules(access, identifier)
+    refused = mine.columns.refused(select or columns)
     if refused:
         raise ForbiddenError(
             f"principal {access.principal!r} may not select column(s) {', '.join(repr(c) for c in refused)} "
@@ -141,11 +137,6 @@ def auth_table_query(
             resource_type="TABLE",
             resource_name=identifier,
         )
-    policies = policies_of(request).of_subject(row.table_id, me.subject)
-    rules = QueryRules.combine(
-        [p.body for p in policies if p.policy_type == ROW_FILTER],
-        [(p.on_column or "", p.body) for p in policies if p.policy_type == COLUMN_MASKING],
-        schema.fields,
-    )
+    rules = QueryRules.combine(mine.filters, mine.masks, schema.fields)
     filters, masks = rules.auth_response()
     return models.AuthTableQueryResponse(filter=filters, column_masking=masks)
