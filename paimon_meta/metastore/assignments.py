@@ -639,6 +639,11 @@ class Assignments:
         assignments = tuple(_assignment(r) for r in rows if r.assignment_id is not None)
         return SubjectAssignments(Subject(principal, tuple(members)), assignments)
 
+    def require_principal(self, name: str) -> None:
+        """PrincipalNotFoundError when there is no principal ``name``."""
+        with self.engine.connect() as conn:
+            _principal_id(conn, name)
+
     # -- roles and memberships
 
     def create_role(self, name: str, *, created_by: str | None, reason: str | None = None) -> str:
@@ -952,6 +957,21 @@ class Policies:
                 {"t": table_id, "names": sorted(subject.names)},
             ).all()
         return [_policy(r) for r in rows]
+
+    def of_names(self, names: Sequence[str]) -> list[tuple[StoredPolicy, str, str]]:
+        """The policies of this catalog's tables naming one of ``names`` (a principal, its groups and
+        roles), each with its table's database and name, in ``policy_id`` order."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    f"SELECT {_POLICY_COLUMNS}, t.database_name, t.table_name FROM paimon_policies x"  # noqa: S608 - constants
+                    " JOIN paimon_principals p ON p.principal_id = x.principal_id"
+                    " JOIN paimon_tables t ON t.table_id = x.table_id"
+                    " WHERE t.catalog_key = :ck AND p.name = ANY(:names) ORDER BY x.policy_id"
+                ),
+                {"ck": self.catalog_key, "names": sorted(names)},
+            ).all()
+        return [(_policy(r), r.database_name, r.table_name) for r in rows]
 
 
 @contextmanager

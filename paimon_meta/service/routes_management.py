@@ -22,7 +22,7 @@ from fastapi import APIRouter, Query, Request
 from paimon_meta.errors import ColumnNotFoundError, GovernanceConflictError
 from paimon_meta.governance.evaluate import Decision, decide, may_grant, may_revoke
 from paimon_meta.governance.permissions import Access as Permission
-from paimon_meta.governance.permissions import Resource, ResourceType, parse_access
+from paimon_meta.governance.permissions import Assignment, Resource, ResourceType, parse_access
 from paimon_meta.metastore.assignments import (
     COLUMN_MASKING,
     ROW_FILTER,
@@ -33,6 +33,7 @@ from paimon_meta.metastore.assignments import (
     checked_policy,
 )
 from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.registry import TableRow
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.rest import management, paths
 from paimon_meta.service.deps import served_of, table_identifier
@@ -86,6 +87,151 @@ def _query_auth(schema: TableSchema) -> bool:
     return str(schema.options.get(QUERY_AUTH, "false")).strip().lower() == "true"
 
 
+# ---- the checks (the console's governance actions call the same ones) ----------------------------------
+
+
+def listed_principals(
+    request: Request, access: Access, resource: Resource, *, principal: str | None = None
+) -> list[str] | None:
+    """Whose assignments on ``resource`` the caller may list: None (everyone's) with ``GRANT`` reaching
+    it, else its own names (403 when it asks for another ``principal``'s). 404 when the database, table,
+    view or function does not exist."""
+    store = assignments_of(request)
+    with store.engine.connect() as conn:
+        store.resolve(conn, resource, must_exist=True)
+    me = caller(request, access)
+    if may_revoke(me.assignments, me.subject, resource, at=_now()).allowed:
+        return None
+    names = sorted(me.subject.names)
+    if principal is not None and principal not in names:
+        raise ForbiddenError(
+            f"principal {access.principal!r} has no GRANT on {resource}: it may list only its own "
+            "assignments",
+            resource_name=str(resource),
+        )
+    return names
+
+
+def check_grant(request: Request, access: Access, assignment: Assignment) -> None:
+    """Refuse ``assignment`` as the grant route does (nothing written): 404 the resource or a named
+    column missing, 409 a column grant on a table without ``query-auth.enabled=true``, 403 unless
+    ``may_grant`` (``GRANT`` reaching the resource and holding what is given)."""
+    resource = assignment.resource
+    store = assignments_of(request)
+    with store.engine.connect() as conn:
+        store.resolve(conn, resource, must_exist=True)
+    columns: list[str] = []
+    if resource.type is ResourceType.COLUMN:
+        identifier = table_identifier(resource.database or "", resource.object or "")
+        _, schema, _ = served_of(request).catalog.table_metadata(identifier)
+        columns = [f.name for f in schema.fields]
+        assert assignment.columns is not None
+        listed = sorted((assignment.columns.allowed or frozenset()) | assignment.columns.denied)
+        missing = [c for c in listed if c not in columns]
+        if missing:
+            raise ColumnNotFoundError(
+                f"table {identifier} has no column {', '.join(repr(c) for c in missing)}",
+                identifier=identifier,
+                column=missing[0],
+            )
+        if not _query_auth(schema):
+            raise GovernanceConflictError(
+                f"table {identifier} does not have {QUERY_AUTH}=true: its readers would not ask for the "
+                "column range (set the option first)",
+                table=identifier,
+                reason="query-auth",
+            )
+    me = caller(request, access)
+    decision = may_grant(me.assignments, me.subject, assignment, at=_now(), table_columns=columns)
+    if not decision.allowed:
+        raise _refuse(decision, resource)
+
+
+def check_revoke(request: Request, access: Access, resource: Resource) -> None:
+    """Refuse a revoke on ``resource`` as the revoke route does: 404 the resource missing, 403 unless
+    ``may_revoke`` (``GRANT`` reaching it)."""
+    store = assignments_of(request)
+    with store.engine.connect() as conn:
+        store.resolve(conn, resource, must_exist=True)
+    me = caller(request, access)
+    decision = may_revoke(me.assignments, me.subject, resource, at=_now())
+    if not decision.allowed:
+        raise _refuse(decision, resource)
+
+
+def governs(request: Request, access: Access, database: str, table: str) -> tuple[SubjectAssignments, bool]:
+    """The caller and whether it may manage the table's policies (``ALTER`` on it, or ``GRANT``)."""
+    me = caller(request, access)
+    resource = Resource.table(database, table)
+    now = _now()
+    allowed = (
+        decide(me.assignments, me.subject, resource, Permission.ALTER, at=now).allowed
+        or decide(me.assignments, me.subject, resource, Permission.GRANT, at=now).allowed
+    )
+    return me, allowed
+
+
+def require_governs(request: Request, access: Access, database: str, table: str) -> None:
+    """403 unless the caller may manage the table's policies (:func:`governs`)."""
+    _, allowed = governs(request, access, database, table)
+    if not allowed:
+        identifier = table_identifier(database, table)
+        raise ForbiddenError(
+            f"principal {access.principal!r} has no ALTER or GRANT on {identifier}",
+            resource_type="TABLE",
+            resource_name=identifier,
+        )
+
+
+def listed_policy_principals(
+    request: Request, access: Access, database: str, table: str, *, principal: str | None = None
+) -> list[str] | None:
+    """Whose policies on the table the caller may list: None (everyone's) with ``ALTER`` or ``GRANT`` on
+    it, else its own names (403 when it asks for another ``principal``'s)."""
+    me, allowed = governs(request, access, database, table)
+    if allowed:
+        return None
+    names = sorted(me.subject.names)
+    if principal is not None and principal not in names:
+        identifier = table_identifier(database, table)
+        raise ForbiddenError(
+            f"principal {access.principal!r} has no ALTER or GRANT on {identifier}: it may list only its "
+            "own policies",
+            resource_type="TABLE",
+            resource_name=identifier,
+        )
+    return names
+
+
+def checked_new_policy(
+    request: Request,
+    access: Access,
+    database: str,
+    table: str,
+    *,
+    principal: str,
+    policy_type: str,
+    column: str | None,
+    rule: str,
+) -> tuple[TableRow, str]:
+    """The table's row and the canonical JSON of the new policy, checked as the create route checks it:
+    404 no such table, 403 unless :func:`governs`, then ``checked_policy`` (400 an invalid rule, 404 its
+    column, 409 ``query-auth.enabled`` off or a policy of that identity)."""
+    identifier = table_identifier(database, table)
+    row, schema, _ = served_of(request).catalog.table_metadata(identifier)
+    require_governs(request, access, database, table)
+    canonical = checked_policy(
+        schema,
+        identifier,
+        policies_of(request).of_table(row.table_id),
+        principal=principal,
+        policy_type=policy_type,
+        column=column,
+        rule=rule,
+    )
+    return row, canonical
+
+
 # ---- permissions ---------------------------------------------------------------------------------------
 
 
@@ -120,18 +266,7 @@ def list_permissions(
     )
     wanted = None if access_name is None else parse_access(access_name, resource.type)
     store = assignments_of(request)
-    with store.engine.connect() as conn:
-        store.resolve(conn, resource, must_exist=True)
-    me = caller(request, access)
-    names: list[str] | None = None
-    if not may_revoke(me.assignments, me.subject, resource, at=_now()).allowed:
-        names = sorted(me.subject.names)
-        if principal is not None and principal not in names:
-            raise ForbiddenError(
-                f"principal {access.principal!r} has no GRANT on {resource}: it may list only its own "
-                "assignments",
-                resource_name=str(resource),
-            )
+    names = listed_principals(request, access, resource, principal=principal)
     page, token = store.list_page(
         resource,
         principal=principal,
@@ -156,35 +291,8 @@ def grant_permission(
     the principal or a named column does not exist; 409 for a column grant on a table without
     ``query-auth.enabled=true``."""
     assignment = management.assignment_of(body)
-    resource = assignment.resource
+    check_grant(request, access, assignment)
     store = assignments_of(request)
-    with store.engine.connect() as conn:
-        store.resolve(conn, resource, must_exist=True)
-    columns: list[str] = []
-    if resource.type is ResourceType.COLUMN:
-        identifier = table_identifier(resource.database or "", resource.object or "")
-        _, schema, _ = served_of(request).catalog.table_metadata(identifier)
-        columns = [f.name for f in schema.fields]
-        assert assignment.columns is not None
-        listed = sorted((assignment.columns.allowed or frozenset()) | assignment.columns.denied)
-        missing = [c for c in listed if c not in columns]
-        if missing:
-            raise ColumnNotFoundError(
-                f"table {identifier} has no column {', '.join(repr(c) for c in missing)}",
-                identifier=identifier,
-                column=missing[0],
-            )
-        if not _query_auth(schema):
-            raise GovernanceConflictError(
-                f"table {identifier} does not have {QUERY_AUTH}=true: its readers would not ask for the "
-                "column range (set the option first)",
-                table=identifier,
-                reason="query-auth",
-            )
-    me = caller(request, access)
-    decision = may_grant(me.assignments, me.subject, assignment, at=_now(), table_columns=columns)
-    if not decision.allowed:
-        raise _refuse(decision, resource)
     store.grant(assignment, granted_by=access.principal, reason=f"{request.method} {request.url.path}")
 
 
@@ -195,13 +303,8 @@ def revoke_permission(
     """Make the assignment absent (200 whether or not it existed). Needs ``GRANT`` reaching the resource;
     404 only for a missing resource or principal."""
     resource, access_name, principal = management.revoked_identity(body)
+    check_revoke(request, access, resource)
     store = assignments_of(request)
-    with store.engine.connect() as conn:
-        store.resolve(conn, resource, must_exist=True)
-    me = caller(request, access)
-    decision = may_revoke(me.assignments, me.subject, resource, at=_now())
-    if not decision.allowed:
-        raise _refuse(decision, resource)
     store.revoke(
         resource,
         Permission(access_name),
@@ -212,18 +315,6 @@ def revoke_permission(
 
 
 # ---- data policies -------------------------------------------------------------------------------------
-
-
-def _governs(request: Request, access: Access, database: str, table: str) -> tuple[SubjectAssignments, bool]:
-    """The caller and whether it may manage the table's policies (``ALTER`` on it, or ``GRANT``)."""
-    me = caller(request, access)
-    resource = Resource.table(database, table)
-    now = _now()
-    allowed = (
-        decide(me.assignments, me.subject, resource, Permission.ALTER, at=now).allowed
-        or decide(me.assignments, me.subject, resource, Permission.GRANT, at=now).allowed
-    )
-    return me, allowed
 
 
 def _policy_body(p: StoredPolicy, database: str, table: str) -> management.DataPolicyBody:
@@ -261,15 +352,7 @@ def list_table_policies(
     ``ALTER`` or ``GRANT`` on the table sees only the policies of its own names. 404 no such table."""
     identifier = table_identifier(database, table)
     row = served_of(request).catalog.table_row(identifier)
-    me, governs = _governs(request, access, database, table)
-    names = None if governs else sorted(me.subject.names)
-    if names is not None and principal is not None and principal not in names:
-        raise ForbiddenError(
-            f"principal {access.principal!r} has no ALTER or GRANT on {identifier}: it may list only its "
-            "own policies",
-            resource_type="TABLE",
-            resource_name=identifier,
-        )
+    names = listed_policy_principals(request, access, database, table, principal=principal)
     page, token = policies_of(request).list_page(
         row.table_id,
         policy_type=policy_type,
@@ -298,31 +381,24 @@ def create_table_policy(
     invalid rule or column (checked against the latest schema, together with the principal's other
     policies on the table); 404 table or principal missing; 409 the principal already has a row filter
     on the table (or a mask on that column), or the table has no ``query-auth.enabled=true``."""
-    identifier = table_identifier(database, table)
-    row, schema, _ = served_of(request).catalog.table_metadata(identifier)
-    _, governs = _governs(request, access, database, table)
-    if not governs:
-        raise ForbiddenError(
-            f"principal {access.principal!r} has no ALTER or GRANT on {identifier}",
-            resource_type="TABLE",
-            resource_name=identifier,
-        )
-    store = policies_of(request)
-    principal = body.principal
     if body.row_filter is not None:
         policy_type, column, rule = ROW_FILTER, None, body.row_filter.predicate
     else:
         assert body.column_mask is not None
         policy_type, column, rule = COLUMN_MASKING, body.column_mask.on_column, body.column_mask.transform
-    canonical = checked_policy(
-        schema,
-        identifier,
-        store.of_table(row.table_id),
+    principal = body.principal
+    row, canonical = checked_new_policy(
+        request,
+        access,
+        database,
+        table,
         principal=principal,
         policy_type=policy_type,
         column=column,
         rule=rule,
     )
+    identifier = table_identifier(database, table)
+    store = policies_of(request)
     store.create(
         row.table_id,
         identifier,
@@ -346,13 +422,7 @@ def drop_table_policy(
     """Drop the policy of that identity; 404 when it is absent (or the table or principal is)."""
     identifier = table_identifier(database, table)
     row = served_of(request).catalog.table_row(identifier)
-    _, governs = _governs(request, access, database, table)
-    if not governs:
-        raise ForbiddenError(
-            f"principal {access.principal!r} has no ALTER or GRANT on {identifier}",
-            resource_type="TABLE",
-            resource_name=identifier,
-        )
+    require_governs(request, access, database, table)
     policies_of(request).drop(
         row.table_id,
         identifier,

@@ -172,6 +172,15 @@ EXPECTED: dict[tuple[str, str], tuple[ResourceType, Access] | None] = {
     ("GET", "/ui/recycle-bin"): None,
     ("POST", "/ui/recycle-bin/tables/{database}/{table}/undrop"): (R.DATABASE, A.CREATETABLE),
     ("POST", "/ui/recycle-bin/databases/{database}/undrop"): (R.CATALOG, A.CREATEDATABASE),
+    # The governance pages and actions decide in the handler with the management API's own checks
+    # (routes_management): listing everyone's assignments needs GRANT reaching the table (the principal
+    # page: GRANT on the catalog), its policies ALTER or GRANT; granting may_grant, revoking may_revoke.
+    ("GET", "/ui/tables/{database}/{table}/permissions"): None,
+    ("GET", "/ui/principals/{name:path}"): None,
+    ("POST", "/ui/tables/{database}/{table}/permissions/grant"): None,
+    ("POST", "/ui/tables/{database}/{table}/permissions/revoke"): None,
+    ("POST", "/ui/tables/{database}/{table}/policies"): None,
+    ("POST", "/ui/tables/{database}/{table}/policies/drop"): None,
 }  #: Answered without a token: they say only whether the process is up / ready; the console's sign-in
 #: form, its sign-out (it only clears the cookie) and its static files (no data); ``/`` (a redirect to the
 #: console) and ``/favicon.ico`` (no content), which a browser asks for.

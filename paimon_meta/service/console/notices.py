@@ -22,6 +22,10 @@ MESSAGES: Mapping[str, str] = {
     "signed-out": "Signed out.",
     "table-undropped": "Table restored from the recycle bin.",
     "database-undropped": "Database restored from the recycle bin with {n} tables.",
+    "permission-granted": "Permission granted.",
+    "permission-revoked": "Permission revoked (if it was held).",
+    "policy-created": "Policy created.",
+    "policy-dropped": "Policy dropped.",
 }
 _MAX_DIGITS = 19
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import PaimonMetaError
+from paimon_meta.governance.permissions import APPLICABLE, Resource, ResourceType
 from paimon_meta.governance.permissions import Access as A
-from paimon_meta.governance.permissions import Resource
 from paimon_meta.maintenance.queue import MaintenanceQueue
 from paimon_meta.maintenance.scheduler import debts
+from paimon_meta.metastore.assignments import Assignments, Policies, StoredAssignment, StoredPolicy
 from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.principals import Access, utc_now
 from paimon_meta.metastore.registry import TableRow
@@ -360,4 +362,119 @@ def recycle_bin(
         "dropped_databases": databases,
         "databases_next": databases[-1]["drop_id"] if more_databases else None,
         "may_undrop_databases": may_undrop_databases,
+    }
+
+
+# ---- governance: a table's and a principal's assignments and policies ---------------------------------
+
+#: Assignments or policies per page of the governance pages.
+GOVERNANCE_PAGE = 100
+
+
+def _assignment_row(s: StoredAssignment, *, now: datetime) -> dict[str, Any]:
+    a = s.assignment
+    columns = a.columns
+    return {
+        "principal": a.principal,
+        "resource_type": a.resource.type.value,
+        "resource": str(a.resource),
+        "access": a.access.value,
+        "allowed": None if columns is None or columns.allowed is None else sorted(columns.allowed),
+        "denied": None if columns is None or not columns.denied else sorted(columns.denied),
+        "expire_time": a.expire_time,
+        "active": a.active(now),
+        "granted_by": s.granted_by,
+        "granted_at": s.granted_at,
+        "reason": s.reason,
+    }
+
+
+def _policy_row(p: StoredPolicy) -> dict[str, Any]:
+    return {
+        "principal": p.principal,
+        "type": p.policy_type,
+        "column": p.on_column,
+        "rule": p.body,
+        "created_by": p.created_by,
+        "created_at": p.created_at,
+        "reason": p.reason,
+    }
+
+
+def table_governance(
+    store: Assignments,
+    policies: Policies,
+    row: TableRow,
+    *,
+    names: list[str] | None,
+    policy_names: list[str] | None,
+    table_after: str | None,
+    columns_after: str | None,
+    policies_after: str | None,
+) -> dict[str, Any]:
+    """The table's direct assignments (``TABLE`` and ``COLUMN``) and its policies, each one page: only
+    ``names``' (``policy_names``') when the caller may not list everyone's (None: everyone's, and the
+    actions are offered)."""
+    now = utc_now()
+    table_page_, table_next = store.list_page(
+        Resource.table(row.database, row.name),
+        principals=names,
+        page_token=table_after,
+        max_results=GOVERNANCE_PAGE,
+    )
+    column_page, column_next = store.list_page(
+        Resource.column(row.database, row.name),
+        principals=names,
+        page_token=columns_after,
+        max_results=GOVERNANCE_PAGE,
+    )
+    policy_page, policy_next = policies.list_page(
+        row.table_id, principals=policy_names, page_token=policies_after, max_results=GOVERNANCE_PAGE
+    )
+    return {
+        "row": row,
+        "table_assignments": [_assignment_row(s, now=now) for s in table_page_],
+        "table_next": table_next,
+        "column_assignments": [_assignment_row(s, now=now) for s in column_page],
+        "columns_next": column_next,
+        "policies": [_policy_row(p) for p in policy_page],
+        "policies_next": policy_next,
+        "may_grant": names is None,
+        "may_govern": policy_names is None,
+        "own_only": names is not None or policy_names is not None,
+        "accesses": sorted(a.value for a in APPLICABLE[ResourceType.TABLE]),
+        "column_accesses": sorted(a.value for a in APPLICABLE[ResourceType.COLUMN]),
+    }
+
+
+def principal_governance(store: Assignments, policies: Policies, name: str) -> dict[str, Any]:
+    """The principal ``name``'s active assignments in the catalog (its own, its groups' and roles') and
+    the policies of the catalog's tables that apply to it (PrincipalNotFoundError: no such principal)."""
+    store.require_principal(name)
+    subject = store.of_subject(name)
+    now = utc_now()
+    return {
+        "name": name,
+        "members_of": list(subject.subject.memberships),
+        "assignments": [
+            {
+                "principal": a.principal,
+                "resource": str(a.resource),
+                "database": a.resource.database,
+                "object": a.resource.object,
+                "resource_type": a.resource.type.value,
+                "access": a.access.value,
+                "allowed": None
+                if a.columns is None or a.columns.allowed is None
+                else sorted(a.columns.allowed),
+                "denied": None if a.columns is None or not a.columns.denied else sorted(a.columns.denied),
+                "expire_time": a.expire_time,
+                "active": a.active(now),
+            }
+            for a in subject.assignments
+        ],
+        "policies": [
+            {**_policy_row(p), "database": db, "table": t}
+            for p, db, t in policies.of_names(sorted(subject.subject.names))
+        ],
     }

@@ -26,6 +26,15 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from paimon_meta.errors import CatalogNotFoundError, PaimonMetaError, ValidationError
+from paimon_meta.governance.permissions import (
+    Assignment,
+    ColumnRange,
+    Resource,
+    ResourceType,
+    parse_access,
+    parse_instant,
+)
+from paimon_meta.metastore.assignments import COLUMN_MASKING, ROW_FILTER
 from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.feed import START, FeedFilter, Position, feed_head
 from paimon_meta.metastore.principals import Access
@@ -33,6 +42,7 @@ from paimon_meta.model.identifier import validate_identifier
 from paimon_meta.ops import expire, locks, orphans, recovery, rollback, tags
 from paimon_meta.ops import tables as table_ops
 from paimon_meta.service import errors
+from paimon_meta.service import routes_management as management
 from paimon_meta.service.auth import log as auth_log
 from paimon_meta.service.auth import log_text
 from paimon_meta.service.console import notices, pages, session
@@ -554,6 +564,195 @@ async def undrop_database(
     return _back(BIN, "database-undropped", len(done.tables))
 
 
+# ---- governance: a table's and a principal's permissions and policies ----------------------------------
+#
+# Every check is the management API's own (service.routes_management: ``listed_principals``,
+# ``check_grant``, ``check_revoke``, ``listed_policy_principals``, ``checked_new_policy``,
+# ``require_governs``): a caller the REST route would refuse is refused here (403, nothing written), and a
+# change is recorded in the governance event log with the console's principal and the form's reason.
+
+
+def _governance_path(database: str, table: str) -> str:
+    return f"{_table_path(database, table)}/permissions"
+
+
+@router.get("/tables/{database}/{table}/permissions")
+def table_governance_page(
+    request: Request,
+    database: str,
+    table: str,
+    access: Annotated[Access, AUTHENTICATED],
+    table_after: str | None = None,
+    columns_after: str | None = None,
+    policies_after: str | None = None,
+) -> HTMLResponse:
+    """The table's direct assignments (``TABLE``, ``COLUMN``) and policies, as ``GET .../permissions``
+    and ``GET .../policies`` list them to the caller (everyone's with ``GRANT`` on the table, resp.
+    ``ALTER`` or ``GRANT``; else only its own names')."""
+    row = catalog_of(request).table_row(table_identifier(database, table))
+    names = management.listed_principals(request, access, Resource.table(database, table))
+    policy_names = management.listed_policy_principals(request, access, database, table)
+    data = pages.table_governance(
+        management.assignments_of(request),
+        management.policies_of(request),
+        row,
+        names=names,
+        policy_names=policy_names,
+        table_after=table_after or None,
+        columns_after=columns_after or None,
+        policies_after=policies_after or None,
+    )
+    return render(request, "table_governance.html", data)
+
+
+@router.get("/principals/{name:path}")
+def principal_page(request: Request, name: str, access: Annotated[Access, AUTHENTICATED]) -> HTMLResponse:
+    """A principal's active assignments in the catalog (its own, its groups' and roles') and the policies
+    that apply to it: for a caller who may list every principal's assignments on the catalog as
+    ``GET /permissions?resourceType=CATALOG`` decides (``GRANT`` on the catalog), else 403."""
+    if management.listed_principals(request, access, Resource.catalog()) is not None:
+        raise ForbiddenError(
+            f"principal {access.principal!r} has no GRANT on the catalog: it may not list another "
+            "principal's assignments"
+        )
+    data = pages.principal_governance(
+        management.assignments_of(request), management.policies_of(request), name
+    )
+    return render(request, "principal.html", data)
+
+
+def _field(form: dict[str, str], name: str) -> str:
+    value = form.get(name, "").strip()
+    if not value:
+        raise ValidationError(f"{name} is required", field=name)
+    return value
+
+
+def _granted(form: dict[str, str], database: str, table: str) -> Assignment:
+    """The assignment the grant form describes: ``TABLE``, or ``COLUMN`` with the comma-separated
+    ``columns`` allowlist; ``expire_time`` an ISO-8601 UTC instant (optional)."""
+    principal = _field(form, "principal")
+    listed = [c.strip() for c in form.get("columns", "").split(",") if c.strip()]
+    resource = Resource.column(database, table) if listed else Resource.table(database, table)
+    raw_expiry = form.get("expire_time", "").strip()
+    return Assignment(
+        principal,
+        resource,
+        parse_access(_field(form, "access"), resource.type),
+        ColumnRange.allowlist(listed) if listed else None,
+        parse_instant(raw_expiry) if raw_expiry else None,
+    )
+
+
+@router.post("/tables/{database}/{table}/permissions/grant")
+async def grant_permission(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, AUTHENTICATED]
+) -> Response:
+    """Grant (or replace) an access on the table, or on some of its columns, checked as ``POST
+    .../permissions/grant`` checks it; the event records the principal and the reason."""
+    assignment = _granted(form, database, table)
+    await run(functools.partial(management.check_grant, request, access, assignment))
+    reason = _reason(form)
+    store = management.assignments_of(request)
+    await run(functools.partial(store.grant, assignment, granted_by=access.principal, reason=reason))
+    return _back(_governance_path(database, table), "permission-granted")
+
+
+@router.post("/tables/{database}/{table}/permissions/revoke")
+async def revoke_permission(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, AUTHENTICATED]
+) -> Response:
+    """Revoke one assignment on the table (``resource_type`` ``TABLE`` or ``COLUMN``), checked as ``POST
+    .../permissions/revoke`` checks it."""
+    kind = form.get("resource_type", "TABLE")
+    if kind not in (ResourceType.TABLE.value, ResourceType.COLUMN.value):
+        raise ValidationError("resource_type must be TABLE or COLUMN", field="resource_type")
+    resource = Resource.column(database, table) if kind == "COLUMN" else Resource.table(database, table)
+    principal = _field(form, "principal")
+    granted = parse_access(_field(form, "access"), resource.type)
+    await run(functools.partial(management.check_revoke, request, access, resource))
+    reason = _reason(form)
+    store = management.assignments_of(request)
+    await run(
+        functools.partial(
+            store.revoke, resource, granted, principal, revoked_by=access.principal, reason=reason
+        )
+    )
+    return _back(_governance_path(database, table), "permission-revoked")
+
+
+def _policy_identity(form: dict[str, str]) -> tuple[str, str, str | None]:
+    """(principal, type, column) of a policy form: ``ROW_FILTER`` names no column."""
+    policy_type = form.get("policy_type", "")
+    if policy_type not in (ROW_FILTER, COLUMN_MASKING):
+        raise ValidationError("policy_type must be ROW_FILTER or COLUMN_MASKING", field="policy_type")
+    column = _field(form, "column") if policy_type == COLUMN_MASKING else None
+    return _field(form, "principal"), policy_type, column
+
+
+@router.post("/tables/{database}/{table}/policies")
+async def create_policy(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, AUTHENTICATED]
+) -> Response:
+    """A row filter (``rule``: Paimon's predicate JSON) or a column mask (transform JSON) for one
+    principal, checked and canonicalized as ``POST .../policies`` does."""
+    principal, policy_type, column = _policy_identity(form)
+    rule = _field(form, "rule")
+    row, canonical = await run(
+        functools.partial(
+            management.checked_new_policy,
+            request,
+            access,
+            database,
+            table,
+            principal=principal,
+            policy_type=policy_type,
+            column=column,
+            rule=rule,
+        )
+    )
+    reason = _reason(form)
+    await run(
+        functools.partial(
+            management.policies_of(request).create,
+            row.table_id,
+            table_identifier(database, table),
+            principal,
+            policy_type=policy_type,
+            on_column=column,
+            body=canonical,
+            created_by=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_governance_path(database, table), "policy-created")
+
+
+@router.post("/tables/{database}/{table}/policies/drop")
+async def drop_policy(
+    request: Request, database: str, table: str, form: Form, access: Annotated[Access, AUTHENTICATED]
+) -> Response:
+    """Drop a policy of the table, checked as ``POST .../policies/drop`` checks it (404 when absent)."""
+    principal, policy_type, column = _policy_identity(form)
+    identifier = table_identifier(database, table)
+    row = await run(functools.partial(catalog_of(request).table_row, identifier))
+    await run(functools.partial(management.require_governs, request, access, database, table))
+    reason = _reason(form)
+    await run(
+        functools.partial(
+            management.policies_of(request).drop,
+            row.table_id,
+            identifier,
+            policy_type,
+            principal,
+            column,
+            dropped_by=access.principal,
+            reason=reason,
+        )
+    )
+    return _back(_governance_path(database, table), "policy-dropped")
+
+
 def _human_bytes(n: object) -> str:
     """``n`` bytes in B/KiB/MiB/GiB/TiB (the templates' ``bytes`` filter)."""
     value = float(n) if isinstance(n, (int, float)) else 0.0
@@ -562,6 +761,11 @@ def _human_bytes(n: object) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
+
+
+def _path_part(value: object) -> str:
+    """``value`` quoted as one path segment (``/`` too: the templates' ``pathpart`` filter)."""
+    return quote(str(value), safe="")
 
 
 def _when(value: object) -> str:
@@ -575,3 +779,4 @@ def _when(value: object) -> str:
 
 templates.env.filters["bytes"] = _human_bytes
 templates.env.filters["when"] = _when
+templates.env.filters["pathpart"] = _path_part
