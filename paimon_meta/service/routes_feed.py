@@ -35,6 +35,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.governance.permissions import Access as A
 from paimon_meta.governance.permissions import Resource, java_blank
 from paimon_meta.metastore.feed import (
+    GOVERNANCE,
     START,
     FeedEvent,
     FeedFilter,
@@ -44,6 +45,7 @@ from paimon_meta.metastore.feed import (
     cloud_event,
     feed_head,
     kept,
+    may_see_governance,
     scan_feed,
 )
 from paimon_meta.metastore.principals import Access
@@ -264,6 +266,7 @@ def _feed(request: Request, access: Access, keep: FeedFilter, limit: int) -> _Fe
     return _Feed(
         served.catalog.engine,
         served.key,
+        served.default,
         keep,
         access,
         served.name,
@@ -280,6 +283,7 @@ class _Feed:
         self,
         engine: Engine,
         catalog_key: str,
+        default: bool,
         keep: FeedFilter,
         access: Access,
         catalog: str,
@@ -287,11 +291,14 @@ class _Feed:
         scan_rows: int,
     ) -> None:
         self.engine, self.catalog_key, self.keep, self.access = engine, catalog_key, keep, access
+        self.default = default
         self.catalog, self.limit, self.scan_rows = catalog, limit, scan_rows
         #: When ``access`` is decided (a stream's verdict's time; None: now, at each decision).
         self.at: datetime | None = None
 
     def visible(self, event: FeedEvent) -> bool:
+        if event.position.rank == GOVERNANCE:
+            return may_see_governance(self.access, event, self.at)
         return may_read(self.access, event.database, event.table, self.at)
 
     def read(self, after: Position) -> FeedPage:
@@ -300,6 +307,7 @@ class _Feed:
         return scan_feed(
             self.engine,
             catalog_key=self.catalog_key,
+            default=self.default,
             after=after,
             limit=self.limit,
             keep=self.keep,
