@@ -1,6 +1,6 @@
 """The change feed over HTTP (``GET /v1/{prefix}/events``): every table's commit, lock and maintenance
-events the caller may read, as CloudEvents 1.0, oldest first, resumable with nothing lost or repeated
-(``metastore.feed`` says why).
+events the caller may read and the catalog's governance events it may see (``feed.may_see_governance``),
+as CloudEvents 1.0, oldest first, resumable with nothing lost or repeated (``metastore.feed`` says why).
 
 Two ways to read it: pages (JSON; resume from the ``nextPageToken`` of the previous answer; an empty
 page means nothing new yet), or, with ``Accept: text/event-stream``, a live stream of Server-Sent Events
@@ -97,9 +97,11 @@ def list_catalog_events(
 ) -> models.ListCatalogEventsResponse | Response:
     """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either; ``pageToken=now``:
     from now on, with the position to follow from as the next page token) of the tables
-    the caller may read; the filters keep one table (``db.t``), a database, kinds
-    (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``),
-    a principal, a time range. ``Accept: text/event-stream``: the live stream."""
+    the caller may read, and the governance changes (grants, policies, memberships) of resources it may
+    grant on; the filters keep one table (``db.t``), a database, kinds
+    (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``;
+    ``governance``: every governance change), a principal, a time range. ``Accept: text/event-stream``:
+    the live stream."""
     limit = DEFAULT_PAGE if max_results is None else max_results
     if not 0 < limit <= MAX_PAGE:
         raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
