@@ -17,12 +17,16 @@ from paimon_meta.governance.permissions import Access as A
 from paimon_meta.governance.permissions import Assignment, Resource
 from paimon_meta.metastore.assignments import Assignments, Policies
 from paimon_meta.metastore.feed import (
+    EVERY,
     GOVERNANCE,
     START,
     FeedFilter,
+    Lanes,
     Position,
+    Reach,
     cloud_event,
     governed_resource,
+    lanes_for,
     may_see_governance,
     read_feed,
 )
@@ -215,3 +219,19 @@ def test_who_may_see_a_governance_event(clean_db: str, tmp_path: Path) -> None:
         assert sees("alice") == set()  # the target of every one of them sees none
     finally:
         catalog.close()
+
+
+def test_the_governance_lane_is_read_only_when_it_can_return_something() -> None:
+    reader = Reach(catalog=True)  # SELECT everywhere, no GRANT/ALTER/ALL anywhere
+    granter = Reach(catalog=False, tables=frozenset({("db", "t")}), governs=True)
+    assert lanes_for(FeedFilter(), reader) == Lanes(every=True)
+    assert lanes_for(FeedFilter(), granter) == Lanes(subjects=("db.t",), governance=True)
+    assert lanes_for(FeedFilter(), None) == EVERY and EVERY.governance
+    # kind=governance (or a governance event type) reads the governance log alone
+    for kind in ("governance", "permission_granted"):
+        assert lanes_for(FeedFilter(kinds=(kind,)), granter) == Lanes(governance=True)
+        assert lanes_for(FeedFilter(kinds=(kind,)), reader).empty
+    # a table's kinds, or a table or database filter, read no governance event
+    assert lanes_for(FeedFilter(kinds=("snapshot_published",)), granter) == Lanes(subjects=("db.t",))
+    assert lanes_for(FeedFilter(subject="db.t"), granter) == Lanes(subjects=("db.t",))
+    assert not lanes_for(FeedFilter(database="db"), granter).governance
