@@ -270,6 +270,7 @@ def _follow(ctx: Context, args: argparse.Namespace) -> Output:
                 events, position = read_feed(
                     cat.engine,
                     catalog_key=cat.registry.catalog_key,
+                    default=ctx.catalog_name() is None,
                     after=position,
                     limit=args.limit,
                     keep=keep,

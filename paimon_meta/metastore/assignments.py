@@ -443,7 +443,15 @@ class Assignments:
                     subject=str(resource),
                     target=principal,
                     reason=reason,
-                    payload={"resourceType": resource.type.value, "access": access.value},
+                    payload={
+                        "resourceType": resource.type.value,
+                        "access": access.value,
+                        **{
+                            k: v
+                            for k, v in (("database", resource.database), ("object", resource.object))
+                            if v
+                        },
+                    },
                 )
         return bool(gone)
 

@@ -1,5 +1,5 @@
-"""The change feed: the commit, lock and maintenance logs read as one ordered stream that a reader can
-resume from any position without losing or repeating an event.
+"""The change feed: the commit, lock, maintenance and governance logs read as one ordered stream that a
+reader can resume from any position without losing or repeating an event.
 
 Order and the horizon (the invariant): an event's position is (``txid``, log, event id), ``txid`` being
 the id of the transaction that wrote it (migration 0010). A read returns only events whose ``txid`` is
@@ -14,28 +14,40 @@ while an older transaction is still running (milliseconds for the commit path's 
 
 Lock events belong to a table through their lock id (``<catalog key>.<database>.<table>``); only this
 catalog key's locks are read.
+
+Governance events (``paimon_governance_events``, migration 0022: grants, revocations, policies, role
+memberships; issue 36 item 2) are the fourth log. They belong to their row's ``catalog_key``; a row naming
+none (NULL: role memberships, and the CLI's changes without ``--catalog``) belongs to the service's
+default catalog (``default=True`` of a read), as assignments do. Their ``subject`` is the resource the
+change is about (``TABLE db.t``, ``DATABASE db``, ``CATALOG``; a membership's: the group or role), not a
+table: a ``table`` or ``database`` filter keeps none of them; the kind ``governance`` keeps all of them.
+Who may see one: :func:`may_see_governance` (GRANT reaching its resource, as the management routes'
+listing requires; ALTER on the table also for a policy's; never because the caller is the event's target).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, TextClause, text
 
+from paimon_meta.db.models import GovernanceEventType
 from paimon_meta.db.plans import ORDERED_READS
 from paimon_meta.errors import ValidationError
 from paimon_meta.governance.permissions import Access as PermissionAccess
-from paimon_meta.governance.permissions import ResourceType
+from paimon_meta.governance.permissions import Resource, ResourceType
 from paimon_meta.metastore.principals import Access
 
 #: The channel a transaction that writes events NOTIFYs (a trigger of migration 0011; no payload): a
 #: reader LISTENing on it reads the log at once instead of at its next poll.
 FEED_CHANNEL = "paimon_meta_feed"
 #: The logs, in their order within one transaction's events.
-LOGS = ("commit", "lock", "maintenance")
+LOGS = ("commit", "lock", "maintenance", "governance")
+#: The governance log's rank.
+GOVERNANCE = LOGS.index("governance")
 _RANK = {name: i for i, name in enumerate(LOGS)}
 
 
@@ -71,8 +83,9 @@ SOURCE_PREFIX = "/paimon-meta/catalogs/"
 
 @dataclass(frozen=True, slots=True)
 class FeedEvent:
-    """One event of the feed: ``log`` (commit, lock, maintenance), ``kind`` (its event type; for a
-    maintenance run ``<operation>.<event type>``), ``subject`` (``database.table``), when, who, and
+    """One event of the feed: ``log`` (commit, lock, maintenance, governance), ``kind`` (its event type;
+    for a maintenance run ``<operation>.<event type>``), ``subject`` (``database.table``; a governance
+    event's: its resource, ``TABLE db.t``, or the group or role of a membership), when, who, and
     ``data`` (the row's fields that say what happened)."""
 
     position: Position
@@ -94,8 +107,9 @@ class FeedEvent:
 
 @dataclass(frozen=True, slots=True)
 class FeedFilter:
-    """What to keep: ``subject`` one table (``db.t``), ``database``, ``kinds`` (event types, any log),
-    ``principal``, a time range (``since`` inclusive, ``until`` exclusive)."""
+    """What to keep: ``subject`` one table (``db.t``), ``database``, ``kinds`` (event types, any log; a
+    log's name, e.g. ``governance``: every event of that log), ``principal``, a time range (``since``
+    inclusive, ``until`` exclusive)."""
 
     subject: str | None = None
     database: str | None = None
@@ -138,6 +152,15 @@ _MAINTENANCE = (
     "e.principal, jsonb_build_object('runId', e.run_id, 'operation', e.operation, 'tableId', e.table_id, "
     "'operator', e.operator, 'dryRun', e.dry_run, 'payload', e.payload) AS data"
 )
+
+
+_GOVERNANCE = (
+    "e.subject, e.event_type AS kind, e.created_at AS time, e.principal, "
+    "jsonb_build_object('eventType', e.event_type, 'resource', e.subject, 'target', e.target, "
+    "'reason', e.reason, 'payload', e.payload) AS data"
+)
+#: A governance event's catalog: its key, or none (NULL) in the default catalog (module docstring).
+_GOVERNANCE_OF_CATALOG = "(e.catalog_key = :catalog_key OR (:default_catalog AND e.catalog_key IS NULL))"
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,23 +214,35 @@ _LOGS = (
         f"split_part(e.table_identifier, '.', 1) = k.key AND {_OF_CATALOG}",
     ),
 )
+#: The governance log has one lane, every event of the catalog (its index (txid, event_id)), each decided
+#: by the caller's grants (:func:`may_see_governance`); its events are about grants, not tables.
+_GOVERNANCE_LOG = _Log(
+    GOVERNANCE, "paimon_governance_events", _GOVERNANCE, _GOVERNANCE_OF_CATALOG, "false", "false"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Lanes:
-    """What a read of the feed reads: every event of the catalog (``every``), or only the events of the
-    tables ``subjects`` (``db.t``) and of the databases ``databases``; neither: nothing."""
+    """What a read of the feed reads: every table event of the catalog (``every``), or only the events
+    of the tables ``subjects`` (``db.t``) and of the databases ``databases``; and (``governance``) every
+    governance event of the catalog; none of them: nothing."""
 
     every: bool = False
     subjects: tuple[str, ...] = ()
     databases: tuple[str, ...] = ()
+    governance: bool = False
+
+    @property
+    def tables(self) -> bool:
+        """Whether any log of table events is read."""
+        return bool(self.every or self.subjects or self.databases)
 
     @property
     def empty(self) -> bool:
-        return not (self.every or self.subjects or self.databases)
+        return not (self.tables or self.governance)
 
 
-EVERY = Lanes(every=True)
+EVERY = Lanes(every=True, governance=True)
 #: The most keys (tables and databases) read as lanes; a caller reaching more reads every event of the
 #: catalog, its grants checked on each (bounded by the scan cap all the same).
 MAX_LANES = 32
@@ -217,11 +252,14 @@ MAX_LANES = 32
 class Reach:
     """The tables a caller may read (its assignments giving ``SELECT``: on the ``CATALOG_ALL`` scope,
     on ``DATABASE_ALL`` scopes, on tables or their column ranges): the whole catalog, some databases,
-    some tables (``(database, table)``). A superset is harmless: each event is decided again."""
+    some tables (``(database, table)``); and ``governs``: whether it may see some governance event (it
+    holds ``GRANT``, ``ALTER`` or ``ALL`` on something). A superset is harmless: each event is decided
+    again."""
 
     catalog: bool
     databases: frozenset[str] = frozenset()
     tables: frozenset[tuple[str, str]] = frozenset()
+    governs: bool = False
 
     def allows(self, database: str, table: str) -> bool:
         return self.catalog or database in self.databases or (database, table) in self.tables
@@ -235,7 +273,9 @@ class Reach:
             for a in access.assignments
             if a.access in (PermissionAccess.SELECT, PermissionAccess.ALL) and a.active(when)
         ]
+        governing = (PermissionAccess.GRANT, PermissionAccess.ALTER, PermissionAccess.ALL)
         return cls(
+            governs=any(a.access in governing and a.active(when) for a in access.assignments),
             catalog=any(r.type is ResourceType.CATALOG_ALL for r in reading),
             databases=frozenset(
                 r.database for r in reading if r.type is ResourceType.DATABASE_ALL and r.database is not None
@@ -252,7 +292,26 @@ class Reach:
 
 def lanes_for(keep: FeedFilter, reach: Reach | None) -> Lanes:
     """The lanes that hold every event ``keep`` keeps that ``reach`` (None: everything) allows."""
-    reach = reach or Reach(catalog=True)
+    reach = reach or Reach(catalog=True, governs=True)
+    tables = _table_lanes(keep, reach) if _keeps_log(keep, "table") else Lanes()
+    governance = (
+        reach.governs and keep.subject is None and keep.database is None and _keeps_log(keep, "governance")
+    )
+    return replace(tables, governance=governance) if governance else tables
+
+
+def _keeps_log(keep: FeedFilter, which: str) -> bool:
+    """Whether ``keep``'s kinds may keep events of the governance log (``which`` = governance) or of the
+    table logs (``table``): a governance event's kind is a governance event type or ``governance``."""
+    if not keep.kinds:
+        return True
+    governance = set(GovernanceEventType) | {"governance"}
+    if which == "governance":
+        return any(k in governance for k in keep.kinds)
+    return any(k not in governance for k in keep.kinds)
+
+
+def _table_lanes(keep: FeedFilter, reach: Reach) -> Lanes:
     if keep.subject is not None:
         database, _, table = keep.subject.partition(".")
         inside = keep.database is None or keep.database == database
@@ -263,17 +322,19 @@ def lanes_for(keep: FeedFilter, reach: Reach | None) -> Lanes:
         tables = sorted(f"{d}.{t}" for d, t in reach.tables if d == keep.database)
         lanes = Lanes(subjects=tuple(tables))
     elif reach.catalog:
-        return EVERY
+        return Lanes(every=True)
     else:
         databases = tuple(sorted(reach.databases))
         tables = sorted(f"{d}.{t}" for d, t in reach.tables if d not in reach.databases)
         lanes = Lanes(subjects=tuple(tables), databases=databases)
     if len(lanes.subjects) + len(lanes.databases) > MAX_LANES:
-        return EVERY
+        return Lanes(every=True)
     return lanes
 
 
 def _branch(log: _Log, lanes: Lanes) -> str:
+    if log.rank == GOVERNANCE:
+        lanes = Lanes(every=lanes.governance)
     rank = log.rank
     inner = (
         f"SELECT {rank} AS rank, e.event_id, e.txid, {log.select} FROM {log.table} e "  # noqa: S608 - constants
@@ -296,6 +357,11 @@ def _branch(log: _Log, lanes: Lanes) -> str:
     return " UNION ALL ".join(parts)
 
 
+def _branches(lanes: Lanes) -> str:
+    logs = [*(_LOGS if lanes.tables else ()), *((_GOVERNANCE_LOG,) if lanes.governance else ())]
+    return " UNION ALL ".join(_branch(log, lanes) for log in logs)
+
+
 def _feed_sql(lanes: Lanes, keep: FeedFilter) -> TextClause:
     """The statement reading up to :scan events of ``lanes`` after the cursor: each row's position, and
     ``hit`` whether ``keep`` keeps it (its fields only then)."""
@@ -305,7 +371,10 @@ def _feed_sql(lanes: Lanes, keep: FeedFilter) -> TextClause:
     if keep.database is not None:
         hit.append("split_part(s.subject, '.', 1) = :f_database")
     if keep.kinds:
-        hit.append("s.kind = ANY(CAST(:f_kinds AS text[]))")
+        hit.append(
+            "(s.kind = ANY(CAST(:f_kinds AS text[])) OR (CAST(:f_logs AS text[]))[s.rank + 1]"
+            " = ANY(CAST(:f_kinds AS text[])))"
+        )
     if keep.principal is not None:
         hit.append("s.principal = :f_principal")
     if keep.since is not None:
@@ -315,9 +384,7 @@ def _feed_sql(lanes: Lanes, keep: FeedFilter) -> TextClause:
     condition = " AND ".join(hit)
     return text(
         "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon), "  # noqa: S608 - constants
-        "s AS (SELECT * FROM ("
-        + " UNION ALL ".join(_branch(log, lanes) for log in _LOGS)
-        + ") f ORDER BY f.txid, f.rank, f.event_id LIMIT :scan) "  # noqa: S608 - constants
+        "s AS (SELECT * FROM (" + _branches(lanes) + ") f ORDER BY f.txid, f.rank, f.event_id LIMIT :scan) "  # noqa: S608 - constants
         f"SELECT s.txid, s.rank, s.event_id, ({condition}) AS hit, "
         f"CASE WHEN {condition} THEN s.subject END AS subject, "
         f"CASE WHEN {condition} THEN s.kind END AS kind, "
@@ -357,6 +424,7 @@ def scan_feed(
     engine: Engine,
     *,
     catalog_key: str,
+    default: bool = False,
     after: Position = START,
     limit: int = 100,
     keep: FeedFilter = FeedFilter(),
@@ -367,7 +435,8 @@ def scan_feed(
     """Up to ``limit`` events after ``after`` that ``keep`` keeps and ``visible(event)`` (the caller's
     grants; None: all) allows, in feed order, reading at most ``scan_rows`` events of the log (None: no
     cap) and only those of the tables ``reach`` (the same grants, as SQL can use them; None: all) lets
-    the caller read."""
+    the caller read. ``default``: ``catalog_key`` is the service's default catalog (its governance
+    events include those naming no catalog)."""
     if limit < 1:
         raise ValueError("limit must be at least 1")
     if scan_rows is not None and scan_rows < 1:
@@ -382,12 +451,14 @@ def scan_feed(
         "f_subject": keep.subject,
         "f_database": keep.database,
         "f_kinds": list(keep.kinds),
+        "f_logs": list(LOGS),
         "f_principal": keep.principal,
         "f_since": keep.since,
         "f_until": keep.until,
         "subjects": list(lanes.subjects),
         "databases": list(lanes.databases),
         "catalog_key": catalog_key,
+        "default_catalog": default,
     }
     while len(out) < limit:
         batch = _BATCH if scan_rows is None else min(_BATCH, scan_rows - scanned)
@@ -425,6 +496,7 @@ def read_feed(
     engine: Engine,
     *,
     catalog_key: str,
+    default: bool = False,
     after: Position = START,
     limit: int = 100,
     keep: FeedFilter = FeedFilter(),
@@ -433,7 +505,15 @@ def read_feed(
     """Up to ``limit`` events after ``after`` that ``keep`` keeps and ``visible(event)`` (the caller's
     grants; None: all) allows, in feed order; and the position to resume from (the last event read,
     kept or not: the events skipped are never read again). :func:`scan_feed` with no scan cap."""
-    page = scan_feed(engine, catalog_key=catalog_key, after=after, limit=limit, keep=keep, visible=visible)
+    page = scan_feed(
+        engine,
+        catalog_key=catalog_key,
+        default=default,
+        after=after,
+        limit=limit,
+        keep=keep,
+        visible=visible,
+    )
     return page.events, page.position
 
 
@@ -454,7 +534,7 @@ def kept(event: FeedEvent, keep: FeedFilter) -> bool:
     return (
         (keep.subject is None or event.subject == keep.subject)
         and (keep.database is None or event.database == keep.database)
-        and (not keep.kinds or event.kind in keep.kinds)
+        and (not keep.kinds or event.kind in keep.kinds or event.log in keep.kinds)
         and (keep.principal is None or event.principal == keep.principal)
         and (keep.since is None or event.time >= keep.since)
         and (keep.until is None or event.time < keep.until)
@@ -480,3 +560,62 @@ def cloud_event(event: FeedEvent, catalog: str) -> dict[str, Any]:
             **event.data,
         },
     }
+
+
+#: A governance event's resource types whose resource names an object of a database.
+_OBJECTS = frozenset({ResourceType.TABLE, ResourceType.COLUMN, ResourceType.VIEW, ResourceType.FUNCTION})
+#: The governance events about a table's data policies (ALTER on the table also shows them).
+_POLICY_EVENTS = frozenset({GovernanceEventType.POLICY_CREATED, GovernanceEventType.POLICY_DROPPED})
+
+
+def governed_resource(event: FeedEvent) -> Resource | None:
+    """The resource a governance event is about (a ``COLUMN`` range's: its table), from its payload's
+    locators or its subject (``TYPE db.name``); None when it names none (a role's membership) or the
+    subject cannot be split without guessing (a database or object name holding a dot, and no locators
+    in the payload)."""
+    try:
+        return _resource_of(event)
+    except (ValueError, ValidationError):  # not a resource this service writes: the strictest rule
+        return None
+
+
+def _resource_of(event: FeedEvent) -> Resource | None:
+    kind, _, name = event.subject.partition(" ")
+    rtype = ResourceType(kind)
+    if rtype in (ResourceType.CATALOG, ResourceType.CATALOG_ALL):
+        return Resource(rtype) if not name else None
+    if rtype in (ResourceType.DATABASE, ResourceType.DATABASE_ALL):
+        return Resource(rtype, name) if name else None
+    payload = event.data.get("payload") or {}
+    database, obj = payload.get("database"), payload.get("object")
+    if not (isinstance(database, str) and isinstance(obj, str) and f"{database}.{obj}" == name):
+        if name.count(".") != 1:
+            return None
+        database, obj = name.split(".")
+    if rtype is ResourceType.COLUMN:
+        rtype = ResourceType.TABLE
+    return Resource(rtype, database, obj) if rtype in _OBJECTS else None
+
+
+def may_see_governance(access: Access, event: FeedEvent, at: datetime | None = None) -> bool:
+    """Whether ``access`` may see the governance event ``event`` (the rule, conservative on purpose: an
+    event says who holds what and, for a policy, which rows and columns are hidden from whom):
+
+    * about a resource (a grant, a revocation, a policy, an object's drop or rename moving assignments):
+      ``GRANT`` reaching that resource (who may list its assignments through the management routes),
+      for a policy of a table also ``ALTER`` on the table (who may list its policies);
+    * about a membership, or a resource that cannot be told without guessing: ``GRANT`` on the whole
+      catalog (``CATALOG_ALL``);
+    * never because the caller is the event's target or its author: seeing one's own grant's event
+      would show who granted it, why, and the rest of its payload, which the grantee may not list.
+    """
+    resource = governed_resource(event)
+    if resource is None:
+        return access.may(PermissionAccess.GRANT, Resource.catalog_all(), at=at)
+    if access.may(PermissionAccess.GRANT, resource, at=at):
+        return True
+    return (
+        event.kind in _POLICY_EVENTS
+        and resource.type is ResourceType.TABLE
+        and access.may(PermissionAccess.ALTER, resource, at=at)
+    )

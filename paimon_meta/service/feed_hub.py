@@ -80,10 +80,15 @@ class FeedHub:
     """The shared reader of one catalog's feed on this replica (module docstring). Thread-safe; its
     waits are asyncio-native, so a waiting stream holds no worker thread."""
 
-    def __init__(self, engine: Engine, catalog_key: str, *, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, engine: Engine, catalog_key: str, *, capacity: int = DEFAULT_CAPACITY, default: bool = False
+    ) -> None:
+        """``default``: ``catalog_key`` is the service's default catalog (its feed also has the governance
+        events naming no catalog, metastore/feed.py)."""
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self._engine, self._catalog_key, self._capacity = engine, catalog_key, capacity
+        self._default = default
         self._listeners = ListenerPool(libpq_conninfo(engine.url), max_idle=1)
         self._lock = threading.Lock()
         self._events: list[FeedEvent] = []
@@ -231,7 +236,11 @@ class FeedHub:
         assert self._tail is not None
         while not self._stop.is_set():
             events, cursor = read_feed(
-                self._engine, catalog_key=self._catalog_key, after=self._tail, limit=_READ_BATCH
+                self._engine,
+                catalog_key=self._catalog_key,
+                default=self._default,
+                after=self._tail,
+                limit=_READ_BATCH,
             )
             self._reads += 1
             if cursor == self._tail:

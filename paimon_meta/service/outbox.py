@@ -1,6 +1,7 @@
 """The change feed published to NATS JetStream from an outbox (``serve --events-nats URL``).
 
-What is sent: every event of each catalog's feed (``metastore/feed.py``; all tables, no grant filter), in
+What is sent: every event of each catalog's feed (``metastore/feed.py``; all tables and the catalog's
+governance events, no grant filter: the subject's readers are the operator's to choose), in
 feed order, as the same CloudEvents 1.0 JSON the SSE stream serves, one message per event on the catalog's
 subject, with headers ``Nats-Msg-Id`` = the event's id (its feed position), ``Content-Type:
 application/cloudevents+json`` and ``Paimon-Meta-Catalog`` = the catalog key. The JetStream stream is
@@ -282,12 +283,15 @@ class NatsOutbox:
         metrics: OutboxMetrics,
         holder: str,
         session: LeaseSession | None = None,
+        default: bool = False,
     ) -> None:
         """``session``: the connection holding the leases of this process's publishers (one per catalog);
-        None: a connection of its own."""
+        None: a connection of its own. ``default``: ``catalog_key`` is the service's default catalog (its
+        feed also has the governance events naming no catalog)."""
         self.engine = engine
         self._session = session
         self.catalog_key = catalog_key
+        self.default = default
         self.catalog_name = catalog_name
         self.settings = settings
         self.metrics = metrics
@@ -398,7 +402,12 @@ class NatsOutbox:
                 await self._broker_failed(exc, backoff, lease)
                 # The lag grows while the broker is away: the age of the first event it has not got.
                 waiting, _ = await asyncio.to_thread(
-                    read_feed, self.engine, catalog_key=self.catalog_key, after=position, limit=1
+                    read_feed,
+                    self.engine,
+                    catalog_key=self.catalog_key,
+                    default=self.default,
+                    after=position,
+                    limit=1,
                 )
                 self._lag.set(_age(waiting[0]) if waiting else 0.0)
                 resumed = False
@@ -433,7 +442,11 @@ class NatsOutbox:
             if listener.connection is None or not listener.wait(0):
                 break
         events, _ = read_feed(
-            self.engine, catalog_key=self.catalog_key, after=after, limit=self.settings.batch
+            self.engine,
+            catalog_key=self.catalog_key,
+            default=self.default,
+            after=after,
+            limit=self.settings.batch,
         )
         return events
 

@@ -1,6 +1,6 @@
 """The change feed over HTTP (``GET /v1/{prefix}/events``): every table's commit, lock and maintenance
-events the caller may read, as CloudEvents 1.0, oldest first, resumable with nothing lost or repeated
-(``metastore.feed`` says why).
+events the caller may read and the catalog's governance events it may see (``feed.may_see_governance``),
+as CloudEvents 1.0, oldest first, resumable with nothing lost or repeated (``metastore.feed`` says why).
 
 Two ways to read it: pages (JSON; resume from the ``nextPageToken`` of the previous answer; an empty
 page means nothing new yet), or, with ``Accept: text/event-stream``, a live stream of Server-Sent Events
@@ -35,6 +35,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.governance.permissions import Access as A
 from paimon_meta.governance.permissions import Resource, java_blank
 from paimon_meta.metastore.feed import (
+    GOVERNANCE,
     START,
     FeedEvent,
     FeedFilter,
@@ -44,6 +45,7 @@ from paimon_meta.metastore.feed import (
     cloud_event,
     feed_head,
     kept,
+    may_see_governance,
     scan_feed,
 )
 from paimon_meta.metastore.principals import Access
@@ -95,9 +97,11 @@ def list_catalog_events(
 ) -> models.ListCatalogEventsResponse | Response:
     """Events after ``pageToken`` (or ``Last-Event-ID``; from the start without either; ``pageToken=now``:
     from now on, with the position to follow from as the next page token) of the tables
-    the caller may read; the filters keep one table (``db.t``), a database, kinds
-    (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``),
-    a principal, a time range. ``Accept: text/event-stream``: the live stream."""
+    the caller may read, and the governance changes (grants, policies, memberships) of resources it may
+    grant on; the filters keep one table (``db.t``), a database, kinds
+    (``snapshot_published,failed``; a maintenance run's are ``<operation>.<started|finished|failed>``;
+    ``governance``: every governance change), a principal, a time range. ``Accept: text/event-stream``:
+    the live stream."""
     limit = DEFAULT_PAGE if max_results is None else max_results
     if not 0 < limit <= MAX_PAGE:
         raise ValidationError(f"maxResults must be between 1 and {MAX_PAGE}", field="maxResults")
@@ -264,6 +268,7 @@ def _feed(request: Request, access: Access, keep: FeedFilter, limit: int) -> _Fe
     return _Feed(
         served.catalog.engine,
         served.key,
+        served.default,
         keep,
         access,
         served.name,
@@ -280,6 +285,7 @@ class _Feed:
         self,
         engine: Engine,
         catalog_key: str,
+        default: bool,
         keep: FeedFilter,
         access: Access,
         catalog: str,
@@ -287,11 +293,14 @@ class _Feed:
         scan_rows: int,
     ) -> None:
         self.engine, self.catalog_key, self.keep, self.access = engine, catalog_key, keep, access
+        self.default = default
         self.catalog, self.limit, self.scan_rows = catalog, limit, scan_rows
         #: When ``access`` is decided (a stream's verdict's time; None: now, at each decision).
         self.at: datetime | None = None
 
     def visible(self, event: FeedEvent) -> bool:
+        if event.position.rank == GOVERNANCE:
+            return may_see_governance(self.access, event, self.at)
         return may_read(self.access, event.database, event.table, self.at)
 
     def read(self, after: Position) -> FeedPage:
@@ -300,6 +309,7 @@ class _Feed:
         return scan_feed(
             self.engine,
             catalog_key=self.catalog_key,
+            default=self.default,
             after=after,
             limit=self.limit,
             keep=self.keep,

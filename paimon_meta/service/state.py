@@ -482,6 +482,7 @@ class ServiceState:
             NatsOutbox(
                 engine,
                 catalog_key=catalog.registry.catalog_key,
+                default=True,
                 catalog_name=settings.catalog_name,
                 settings=settings.events_nats,
                 metrics=self.metrics.outbox,
@@ -732,6 +733,7 @@ class ServiceState:
                     self.catalog.engine,
                     self.catalog.registry.catalog_key,
                     capacity=self.settings.feed_ring_events,
+                    default=True,
                 )
                 self._feed_hub.start()
                 hub = self._feed_hub

@@ -35,7 +35,9 @@ from tests.fixtures.seeded_log import Seeded, seed_log
 EVENTS = 1_000_000 if os.environ.get("PAIMON_META_SLOW") == "1" else 100_000
 TABLES = 10_000
 CATALOG = "jdbc"
-LOGS = frozenset({"paimon_commit_events", "paimon_lock_events", "paimon_maintenance_events"})
+LOGS = frozenset(
+    {"paimon_commit_events", "paimon_lock_events", "paimon_maintenance_events", "paimon_governance_events"}
+)
 #: Index conditions that bound a read to one commit's or one run's events (probes, not ranges).
 PROBES = ("commit_id =", "run_id =")
 NEWEST = 2**63 - 1
@@ -121,17 +123,21 @@ def _positions(seeded: Seeded) -> dict[str, int]:
     return {"start": 1, "middle": last // 2, "a day back": last - last // 365, "end": NEWEST}
 
 
-def _feed_params(lanes: Lanes, keep: FeedFilter, after: Position, scan: int) -> dict[str, Any]:
+def _feed_params(
+    lanes: Lanes, keep: FeedFilter, after: Position, scan: int, *, default: bool = False
+) -> dict[str, Any]:
     return {
         "f_subject": keep.subject,
         "f_database": keep.database,
         "f_kinds": list(keep.kinds),
+        "f_logs": list(feed.LOGS),
         "f_principal": keep.principal,
         "f_since": keep.since,
         "f_until": keep.until,
         "subjects": list(lanes.subjects),
         "databases": list(lanes.databases),
         "catalog_key": CATALOG,
+        "default_catalog": default,
         **feed._bounds(after),
         "txid": after.txid,
         "scan": scan,
@@ -143,6 +149,13 @@ FEEDS = {
     "kind=failed": (feed.EVERY, FeedFilter(kinds=("failed",))),
     "five tables": (Lanes(subjects=tuple(f"db0000.t{i * 100:06d}" for i in range(5))), FeedFilter()),
     "one database": (Lanes(databases=("db0042",)), FeedFilter(database="db0042")),
+    # the governance log's one lane: every governance event of the catalog (a tenth of the log is
+    # another catalog's, a tenth names none: read in the default catalog, filtered out otherwise)
+    "kind=governance": (Lanes(governance=True), FeedFilter(kinds=("governance",))),
+    "five tables and governance": (
+        Lanes(subjects=tuple(f"db0000.t{i * 100:06d}" for i in range(5)), governance=True),
+        FeedFilter(),
+    ),
 }
 
 
@@ -152,17 +165,21 @@ def test_feed_reads_one_index_range_from_any_position(seeded: tuple[Engine, Seed
     lanes, keep = FEEDS[shape]
     statement = feed._feed_sql(lanes, keep)
     for where in (0, seed.xids // 2, seed.xids - seed.xids // 365, seed.xids - 1):
-        for rank in (0, 1, 2):
-            after = Position(seed.first_xid + where, rank, 0 if rank == 0 else 10**6)
-            # each branch reads at most :scan rows per lane key, each row checked once for its catalog
-            keys = max(1, len(lanes.subjects) + len(lanes.databases))
-            check_plan(
-                engine,
-                statement,
-                _feed_params(lanes, keep, after, 1000),
-                keyset=("txid",),
-                budget=3 * 1000 * keys + 100,
-            )
+        for rank in range(len(feed.LOGS)):
+            for default in (False, True):
+                after = Position(seed.first_xid + where, rank, 0 if rank == 0 else 10**6)
+                # each table log's branch reads at most :scan rows per lane key, each row checked once
+                # for its catalog; the governance branch :scan rows of the catalog plus the other
+                # catalogs' it passes (a fifth of the log here)
+                keys = max(1, len(lanes.subjects) + len(lanes.databases)) if lanes.tables else 0
+                governance = 1000 * 5 // 4 if lanes.governance else 0
+                check_plan(
+                    engine,
+                    statement,
+                    _feed_params(lanes, keep, after, 1000, default=default),
+                    keyset=("txid",),
+                    budget=3 * 1000 * keys + governance + 100,
+                )
 
 
 def _hot_table(engine: Engine) -> tuple[int, str]:

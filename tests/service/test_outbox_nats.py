@@ -22,10 +22,15 @@ import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.cli import serve as serve_cli
 from paimon_meta.cli.main import build_parser
+from paimon_meta.db.models import Privilege
 from paimon_meta.errors import ValidationError
+from paimon_meta.governance.permissions import Access as PermissionAccess
+from paimon_meta.governance.permissions import Assignment, Resource
+from paimon_meta.metastore.assignments import Assignments
 from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.feed import FeedEvent, read_feed
 from paimon_meta.metastore.outbox import lease_key
+from paimon_meta.metastore.principals import grant_privilege
 from paimon_meta.service.outbox import (
     CATALOG_HEADER,
     NatsOutbox,
@@ -65,18 +70,21 @@ _LOGGED = text(
     f"SELECT (SELECT count(*) FROM paimon_commit_events WHERE {_OF_KEY})"  # noqa: S608
     f" + (SELECT count(*) FROM paimon_maintenance_events WHERE {_OF_KEY})"
     " + (SELECT count(*) FROM paimon_lock_events WHERE starts_with(lock_id, :key || '.'))"
+    " + (SELECT count(*) FROM paimon_governance_events"
+    "    WHERE catalog_key = :key OR (:default AND catalog_key IS NULL))"
 )
 
 
-def _feed(catalog: MetastoreCatalog, timeout: float = 20.0) -> list[FeedEvent]:
+def _feed(catalog: MetastoreCatalog, timeout: float = 20.0, *, default: bool = True) -> list[FeedEvent]:
     """The whole feed once it holds every event committed so far: an event is held back while any older
-    transaction of the server runs (the feed's horizon), other databases' included."""
+    transaction of the server runs (the feed's horizon), other databases' included. ``default``: the
+    catalog is serve's default one (its feed has the governance events naming no catalog)."""
     key = catalog.registry.catalog_key
     deadline = time.monotonic() + timeout
     while True:
         with catalog.engine.connect() as conn:
-            logged = int(conn.execute(_LOGGED, {"key": key}).scalar_one())
-        events, _ = read_feed(catalog.engine, catalog_key=key, limit=100_000)
+            logged = int(conn.execute(_LOGGED, {"key": key, "default": default}).scalar_one())
+        events, _ = read_feed(catalog.engine, catalog_key=key, default=default, limit=100_000)
         if len(events) >= logged:
             return events
         if time.monotonic() > deadline:
@@ -85,12 +93,17 @@ def _feed(catalog: MetastoreCatalog, timeout: float = 20.0) -> list[FeedEvent]:
 
 
 def _await_stream(
-    nats: NatsServer, catalog: MetastoreCatalog, *, timeout: float = 20.0, stream: str = STREAM
+    nats: NatsServer,
+    catalog: MetastoreCatalog,
+    *,
+    timeout: float = 20.0,
+    stream: str = STREAM,
+    default: bool = True,
 ) -> tuple[list[FeedEvent], list[StreamMessage]]:
     """The feed and the stream once the stream holds as many messages as the feed has events."""
     deadline = time.monotonic() + timeout
     while True:
-        feed = _feed(catalog)
+        feed = _feed(catalog, default=default)
         if stream_count(nats.url, stream) >= len(feed) or time.monotonic() > deadline:
             return feed, read_stream(nats.url, stream)
         time.sleep(0.2)
@@ -329,7 +342,7 @@ def test_every_catalog_is_published_on_its_own_subject(
         for k in range(3):
             _commit(b, "db.t", k)
             _commit(catalog, "db.t", 100 + k)
-        feed_b, stream_b = _await_stream(nats_server, b, stream="PAIMON_B_EVENTS", timeout=60)
+        feed_b, stream_b = _await_stream(nats_server, b, stream="PAIMON_B_EVENTS", timeout=60, default=False)
         _assert_each_once_in_order(feed_b, stream_b)
         assert {m.headers[CATALOG_HEADER] for m in stream_b} == {"b"}
         assert {m.event["source"] for m in stream_b} == {"/paimon-meta/catalogs/b"}
@@ -361,6 +374,7 @@ def _outbox(catalog: MetastoreCatalog, nats: NatsServer) -> tuple[NatsOutbox, Se
         settings=settings,
         metrics=metrics.outbox,
         holder="test",
+        default=True,
     )
     return outbox, metrics
 
@@ -419,6 +433,40 @@ def test_a_new_publisher_resumes_after_the_streams_last_message(
     _run_until_caught_up(outbox, metrics, len(feed) - stored_before)
     assert _published(metrics, "duplicate") == 0  # nothing was sent twice
     _assert_each_once_in_order(feed, read_stream(nats_server.url, STREAM))
+
+
+def test_governance_changes_are_published_once_in_feed_order(
+    catalog: MetastoreCatalog, nats_server: NatsServer
+) -> None:
+    """Grants and revocations (of the catalog, and naming none: the default catalog's) are messages of
+    the catalog's subject like commits, each once, in feed order, and once only after a replay."""
+    key = catalog.registry.catalog_key
+    make_principal(catalog, "alice")
+    store = Assignments(catalog.engine, catalog_key=key, default=True)
+    t = Resource.table("db", "t")
+    _commit(catalog, "db.t", 0)
+    store.grant(Assignment("alice", t, PermissionAccess.SELECT), granted_by="ops", reason="onboarding")
+    _commit(catalog, "db.t", 1)
+    store.revoke(t, PermissionAccess.SELECT, "alice", revoked_by="ops", reason="offboarding")
+    grant_privilege(catalog.engine, "alice", Privilege.READ, granted_by="ops")  # names no catalog
+    feed = _feed(catalog)
+    outbox, metrics = _outbox(catalog, nats_server)
+    _run_until_caught_up(outbox, metrics, len(feed))
+    stream = read_stream(nats_server.url, STREAM)
+    _assert_each_once_in_order(feed, stream)
+    governance = [m.event for m in stream if m.event["data"]["log"] == "governance"]
+    about_t = [(e["type"], e["data"]["reason"]) for e in governance if e["subject"] == "TABLE db.t"]
+    assert about_t == [
+        ("org.paimon.governance.permission_granted", "onboarding"),
+        ("org.paimon.governance.permission_revoked", "offboarding"),
+    ]
+    assert any(e["data"]["reason"].startswith("grant read") for e in governance)  # the NULL-catalog one
+    # a publisher that lost its position publishes them again: JetStream drops every one
+    _forget_position(catalog.engine)
+    _publish_foreign(nats_server)
+    outbox, metrics = _outbox(catalog, nats_server)
+    _run_until_caught_up(outbox, metrics, len(feed))
+    assert _published(metrics, "duplicate") == len(feed) and _published(metrics, "stored") == 0
 
 
 def _publish_foreign(nats: NatsServer) -> None:

@@ -89,7 +89,7 @@ class ServedCatalog:
         with self._lock:
             if self._hub is not None:
                 return self._hub, False
-            self._hub = FeedHub(self.catalog.engine, self.key, capacity=capacity)
+            self._hub = FeedHub(self.catalog.engine, self.key, capacity=capacity, default=self.default)
             self._hub.start()
             return self._hub, True
 
