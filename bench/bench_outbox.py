@@ -159,6 +159,16 @@ def commits(results: dict[str, Any], name: str, wall: float, latencies: list[flo
     }
 
 
+def _stored(metrics: ServiceMetrics) -> float:
+    """Events the outbox stored on the broker, summed over its labels (``catalog`` among them)."""
+    return sum(
+        sample.value
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.name == "paimon_meta_outbox_published_total" and sample.labels.get("result") == "stored"
+    )
+
+
 def catch_up(catalog: MetastoreCatalog, url: str, events: int) -> dict[str, Any]:
     """Publish the whole feed again to a fresh subject and stream, in-process; events per second."""
     metrics = ServiceMetrics()
@@ -174,9 +184,7 @@ def catch_up(catalog: MetastoreCatalog, url: str, events: int) -> dict[str, Any]
     t0 = time.perf_counter()
     outbox.start()
     try:
-        while (
-            metrics.registry.get_sample_value("paimon_meta_outbox_published_total", {"result": "stored"}) or 0
-        ) < events:
+        while _stored(metrics) < events:
             time.sleep(0.01)
         wall = time.perf_counter() - t0
     finally:
