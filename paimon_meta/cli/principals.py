@@ -181,13 +181,11 @@ def _where(ctx: Context, db: str | None, table: str | None) -> str:
 
 
 def _grant(ctx: Context, args: argparse.Namespace) -> Output:
-    from paimon_meta.metastore.principals import grant_privilege
     from paimon_meta.ops.common import operator_identity
 
     db, table = _scope(args)
     # the grant row (replicas of the previous release read it) and its bundle's assignments (migration 0022)
-    new = grant_privilege(
-        ctx.engine(),
+    new = _principals(ctx).grant(
         args.name,
         Privilege(args.privilege),
         database=db,

@@ -852,24 +852,6 @@ def _service(rows: Sequence[Row[Any]]) -> frozenset[ServicePrivilege]:
     return frozenset(ServicePrivilege(v) for r in rows for v in (r.service or ()) if v in known)
 
 
-def grant_privilege(
-    engine: Engine,
-    name: str,
-    privilege: Privilege,
-    *,
-    database: str | None = None,
-    table: str | None = None,
-    granted_by: str | None = None,
-    catalog_key: str | None = None,
-) -> bool:
-    """``paimon-meta principals grant``: the legacy grant row (which replicas of the previous release
-    read) and its bundle's assignments, in one transaction; False if the grant existed already."""
-    # Principals.grant writes both, in one transaction
-    return Principals(engine).grant(
-        name, privilege, database=database, table=table, granted_by=granted_by, catalog_key=catalog_key
-    )
-
-
 def revoke_privilege(
     engine: Engine,
     name: str,

@@ -23,7 +23,7 @@ from paimon_meta.errors import QueryNotAllowedError
 from paimon_meta.governance.evaluate import column_range
 from paimon_meta.governance.permissions import ColumnRange, Resource, ResourceType
 from paimon_meta.governance.policies import QueryRules
-from paimon_meta.metastore.assignments import Assignments, Policies
+from paimon_meta.metastore.assignments import Assignments, Policies, StoredPolicy, SubjectAssignments
 from paimon_meta.metastore.principals import Access
 from paimon_meta.model.schema import TableSchema
 from paimon_meta.service.deps import served_of, state_of
@@ -100,7 +100,10 @@ class StoredPolicies:
 
     served: ServedCatalog
 
-    def restrictions(self, access: Access, identifier: str) -> Sequence[Restriction]:
+    def _lookup(
+        self, access: Access, identifier: str
+    ) -> tuple[SubjectAssignments, list[StoredPolicy], Resource]:
+        """The caller's subject with its assignments, the table's policies that apply to it, the table."""
         catalog = self.served.catalog
         row = catalog.table_row(identifier)
         store = Assignments(catalog.engine, catalog_key=self.served.key, default=self.served.default)
@@ -108,8 +111,11 @@ class StoredPolicies:
         policies = Policies(catalog.engine, catalog_key=self.served.key).of_subject(
             row.table_id, held.subject
         )
+        return held, policies, Resource(ResourceType.TABLE, row.database, row.name)
+
+    def restrictions(self, access: Access, identifier: str) -> Sequence[Restriction]:
+        held, policies, table = self._lookup(access, identifier)
         out = [Restriction(p.policy_type, p.principal, p.on_column) for p in policies]
-        table = Resource(ResourceType.TABLE, row.database, row.name)
         now = datetime.now(UTC)
         for a in held.assignments:
             if a.columns is not None and not column_range([a], held.subject, table, now).is_full:
@@ -117,14 +123,7 @@ class StoredPolicies:
         return out
 
     def read_rules(self, access: Access, identifier: str) -> ReadRules:
-        catalog = self.served.catalog
-        row = catalog.table_row(identifier)
-        store = Assignments(catalog.engine, catalog_key=self.served.key, default=self.served.default)
-        held = store.of_subject(access.principal, access.groups)
-        policies = Policies(catalog.engine, catalog_key=self.served.key).of_subject(
-            row.table_id, held.subject
-        )
-        table = Resource(ResourceType.TABLE, row.database, row.name)
+        held, policies, table = self._lookup(access, identifier)
         return ReadRules(
             tuple(p.body for p in policies if p.on_column is None),
             tuple((p.on_column, p.body) for p in policies if p.on_column is not None),

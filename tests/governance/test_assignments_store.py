@@ -28,7 +28,7 @@ from paimon_meta.metastore.assignments import (
     Policies,
     governance_events,
 )
-from paimon_meta.metastore.principals import Principals, grant_privilege, revoke_privilege
+from paimon_meta.metastore.principals import Principals, revoke_privilege
 from paimon_meta.metastore.registry import Registry
 
 pytestmark = pytest.mark.postgres
@@ -193,8 +193,8 @@ def test_policies_refuse_duplicates_and_absent_drops(world: tuple[Engine, Regist
 def test_principals_grant_writes_the_row_and_its_bundle(world: tuple[Engine, Registry, Assignments]) -> None:
     engine, _, _ = world
     legacy = Assignments(engine, catalog_key=None)  # the CLI without --catalog: the default catalog
-    assert grant_privilege(engine, "bob", Privilege.ADMIN, database="sales", granted_by="ops")
-    assert grant_privilege(engine, "bob", Privilege.READ, database="sales", granted_by="ops")
+    assert Principals(engine).grant("bob", Privilege.ADMIN, database="sales", granted_by="ops")
+    assert Principals(engine).grant("bob", Privilege.READ, database="sales", granted_by="ops")
     held = {a.identity for a in legacy.of_subject("bob").assignments}
     assert held == {a.identity for a in bundle_assignments("bob", Bundle.ADMIN, "sales")}
     with engine.connect() as conn:
@@ -206,7 +206,7 @@ def test_principals_grant_writes_the_row_and_its_bundle(world: tuple[Engine, Reg
     assert legacy.of_subject("bob").assignments == ()
     assert not revoke_privilege(engine, "bob", Privilege.ADMIN, database="sales", revoked_by="ops")
     # the default catalog's store (its key known) reads the rows naming no catalog too
-    grant_privilege(engine, "bob", Privilege.READ, granted_by="ops")
+    Principals(engine).grant("bob", Privilege.READ, granted_by="ops")
     assert len(Assignments(engine, catalog_key=KEY, default=True).of_subject("bob").assignments) == 3
     assert Assignments(engine, catalog_key="other", default=False).of_subject("bob").assignments == ()
 
@@ -217,7 +217,7 @@ def test_the_recycle_bin_takes_and_gives_back_a_grants_bundle(
     from paimon_meta.metastore.recycle_bin import RecycleBin
 
     engine, registry, store = world
-    grant_privilege(engine, "alice", Privilege.WRITE, database="sales", table="orders", catalog_key=KEY)
+    Principals(engine).grant("alice", Privilege.WRITE, database="sales", table="orders", catalog_key=KEY)
     orders = Resource.table("sales", "orders")
     held = {a.identity for a in store.of_subject("alice").assignments}
     assert held == {a.identity for a in bundle_assignments("alice", Bundle.WRITE, "sales", "orders")}

@@ -30,7 +30,7 @@ from paimon_meta.db.models import Privilege
 from paimon_meta.governance.permissions import Access as PermissionAccess
 from paimon_meta.governance.permissions import Assignment, Resource
 from paimon_meta.metastore.assignments import Assignments
-from paimon_meta.metastore.principals import grant_privilege
+from paimon_meta.metastore.principals import Principals
 from tests.catalog.test_query_auth_reads import EU, MASK_EMAIL, ROWS, SCHEMA
 from tests.fixtures.interop import run_pypaimon
 from tests.fixtures.service import FAST_LOCK, ServiceProcess, make_principal, spawn_service
@@ -98,7 +98,7 @@ def principal(catalog: MetastoreCatalog, name: str, privilege: Privilege | None)
     grant row and its bundle's assignments); its token."""
     token = make_principal(catalog, name)
     if privilege is not None:
-        grant_privilege(catalog.engine, name, privilege, granted_by="tests")
+        Principals(catalog.engine).grant(name, privilege, granted_by="tests")
     return token
 
 

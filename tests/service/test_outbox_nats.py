@@ -30,7 +30,7 @@ from paimon_meta.metastore.assignments import Assignments
 from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.feed import FeedEvent, read_feed
 from paimon_meta.metastore.outbox import lease_key
-from paimon_meta.metastore.principals import grant_privilege
+from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.outbox import (
     CATALOG_HEADER,
     NatsOutbox,
@@ -448,7 +448,7 @@ def test_governance_changes_are_published_once_in_feed_order(
     store.grant(Assignment("alice", t, PermissionAccess.SELECT), granted_by="ops", reason="onboarding")
     _commit(catalog, "db.t", 1)
     store.revoke(t, PermissionAccess.SELECT, "alice", revoked_by="ops", reason="offboarding")
-    grant_privilege(catalog.engine, "alice", Privilege.READ, granted_by="ops")  # names no catalog
+    Principals(catalog.engine).grant("alice", Privilege.READ, granted_by="ops")  # names no catalog
     feed = _feed(catalog)
     outbox, metrics = _outbox(catalog, nats_server)
     _run_until_caught_up(outbox, metrics, len(feed))
