@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Row, delete, insert, select, text, update
@@ -48,6 +48,7 @@ from paimon_meta.errors import (
 from paimon_meta.io.base import key_ancestors, location_key, normalise_uri, resolve_location
 from paimon_meta.metastore.registry import Registry
 from paimon_meta.model.identifier import validate_identifier
+from paimon_meta.model.options import parse_duration_ms
 
 #: The advisory lock of every change that sets a catalog's warehouse (create, alter, adopt).
 _WAREHOUSES_LOCK = "paimon-meta catalog warehouses"
@@ -61,6 +62,29 @@ _MAX_OPTIONS = 256
 #: the catalog (:meth:`CatalogInfo.from_row` takes it out; users cannot set it). At most one row has it.
 DEFAULT_MARK = "paimon-meta.default-catalog"
 _MAX_VALUE = 4096
+#: How long the commit log keeps a catalog's events before they are archived into its
+#: ``system.commit_log`` and may be dropped (a Paimon duration, ``365 d``); absent: never archived
+#: (``paimon_meta.archive``; docs/OPERATIONS.md, "The commit log's archive").
+EVENTS_RETENTION = "paimon-meta.events.retention"
+
+
+def events_retention(options: Mapping[str, str]) -> timedelta | None:
+    """The catalog's :data:`EVENTS_RETENTION` (None: absent, never archive).
+
+    Raises:
+        ValidationError: not a duration, or not positive.
+    """
+    raw = options.get(EVENTS_RETENTION)
+    if raw is None:
+        return None
+    ms = parse_duration_ms(raw, key=EVENTS_RETENTION)
+    if ms <= 0:
+        raise ValidationError(
+            f"{EVENTS_RETENTION}={raw!r}: the retention must be positive (remove the option to keep events "
+            "forever)",
+            option=EVENTS_RETENTION,
+        )
+    return timedelta(milliseconds=ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +199,7 @@ def _check_options(options: Mapping[str, str]) -> dict[str, str]:
                 f"catalog option {key!r} is part of the storage profile: set it with the profile's field",
                 key=key,
             )
+    events_retention(options)  # refused when set, not when the archiver first reads it
     return dict(options)
 
 
