@@ -7,9 +7,14 @@ archiver is written against this seam only: the metastore's ``EventPartitions`` 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
+
+from sqlalchemy import Engine
+
+from paimon_meta.errors import UnsupportedError
 
 
 class EventPartitionLike(Protocol):
@@ -62,3 +67,20 @@ class EventPartitionStore(Protocol):
         """Drop partition ``name``: refused unless every catalog with rows in it is marked archived, and for
         the current partition (idempotent)."""
         ...
+
+
+def partitioned_log(engine: Engine) -> EventPartitionStore:
+    """The metastore's partitioned event log (``metastore.event_partitions``, migration 0024).
+
+    Raises:
+        UnsupportedError: this build has no partitioned event log (nothing can be archived or dropped).
+    """
+    try:
+        module = importlib.import_module("paimon_meta.metastore.event_partitions")
+    except ImportError as e:
+        raise UnsupportedError(
+            "this build's event log is not partitioned (metastore.event_partitions, migration 0024): "
+            "nothing can be archived"
+        ) from e
+    store: EventPartitionStore = module.EventPartitions(engine)
+    return store

@@ -14,7 +14,7 @@ from typing import Any
 
 from paimon_meta.cli import render
 from paimon_meta.cli.args import Commands, positive
-from paimon_meta.cli.context import Context, Output
+from paimon_meta.cli.context import EXIT_FAILURE, Context, Output
 from paimon_meta.errors import NotFoundError, ValidationError
 
 _COMMIT_COLUMNS: list[render.Column] = [
@@ -83,6 +83,12 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("table", metavar="TABLE", help="db.table")
     p.add_argument("--limit", type=positive, default=50, help="latest N commits (default 50)")
+    p.add_argument(
+        "--archive",
+        action="store_true",
+        help="also the commits archived into the catalog's system.commit_log (from the database; times in "
+        "UTC)",
+    )
 
     p = commands.add(
         "events",
@@ -91,6 +97,15 @@ def register(commands: Commands) -> None:
         "storage credentials with --access)",
         remote=True,
     )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=["archive"],
+        help="archive: archive the log's partitions past each catalog's paimon-meta.events.retention into "
+        "its system.commit_log, then drop them (--catalog C: only C's rows; --dry-run: say what would be "
+        "done); from the database only",
+    )
+    p.add_argument("--dry-run", action="store_true", help="with archive: change nothing, say what is due")
     p.add_argument("--table", metavar="TABLE", help="only this db.table")
     p.add_argument("--commit", metavar="ID", help="only this commit id")
     kinds = p.add_mutually_exclusive_group()
@@ -140,6 +155,16 @@ def _unpositioned(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _commits(ctx: Context, args: argparse.Namespace) -> Output:
     remote = ctx.remote()
+    if args.archive:
+        if remote is not None:
+            raise ValidationError("commits --archive reads the archive from the database, not a service URL")
+        from paimon_meta.archive.history import history_with_archive
+        from paimon_meta.ops.common import resolve_table
+
+        cat = ctx.catalog()
+        row, _ = resolve_table(cat, args.table)
+        rows = history_with_archive(cat, row.table_id, args.table, limit=args.limit)
+        return Output(rows, render.table(rows, _COMMIT_COLUMNS))
     if remote is None:
         from paimon_meta.ops.audit import commit_history
         from paimon_meta.ops.common import resolve_table
@@ -155,6 +180,10 @@ def _commits(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def _events(ctx: Context, args: argparse.Namespace) -> Output:
+    if args.action == "archive":
+        return _archive(ctx, args)
+    if args.dry_run:
+        raise ValidationError("--dry-run goes with `events archive`")
     if (args.after is not None or args.follow_seconds is not None or args.from_now) and not args.follow:
         raise ValidationError("--after, --from-now and --follow-seconds go with --follow")
     if args.follow:
@@ -292,3 +321,39 @@ def _follow(ctx: Context, args: argparse.Namespace) -> Output:
     except KeyboardInterrupt:
         pass
     return Output({"events": printed}, "")
+
+
+def _archive(ctx: Context, args: argparse.Namespace) -> Output:
+    """``events archive``: one archiver pass (``paimon_meta.archive.archiver``) from this machine."""
+    from paimon_meta.archive.archiver import Archiver
+    from paimon_meta.archive.store import partitioned_log
+    from paimon_meta.db.engine import make_engine
+    from paimon_meta.db.migrate import upgrade
+    from paimon_meta.ops.common import operator_identity
+
+    if ctx.remote() is not None:
+        raise ValidationError("events archive runs against the metastore database, not a service URL")
+    engine = make_engine(ctx.metastore_url())
+    try:
+        upgrade(engine)
+        report = Archiver(engine, partitioned_log(engine), operator=operator_identity()).run(
+            catalog=getattr(args, "catalog", None), dry_run=args.dry_run
+        )
+    finally:
+        engine.dispose()
+    lines = []
+    for p, c in report.due:
+        lines.append(f"due       {p}  catalog {c}")
+    for a in report.archived:
+        seen = " (committed earlier)" if a.already_committed else ""
+        lines.append(
+            f"archived  {a.partition}  catalog {a.catalog}  {a.rows} events  snapshot {a.snapshot_id}{seen}"
+        )
+    verb = "would drop" if report.dry_run else "dropped"
+    lines += [f"{verb:<9} {p}" for p in report.dropped]
+    lines += [f"kept      {p}  {why}" for p, why in report.kept.items()]
+    lines += [f"error     {where}  {e}" for where, e in report.errors.items()]
+    # a catalog or a drop that failed (retried by the next run) is an operational failure
+    return Output(
+        report.as_dict(), "\n".join(lines) or "nothing to archive", code=EXIT_FAILURE if report.errors else 0
+    )

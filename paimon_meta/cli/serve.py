@@ -280,6 +280,16 @@ def register(commands: Commands) -> None:
         "(default 1 gb) as the Spark compaction job on this master (spark://host:7077, yarn, local[4]); "
         "default: every compaction in the workers' threads",
     )
+    # The commit log's archive (docs/OPERATIONS.md, "The commit log's archive").
+    p.add_argument(
+        "--archive-interval-seconds",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="archive the commit log's partitions past each catalog's paimon-meta.events.retention into its "
+        "system.commit_log, then drop them, every S seconds, one replica at a time (default 3600; 0: off, "
+        "`paimon-meta events archive` does it)",
+    )
     p.add_argument(
         "--log-level",
         default="info",
@@ -359,6 +369,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         worker_threads=args.workers,
         drain_seconds=args.drain_seconds,
         recovery_interval_seconds=args.recovery_interval_seconds,
+        archive_interval_seconds=args.archive_interval_seconds,
         migrate=args.migrate,
         max_body_bytes=args.max_body_bytes,
         group_max_commits=args.group_max_commits,

@@ -23,6 +23,8 @@ from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
+from paimon_meta.archive.background import ArchiveMetrics, BackgroundArchiver
+from paimon_meta.archive.store import partitioned_log
 from paimon_meta.maintenance.spark import SparkCompaction
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics
@@ -176,6 +178,13 @@ class ServiceSettings:
     # ``paimon-meta serve`` sweeps every 30 s unless told otherwise (--catalog-sweep-seconds); an embedded
     # app, never (as its maintenance workers).
     catalog_sweep_seconds: float = 0.0
+    # The commit log's archiver (paimon_meta/archive/, docs/OPERATIONS.md "The commit log's archive"):
+    # every this many seconds one replica at a time (a lease on the metastore lock ``ARCHIVER_LOCK``)
+    # archives the event log's partitions past their catalogs' ``paimon-meta.events.retention`` into each
+    # catalog's ``system.commit_log`` and drops them. 0 turns it off (``paimon-meta events archive`` then
+    # does it). ``paimon-meta serve`` runs it hourly unless told otherwise (--archive-interval-seconds); an
+    # embedded app, never (as its maintenance workers).
+    archive_interval_seconds: float = 0.0
     # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
     # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
     migrate: bool = False
@@ -505,10 +514,27 @@ class ServiceState:
         if settings.recovery_interval_seconds > 0:
             self._recovery = threading.Thread(target=self._recover_loop, name="recovery", daemon=True)
             self._recovery.start()
+        self.archiver: BackgroundArchiver | None = None
+        if settings.archive_interval_seconds > 0:
+            self.archiver = BackgroundArchiver(
+                engine,
+                holder=self.replica,
+                interval_seconds=settings.archive_interval_seconds,
+                store=lambda: partitioned_log(engine),
+                open_catalog=self._archive_catalog,
+                metrics=ArchiveMetrics(self.metrics.registry),
+            )
+            self.archiver.start()
         self._sweeper: threading.Thread | None = None
         if settings.catalog_sweep_seconds > 0:
             self._sweeper = threading.Thread(target=self._sweep_loop, name="catalog-sweep", daemon=True)
             self._sweeper.start()
+
+    def _archive_catalog(self, info: CatalogInfo) -> MetastoreCatalog:
+        """The served catalog an archive of ``info`` is written through (the server's lock settings)."""
+        if info.catalog_key == self.catalogs.default.key:
+            return self.catalogs.default.catalog
+        return self.catalogs.get(info.name).catalog
 
     def _start_outbox(self, info: CatalogInfo) -> NatsOutbox | None:
         """The publisher of the change feed of ``info``, another catalog than the default, started (None:
@@ -565,6 +591,8 @@ class ServiceState:
             if other is not None:
                 other.wake_all()
         self._stop_recovery.set()
+        if self.archiver is not None:
+            self.archiver.stop(timeout=0)  # no pass starts; one under way may be cut off anywhere (safe)
 
     def busy(self) -> int:
         """Requests (streams aside) being handled now."""
@@ -1035,6 +1063,8 @@ class ServiceState:
         # moment to release its lock; a commit cut off after that is settled by recovery, like any commit
         # of a stopped process. Maintenance stops taking jobs (a job cut off is taken over after its lease).
         self._stop_recovery.set()
+        if self.archiver is not None:
+            self.archiver.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
         if self._sweeper is not None:
             self._sweeper.join(timeout=30.0)  # a sweep connecting a catalog finishes before they close
         self.maintainer.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
