@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from paimon_meta.archive.background import ArchiveMetrics, BackgroundArchiver
+from paimon_meta.archive.store import partitioned_log
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.commit.metastore.group import GroupCommitter, GroupReport, GroupSettings
 from paimon_meta.db.engine import libpq_conninfo
 from paimon_meta.db.faults import Fault
 from paimon_meta.errors import CommitConflictError, NotFoundError, TableNotFoundError, ValidationError
 from paimon_meta.io.sts import StsSettings, vendable
-from paimon_meta.archive.background import ArchiveMetrics, BackgroundArchiver
-from paimon_meta.archive.store import partitioned_log
 from paimon_meta.maintenance.spark import SparkCompaction
 from paimon_meta.maintenance.worker import Maintainer, MaintainerSettings
 from paimon_meta.metastore import lock_metrics

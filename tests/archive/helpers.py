@@ -56,8 +56,8 @@ def seed(catalog: MetastoreCatalog, identifier: str, start: int) -> None:
     """Commits through the commit path: two appends, a commit refused by the conflict check (the same
     files added twice), and a commit that retried (a lost race is not cheap to cause: its events are
     appended through the event log's API, as the guard writes them)."""
-    if not catalog.registry.database_exists(identifier.split(".")[0]):
-        catalog.create_database(identifier.split(".")[0])
+    if not catalog.registry.database_exists(identifier.split(".", maxsplit=1)[0]):
+        catalog.create_database(identifier.split(".", maxsplit=1)[0])
     try:
         table = catalog.get_table(identifier)
     except Exception:
@@ -109,7 +109,7 @@ def close(a: Any, b: Any) -> bool:
 def view_rows(engine: Engine, view: str) -> dict[Any, dict[str, Any]]:
     key = VIEWS[view]
     with engine.connect() as c:
-        rows = c.execute(text(f"SELECT * FROM {view}")).mappings().all()
+        rows = c.execute(text(f"SELECT * FROM {view}")).mappings().all()  # noqa: S608 (a known view)
     return {normal(r[key]): {k: normal(v) for k, v in r.items()} for r in rows}
 
 
@@ -133,7 +133,8 @@ def assert_same_rows(
     for key, row in expected.items():
         other = got[key]
         for column in columns:
-            assert close(normal(row[column]), normal(other[column])), (key, column, row[column], other[column])
+            got_value = other[column]
+            assert close(normal(row[column]), normal(got_value)), (key, column, row[column], got_value)
 
 
 @contextmanager

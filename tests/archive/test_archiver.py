@@ -78,8 +78,10 @@ def _two_phases(catalog: MetastoreCatalog) -> tuple[WindowStore, datetime, list[
 def test_archive_then_drop_and_the_audit_views_give_the_same_answers(main: MetastoreCatalog) -> None:
     engine = main.engine
     store, boundary, phase_one = _two_phases(main)
-    before = {view: view_rows(engine, view) for view in ("paimon_commit_history", "paimon_commit_conflicts",
-                                                         "paimon_commit_retries")}
+    before = {
+        view: view_rows(engine, view)
+        for view in ("paimon_commit_history", "paimon_commit_conflicts", "paimon_commit_retries")
+    }
     assert before["paimon_commit_conflicts"] and before["paimon_commit_retries"]
 
     report = _archiver(engine, store, boundary + timedelta(days=2)).run()
@@ -143,7 +145,7 @@ def test_a_crash_at_each_step_converges_to_exactly_one_copy(main: MetastoreCatal
     assert [r["event_id"] for r in archived_rows(main)] == [e["event_id"] for e in phase_one]
     snapshots = _archiver_snapshots(main)
     assert [identifier for identifier, _ in snapshots] == [0]  # one archive commit, whatever happened
-    w0 = [p for p in store._parts if p.name == "paimon_commit_events_w0"][0]
+    w0 = next(p for p in store._parts if p.name == "paimon_commit_events_w0")
     assert w0.archived == {"main": snapshots[0][1]} and w0.row_counts == {"main": len(phase_one)}
     if step == Step.FILES_WRITTEN:
         assert [a.already_committed for a in report.archived] == [False]
@@ -237,8 +239,12 @@ def test_retention_per_catalog_and_a_partition_dropped_only_when_every_catalog_i
 def test_unknown_catalog_keys_keep_their_partition(main: MetastoreCatalog, clean_db: str) -> None:
     from paimon_meta.catalog.metastore import connect_catalog
 
-    orphan = connect_catalog(clean_db, str(Path(main.warehouse.removeprefix("file://")).parent / "x"),
-                             {"catalog-key": "nobody"}, migrate=False)
+    orphan = connect_catalog(
+        clean_db,
+        str(Path(main.warehouse.removeprefix("file://")).parent / "x"),
+        {"catalog-key": "nobody"},
+        migrate=False,
+    )
     try:
         seed(orphan, "db.o", 0)
         seed(main, "db.t", 0)
