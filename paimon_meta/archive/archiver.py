@@ -32,7 +32,8 @@ are archived oldest first, and a catalog that failed on one partition is not arc
 A partition is dropped only once **every** catalog with rows in it is past its retention and archived: a
 catalog with a shorter retention is archived on time, but its live rows stay until the others' are due;
 a catalog with no retention (the option absent), or rows of a catalog key no catalog of the metastore
-has, keep the partition forever.
+has, keep the partition forever. Events of purged tables (the log attributes them to
+:data:`PURGED_CATALOG`) go into the default catalog's archive, with its retention.
 """
 
 from __future__ import annotations
@@ -63,8 +64,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The commit user of every archive commit.
+#: The commit user of every archive commit of a catalog's own events.
 ARCHIVER_USER = "paimon-meta-archiver"
+#: The catalog key the event log gives events whose table was purged (neither registered nor in the
+#: recycle bin: ``metastore.event_partitions.PURGED_CATALOG``). They are archived into the default
+#: catalog's archive (the one ``serve`` serves by default), with its retention, under a commit user of
+#: their own (:data:`PURGED_USER`): the default catalog's own rows of the same partition are committed
+#: with the same identifier, and each (user, identifier) is committed once.
+PURGED_CATALOG = "(purged)"
+PURGED_USER = "paimon-meta-archiver-purged"
 #: The identifier of the legacy first partition (no start: every event before the log was partitioned).
 LEGACY_IDENTIFIER = 0
 #: Rows read from the event log and written per batch.
@@ -228,6 +236,9 @@ class Archiver:
         report = ArchiveReport(dry_run=dry_run)
         infos = Catalogs(self.engine).list_all()
         by_key: dict[str, CatalogInfo] = {i.catalog_key: i for i in infos}
+        default = next((i for i in infos if i.default), None)
+        if default is not None and PURGED_CATALOG not in by_key:
+            by_key[PURGED_CATALOG] = default
         if catalog is not None:
             only = Catalogs(self.engine).get(catalog)  # CatalogNotFoundError
             only_key: str | None = only.catalog_key
@@ -250,7 +261,11 @@ class Archiver:
                         continue
                     info = by_key.get(key)
                     if info is None:
-                        waiting.append(f"catalog key {key!r} is no catalog of the metastore")
+                        waiting.append(
+                            "events of purged tables, and no default catalog to archive them in"
+                            if key == PURGED_CATALOG
+                            else f"catalog key {key!r} is no catalog of the metastore"
+                        )
                         continue
                     kept = retention.get(key)
                     if kept is None:
@@ -260,7 +275,7 @@ class Archiver:
                         due = partition.end + kept
                         waiting.append(f"catalog {info.name} not due before {due:%Y-%m-%d %H:%M}")
                         continue
-                    if (only_key is not None and key != only_key) or key in blocked:
+                    if (only_key is not None and info.catalog_key != only_key) or key in blocked:
                         waiting.append(f"catalog {info.name} not archived in this run")
                         continue
                     if dry_run:
@@ -268,7 +283,7 @@ class Archiver:
                         marked.add(key)  # what the drop below would then see
                         continue
                     try:
-                        done = self._archive(partition, info, open_catalog(info))
+                        done = self._archive(partition, key, info, open_catalog(info))
                     except PaimonMetaError as e:
                         blocked.add(key)
                         report.errors[f"{partition.name}/{info.name}"] = f"{type(e).__name__}: {e}"
@@ -312,20 +327,22 @@ class Archiver:
             return None
 
     def _archive(
-        self, partition: EventPartitionLike, info: CatalogInfo, catalog: MetastoreCatalog
+        self, partition: EventPartitionLike, key: str, info: CatalogInfo, catalog: MetastoreCatalog
     ) -> Archived:
-        """Steps 1-3 for one catalog's rows of ``partition``."""
+        """Steps 1-3 for the rows of catalog key ``key`` (archived into ``info``'s warehouse) of
+        ``partition``."""
         identifier = commit_identifier(partition)
+        user = PURGED_USER if key == PURGED_CATALOG else ARCHIVER_USER
         table = ensure_archive_table(catalog)
-        existing = committed_snapshot(table, identifier)
+        existing = committed_snapshot(table, identifier, user=user)
         if existing is not None:
             snapshot_id, rows, already = existing.id, existing.delta_record_count or 0, True
         else:
-            snapshot_id, rows, already = self._write_and_commit(partition, info, table, identifier)
+            snapshot_id, rows, already = self._write_and_commit(partition, key, table, identifier, user)
         self._step(Step.COMMITTED)
         self.store.mark_archived(
             partition.name,
-            catalog_key=info.catalog_key,
+            catalog_key=key,
             snapshot_id=snapshot_id,
             row_count=rows,
             archived_by=self.operator,
@@ -340,18 +357,18 @@ class Archiver:
             table.path,
             " (committed earlier)" if already else "",
         )
-        return Archived(partition.name, info.name, info.catalog_key, snapshot_id, rows, already)
+        return Archived(partition.name, info.name, key, snapshot_id, rows, already)
 
     def _write_and_commit(
-        self, partition: EventPartitionLike, info: CatalogInfo, table: FileStoreTable, identifier: int
+        self, partition: EventPartitionLike, key: str, table: FileStoreTable, identifier: int, user: str
     ) -> tuple[int, int, bool]:
-        builder = table.new_stream_write_builder().with_commit_user(ARCHIVER_USER)
+        builder = table.new_stream_write_builder().with_commit_user(user)
         write = builder.new_write()
         rows = 0
         after: int | None = None
         while True:
             batch = self.store.rows(
-                partition.name, catalog_key=info.catalog_key, after_event_id=after, limit=self.batch_rows
+                partition.name, catalog_key=key, after_event_id=after, limit=self.batch_rows
             )
             if not batch:
                 break
@@ -363,9 +380,9 @@ class Archiver:
         messages = write.prepare_commit()
         if rows == 0:
             raise ValidationError(
-                f"the event log says catalog {info.name} has rows in {partition.name}, but none were read",
+                f"the event log says catalog key {key!r} has rows in {partition.name}, but none were read",
                 partition=partition.name,
-                catalog=info.name,
+                catalog_key=key,
             )
         self._step(Step.FILES_WRITTEN)
         commit = builder.new_commit()
@@ -382,11 +399,13 @@ class Archiver:
         return outcome.snapshot_ids[-1], rows, False
 
 
-def committed_snapshot(table: FileStoreTable, identifier: int) -> Snapshot | None:
-    """The archive snapshot committed as (:data:`ARCHIVER_USER`, ``identifier``), walking back from the
-    latest (the archiver's identifiers only grow: the walk stops at a smaller one)."""
+def committed_snapshot(
+    table: FileStoreTable, identifier: int, *, user: str = ARCHIVER_USER
+) -> Snapshot | None:
+    """The archive snapshot committed as (``user``, ``identifier``), walking back from the latest (the
+    archiver's identifiers only grow: the walk stops at a smaller one)."""
     manager = table.snapshot_manager
-    for snap in manager.snapshots_of_user(ARCHIVER_USER, manager.latest_snapshot()):
+    for snap in manager.snapshots_of_user(user, manager.latest_snapshot()):
         if snap.commit_identifier == identifier:
             return snap
         if snap.commit_identifier < identifier:

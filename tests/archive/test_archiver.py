@@ -25,6 +25,7 @@ from paimon_meta.archive.twins import (
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import ValidationError
 from paimon_meta.metastore.catalogs import EVENTS_RETENTION, Catalogs
+from paimon_meta.metastore.events import EventLog
 from tests.archive.helpers import (
     archived_rows,
     assert_same_rows,
@@ -174,7 +175,7 @@ def test_a_racing_archiver_is_deduplicated_by_the_commit_path(
     )
     files_before = _files(data_dir)
     assert files_before
-    monkeypatch.setattr(archiver_module, "committed_snapshot", lambda table, identifier: None)
+    monkeypatch.setattr(archiver_module, "committed_snapshot", lambda table, identifier, user=None: None)
     report = _archiver(engine, store, now).run()
     assert [a.already_committed for a in report.archived] == [True]
     assert [r["event_id"] for r in archived_rows(main)] == [e["event_id"] for e in phase_one]
@@ -278,3 +279,40 @@ def test_commit_identifiers_grow_with_the_partition_and_the_legacy_one_is_zero()
     assert commit_identifier(legacy) == 0
     assert 0 < commit_identifier(first) < commit_identifier(second)
     assert commit_identifier(first) == int(start.timestamp()) * 1_000_000
+
+
+def test_events_of_purged_tables_go_to_the_default_catalogs_archive(
+    main: MetastoreCatalog, tmp_path: Path
+) -> None:
+    from paimon_meta.archive.archiver import PURGED_USER
+    from paimon_meta.metastore.events import CommitRef, Failed, Prepared
+    from paimon_meta.model.snapshot import CommitKind
+
+    engine = main.engine
+    Catalogs(engine).ensure_default("main", str(tmp_path / "wh-main"), catalog_key="main")
+    seed(main, "db.t", 0)
+    gone = CommitRef.new(
+        table_id=987654,  # in no catalog and not in the recycle bin: purged
+        table_identifier="db.gone",
+        commit_user="w",
+        commit_identifier=1,
+        commit_kind=CommitKind.APPEND,
+    )
+    with engine.begin() as conn:
+        EventLog.append(conn, Prepared(ref=gone, messages=b"m", messages_version=14))
+        EventLog.append(conn, Failed(ref=gone, reason="gone"))
+    boundary = db_now(engine)
+    seed(main, "db.t", 100)
+    store = WindowStore(engine, [boundary])
+    assert store.catalogs_in("paimon_commit_events_w0") == ["(purged)", "main"]
+    report = _archiver(engine, store, boundary + timedelta(days=2)).run(catalog="main")
+    assert sorted((a.catalog_key, a.catalog) for a in report.archived) == [
+        ("(purged)", "main"),
+        ("main", "main"),
+    ]
+    assert store.drops == ["paimon_commit_events_w0"]
+    rows = archived_rows(main)
+    assert [r["table_identifier"] for r in rows if r["table_id"] == 987654] == ["db.gone", "db.gone"]
+    manager = main.get_table(IDENTIFIER).snapshot_manager
+    users = {s.commit_user for s in manager.snapshots_of_user(PURGED_USER, manager.latest_snapshot())}
+    assert users == {PURGED_USER} and [i for i, _ in _archiver_snapshots(main)] == [0]

@@ -18,8 +18,12 @@ from sqlalchemy import Engine, text
 
 from paimon_meta.errors import ValidationError
 
+# An event's catalog as the partitioned log attributes it: its table's in the registry, else in the
+# recycle bin, else "(purged)".
+_KEY = "COALESCE(t.catalog_key, d.catalog_key, '(purged)')"
 _CATALOG_OF = (
-    "FROM paimon_commit_events e JOIN paimon_tables t ON t.table_id = e.table_id "
+    "FROM paimon_commit_events e LEFT JOIN paimon_tables t ON t.table_id = e.table_id "
+    "LEFT JOIN paimon_dropped_tables d ON d.table_id = e.table_id "
     "WHERE (CAST(:start AS timestamptz) IS NULL OR e.created_at >= :start) AND e.created_at < :end"
 )
 EVENT_COLUMNS = (
@@ -66,7 +70,7 @@ class WindowStore:
         p = self._get(name)
         with self.engine.connect() as c:
             keys = c.execute(
-                text(f"SELECT DISTINCT t.catalog_key {_CATALOG_OF} ORDER BY 1"), self._window(p)
+                text(f"SELECT DISTINCT {_KEY} {_CATALOG_OF} ORDER BY 1"), self._window(p)
             ).scalars()
             return list(keys)
 
@@ -78,7 +82,7 @@ class WindowStore:
         with self.engine.connect() as c:
             result = c.execute(
                 text(
-                    f"SELECT {cols} {_CATALOG_OF} AND t.catalog_key = :key AND e.event_id > :after "
+                    f"SELECT {cols} {_CATALOG_OF} AND {_KEY} = :key AND e.event_id > :after "
                     "ORDER BY e.event_id LIMIT :limit"
                 ),
                 {**self._window(p), "key": catalog_key, "after": after_event_id or 0, "limit": limit},
