@@ -186,7 +186,7 @@ class Archiver:
         *,
         operator: str,
         batch_rows: int = DEFAULT_BATCH_ROWS,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] | None = None,
         open_catalog: Callable[[CatalogInfo], MetastoreCatalog] | None = None,
         step: Callable[[str], None] | None = None,
     ) -> None:
@@ -199,7 +199,7 @@ class Archiver:
         self.store = store
         self.operator = operator
         self.batch_rows = batch_rows
-        self.clock = clock
+        self.clock = clock or _utcnow
         self._open = open_catalog
         self._step = step or (lambda _name: None)
 

@@ -91,8 +91,11 @@ class BackgroundArchiver:
         store: Callable[[], EventPartitionStore],
         open_catalog: Callable[[CatalogInfo], MetastoreCatalog] | None = None,
         metrics: ArchiveMetrics | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
+        """``clock``: the archiver's (default: the system's UTC time)."""
         self.engine = engine
+        self._clock = clock
         self.holder = holder
         self.interval = interval_seconds
         self.first_delay = min(60.0, interval_seconds) if first_delay_seconds is None else first_delay_seconds
@@ -127,7 +130,13 @@ class BackgroundArchiver:
                 self.metrics.runs.labels(outcome="skipped").inc()
             return None
         try:
-            archiver = Archiver(self.engine, self._store(), operator=self.holder, open_catalog=self._open)
+            archiver = Archiver(
+                self.engine,
+                self._store(),
+                operator=self.holder,
+                open_catalog=self._open,
+                clock=self._clock,
+            )
             report = archiver.run()
         finally:
             lease.release()
