@@ -3,6 +3,7 @@ audit views over the live log and the archive giving the answers the live log ga
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,7 +14,7 @@ from sqlalchemy import Engine
 
 from paimon_meta.archive import archiver as archiver_module
 from paimon_meta.archive.archiver import ARCHIVER_USER, Archiver, Step, commit_identifier
-from paimon_meta.archive.table import EVENT_COLUMN_NAMES, IDENTIFIER, PARTITION_KEY
+from paimon_meta.archive.table import EVENT_COLUMN_NAMES, IDENTIFIER, PARTITION_KEY, to_arrow
 from paimon_meta.archive.twins import (
     CONFLICT_COLUMNS,
     HISTORY_COLUMNS,
@@ -316,3 +317,47 @@ def test_events_of_purged_tables_go_to_the_default_catalogs_archive(
     manager = main.get_table(IDENTIFIER).snapshot_manager
     users = {s.commit_user for s in manager.snapshots_of_user(PURGED_USER, manager.latest_snapshot())}
     assert users == {PURGED_USER} and [i for i, _ in _archiver_snapshots(main)] == [0]
+
+
+@pytest.mark.skipif(
+    os.environ.get("PAIMON_META_SLOW") != "1",
+    reason="a real process killed mid-commit (a child interpreter and a lease takeover: ~30 s on a loaded "
+    "machine); PAIMON_META_SLOW=1 runs it. The in-process crash at each step runs always.",
+)
+def test_a_real_crash_inside_the_archive_commit(main: MetastoreCatalog, clean_db: str) -> None:
+    """The archiver's process dies with the archive's snapshot on storage and nothing in Postgres (the
+    commit path's ``after_snapshot``): the next run finds it by its user and identifier, records and
+    drops, and the archive takes the next writer's commit (its lock taken over after the lease)."""
+    import subprocess
+    import sys
+
+    from paimon_meta.commit.crashpoints import CRASH_AT_ENV, CRASH_EXIT_CODE
+
+    store, boundary, phase_one = _two_phases(main)
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.archive._crash_child", clean_db, "main", boundary.isoformat()],
+        env={**os.environ, CRASH_AT_ENV: "after_snapshot"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert child.returncode == CRASH_EXIT_CODE, child.stderr
+    assert [i for i, _ in _archiver_snapshots(main)] == [0]  # on storage, unrecorded
+    report = _archiver(main.engine, store, boundary + timedelta(days=2)).run()
+    assert [a.already_committed for a in report.archived] == [True]
+    assert store.drops == ["paimon_commit_events_w0"]
+    assert [r["event_id"] for r in archived_rows(main)] == [e["event_id"] for e in phase_one]
+    ((_, crashed),) = _archiver_snapshots(main)
+    # The next writer of the archive takes the dead archiver's lock over and records its snapshot.
+    table = main.get_table(IDENTIFIER)
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(to_arrow([phase_one[0]], "probe"))
+    assert builder.new_commit().commit(write.prepare_commit()).snapshot_ids == (crashed + 1,)
+    recorded = {
+        (e["event_type"], e["snapshot_id"])
+        for e in live_events(main.engine)
+        if e["table_identifier"] == IDENTIFIER and e["snapshot_id"] == crashed
+    }
+    assert recorded & {("recovered", crashed), ("external", crashed)}, recorded
