@@ -20,7 +20,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from paimon_meta.archive.archiver import Archiver, ArchiveReport
 from paimon_meta.archive.store import EventPartitionStore
-from paimon_meta.errors import UnsupportedError
+from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.metastore.catalogs import Catalogs, events_retention
 from paimon_meta.metastore.lock import MetastoreLock
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ class ArchiveMetrics:
         self.runs = Counter(
             "paimon_meta_archive_runs_total",
             "Archiver passes by outcome: ok, errors (a catalog or a drop failed: retried next pass), failed "
-            "(the pass stopped), skipped (another replica holds the archiver's lease).",
+            "(the pass stopped), skipped (another replica holds the archiver's lease), idle (no catalog has "
+            "a retention).",
             ("outcome",),
             registry=registry,
         )
@@ -65,7 +67,7 @@ class ArchiveMetrics:
             "When this replica's last archiver pass ended without an error (Unix time; 0: never).",
             registry=registry,
         )
-        for outcome in ("ok", "errors", "failed", "skipped"):
+        for outcome in ("ok", "errors", "failed", "skipped", "idle"):
             self.runs.labels(outcome=outcome)
 
     def observe(self, report: ArchiveReport) -> None:
@@ -118,12 +120,17 @@ class BackgroundArchiver:
             self._thread.join(timeout)
 
     def run_once(self) -> ArchiveReport | None:
-        """One pass if this replica gets the lease (None: another holds it).
+        """One pass if some catalog has a retention and this replica gets the lease (None: neither).
 
         Raises:
             UnsupportedError: the event log is not partitioned.
             PaimonMetaError and the database's errors: the pass stopped (nothing half-done is dropped).
         """
+        if not self._any_retention():
+            # No catalog archives (today's default): no lease taken, no lock event written.
+            if self.metrics is not None:
+                self.metrics.runs.labels(outcome="idle").inc()
+            return None
         lease = self._lock.try_acquire(ARCHIVER_LOCK, owner=self.holder, lease_seconds=_LEASE_SECONDS)
         if lease is None:
             if self.metrics is not None:
@@ -151,6 +158,15 @@ class BackgroundArchiver:
                 report.errors,
             )
         return report
+
+    def _any_retention(self) -> bool:
+        for info in Catalogs(self.engine).list_all():
+            try:
+                if events_retention(info.options) is not None:
+                    return True
+            except ValidationError:
+                return True  # the pass reports it
+        return False
 
     def _loop(self) -> None:
         delay = self.first_delay

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from paimon_meta.archive.background import ARCHIVER_LOCK, ArchiveMetrics, BackgroundArchiver
 from paimon_meta.errors import MetastoreUnavailableError
+from paimon_meta.metastore.catalogs import EVENTS_RETENTION, Catalogs
 from paimon_meta.metastore.lock import MetastoreLock
 from tests.archive.helpers import db_now, make_catalog, seed
 from tests.archive.window_store import WindowStore
@@ -20,6 +21,25 @@ pytestmark = pytest.mark.postgres
 
 def _value(registry: CollectorRegistry, name: str, **labels: str) -> float:
     return registry.get_sample_value(name, labels) or 0.0
+
+
+def test_no_retention_no_lease(clean_engine: object) -> None:
+    from sqlalchemy import Engine
+
+    assert isinstance(clean_engine, Engine)
+    registry = CollectorRegistry()
+    replica = BackgroundArchiver(
+        clean_engine,
+        holder="r1",
+        store=lambda: WindowStore(clean_engine, []),
+        metrics=ArchiveMetrics(registry),
+    )
+    assert replica.run_once() is None
+    assert _value(registry, "paimon_meta_archive_runs_total", outcome="idle") == 1
+    from sqlalchemy import text
+
+    with clean_engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM paimon_lock_events")).scalar_one() == 0
 
 
 def test_one_replica_at_a_time_and_its_metrics(clean_db: str, tmp_path: Path) -> None:
@@ -65,6 +85,7 @@ def test_an_outage_is_logged_and_retried_never_the_end_of_the_loop(
     from sqlalchemy import Engine
 
     assert isinstance(clean_engine, Engine)
+    Catalogs(clean_engine).create("c", "/tmp/never-written", options={EVENTS_RETENTION: "1 d"})
     calls = []
 
     def store() -> WindowStore:
