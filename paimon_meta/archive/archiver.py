@@ -26,8 +26,9 @@ A crash between any two steps leaves everything consistent and the next run conv
 * after 3: the mark is idempotent; nothing is written again;
 * the drop is refused by the event log unless every catalog with rows in the partition is marked.
 
-Identifiers of one commit user only grow (the walk above stops at a smaller one): a catalog's partitions
-are archived oldest first, and a catalog that failed on one partition is not archived further in that run.
+A catalog's partitions are archived oldest first, and a catalog that failed on one partition is not
+archived further in that run, so its identifiers grow as Java's ``filterCommitted`` expects of a commit
+user (the walk above does not rely on it).
 
 A partition is dropped only once **every** catalog with rows in it is past its retention and archived: a
 catalog with a shorter retention is archived on time, but its live rows stay until the others' are due;
@@ -402,12 +403,13 @@ class Archiver:
 def committed_snapshot(
     table: FileStoreTable, identifier: int, *, user: str = ARCHIVER_USER
 ) -> Snapshot | None:
-    """The archive snapshot committed as (``user``, ``identifier``), walking back from the latest (the
-    archiver's identifiers only grow: the walk stops at a smaller one)."""
+    """The archive snapshot committed as (``user``, ``identifier``), walking back from the latest to the
+    earliest kept. The walk does not stop at a smaller identifier: a catalog's partitions are archived
+    oldest first, but a partition that got rows of a catalog only after a later one was archived (a clock
+    set back) is archived after it. The archive has one snapshot per partition and catalog, and its
+    maintenance expires the old ones: the walk is short."""
     manager = table.snapshot_manager
     for snap in manager.snapshots_of_user(user, manager.latest_snapshot()):
         if snap.commit_identifier == identifier:
             return snap
-        if snap.commit_identifier < identifier:
-            return None
     return None
