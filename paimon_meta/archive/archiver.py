@@ -367,18 +367,24 @@ class Archiver:
         write = builder.new_write()
         rows = 0
         after: int | None = None
-        while True:
-            batch = self.store.rows(
-                partition.name, catalog_key=key, after_event_id=after, limit=self.batch_rows
-            )
-            if not batch:
-                break
-            write.write_arrow(to_arrow(batch, partition.name))
-            rows += len(batch)
-            after = int(batch[-1]["event_id"])
-            if len(batch) < self.batch_rows:
-                break
-        messages = write.prepare_commit()
+        try:
+            while True:
+                batch = self.store.rows(
+                    partition.name, catalog_key=key, after_event_id=after, limit=self.batch_rows
+                )
+                if not batch:
+                    break
+                write.write_arrow(to_arrow(batch, partition.name))
+                rows += len(batch)
+                after = int(batch[-1]["event_id"])
+                if len(batch) < self.batch_rows:
+                    break
+            messages = write.prepare_commit()
+        except Exception:
+            write.abort()  # nothing of these files was handed to a commit: definitely unreferenced
+            raise
+        finally:
+            write.close()
         if rows == 0:
             raise ValidationError(
                 f"the event log says catalog key {key!r} has rows in {partition.name}, but none were read",

@@ -361,3 +361,25 @@ def test_a_real_crash_inside_the_archive_commit(main: MetastoreCatalog, clean_db
         if e["table_identifier"] == IDENTIFIER and e["snapshot_id"] == crashed
     }
     assert recorded & {("recovered", crashed), ("external", crashed)}, recorded
+
+
+def test_a_bad_row_while_writing_is_reported_and_the_next_run_converges(main: MetastoreCatalog) -> None:
+    engine = main.engine
+    store, boundary, phase_one = _two_phases(main)
+    now = boundary + timedelta(days=2)
+    real_rows = store.rows
+    calls: list[int] = []
+
+    def bad_second_batch(name: str, **kw: Any) -> list[Any]:
+        rows = real_rows(name, **kw)
+        calls.append(1)
+        return [{**r, "surprise": 1} for r in rows] if len(calls) == 2 else rows
+
+    store.rows = bad_second_batch  # type: ignore[method-assign]
+    report = _archiver(engine, store, now).run()
+    assert "paimon_commit_events_w0/main" in report.errors and store.drops == []
+    assert "catalog main failed" in report.kept["paimon_commit_events_w0"]
+    assert _archiver_snapshots(main) == []  # nothing committed
+    store.rows = real_rows  # type: ignore[method-assign]
+    assert _archiver(engine, store, now).run().dropped == ["paimon_commit_events_w0"]
+    assert [r["event_id"] for r in archived_rows(main)] == [e["event_id"] for e in phase_one]
