@@ -107,7 +107,9 @@ def bucket_files(table: FileStoreTable) -> list[BucketFiles]:
     schema = table.schema
     plan = FileStoreScan(table.manifest_reader, schema, snapshot, all_levels=True).plan()
     small = compaction_file_size(schema)
-    strategy = UniversalCompaction.of(schema.options) if schema.primary_keys else None
+    strategy = (
+        UniversalCompaction.of(schema.options).bind(table.snapshot_manager) if schema.primary_keys else None
+    )
     out = []
     for split in plan.splits():
         levels = {f.level for f in split.files if f.level > 0}

@@ -152,7 +152,8 @@ def plan_compaction(
     elif strategy is None:
         planner = _plan_primary_key_bucket
     else:
-        planner = functools.partial(_plan_universal_bucket, strategy=strategy)
+        # full-compaction.delta-commits counts the table's delta commits up to now
+        planner = functools.partial(_plan_universal_bucket, strategy=strategy.bind(table.snapshot_manager))
     tasks = [task for split in plan.splits() if (task := planner(schema, split)) is not None]
     return CompactPlan(plan.snapshot_id, tuple(tasks))
 
