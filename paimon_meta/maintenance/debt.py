@@ -1,10 +1,12 @@
 """A table's maintenance debt, measured from its latest snapshot, and the jobs it calls for.
 
 * **Compaction**: a primary-key table owes it when Paimon's universal pick chooses runs to merge in some
-  bucket (``table.mergetree.universal``: with at least ``num-sorted-run.compaction-trigger`` sorted runs,
-  by size amplification, size ratio or run count; each level-0 file is one run, each non-empty higher
-  level one more: Java's ``LevelSortedRun``s); buckets beyond ``num-sorted-run.stop-trigger`` (where
-  Java writers would wait; ours never do) are counted too. An append table owes it when a bucket has
+  bucket (``table.mergetree.universal``: a full compaction by the early full compaction options or
+  ``full-compaction.delta-commits``, below the trigger too; else with at least
+  ``num-sorted-run.compaction-trigger`` sorted runs, by size amplification, size ratio or run count;
+  each level-0 file is one run, each non-empty higher level one more: Java's ``LevelSortedRun``s);
+  buckets beyond ``num-sorted-run.stop-trigger`` (where Java writers would wait; ours never do) are
+  counted too. An append table owes it when a bucket has
   ``compaction.min.file-num`` small files (below 70 % of ``target-file-size``: ``compactionFileSize``).
 * **Snapshots beyond retention**: more than ``snapshot.num-retained.max``, or more than ``.min`` with the
   second-oldest older than ``snapshot.time-retained`` (so the oldest would expire: Java's rule); or

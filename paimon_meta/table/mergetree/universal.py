@@ -60,7 +60,7 @@ compacted: N delta commits in the retained history). The count is bound to a tab
 :meth:`UniversalCompaction.bind` (:func:`delta_commits_mark`); an unbound strategy leaves the rule out.
 N < 0: off (Flink); N = 0: every commit (Flink's ``max(N, 1)``). Only primary-key tables: append tables are
 compacted by their small files. The changelog a ``full-compaction`` producer adds is not written by our
-compaction (as before this rule).
+compaction (as before this rule), so that producer without this option (Java's N = 1) adds no schedule.
 
 **Off-peak hours** (Java ``OffPeakHours``): between ``compaction.offpeak.start.hour`` (inclusive) and
 ``compaction.offpeak.end.hour`` (exclusive; the window may wrap past midnight), in the local time of the
