@@ -479,6 +479,13 @@ class UniversalCompaction:
         return CompactUnit(output, tuple(runs[:count]))
 
 
+def restored_num_levels(num_levels: int, files: Iterable[DataFileMeta]) -> int:
+    """Java ``Levels.numberOfLevels``: the table's ``num-levels``, or more when its files lie higher (a
+    table Java wrote with its default of ``num-sorted-run.compaction-trigger`` + 1 levels, 6, has files on
+    level 5): the pick's max level is the highest level the bucket has."""
+    return max(num_levels, max((f.level for f in files), default=-1) + 1)
+
+
 def pick_bucket(
     strategy: UniversalCompaction,
     num_levels: int,
@@ -487,10 +494,12 @@ def pick_bucket(
     hour: int | None = None,
     now_ms: int | None = None,
 ) -> CompactUnit | None:
-    """The pick for one bucket's files as ``MergeTreeCompactManager.triggerCompaction`` submits it: None
-    when nothing is picked, or only one file already at the output level (``hour``, ``now_ms``: as for
-    :meth:`UniversalCompaction.pick`)."""
-    unit = strategy.pick(num_levels, level_sorted_runs(files), hour=hour, now_ms=now_ms)
+    """The pick for one bucket's files as ``MergeTreeCompactManager.triggerCompaction`` submits it (with
+    the bucket's :func:`restored_num_levels`): None when nothing is picked, or only one file already at
+    the output level (``hour``, ``now_ms``: as for :meth:`UniversalCompaction.pick`)."""
+    files = list(files)
+    levels = restored_num_levels(num_levels, files)
+    unit = strategy.pick(levels, level_sorted_runs(files), hour=hour, now_ms=now_ms)
     if unit is None or not unit.files:
         return None
     if len(unit.files) == 1 and unit.files[0].level == unit.output_level:

@@ -30,8 +30,10 @@ from paimon_meta.table.mergetree.universal import (
     level_sorted_runs,
     pick_bucket,
 )
+from paimon_meta.table.read.scan import FileStoreScan
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.arrow_input import num_levels
+from tests.fixtures.golden import golden_table_path
 from tests.spark.helpers import create_table, live_files
 from tests.table.mergetree.test_universal_compaction import _file, run
 
@@ -338,3 +340,38 @@ def test_a_bucket_is_fully_compacted_every_n_delta_commits(tmp_path: Path) -> No
     # an unbound strategy leaves the schedule out (a compaction binds it to the table's snapshots)
     assert pick_bucket(strategy, num_levels(table.schema), files) is None
     assert pick_bucket(strategy.bind(table.snapshot_manager), num_levels(table.schema), files) is not None
+
+
+# ---- a table Java wrote ------------------------------------------------------------------------------
+
+
+def test_a_java_written_bucket_means_the_same() -> None:
+    """The golden ``pk_table_with_alter_table``, written by Java with its default 6 levels: its partition
+    (1, 1) is a level-5 run of 2710 bytes (written first) under a level-4 run of 2228 bytes. Java's pick
+    has 6 levels there (``Levels`` restores them from the files), so only the level-4 run is incremental,
+    the max level is 5 and the last full compaction is the level-5 file's creation time."""
+    path = golden_table_path("parquet", "pk_table_with_alter_table")
+    table = FileStoreTable.open(str(path))
+    plan = FileStoreScan(table.manifest_reader, table.schema, table.latest_snapshot(), all_levels=True).plan()
+    (files,) = [s.files for s in plan.splits() if len(s.files) == 2]
+    assert sorted((f.level, f.file_size) for f in files) == [(4, 2228), (5, 2710)]
+    levels = num_levels(table.schema)
+
+    def pick(options: dict[str, str], now_ms: int | None = None) -> CompactUnit | None:
+        return pick_bucket(UniversalCompaction.of(options), levels, files, now_ms=now_ms)
+
+    # incremental: 2228 bytes above the max level (not 4938: the level-5 run is Java's max level)
+    unit = pick({"compaction.incremental-size-threshold": "2 kb"})
+    assert unit is not None and unit.output_level == 5 and len(unit.files) == 2
+    assert pick({"compaction.incremental-size-threshold": "2500 bytes"}) is None
+    # total: 4938 bytes
+    assert pick({"compaction.total-size-threshold": "5 kb"}) is not None
+    assert pick({"compaction.total-size-threshold": "4938 bytes"}) is None
+    # interval: from the level-5 file's creation time (Java's local wall clock, read in our zone)
+    (base,) = [f for f in files if f.level == 5]
+    assert base.creation_time is not None
+    last_full = creation_epoch_millis(base.creation_time)
+    interval = {"compaction.optimization-interval": "1 d"}
+    assert pick(interval, now_ms=last_full + 86_400_000) is None
+    unit = pick(interval, now_ms=last_full + 86_400_001)
+    assert unit is not None and unit.output_level == 5
