@@ -34,6 +34,11 @@ The output level of a prefix (``createUnit``) is the max level when every run is
 the first run left out minus one; never level 0: if that would be 0, the following level-0 runs join the
 prefix up to the first run of a higher level, whose level becomes the output (the max level if none).
 
+The levels of a bucket are the table's ``num-levels`` (ours: 5 unless set), or more when its files lie
+higher (Java ``Levels.numberOfLevels``: Java's own default is ``num-sorted-run.compaction-trigger`` + 1,
+so a table Java wrote has its full compactions on level 5): the max level of the pick is the bucket's
+(:func:`restored_num_levels`).
+
 ``MergeTreeCompactManager`` drops a pick without files, or of one file already at the output level; it
 drops retractions when the output level is not 0 and no level above the output holds data
 (:func:`drops_deletes`).
