@@ -61,8 +61,10 @@ schedule also produces the changelog, with N = 1 when unset; with ``lookup`` Jav
 Ours is a writer-less maintenance service, so the schedule is kept by the table's history: a bucket that
 is not one run at the max level is fully compacted once N delta commits (``APPEND`` or ``OVERWRITE``
 snapshots) have been made to the table since the bucket's last full compaction (as above; never
-compacted: N delta commits in the retained history). The count is bound to a table's snapshots by
-:meth:`UniversalCompaction.bind` (:func:`delta_commits_mark`); an unbound strategy leaves the rule out.
+compacted: once the table had N). When snapshot expiration keeps fewer than N delta commits, a bucket
+whose last full compaction is older than the earliest retained snapshot is due (its count is lost).
+The count is bound to a table's snapshots by :meth:`UniversalCompaction.bind`
+(:func:`delta_commits_mark`); an unbound strategy leaves the rule out.
 N < 0: off (Flink); N = 0: every commit (Flink's ``max(N, 1)``). Only primary-key tables: append tables are
 compacted by their small files. The changelog a ``full-compaction`` producer adds is not written by our
 compaction (as before this rule), so that producer without this option (Java's N = 1) adds no schedule.
@@ -334,24 +336,31 @@ DELTA_COMMIT_KINDS = frozenset({CommitKind.APPEND, CommitKind.OVERWRITE})
 
 
 def delta_commits_mark(snapshots: SnapshotManager, count: int) -> int | None:
-    """The time (epoch millis) of the ``count``-th newest delta commit among the table's retained
-    snapshots, None when it has fewer: a bucket whose last full compaction is older has had at least
-    ``count`` delta commits since. Reads snapshots from the latest back, at most to the ``count``-th delta
-    commit (or the earliest snapshot)."""
+    """The time (epoch millis) of the ``count``-th newest delta commit among the table's snapshots: a
+    bucket whose last full compaction is older has had at least ``count`` delta commits since. None when
+    the table never had that many. When expiration left fewer than ``count`` delta commits (snapshots
+    before the earliest retained one are gone), the earliest retained snapshot's time: a bucket fully
+    compacted before all the retained history has had every retained delta commit since, and the expired
+    ones may have been more; its count can no longer be known, and it is not left uncompacted for ever.
+    Reads snapshots from the latest back, at most to the ``count``-th delta commit."""
     latest = snapshots.latest_snapshot_id()
     if latest is None:
         return None
     earliest = snapshots.earliest_snapshot_id() or 1
     seen = 0
+    oldest = None
     for snapshot_id in range(latest, earliest - 1, -1):
         snapshot = snapshots.find(snapshot_id)
-        if snapshot is None:  # expired meanwhile: older ones are gone too
-            return None
+        if snapshot is None:  # expired meanwhile: the older ones are gone too
+            break
+        oldest = snapshot
         if snapshot.commit_kind in DELTA_COMMIT_KINDS:
             seen += 1
             if seen >= count:
                 return snapshot.time_millis
-    return None
+    if oldest is None or oldest.id <= 1:
+        return None  # the whole history read: fewer than count delta commits ever
+    return oldest.time_millis
 
 
 @dataclass(frozen=True, slots=True)

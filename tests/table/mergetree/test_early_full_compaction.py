@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from paimon_meta.errors import ValidationError
 from paimon_meta.maintenance.debt import bucket_files
 from paimon_meta.model.options import CoreOptions, parse_duration_ms, parse_memory_size
+from paimon_meta.model.snapshot import CommitKind, Snapshot
 from paimon_meta.table.compact import compact
 from paimon_meta.table.mergetree.universal import (
     CompactUnit,
@@ -26,11 +28,13 @@ from paimon_meta.table.mergetree.universal import (
     UniversalCompaction,
     creation_epoch_millis,
     delta_commits,
+    delta_commits_mark,
     last_full_compaction_ms,
     level_sorted_runs,
     pick_bucket,
 )
 from paimon_meta.table.read.scan import FileStoreScan
+from paimon_meta.table.snapshots import SnapshotManager
 from paimon_meta.table.table import FileStoreTable
 from paimon_meta.table.write.arrow_input import num_levels
 from tests.fixtures.golden import golden_table_path
@@ -375,3 +379,57 @@ def test_a_java_written_bucket_means_the_same() -> None:
     assert pick(interval, now_ms=last_full + 86_400_000) is None
     unit = pick(interval, now_ms=last_full + 86_400_001)
     assert unit is not None and unit.output_level == 5
+
+
+class _History:
+    """The snapshots of a table (ids ``first``.. with these kinds, one second apart) as the mark reads
+    them: the earliest retained is ``first`` (the ones before it expired)."""
+
+    def __init__(self, first: int, kinds: str) -> None:
+        kind = {"A": CommitKind.APPEND, "O": CommitKind.OVERWRITE, "C": CommitKind.COMPACT}
+        self.snapshots = {
+            first + i: dataclasses.replace(
+                _SNAPSHOT, id=first + i, commit_kind=kind[k], time_millis=T0 + i * 1000
+            )
+            for i, k in enumerate(kinds)
+        }
+
+    def latest_snapshot_id(self) -> int | None:
+        return max(self.snapshots, default=None)
+
+    def earliest_snapshot_id(self) -> int | None:
+        return min(self.snapshots, default=None)
+
+    def find(self, snapshot_id: int) -> Snapshot | None:
+        return self.snapshots.get(snapshot_id)
+
+
+_SNAPSHOT = Snapshot(
+    id=1,
+    schema_id=0,
+    base_manifest_list="b",
+    delta_manifest_list="d",
+    commit_user="u",
+    commit_identifier=1,
+    commit_kind=CommitKind.APPEND,
+    time_millis=T0,
+)
+
+
+def _mark(history: _History, count: int) -> int | None:
+    return delta_commits_mark(cast(SnapshotManager, history), count)
+
+
+def test_the_delta_commit_mark() -> None:
+    # ids 1..6: A C A O C A; the 3rd newest delta commit is the APPEND of id 3 (T0 + 2 s)
+    history = _History(1, "ACAOCA")
+    assert _mark(history, 1) == T0 + 5000
+    assert _mark(history, 3) == T0 + 2000
+    assert _mark(history, 4) == T0  # the first snapshot
+    assert _mark(history, 5) is None  # the table never had 5 delta commits
+    assert _mark(_History(1, ""), 1) is None
+    # snapshots 1..9 expired: 3 delta commits retained; 5 cannot be counted any more, so a bucket fully
+    # compacted before the earliest retained snapshot (id 10, T0) is due
+    expired = _History(10, "ACAOC")
+    assert _mark(expired, 3) == T0
+    assert _mark(expired, 5) == T0
