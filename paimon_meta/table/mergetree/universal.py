@@ -19,7 +19,9 @@ nothing, in this order:
    * or the runs not at the max level weigh more than ``compaction.incremental-size-threshold`` (a
      MemorySize);
 
-   and ``full-compaction.delta-commits`` (see below);
+   (the interval since Java 0.7, the total threshold since 1.3, the incremental one since 1.4; a full
+   compaction by size moves the interval's start since 1.4.1, as here); and ``full-compaction.delta-commits``
+   (see below);
 1. **size amplification**: with at least ``num-sorted-run.compaction-trigger`` runs, when the runs before
    the last weigh more than ``compaction.max-size-amplification-percent`` (200) % of the last one, every
    run is merged into the max level (a full compaction);
@@ -47,7 +49,7 @@ drops retractions when the output level is not 0 and no level above the output h
 the bucket's files at the max level (``_CREATION_TIME``, the writer's local wall-clock time, read in this
 process's zone as Java's ``creationTimeEpochMillis`` does), derived from the files at every pick, never
 kept in memory or in Postgres. That is what Java itself does when it (re)creates a bucket's writer
-(``MergeTreeCompactManagerFactory.estimateLastFullCompactionTime``, since Paimon 1.4); a long-lived Java
+(``MergeTreeCompactManagerFactory.estimateLastFullCompactionTime``, since Paimon 2.0); a long-lived Java
 writer then remembers the time of each full pick in memory. Only full compactions write the max level
 (whichever rule picked them, Java's writers' and ours alike), so the derived time moves exactly when Java's
 in-memory one would, across processes, restarts and workers, with one difference: a full compaction that
