@@ -331,6 +331,32 @@ class CatalogNotEmptyError(ValidationError):
     """A catalog still holds databases (drop them first, or drop the catalog with ``cascade``)."""
 
 
+class EventPartitionNotFoundError(NotFoundError):
+    """No live (or registered) partition of the commit log by that name."""
+
+    resource = "event partition"
+
+
+class EventPartitionNotArchivedError(PaimonMetaError):
+    """A partition of the commit log was not dropped: catalogs with events in it have not been archived
+    (or their archive's row count differs from the partition's). Fields: ``partition``, ``catalogs``."""
+
+
+class EventPartitionInUseError(PaimonMetaError):
+    """A partition of the commit log was not dropped: its range includes now or the future. Fields:
+    ``partition``, ``end``."""
+
+
+class EventPartitionArchiveConflictError(PaimonMetaError):
+    """A catalog's events of a partition were marked archived already, into another snapshot or with
+    another row count. Fields: ``partition``, ``catalog``, ``snapshot_id``, ``row_count``."""
+
+
+class EventLogPartitionMissingError(MetastoreUnavailableError):
+    """An event's time lies in no partition of the commit log: the partitions ahead were not made (the
+    service makes them, ``paimon-meta events make-partitions`` too). Fields: ``log``."""
+
+
 class CommitError(PaimonMetaError):
     """Base class of commit outcomes that are not success."""
 

@@ -56,6 +56,9 @@ __all__ = [
     "TERMINAL_COMMIT_EVENT_TYPES",
     "Base",
     "CommitEventRecord",
+    "EventArchiveRecord",
+    "EventPartitionRecord",
+    "PublishedSnapshot",
     "CommitEventType",
     "DistributedLock",
     "Grant",
@@ -333,24 +336,10 @@ class CommitEventRecord(Base):
             postgresql_where=text("event_type IN ('retried', 'failed', 'aborted')"),
         ),
         Index("ix_paimon_commit_events_dedupe", "table_id", "branch", "commit_user", "commit_identifier"),
-        # The database backstop of "no snapshot is published twice" (per branch: a branch's snapshot ids
-        # overlap main's; per timeline: a rollback, or a branch's new incarnation, reuses ids).
-        Index(
-            "uq_paimon_commit_events_table_snapshot",
-            "table_id",
-            "branch",
-            "timeline",
-            "snapshot_id",
-            unique=True,
-            postgresql_where=text(_in_list("event_type", PUBLISHING_COMMIT_EVENT_TYPES)),
-        ),
-        # ... and of "a commit publishes at most one snapshot".
-        Index(
-            "uq_paimon_commit_events_commit_published",
-            "commit_id",
-            unique=True,
-            postgresql_where=text("event_type = 'snapshot_published'"),
-        ),
+        # The database backstops of "no snapshot is published twice" and "a commit publishes at most one
+        # snapshot" are the unique indexes of PublishedSnapshot (a partitioned table's unique indexes must
+        # include its partition key, created_at: migration 0024).
+        {"postgresql_partition_by": "RANGE (created_at)"},
     )
 
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -367,8 +356,9 @@ class CommitEventRecord(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     messages: Mapped[bytes | None] = mapped_column(LargeBinary)
     messages_version: Mapped[int | None] = mapped_column(Integer)
+    # The partition key (migration 0024): part of the primary key, as a partitioned table's must be.
     created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=text("clock_timestamp()")
+        DateTime(timezone=True), server_default=text("clock_timestamp()"), primary_key=True
     )
     duration_ms: Mapped[float | None] = mapped_column(Double)
     principal: Mapped[str | None] = mapped_column(Text)
@@ -377,6 +367,90 @@ class CommitEventRecord(Base):
     timeline: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     # The branch committed to (migration 0009): 'main', or a branch of the table.
     branch: Mapped[str] = mapped_column(Text, server_default=text("'main'"))
+
+
+class PublishedSnapshot(Base):
+    """The ledger of the commit log's publishing events (migration 0024), one row per
+    ``snapshot_published``/``external`` event, written by a row trigger on ``paimon_commit_events`` in the
+    inserting transaction. Its unique indexes are the database backstops that were the log's own before
+    it was partitioned, under the same names, so a second publish fails exactly as it did.
+
+    A partition dropped after archiving takes its ledger rows with it
+    (``paimon_meta.metastore.event_partitions``): below an archived range, "no snapshot id twice" rests
+    on the snapshot pointer's compare-and-set under the lock's fence and the object store's
+    ``If-None-Match`` on the snapshot file, as it always did first."""
+
+    __tablename__ = "paimon_published_snapshots"
+    __table_args__ = (
+        CheckConstraint(_in_list("event_type", PUBLISHING_COMMIT_EVENT_TYPES), name="event_type"),
+        Index("ix_paimon_published_snapshots_created_at", "created_at"),
+        # "No snapshot id is published twice" (per branch and timeline, as before: migration 0009).
+        Index(
+            "uq_paimon_commit_events_table_snapshot",
+            "table_id",
+            "branch",
+            "timeline",
+            "snapshot_id",
+            unique=True,
+        ),
+        # "A commit publishes at most one snapshot".
+        Index(
+            "uq_paimon_commit_events_commit_published",
+            "commit_id",
+            unique=True,
+            postgresql_where=text("event_type = 'snapshot_published'"),
+        ),
+    )
+
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    table_id: Mapped[int] = mapped_column(BigInteger)
+    branch: Mapped[str] = mapped_column(Text)
+    timeline: Mapped[int] = mapped_column(Integer)
+    snapshot_id: Mapped[int] = mapped_column(BigInteger)
+    commit_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    event_type: Mapped[str] = mapped_column(Text)
+
+
+class EventPartitionRecord(Base):
+    """The registry of the commit log's partitions (migration 0024): every partition made (by whom), its
+    range (``range_start`` NULL: from MINVALUE) and when and by whom it was dropped."""
+
+    __tablename__ = "paimon_event_partitions"
+    __table_args__ = (
+        CheckConstraint("log IN ('commit')", name="log"),
+        CheckConstraint("range_start IS NULL OR range_start < range_end", name="range"),
+        CheckConstraint("(dropped_at IS NULL) = (dropped_by IS NULL)", name="dropped_by"),
+    )
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    log: Mapped[str] = mapped_column(Text, server_default=text("'commit'"))
+    range_start: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    range_end: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    created_by: Mapped[str | None] = mapped_column(Text)
+    dropped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    dropped_by: Mapped[str | None] = mapped_column(Text)
+
+
+class EventArchiveRecord(Base):
+    """One catalog's events of one partition archived (migration 0024): into which snapshot of the
+    catalog's ``system.commit_log``, how many rows, by whom and when."""
+
+    __tablename__ = "paimon_event_archives"
+    __table_args__ = (
+        CheckConstraint("snapshot_id >= 1", name="snapshot_id_positive"),
+        CheckConstraint("row_count >= 0", name="row_count_non_negative"),
+    )
+
+    partition_name: Mapped[str] = mapped_column(
+        Text, ForeignKey("paimon_event_partitions.name"), primary_key=True
+    )
+    catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    snapshot_id: Mapped[int] = mapped_column(BigInteger)
+    row_count: Mapped[int] = mapped_column(BigInteger)
+    archived_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+    archived_by: Mapped[str] = mapped_column(Text)
 
 
 class LockEventRecord(Base):

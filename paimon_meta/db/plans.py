@@ -8,11 +8,19 @@ table's; a table with no statistics yet), it may instead gather every matching r
 and sort them: cheap for the quiet table it imagined, a read and a sort of all of a hot table's history
 for the one it meets. :data:`ORDERED_READS`, run first in the read's transaction, rules that plan out, so
 the plan is the index range for every table (tests/db/test_flat_plans.py checks the plans).
+
+The commit log is partitioned by time (migration 0024): a partition of a few pages (a week's first
+hours, the oldest week's last ones) is cheaper to read whole than through an index, and Postgres plans
+a sequential scan of it, reading every row of it for a page of a few; :data:`ORDERED_READS` rules that
+out too (``enable_seqscan = off`` only makes the plan costly: a relation no index serves is still read).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import text
 
-#: ``SET LOCAL`` (this transaction only): no bitmap scans, so a keyset read is its index range.
-ORDERED_READS = text("SET LOCAL enable_bitmapscan = off")
+#: ``SET LOCAL`` (this transaction only, ``set_config(..., true)``): no bitmap and no sequential scans,
+#: so a keyset read is its index range, in every partition.
+ORDERED_READS = text(
+    "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)"
+)

@@ -13,6 +13,7 @@ compaction retries on a conflict (it re-plans on the new snapshot), so a user co
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -219,6 +220,9 @@ def _compact_runs(table: FileStoreTable, options: MaintenanceOptions) -> Outcome
     worst = max((b.sorted_runs for b in bucket_files(table)), default=0)
     details: dict[str, Any] = {
         "strategy": "universal",
+        # the options that make a full compaction due early (None: none set)
+        "early_full": None if strategy.early_full is None else dataclasses.asdict(strategy.early_full),
+        "full_compaction_delta_commits": strategy.full_compaction_delta_commits,
         "worst_bucket": worst,
         "trigger": strategy.num_run_compaction_trigger,
         "snapshot_ids": [],

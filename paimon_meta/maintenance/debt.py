@@ -1,10 +1,12 @@
 """A table's maintenance debt, measured from its latest snapshot, and the jobs it calls for.
 
 * **Compaction**: a primary-key table owes it when Paimon's universal pick chooses runs to merge in some
-  bucket (``table.mergetree.universal``: with at least ``num-sorted-run.compaction-trigger`` sorted runs,
-  by size amplification, size ratio or run count; each level-0 file is one run, each non-empty higher
-  level one more: Java's ``LevelSortedRun``s); buckets beyond ``num-sorted-run.stop-trigger`` (where
-  Java writers would wait; ours never do) are counted too. An append table owes it when a bucket has
+  bucket (``table.mergetree.universal``: a full compaction by the early full compaction options or
+  ``full-compaction.delta-commits``, below the trigger too; else with at least
+  ``num-sorted-run.compaction-trigger`` sorted runs, by size amplification, size ratio or run count;
+  each level-0 file is one run, each non-empty higher level one more: Java's ``LevelSortedRun``s);
+  buckets beyond ``num-sorted-run.stop-trigger`` (where Java writers would wait; ours never do) are
+  counted too. An append table owes it when a bucket has
   ``compaction.min.file-num`` small files (below 70 % of ``target-file-size``: ``compactionFileSize``).
 * **Snapshots beyond retention**: more than ``snapshot.num-retained.max``, or more than ``.min`` with the
   second-oldest older than ``snapshot.time-retained`` (so the oldest would expire: Java's rule); or
@@ -107,7 +109,9 @@ def bucket_files(table: FileStoreTable) -> list[BucketFiles]:
     schema = table.schema
     plan = FileStoreScan(table.manifest_reader, schema, snapshot, all_levels=True).plan()
     small = compaction_file_size(schema)
-    strategy = UniversalCompaction.of(schema.options) if schema.primary_keys else None
+    strategy = (
+        UniversalCompaction.of(schema.options).bind(table.snapshot_manager) if schema.primary_keys else None
+    )
     out = []
     for split in plan.splits():
         levels = {f.level for f in split.files if f.level > 0}

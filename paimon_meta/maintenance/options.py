@@ -10,6 +10,13 @@ Paimon's options, with Java's defaults:
 * ``compaction.offpeak.start.hour``/``.end.hour`` (-1: off), ``compaction.offpeak-ratio`` (0): during
   those local hours the universal pick's size ratio grows by the ratio, so the debt the scheduler
   measures, and the compactions the workers run, take larger runs (``table.mergetree.universal``);
+* ``compaction.optimization-interval``, ``compaction.total-size-threshold``,
+  ``compaction.incremental-size-threshold`` (all off), ``full-compaction.delta-commits`` (off): a
+  primary-key bucket is fully compacted, before (and whatever) the rules above, when its last full
+  compaction is older than the interval, its runs weigh less than the total threshold, its runs above the
+  max level more than the incremental one, or that many delta commits were made to the table since its
+  last full compaction (``table.mergetree.universal``: Java's early full compaction, and the schedule
+  Java's writers keep for ``full-compaction.delta-commits``);
 * ``snapshot.num-retained.min``/``.max``, ``snapshot.time-retained``, ``snapshot.expire.limit``:
   snapshot expiration (``ops.expire``);
 * ``consumer.expiration-time`` (off): consumers not updated for that long are deleted by the job that

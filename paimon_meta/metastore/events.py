@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from psycopg.types.json import Jsonb
 from sqlalchemy import Connection, Engine, Row, func, insert, select, text
+from sqlalchemy.exc import IntegrityError
 
 from paimon_meta.db.models import (
     TERMINAL_COMMIT_EVENT_TYPES,
@@ -34,7 +35,13 @@ from paimon_meta.db.models import (
     MaintenanceEventType,
     MaintenanceOperation,
 )
-from paimon_meta.errors import CorruptMetadataError, PaimonMetaError, ValidationError
+from paimon_meta.errors import (
+    CorruptMetadataError,
+    EventLogPartitionMissingError,
+    PaimonMetaError,
+    ValidationError,
+)
+from paimon_meta.metastore.event_partitions import is_partition_missing
 from paimon_meta.model.commit_message import CommitMessage
 from paimon_meta.model.snapshot import CommitKind
 from paimon_meta.serde.commit_message import deserialize_commit_messages
@@ -595,7 +602,17 @@ class EventLog:
                 ``snapshot_published`` for the same (table_id, snapshot_id).
         """
         statement = insert(CommitEventRecord).returning(CommitEventRecord.event_id)
-        result = conn.execute(statement, event.to_row())
+        try:
+            result = conn.execute(statement, event.to_row())
+        except IntegrityError as e:
+            if is_partition_missing(e):
+                raise EventLogPartitionMissingError(
+                    "the commit log has no partition for the time of this event: the partitions ahead "
+                    "were not made (paimon-meta serve makes them; so does paimon-meta events "
+                    f"make-partitions): {e.orig}",
+                    log="paimon_commit_events",
+                ) from e
+            raise
         return int(result.scalar_one())
 
     def append_maintenance(self, event: MaintenanceEvent) -> int:

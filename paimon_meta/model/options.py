@@ -5,6 +5,7 @@ Only options paimon_meta reads are listed; unknown options are kept in schemas u
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -51,50 +52,82 @@ DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
 SEQUENCE_FIELD = "sequence.field"
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 DATA_FILE_THIN_MODE = "data-file.thin-mode"
+# early full compaction and its schedule (paimon_meta.table.mergetree.universal)
+COMPACTION_OPTIMIZATION_INTERVAL = "compaction.optimization-interval"
+COMPACTION_TOTAL_SIZE_THRESHOLD = "compaction.total-size-threshold"
+COMPACTION_INCREMENTAL_SIZE_THRESHOLD = "compaction.incremental-size-threshold"
+FULL_COMPACTION_DELTA_COMMITS = "full-compaction.delta-commits"
+CHANGELOG_PRODUCER = "changelog-producer"
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 DEFAULT_DATA_FILE_PREFIX = "data-"
 DEFAULT_CHANGELOG_FILE_PREFIX = "changelog-"
 
+#: Java ``MemorySize.MemoryUnit``'s labels and multipliers.
 _UNITS = {
-    "b": 1,
-    "kb": 1024,
-    "k": 1024,
-    "mb": 1024**2,
-    "m": 1024**2,
-    "gb": 1024**3,
-    "g": 1024**3,
-    "tb": 1024**4,
+    **dict.fromkeys(("b", "bytes"), 1),
+    **dict.fromkeys(("k", "kb", "kibibytes"), 1024),
+    **dict.fromkeys(("m", "mb", "mebibytes"), 1024**2),
+    **dict.fromkeys(("g", "gb", "gibibytes"), 1024**3),
+    **dict.fromkeys(("t", "tb", "tebibytes"), 1024**4),
 }
-_DURATION_MS = {
-    "ms": 1,
-    "s": 1000,
-    "sec": 1000,
-    "min": 60_000,
-    "m": 60_000,
-    "h": 3_600_000,
-    "d": 86_400_000,
+_NANOS_PER_MS = 1_000_000
+#: Java ``TimeUtils.TimeUnit``'s labels (its plural labels also with an ``s``), in nanoseconds.
+_DURATION_NANOS = {
+    **dict.fromkeys(("d", "day", "days"), 86_400 * 10**9),
+    **dict.fromkeys(("h", "hour", "hours"), 3_600 * 10**9),
+    **dict.fromkeys(("min", "m", "minute", "minutes"), 60 * 10**9),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 10**9),
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), _NANOS_PER_MS),
+    **dict.fromkeys(("\u00b5s", "micro", "micros", "microsecond", "microseconds"), 1_000),
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1),
 }
+_JAVA_LONG_MAX = 2**63 - 1
+# Java's grammar of both: the trimmed text's leading digits, then (after optional spaces) a unit label
+_NUMBER_AND_UNIT = re.compile(r"([0-9]+)(.*)", re.DOTALL)
+
+
+def _number_and_unit(text: str, key: str, what: str) -> tuple[int, str]:
+    match = _NUMBER_AND_UNIT.fullmatch(text.strip())
+    if match is None:
+        raise ValidationError(
+            f"option {key or what}={text!r} is not a {what}: it does not start with a number", option=key
+        )
+    number = int(match.group(1))
+    if number > _JAVA_LONG_MAX:
+        raise ValidationError(f"option {key or what}={text!r} is not a {what}: it overflows", option=key)
+    return number, match.group(2).strip().lower()
 
 
 def parse_memory_size(text: str, *, key: str = "") -> int:
-    """Parse Paimon's MemorySize strings (``8 mb``, ``128MB``, ``1024``) into bytes."""
-    t = text.strip().lower().replace(" ", "")
-    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = t[len(num) :] or "b"
-    if not num.isdigit() or unit not in _UNITS:
-        raise ValidationError(f"option {key or 'size'}={text!r} is not a memory size", option=key)
-    return int(num) * _UNITS[unit]
+    """Bytes of a Paimon ``MemorySize`` (Java ``MemorySize.parseBytes``): a number and an optional unit
+    label, ``8 mb``, ``128MB``, ``100 mebibytes``, ``1024`` (bytes); what Java refuses raises
+    ``ValidationError`` naming ``key``."""
+    number, unit = _number_and_unit(text, key, "memory size")
+    multiplier = _UNITS.get(unit or "b")
+    if multiplier is None:
+        raise ValidationError(
+            f"option {key or 'memory size'}={text!r} is not a memory size: unknown unit {unit!r}",
+            option=key,
+        )
+    if number * multiplier > _JAVA_LONG_MAX:
+        raise ValidationError(
+            f"option {key or 'memory size'}={text!r} is not a memory size: it overflows", option=key
+        )
+    return number * multiplier
 
 
 def parse_duration_ms(text: str, *, key: str = "") -> int:
-    """Parse Paimon's Duration strings (``10 ms``, ``1 h``, ``30 s``) into milliseconds."""
-    t = text.strip().lower().replace(" ", "")
-    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = t[len(num) :] or "ms"
-    if not num.isdigit() or unit not in _DURATION_MS:
-        raise ValidationError(f"option {key or 'duration'}={text!r} is not a duration", option=key)
-    return int(num) * _DURATION_MS[unit]
+    """Milliseconds of a Paimon ``Duration`` (Java ``TimeUtils.parseDuration``, then ``toMillis``): a
+    number and an optional unit label, ``10 ms``, ``1 h``, ``30 s``, ``2 days``, ``500`` (milliseconds);
+    below a millisecond is truncated; what Java refuses raises ``ValidationError`` naming ``key``."""
+    number, unit = _number_and_unit(text, key, "duration")
+    nanos = _DURATION_NANOS.get(unit or "ms")
+    if nanos is None:
+        raise ValidationError(
+            f"option {key or 'duration'}={text!r} is not a duration: unknown unit {unit!r}", option=key
+        )
+    return number * nanos // _NANOS_PER_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +171,19 @@ class CoreOptions:
             )
         self.snapshot_time_retained_ms  # noqa: B018 - parses the duration or refuses it
         self.commit_max_retry_wait_ms  # noqa: B018
+        for key in (COMPACTION_TOTAL_SIZE_THRESHOLD, COMPACTION_INCREMENTAL_SIZE_THRESHOLD):
+            if key in self.raw:
+                self._size(key, "0")
+        if COMPACTION_OPTIMIZATION_INTERVAL in self.raw:
+            self._duration(COMPACTION_OPTIMIZATION_INTERVAL, "0")
+        if FULL_COMPACTION_DELTA_COMMITS in self.raw:
+            self._int(FULL_COMPACTION_DELTA_COMMITS, 0)
+            if (self.raw.get(CHANGELOG_PRODUCER) or "").strip().lower() == "lookup":
+                raise ValidationError(
+                    f"option {FULL_COMPACTION_DELTA_COMMITS} is incompatible with {CHANGELOG_PRODUCER}=lookup"
+                    f" (use {CHANGELOG_PRODUCER}=full-compaction, or remove {FULL_COMPACTION_DELTA_COMMITS})",
+                    option=FULL_COMPACTION_DELTA_COMMITS,
+                )
 
     def _size(self, key: str, default: str) -> int:
         return parse_memory_size(self.raw.get(key, default), key=key)

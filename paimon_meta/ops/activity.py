@@ -51,7 +51,8 @@ _LAST_ACTIVITY = text(
 # A commit is listed by its first event (prepared, or external/recovered for snapshots the log learned
 # about afterwards); the page's commits are then summarised from their own events (commit index). "Its
 # first" is a scalar subquery, a probe per row on (commit_id, event_id): a NOT EXISTS may be planned as a
-# hash of every prepared event of the log.
+# hash of every prepared event of the log. The summary is a LATERAL aggregate, a probe per commit of
+# each partition's commit index (migration 0024: a plain join may be planned as a hash of every partition).
 _COMMITS = text(
     "WITH firsts AS ("
     "  SELECT e.event_id, e.commit_id FROM paimon_commit_events e WHERE e.table_id = :table_id"
@@ -59,7 +60,8 @@ _COMMITS = text(
     "  AND e.event_id = (SELECT min(p.event_id) FROM paimon_commit_events p WHERE p.commit_id = e.commit_id)"
     "  AND e.event_id < :before"
     "  ORDER BY e.event_id DESC LIMIT :limit)"
-    "SELECT f.event_id AS position, f.commit_id, min(e.commit_user) AS commit_user,"
+    "SELECT f.event_id AS position, f.commit_id, a.* FROM firsts f CROSS JOIN LATERAL ("
+    " SELECT min(e.commit_user) AS commit_user,"
     " min(e.commit_identifier) AS commit_identifier, min(e.commit_kind) AS commit_kind,"
     " min(e.branch) AS branch,"
     " min(e.principal) FILTER (WHERE e.event_type = 'prepared') AS principal,"
@@ -75,8 +77,8 @@ _COMMITS = text(
     "  ('retried', 'failed', 'aborted', 'recovered')))[1] AS reason,"
     " min(e.created_at) AS started_at,"
     " (EXTRACT(EPOCH FROM max(e.created_at) - min(e.created_at)) * 1000)::float8 AS elapsed_ms "
-    "FROM firsts f JOIN paimon_commit_events e ON e.commit_id = f.commit_id "
-    "GROUP BY f.event_id, f.commit_id ORDER BY f.event_id DESC"
+    " FROM paimon_commit_events e WHERE e.commit_id = f.commit_id) a "
+    "ORDER BY f.event_id DESC"
 )
 _TROUBLE = text(
     "SELECT e.event_id, e.created_at, e.commit_id, e.event_type, e.attempt, e.commit_user, e.commit_kind,"

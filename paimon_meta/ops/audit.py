@@ -36,14 +36,17 @@ _OF_CATALOG = (
 # A commit is listed by its first event (prepared, or external/recovered for snapshots the log learned
 # about afterwards), found by a scalar subquery, a probe per row on (commit_id, event_id) (a NOT EXISTS
 # may be planned as a hash of the whole log); the page's commits are then summarised from their own
-# events (the commit index), as ``paimon_commit_history`` does.
+# events (the commit index), as ``paimon_commit_history`` does: in a LATERAL aggregate, a probe per
+# commit of each partition's commit index (the log is partitioned by time, migration 0024; a plain join
+# may be planned as a hash of every partition).
 _HISTORY = text(
     "WITH firsts AS ("
     " SELECT e.event_id, e.commit_id FROM paimon_commit_events e WHERE e.table_id = :table_id"
     " AND e.event_id < :before"
     " AND e.event_id = (SELECT min(p.event_id) FROM paimon_commit_events p WHERE p.commit_id = e.commit_id)"
     " ORDER BY e.event_id DESC LIMIT :limit) "
-    "SELECT f.event_id AS position, f.commit_id, min(e.commit_user) AS commit_user,"
+    "SELECT f.event_id AS position, f.commit_id, a.* FROM firsts f CROSS JOIN LATERAL ("
+    " SELECT min(e.commit_user) AS commit_user,"
     " min(e.commit_identifier) AS commit_identifier, min(e.commit_kind) AS commit_kind,"
     " CASE WHEN bool_or(e.event_type = 'snapshot_published') THEN 'published'"
     "  WHEN bool_or(e.event_type = 'external') THEN 'external'"
@@ -62,8 +65,8 @@ _HISTORY = text(
     " min(e.created_at) AS first_event_at, max(e.created_at) AS last_event_at,"
     " (array_agg(e.principal ORDER BY e.event_id) FILTER (WHERE e.event_type = 'prepared'"
     "  AND e.principal IS NOT NULL))[1] AS principal "
-    "FROM firsts f JOIN paimon_commit_events e ON e.commit_id = f.commit_id "
-    "GROUP BY f.event_id, f.commit_id ORDER BY f.event_id DESC"
+    " FROM paimon_commit_events e WHERE e.commit_id = f.commit_id) a "
+    "ORDER BY f.event_id DESC"
 )
 _EVENT_COLUMNS = (
     "SELECT e.event_id, e.created_at, e.table_identifier, e.commit_id, e.event_type, e.attempt, "

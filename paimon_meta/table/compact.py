@@ -15,8 +15,9 @@ minimum sequence number; new files are level 0 with ``file_source = COMPACT``. B
 (``bucket = -1``) have no order to keep: all their small files of a partition are merged.
 
 Primary-key tables (Java ``CompactStrategy.pickFullCompaction`` + ``MergeTreeCompactTask``): the
-output level is the max level, ``num-levels - 1`` (default 4). A bucket that already is one sorted
-run at that level is left alone. The bucket's files are split into sections of overlapping key
+output level is the max level, ``num-levels - 1`` (default 4), or the bucket's highest level when files
+lie higher (Java's ``Levels``: a Java-written table has 6 levels by default). A bucket that already is
+one sorted run at that level is left alone. The bucket's files are split into sections of overlapping key
 ranges (``IntervalPartition``); a section of one large file is *upgraded* (the same file committed at
 the output level, no rewrite) unless it carries deletes, everything else is merged: per key the row
 with the highest ``_SEQUENCE_NUMBER`` wins (ties as merge-on-read breaks them), or the rows are folded
@@ -65,7 +66,12 @@ from paimon_meta.table.file_guard import path_guard
 from paimon_meta.table.file_layout import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, FileLayout
 from paimon_meta.table.mergetree.intervals import key_sections
 from paimon_meta.table.mergetree.merge_engine import DEDUPLICATE, MergeEngine, merge_key_value_rows
-from paimon_meta.table.mergetree.universal import UniversalCompaction, drops_deletes, pick_bucket
+from paimon_meta.table.mergetree.universal import (
+    UniversalCompaction,
+    drops_deletes,
+    pick_bucket,
+    restored_num_levels,
+)
 from paimon_meta.table.read.scan import FileStoreScan, PartitionFilterArg, Plan, Split
 from paimon_meta.table.read.split_read import read_file_for_rewrite
 from paimon_meta.table.table import FileStoreTable
@@ -152,7 +158,8 @@ def plan_compaction(
     elif strategy is None:
         planner = _plan_primary_key_bucket
     else:
-        planner = functools.partial(_plan_universal_bucket, strategy=strategy)
+        # full-compaction.delta-commits counts the table's delta commits up to now
+        planner = functools.partial(_plan_universal_bucket, strategy=strategy.bind(table.snapshot_manager))
     tasks = [task for split in plan.splits() if (task := planner(schema, split)) is not None]
     return CompactPlan(plan.snapshot_id, tuple(tasks))
 
@@ -198,8 +205,9 @@ def _plan_append_bucket(schema: TableSchema, split: Split) -> CompactTask | None
 
 
 def _plan_primary_key_bucket(schema: TableSchema, split: Split) -> CompactTask | None:
-    """Full compaction (``CompactStrategy.pickFullCompaction``): every run into the max level."""
-    max_level = num_levels(schema) - 1
+    """Full compaction (``CompactStrategy.pickFullCompaction``): every run into the max level (of the
+    bucket's levels, as Java's ``Levels`` restores them: files above ``num-levels`` raise it)."""
+    max_level = restored_num_levels(num_levels(schema), split.files) - 1
     if all(f.level == max_level for f in split.files):
         return None  # one sorted run at the max level already
     return _plan_unit(schema, split, split.files, output_level=max_level, drop_delete=True)
@@ -238,7 +246,7 @@ def _plan_unit(
     several runs, or a small file of a one-run section, is merged with its small neighbours; a large file
     of a one-run section is moved to ``output_level`` unchanged (an *upgrade*: no rewrite), unless it is
     bound for the max level carrying deletes, then it is rewritten alone."""
-    max_level = num_levels(schema) - 1
+    max_level = restored_num_levels(num_levels(schema), split.files) - 1
     key_types = [schema.field(k).type for k in schema.trimmed_primary_keys]
     min_size = compaction_file_size(schema)
     rewrite: list[tuple[DataFileMeta, ...]] = []

@@ -3,7 +3,8 @@
 Every key of Java's ``CoreOptions`` (0.8 to 2.x, removed keys included) and the engine options that share
 its read-affecting prefixes are classified here, once:
 
-* ``IMPLEMENTED``: a read (or write) honours it as Java does.
+* ``IMPLEMENTED``: a read (or write) honours it as Java does, or maintenance acts on it as Java's
+  compaction does (the compaction triggers: they change when files are merged, never what a read returns).
 * ``NO_READ_EFFECT``: a batch read of a snapshot returns the same rows whatever its value (write buffers,
   compaction triggers, retention, streaming, engine parallelism, indexes used only to skip files, ...).
 * ``REFUSED``: it changes what a read returns and is not implemented: opening the table for a scan, a
@@ -127,6 +128,26 @@ OPTION_RULES: dict[str, Rule] = {
             # a table opened on a branch carries branch=<name>, as Java's branch tables: a read checks
             # that it names the branch read (FileStoreTable), writes refuse any but main (check_main_branch)
             BRANCH,
+        ),
+    ),
+    # ---- acted on by maintenance's compaction (the merged rows are the same whatever their values) --
+    **_rules(
+        Kind.IMPLEMENTED,
+        "maintenance compacts by it as Java's compaction does (paimon_meta.table.mergetree.universal: the "
+        "universal pick with its early full compaction, off-peak hours and full-compaction.delta-commits; "
+        "append tables by compaction.min.file-num)",
+        (
+            "num-sorted-run.compaction-trigger",
+            "compaction.max-size-amplification-percent",
+            "compaction.size-ratio",
+            "compaction.offpeak.start.hour",
+            "compaction.offpeak.end.hour",
+            "compaction.offpeak-ratio",
+            "compaction.optimization-interval",
+            "compaction.total-size-threshold",
+            "compaction.incremental-size-threshold",
+            "full-compaction.delta-commits",
+            "compaction.min.file-num",
         ),
     ),
     # ---- refused: they select other rows, other snapshots or another table ------------------------
@@ -362,27 +383,16 @@ OPTION_RULES: dict[str, Rule] = {
     **_inert(
         "compaction triggers and lookup changelog production (the merged result is the same)",
         (
-            "num-sorted-run.compaction-trigger",
             "num-sorted-run.stop-trigger",
             "num-levels",
             "commit.force-compact",
-            "compaction.max-size-amplification-percent",
             "compaction.force-up-level-0",
-            "compaction.size-ratio",
-            "compaction.offpeak.start.hour",
-            "compaction.offpeak.end.hour",
-            "compaction.offpeak-ratio",
-            "compaction.optimization-interval",
-            "compaction.total-size-threshold",
-            "compaction.incremental-size-threshold",
-            "compaction.min.file-num",
             "compaction.max.file-num",
             "compaction.file-num-limit",
             "compaction.delete-ratio-threshold",
             "compaction.small-file-ratio",
             "compaction.force-rewrite-all-files",
             "compaction.skip-expired-partitions",
-            "full-compaction.delta-commits",
             "changelog-producer",
             "changelog-producer.row-deduplicate",
             "changelog-producer.row-deduplicate-ignore-fields",

@@ -27,17 +27,29 @@ pytestmark = pytest.mark.postgres
 
 REPO = Path(__file__).resolve().parents[2]
 OUR_TABLES = sorted(Base.metadata.tables)
-HEAD = "0023"  # the newest revision under migrations/versions
+HEAD = "0024"  # the newest revision under migrations/versions
 
 
 def _diff(engine: Engine) -> list[object]:
     with engine.connect() as conn:
+        # The commit log's partitions (migration 0024) are made by time, not described by a model: the
+        # parent is, and a partition's columns, indexes and constraints are the parent's by construction.
+        partitions = set(
+            conn.execute(
+                text("SELECT relname FROM pg_class WHERE relispartition AND relkind = 'r'")
+            ).scalars()
+        )
+
+        def include_name(name: str | None, type_: str, _parent: object) -> bool:
+            return not (type_ == "table" and name in partitions)
+
         context = MigrationContext.configure(
             conn,
             opts={
                 "version_table": migrate.VERSION_TABLE,
                 "compare_type": True,
                 "compare_server_default": True,
+                "include_name": include_name,
             },
         )
         return list(compare_metadata(context, Base.metadata))
