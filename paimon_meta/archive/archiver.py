@@ -57,6 +57,7 @@ from paimon_meta.errors import (
     ValidationError,
 )
 from paimon_meta.metastore.catalogs import EVENTS_RETENTION, CatalogInfo, Catalogs, events_retention
+from paimon_meta.metastore.event_partitions import PURGED_CATALOG
 
 if TYPE_CHECKING:
     from paimon_meta.catalog.metastore import MetastoreCatalog
@@ -67,12 +68,11 @@ log = logging.getLogger(__name__)
 
 #: The commit user of every archive commit of a catalog's own events.
 ARCHIVER_USER = "paimon-meta-archiver"
-#: The catalog key the event log gives events whose table was purged (neither registered nor in the
-#: recycle bin: ``metastore.event_partitions.PURGED_CATALOG``). They are archived into the default
-#: catalog's archive (the one ``serve`` serves by default), with its retention, under a commit user of
-#: their own (:data:`PURGED_USER`): the default catalog's own rows of the same partition are committed
-#: with the same identifier, and each (user, identifier) is committed once.
-PURGED_CATALOG = "(purged)"
+#: Events whose table was purged (neither registered nor in the recycle bin: the log's
+#: :data:`~paimon_meta.metastore.event_partitions.PURGED_CATALOG`) are archived into the default catalog's
+#: archive (the one ``serve`` serves by default), with its retention, under a commit user of their own:
+#: the default catalog's own rows of the same partition are committed with the same identifier, and each
+#: (user, identifier) is committed once.
 PURGED_USER = "paimon-meta-archiver-purged"
 #: The identifier of the legacy first partition (no start: every event before the log was partitioned).
 LEGACY_IDENTIFIER = 0

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from paimon_meta.archive.archiver import Archiver, ArchiveReport
 from paimon_meta.archive.store import EventPartitionStore
-from paimon_meta.errors import UnsupportedError, ValidationError
+from paimon_meta.errors import ValidationError
 from paimon_meta.metastore.catalogs import Catalogs, events_retention
 from paimon_meta.metastore.lock import MetastoreLock
 
@@ -123,7 +123,6 @@ class BackgroundArchiver:
         """One pass if some catalog has a retention and this replica gets the lease (None: neither).
 
         Raises:
-            UnsupportedError: the event log is not partitioned.
             PaimonMetaError and the database's errors: the pass stopped (nothing half-done is dropped).
         """
         if not self._any_retention():
@@ -174,9 +173,6 @@ class BackgroundArchiver:
             delay = self.interval
             try:
                 self.run_once()
-            except UnsupportedError as e:
-                log.warning("archiver stopped: %s", e)
-                return
             except Exception:  # an outage: logged, retried at the next pass, never the end of serve
                 if self.metrics is not None:
                     self.metrics.runs.labels(outcome="failed").inc()

@@ -2,19 +2,19 @@
 
 The event log is partitioned by ``created_at`` (migration 0024); each partition is archived per catalog
 (a catalog's rows into its own warehouse) and dropped once every catalog with rows in it is archived. The
-archiver is written against this seam only: the metastore's ``EventPartitions`` is one implementation.
+archiver is written against this seam only: the metastore's ``EventPartitions`` (:func:`partitioned_log`)
+is the implementation, the tests' windows over the log (``tests/archive/window_store.py``) another.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
-from paimon_meta.errors import UnsupportedError
+from paimon_meta.metastore.event_partitions import EventPartitions
 
 
 class EventPartitionLike(Protocol):
@@ -70,17 +70,5 @@ class EventPartitionStore(Protocol):
 
 
 def partitioned_log(engine: Engine) -> EventPartitionStore:
-    """The metastore's partitioned event log (``metastore.event_partitions``, migration 0024).
-
-    Raises:
-        UnsupportedError: this build has no partitioned event log (nothing can be archived or dropped).
-    """
-    try:
-        module = importlib.import_module("paimon_meta.metastore.event_partitions")
-    except ImportError as e:
-        raise UnsupportedError(
-            "this build's event log is not partitioned (metastore.event_partitions, migration 0024): "
-            "nothing can be archived"
-        ) from e
-    store: EventPartitionStore = module.EventPartitions(engine)
-    return store
+    """The metastore's partitioned event log (``metastore.event_partitions``, migration 0024)."""
+    return EventPartitions(engine)
