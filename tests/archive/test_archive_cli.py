@@ -72,6 +72,19 @@ def test_events_archive_then_commits_with_the_archive(
         catalog.close()
 
 
-def test_events_archive_usage(clean_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_events_archive_over_the_real_log_and_usage(
+    clean_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = _run(capsys, "--metastore", clean_db, "events", "--dry-run")
     assert code == 2 and "--dry-run goes with `events archive`" in err
+    catalog = make_catalog(clean_db, str(tmp_path / "wh"), "main", retention="1 d")
+    try:
+        seed(catalog, "db.t", 0)
+    finally:
+        catalog.close()
+    # the partitioned log: this test's events are in the current partition, not due
+    code, out, err = _run(capsys, "--metastore", clean_db, "events", "archive", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["archived"] == [] and report["dropped"] == [] and report["errors"] == {}
+    assert any("catalog main not due" in why for why in report["kept"].values())
