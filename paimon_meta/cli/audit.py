@@ -100,12 +100,28 @@ def register(commands: Commands) -> None:
     p.add_argument(
         "action",
         nargs="?",
-        choices=["archive"],
+        choices=("archive", "partitions", "make-partitions"),
         help="archive: archive the log's partitions past each catalog's paimon-meta.events.retention into "
         "its system.commit_log, then drop them (--catalog C: only C's rows; --dry-run: say what would be "
-        "done); from the database only",
+        "done); partitions: the commit log's partitions (range, rows estimate, archived catalogs, dropped "
+        "ones); make-partitions: make the partitions missing for now and the next --periods periods "
+        "(`serve` does it in the background); all need the metastore database",
     )
     p.add_argument("--dry-run", action="store_true", help="with archive: change nothing, say what is due")
+    p.add_argument(
+        "--periods",
+        type=positive,
+        default=2,
+        help="with make-partitions: periods ahead of now to cover (default 2)",
+    )
+    p.add_argument(
+        "--event-partition-days",
+        type=float,
+        default=7.0,
+        metavar="DAYS",
+        help="with make-partitions: the period of each new partition, as `serve --event-partition-days` "
+        "(default 7)",
+    )
     p.add_argument("--table", metavar="TABLE", help="only this db.table")
     p.add_argument("--commit", metavar="ID", help="only this commit id")
     kinds = p.add_mutually_exclusive_group()
@@ -179,11 +195,53 @@ def _commits(ctx: Context, args: argparse.Namespace) -> Output:
     return Output(rows, render.table(rows, _COMMIT_COLUMNS))
 
 
+_PARTITION_COLUMNS: list[render.Column] = [
+    "name",
+    "start",
+    "end",
+    ("rows_estimate", "rows (est.)"),
+    "archived",
+    "dropped_at",
+]
+
+
+def _partitions(ctx: Context, args: argparse.Namespace) -> Output:
+    """``events partitions`` / ``events make-partitions``: the commit log's partitions by time."""
+    from datetime import timedelta
+
+    from paimon_meta.metastore.event_partitions import EventPartitions
+
+    ctx.require_database(f"events {args.action}")
+    if args.event_partition_days <= 0:
+        raise ValidationError(
+            f"--event-partition-days must be positive, not {args.event_partition_days}",
+            option="event-partition-days",
+        )
+    parts = EventPartitions(ctx.engine(), period=timedelta(days=args.event_partition_days))
+    if args.action == "make-partitions":
+        made = parts.ensure_ahead(periods=args.periods)
+        return Output({"made": made}, "\n".join(made) if made else "every partition needed is made")
+    rows: list[dict[str, Any]] = [
+        {
+            "name": p.name,
+            "start": p.start.isoformat() if p.start else "MINVALUE",
+            "end": p.end.isoformat(),
+            "rows_estimate": p.rows_estimate,
+            "archived": ", ".join(f"{k}@{v}" for k, v in sorted(p.archived.items())),
+            "dropped_at": p.dropped_at.isoformat() if p.dropped_at else None,
+        }
+        for p in [*parts.dropped(), *parts.partitions()]
+    ]
+    return Output(rows, render.table(rows, _PARTITION_COLUMNS))
+
+
 def _events(ctx: Context, args: argparse.Namespace) -> Output:
     if args.action == "archive":
         return _archive(ctx, args)
     if args.dry_run:
         raise ValidationError("--dry-run goes with `events archive`")
+    if args.action is not None:
+        return _partitions(ctx, args)
     if (args.after is not None or args.follow_seconds is not None or args.from_now) and not args.follow:
         raise ValidationError("--after, --from-now and --follow-seconds go with --follow")
     if args.follow:

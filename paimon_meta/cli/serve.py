@@ -69,6 +69,14 @@ def register(commands: Commands) -> None:
         help="settle commits left pending (a replica stopped mid-commit) this often, one replica at a "
         "time (0: never; `paimon-meta recover` does it; default 60)",
     )
+    p.add_argument(
+        "--event-partition-days",
+        type=float,
+        default=7.0,
+        help="the commit log is partitioned by time: partitions of this many days are made ahead (now "
+        "and the next two periods), at start and every 10 minutes; a change applies to partitions made "
+        "after it (default 7; 0: this replica makes none, `paimon-meta events make-partitions` does)",
+    )
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024, help="request body limit")
     p.add_argument(
         "--group-max-commits",
@@ -370,6 +378,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         drain_seconds=args.drain_seconds,
         recovery_interval_seconds=args.recovery_interval_seconds,
         archive_interval_seconds=args.archive_interval_seconds,
+        event_partition_days=args.event_partition_days,
         migrate=args.migrate,
         max_body_bytes=args.max_body_bytes,
         group_max_commits=args.group_max_commits,

@@ -69,6 +69,12 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 
 log = logging.getLogger(__name__)
 
+#: The commit log's partitions made ahead: periods covered past now, how often it is checked, and how soon
+#: it is tried again after a failure (service.state.ServiceState._partitions_loop).
+EVENT_PARTITIONS_AHEAD = 2
+EVENT_PARTITIONS_CHECK_SECONDS = 600.0
+EVENT_PARTITIONS_RETRY_SECONDS = 30.0
+
 
 @dataclass(frozen=True, slots=True)
 class ServiceSettings:
@@ -185,6 +191,12 @@ class ServiceSettings:
     # does it). ``paimon-meta serve`` runs it hourly unless told otherwise (--archive-interval-seconds); an
     # embedded app, never (as its maintenance workers).
     archive_interval_seconds: float = 0.0
+    # The commit log's partitions by time (migration 0024): this replica makes the partitions for now and
+    # the next EVENT_PARTITIONS_AHEAD periods of this many days, at start and every
+    # EVENT_PARTITIONS_CHECK_SECONDS (paimon_meta.metastore.event_partitions; every replica may: they
+    # serialise on an advisory lock). ``paimon-meta serve`` does, every 7 days unless told otherwise
+    # (--event-partition-days); 0: never (an embedded app: ``paimon-meta events make-partitions`` does).
+    event_partition_days: float = 0.0
     # Migrate the metastore at start-up (``serve --migrate``); by default a replica only checks that the
     # schema is within the compatibility window and migrations are a Job's (``paimon-meta db upgrade``).
     migrate: bool = False
@@ -525,6 +537,12 @@ class ServiceState:
                 metrics=ArchiveMetrics(self.metrics.registry),
             )
             self.archiver.start()
+        self._partitioner: threading.Thread | None = None
+        if settings.event_partition_days > 0:
+            self._partitioner = threading.Thread(
+                target=self._partitions_loop, name="event-partitions", daemon=True
+            )
+            self._partitioner.start()
         self._sweeper: threading.Thread | None = None
         if settings.catalog_sweep_seconds > 0:
             self._sweeper = threading.Thread(target=self._sweep_loop, name="catalog-sweep", daemon=True)
@@ -640,6 +658,32 @@ class ServiceState:
         """Requests answered at the deadline whose work still runs (the process need not wait for them)."""
         with self._lock:
             return self._abandoned
+
+    def _partitions_loop(self) -> None:
+        """Make the commit log's partitions ahead (``EventPartitions.ensure_ahead``) now and every
+        ``EVENT_PARTITIONS_CHECK_SECONDS``, until the drain. A failure (the metastore down, a lock not
+        had in time) is logged and tried again sooner; it never stops the service: the partitions made
+        cover ``EVENT_PARTITIONS_AHEAD`` periods, so commits keep landing meanwhile."""
+        from datetime import timedelta
+
+        from paimon_meta.metastore.event_partitions import EventPartitions
+
+        parts = EventPartitions(
+            self.catalog.engine, period=timedelta(days=self.settings.event_partition_days), actor=self.replica
+        )
+        while True:
+            wait = EVENT_PARTITIONS_CHECK_SECONDS
+            try:
+                made = parts.ensure_ahead(periods=EVENT_PARTITIONS_AHEAD)
+                if made:
+                    log.info("commit log partitions made ahead: %s", ", ".join(made))
+            except Exception:
+                wait = EVENT_PARTITIONS_RETRY_SECONDS
+                log.warning(
+                    "making the commit log's partitions ahead failed; next try in %gs", wait, exc_info=True
+                )
+            if self._stop_recovery.wait(wait):
+                return
 
     def _recover_loop(self) -> None:
         """Recovery in the background, one replica at a time per catalog: whoever holds a catalog's lease
@@ -1065,6 +1109,8 @@ class ServiceState:
         self._stop_recovery.set()
         if self.archiver is not None:
             self.archiver.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
+        if self._partitioner is not None:
+            self._partitioner.join(timeout=30.0)  # a partition being made commits or rolls back first
         if self._sweeper is not None:
             self._sweeper.join(timeout=30.0)  # a sweep connecting a catalog finishes before they close
         self.maintainer.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))

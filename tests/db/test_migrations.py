@@ -368,3 +368,47 @@ def test_upgrade_that_keeps_losing_stops_at_a_whole_revision(pg_db_factory: DbFa
     # Nothing was left locked or half-done: the same upgrade now completes at once.
     migrate.upgrade(url, retry_for_seconds=0)
     assert migrate.current(url) == HEAD
+
+
+def test_partitioning_uses_what_an_operator_built_online(pg_db_factory: DbFactory) -> None:
+    """0024 on a large log: the operator built p0's primary key index and validated its range constraint
+    while the previous release ran (0024's header); the migration adopts both instead of building and
+    scanning, and the constraint's bound is p0's."""
+    url = pg_db_factory(migrated=False)
+    migrate.upgrade(url, "0023")
+    bound = "2031-01-01 00:00:00+00"
+    with psycopg.connect(libpq_conninfo(url), autocommit=True) as conn:
+        conn.execute(
+            "CREATE UNIQUE INDEX CONCURRENTLY paimon_commit_events_p0_pkey "
+            "ON paimon_commit_events (event_id, created_at)"
+        )
+        conn.execute(
+            "ALTER TABLE paimon_commit_events ADD CONSTRAINT ck_paimon_commit_events_p0_range "
+            f"CHECK (created_at < '{bound}') NOT VALID"
+        )
+        conn.execute("ALTER TABLE paimon_commit_events VALIDATE CONSTRAINT ck_paimon_commit_events_p0_range")
+        built = conn.execute("SELECT 'paimon_commit_events_p0_pkey'::regclass::oid").fetchone()
+    migrate.upgrade(url)
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            pk = conn.execute(
+                text(
+                    "SELECT conindid FROM pg_constraint WHERE contype = 'p' "
+                    "AND conrelid = 'paimon_commit_events_p0'::regclass"
+                )
+            ).scalar_one()
+            assert built is not None and pk == built[0]
+            ranges = conn.execute(
+                text("SELECT name, range_start, range_end FROM paimon_event_partitions ORDER BY range_end")
+            ).all()
+            assert ranges[0][0] == "paimon_commit_events_p0" and ranges[0][1] is None
+            assert ranges[0][2].isoformat() == "2031-01-01T00:00:00+00:00" and ranges[1][1] == ranges[0][2]
+            # the operator's constraint went: the partition bound says it now
+            left = conn.execute(
+                text("SELECT count(*) FROM pg_constraint WHERE conname = 'ck_paimon_commit_events_p0_range'")
+            ).scalar_one()
+            assert left == 0
+        assert _diff(engine) == []
+    finally:
+        engine.dispose()

@@ -411,3 +411,78 @@ def test_drop_only_archived_past_partitions(clean_engine: Engine) -> None:
         parts.drop("paimon_commit_events_p19990101", operator="op")
     with pytest.raises(EventPartitionNotFoundError):
         parts.catalogs_in(P0)
+
+
+def _detach_ahead(engine: Engine) -> list[str]:
+    """Take away the (empty) partitions the migration made ahead of now's: p0 alone covers now."""
+    parts = EventPartitions(engine)
+    ahead = [p.name for p in parts.partitions() if p.name != P0]
+    with engine.begin() as conn:
+        for name in ahead:
+            conn.execute(text(f"ALTER TABLE paimon_commit_events DETACH PARTITION {name}"))
+            conn.execute(text(f"DROP TABLE {name}"))
+        conn.execute(text("DELETE FROM paimon_event_partitions WHERE name = ANY(:n)"), {"n": ahead})
+    return ahead
+
+
+def test_serve_makes_partitions_ahead_and_survives_failures(
+    clean_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paimon_meta.service import state as service_state
+    from paimon_meta.service.state import ServiceSettings, ServiceState
+
+    catalog = paimon_meta.connect(clean_db, str(tmp_path / "w"), **FAST_LOCK)
+    _detach_ahead(catalog.engine)
+    calls: list[int] = []
+    real = EventPartitions.ensure_ahead
+
+    def flaky(self: EventPartitions, **kwargs: Any) -> list[str]:
+        calls.append(1)
+        if len(calls) <= 2:  # the metastore unreachable: logged, tried again
+            raise sqlalchemy.exc.OperationalError("SELECT 1", {}, Exception("connection refused"))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(EventPartitions, "ensure_ahead", flaky)
+    monkeypatch.setattr(service_state, "EVENT_PARTITIONS_RETRY_SECONDS", 0.05)
+    settings = ServiceSettings(recovery_interval_seconds=0, event_partition_days=1)
+    state = ServiceState(settings, catalog)
+    try:
+        live = _until(
+            lambda: [p for p in EventPartitions(catalog.engine).partitions() if p.name != P0],
+            "the service to make the partitions ahead",
+        )
+        assert len(calls) >= 3
+        p0_end = next(p.end for p in EventPartitions(catalog.engine).partitions() if p.name == P0)
+        # the period in force (1 day) for the partitions made now, contiguous from p0's end
+        assert live[0].start == p0_end and all(p.end - p.start == timedelta(days=1) for p in live if p.start)
+        assert state._partitioner is not None and state._partitioner.is_alive()
+        state.begin_drain()
+        thread = state._partitioner
+        _until(lambda: not thread.is_alive(), "the drain to stop it")
+    finally:
+        state.close()
+        catalog.close()
+
+
+def test_cli_lists_and_makes_partitions(
+    clean_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli.helpers import Cli
+
+    engine = make_engine(clean_db)
+    try:
+        ahead = _detach_ahead(engine)
+    finally:
+        engine.dispose()
+    cli = Cli(clean_db, str(tmp_path / "w"), capsys)
+    listed = cli.json("events", "partitions")
+    assert [r["name"] for r in listed] == [P0] and listed[0]["start"] == "MINVALUE"
+    made = cli.json("events", "make-partitions", "--periods", "3", "--event-partition-days", "2")["made"]
+    assert (len(made) >= 2 and not set(made) & set(ahead)) or len(made) >= 2
+    assert (
+        cli.json("events", "make-partitions", "--periods", "3", "--event-partition-days", "2")["made"] == []
+    )
+    listed = cli.json("events", "partitions")
+    assert [r["name"] for r in listed] == [P0, *made]
+    code, out, _ = cli.run("events", "partitions")
+    assert code == 0 and P0 in out and "MINVALUE" in out
