@@ -12,8 +12,8 @@ test's clock:
   takeover or loss that ended it: ``paimon_lock_activity``), and no acquisition left open at the end.
 
 The promise (issue 25): none of these exceeds the longest outage + ``SLACK_SECONDS``. A holder that never
-retries its release after the restart shows up as a hold of a whole lease ended by ``expiry_takeover``,
-and every writer behind it as a wait of about a lease.
+retries its release after the restart shows up as a hold of a whole lease (the replicas run the product's
+30 s lease) ended by ``expiry_takeover``, and every writer behind it as a wait of about a lease.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ from tests.chaos.cluster import Downtime
 from tests.chaos.load import Ack
 from tests.torture.checker import check_table
 
-SLACK_SECONDS = 2.0
+#: What the check must catch is a wait of about a lease (30 s here) instead of about the outage. The slack
+#: is the time the commits queued behind an outage take to drain once the metastore is back, on a loaded
+#: machine (at load 10 on 2 cores a 3.8 s outage let two commits wait 6.1-6.2 s: 2.4 s over it), kept
+#: well under the lease so a lease-long stall still fails the test.
+SLACK_SECONDS = 10.0
 
 _COMMITS = text(
     "SELECT commit_id, table_identifier, commit_user, commit_identifier, "
