@@ -37,7 +37,7 @@ Usage::
 
     python bench/bench_s3_latency.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
         [--rtts 0 10 20 50] [--commits 25] [--skip 5] [--group 8] [--writers 8] [--seconds 5]
-        [--s3 process|thread|both] [--json out.json]
+        [--s3 process|thread|both] [--stage-ahead on|off|both] [--json out.json]
 
 The URL (else ``$PAIMON_META_TEST_DSN``) names a server to create a scratch database on (dropped at the
 end). Runs unchanged against older revisions (it only uses their public API): copy it into their
@@ -547,9 +547,33 @@ def group_hold(catalog: Any, name: str, trace: Trace, k: int, rtt_ms: float) -> 
     }
 
 
-def run(url: str, rtt_ms: float, args: argparse.Namespace, *, out_of_process: bool) -> dict[str, Any]:
+@contextmanager
+def staging_ahead(on: bool) -> Iterator[None]:
+    """Off: the committer of snapshot N does not stage N+1's base list (``CommitCoordinator._stage_ahead``
+    answers None, as when nothing else is in flight): the commit path before it, in the same run. A
+    revision without it runs as is."""
+    from paimon_meta.commit.coordinator import CommitCoordinator
+
+    original = getattr(CommitCoordinator, "_stage_ahead", None)
+    if on or original is None:
+        yield
+        return
+    CommitCoordinator._stage_ahead = lambda self, snapshot: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        CommitCoordinator._stage_ahead = original  # type: ignore[method-assign]
+
+
+def run(
+    url: str, rtt_ms: float, args: argparse.Namespace, *, out_of_process: bool, ahead: bool = True
+) -> dict[str, Any]:
     trace = Trace()
-    with s3_server(trace, rtt_ms, out_of_process=out_of_process) as s3, traced_holds(trace):
+    with (
+        s3_server(trace, rtt_ms, out_of_process=out_of_process) as s3,
+        traced_holds(trace),
+        staging_ahead(ahead),
+    ):
         (host, port) = s3.upstream
         import boto3
 
@@ -571,9 +595,9 @@ def run(url: str, rtt_ms: float, args: argparse.Namespace, *, out_of_process: bo
         }
         with paimon_meta.connect(url, f"s3://{bucket}/warehouse", **options) as catalog:
             mode = "process" if out_of_process else "thread"
-            result: dict[str, Any] = {"rtt_ms": rtt_ms, "s3": mode}
+            result: dict[str, Any] = {"rtt_ms": rtt_ms, "s3": mode, "stage_ahead": ahead}
             # one scratch database for every RTT and mode: tables per RTT and mode
-            n = f"{int(rtt_ms * 1000)}_{mode}"
+            n = f"{int(rtt_ms * 1000)}_{mode}_{'ahead' if ahead else 'plain'}"
             result["lone"] = lone(catalog, f"db.lone_{n}", trace, args.commits, args.skip, rtt_ms=rtt_ms)
             result["group_hold"] = group_hold(catalog, f"db.group_{n}", trace, args.group, rtt_ms)
             result["ungrouped"] = throughput(
@@ -616,6 +640,13 @@ def main() -> None:
         help="the S3 server and the delay proxy each in its own process (default), threads of this one,"
         " or every RTT both ways (thread first)",
     )
+    parser.add_argument(
+        "--stage-ahead",
+        choices=["on", "off", "both"],
+        default="on",
+        help="the committer of snapshot N stages N+1's base list (on: as the library does; off: the"
+        " path before it; both: off, then on, for every RTT and --s3 mode)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if not args.url:
@@ -627,11 +658,13 @@ def main() -> None:
     results = []
     with scratch_database(args.url) as url:
         modes = {"process": [True], "thread": [False], "both": [False, True]}[args.s3]
+        aheads = {"on": [True], "off": [False], "both": [False, True]}[args.stage_ahead]
         for rtt in args.rtts:
             for out_of_process in modes:
-                result = run(url, rtt, args, out_of_process=out_of_process)
-                results.append(result)
-                print(json.dumps(result), flush=True)
+                for ahead in aheads:
+                    result = run(url, rtt, args, out_of_process=out_of_process, ahead=ahead)
+                    results.append(result)
+                    print(json.dumps(result), flush=True)
     print(load(), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +51,6 @@ from paimon_meta.commit.guard import CommitGuard, CommitRecord, GuardSession
 from paimon_meta.commit.manifests import (
     ManifestWriter,
     MergeOptions,
-    in_background,
     merge_manifests,
     start_writes,
     write_deferred,
@@ -320,6 +320,9 @@ class CommitCoordinator:
         # The last snapshot this coordinator created: exactly the bytes on storage, so when it is still
         # the latest the next commit builds on it without reading it back.
         self._last_published: Snapshot | None = None
+        # Staged-ahead base lists named by nothing, to delete once the lock is released (``_offer_ahead``)
+        self._discarded: list[str] = []
+        self._discarded_lock = threading.Lock()
         self._timeline: int | None = None
 
     # ---- public API -------------------------------------------------------------------------------
@@ -598,8 +601,11 @@ class CommitCoordinator:
             attempt += 1
             mark = len(pending.writer.written)
             try:
-                with self.guard.session(commit_id, attempt) as session:
-                    sid, dedup, hint = self._attempt(session, attempt, pending)
+                try:
+                    with self.guard.session(commit_id, attempt) as session:
+                        sid, dedup, hint = self._attempt(session, attempt, pending)
+                finally:
+                    self._delete_discarded()
                 if hint:
                     # After the lock's release (the publishing transaction released it, or the group's
                     # hold does): LATEST is only a hint, verified by every reader
@@ -1001,15 +1007,28 @@ class CommitCoordinator:
     def _offer_ahead(self, ahead: AheadBase, writes: Sequence[Future[Any]], *, published: bool) -> None:
         """Once every write of ``ahead`` ended: offer it to the next holder if they all succeeded and
         its snapshot was created (``published``), else delete it (named by nothing: no one could take
-        it). A list it replaces, never taken, is deleted in the background (not under the lock)."""
+        it). A list it replaces, never taken, is deleted too. Either once the lock is released."""
         wait(writes)
         ok = published and all(f.exception() is None for f in writes)
         if not ok:
-            in_background(functools.partial(self._delete, ahead.files))
+            self._discard(ahead.files)
             return
         replaced = self.snapshots.offer_next_base(ahead)
         if isinstance(replaced, AheadBase):
-            in_background(functools.partial(self._delete, replaced.files))
+            self._discard(replaced.files)
+
+    def _discard(self, names: Sequence[str]) -> None:
+        """``names``, named by nothing, are deleted once this session's lock is released."""
+        with self._discarded_lock:
+            self._discarded.extend(names)
+
+    def _delete_discarded(self) -> None:
+        """After a session: delete what :meth:`_discard` was given, once the lock is released (at once,
+        or when a group's hold ends)."""
+        with self._discarded_lock:
+            names, self._discarded = self._discarded, []
+        if names:
+            self.guard.after_release(functools.partial(self._delete, names))
 
     def delete_files(self, names: Sequence[str]) -> None:
         """Delete manifest files ``names`` (best effort: one that cannot be is left to orphan cleanup).

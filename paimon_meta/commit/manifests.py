@@ -218,11 +218,6 @@ def start_writes(file_io: FileIO, files: Sequence[tuple[str, bytes]]) -> list[Fu
     return [pool.submit(file_io.create_if_absent, path, data, durable=False) for path, data in files]
 
 
-def in_background(action: Callable[[], None]) -> None:
-    """Run ``action`` on the process's pool; nobody waits for it (it must log its own failures)."""
-    _pool().submit(action)
-
-
 @dataclass(frozen=True, slots=True)
 class MergeOptions:
     target_file_size: int = 8 * 1024 * 1024
