@@ -6,6 +6,8 @@ snapshot-N`` with ``If-None-Match: *`` (no HEAD of snapshot-N: the conditional P
 another writer left; the base manifest list staged before the lock; LATEST written after the release),
 and no PUT carries ``Expect: 100-continue`` (a second round trip each). A group of ``k`` commits in one
 hold makes ``k`` snapshot PUTs and a base list PUT for each commit staged on a snapshot of the hold.
+Ungrouped commits of one table object contending make one request under the lock too: the committer of
+snapshot N PUTs N+1's base list together with ``snapshot-N`` and hands it to the next holder.
 
 The window is measured in this process: from the moment the lock's acquiring transaction returned
 (``MetastoreLock.acquire_on``) to the moment its release committed (``LockLease.confirm_release``); the
