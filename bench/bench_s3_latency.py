@@ -1,13 +1,22 @@
 """Commits on S3 with network latency: S3 requests under the table lock, commit latency and one table's
 throughput, per round-trip time (issue 39).
 
-How: moto's S3 server runs in this process (``ThreadedMotoServer``); a user-space delay proxy (asyncio,
-its own thread) sits in front of it and delays every chunk, in each direction, by RTT/2 on a connection
-that stays open (botocore keeps its connections alive), so each request/response exchange costs one RTT,
-as a network would (this kernel has no netem). The catalog talks to S3 through the proxy; Postgres is
-local (not delayed). A WSGI middleware logs each request's arrival (``time.monotonic()``, the
-``Expect`` header) and the bench marks each lock hold of this process (``MetastoreLock.acquire_on``
-returned .. ``LockLease.confirm_release``), so the requests inside a hold are counted exactly.
+How: moto's S3 server (``ThreadedMotoServer``) and a user-space delay proxy (asyncio) in front of it,
+each in its own process by default (``--s3 process``: they do not share the writers' interpreter and
+GIL), or both in this process as threads (``--s3 thread``, the first version of this bench; ``--s3 both``
+runs every RTT both ways, one after the other). The proxy delays every chunk, in each direction, by
+RTT/2 on a connection that stays open (botocore keeps its connections alive), so each request/response
+exchange costs one RTT, as a network would (this kernel has no netem). The catalog talks to S3 through
+the proxy; Postgres is local (not delayed). A WSGI middleware logs each request's arrival and answer
+(``time.monotonic()``: one clock for every process of the machine, Linux's ``CLOCK_MONOTONIC``) and the
+``Expect`` header, in memory or, out of process, as a JSON line per request in a file this process
+reads; the bench marks each lock hold of this process (``MetastoreLock.acquire_on`` returned ..
+``LockLease.confirm_release``), so the requests inside a hold are counted exactly.
+
+The throughput phases also report the CPU each process spent per commit (this process: the writers;
+the S3 server's and the proxy's when out of process), and the load average after each RTT: the
+writers' CPU per commit bounds one table's rate on this machine at 1000 / that (one interpreter: at
+most one core for the Python work, whatever the RTT).
 
 Per RTT (``--rtts``, default 0 10 20 50 ms):
 
@@ -28,7 +37,7 @@ Usage::
 
     python bench/bench_s3_latency.py [--url postgresql+psycopg://postgres@127.0.0.1:5432/test]
         [--rtts 0 10 20 50] [--commits 25] [--skip 5] [--group 8] [--writers 8] [--seconds 5]
-        [--json out.json]
+        [--s3 process|thread|both] [--stage-ahead on|off|both] [--json out.json]
 
 The URL (else ``$PAIMON_META_TEST_DSN``) names a server to create a scratch database on (dropped at the
 end). Runs unchanged against older revisions (it only uses their public API): copy it into their
@@ -40,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import statistics
 import sys
@@ -147,21 +157,43 @@ class Request:
 
 @dataclass
 class Trace:
+    """The S3 requests (in ``requests``, or in the JSON lines of ``log`` a server in another process
+    writes, one per answered request) and this process's lock holds, since the last ``clear``."""
+
     requests: list[Request] = field(default_factory=list)
     holds: list[tuple[float, float]] = field(default_factory=list)
     _acquired: dict[int, float] = field(default_factory=dict)
     mutex: threading.Lock = field(default_factory=threading.Lock)
+    log: Path | None = None
+    _offset: int = 0
 
     def clear(self) -> None:
         with self.mutex:
             self.requests.clear()
             self.holds.clear()
             self._acquired.clear()
+            if self.log is not None:
+                # A request answered before now but logged after is older than any hold to come: the
+                # holds' time windows leave it out.
+                self._offset = self.log.stat().st_size
+
+    def logged(self) -> list[Request]:
+        """The requests since the last ``clear`` (out of process: those answered so far)."""
+        with self.mutex:
+            if self.log is None:
+                return list(self.requests)
+            offset = self._offset
+        with self.log.open("rb") as f:
+            f.seek(offset)
+            data = f.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        return [Request(**json.loads(line)) for line in complete.splitlines()]
 
     def per_hold(self) -> list[list[Request]]:
         """The requests inside each hold, holds in order of their release."""
+        requests = self.logged()
         with self.mutex:
-            requests, holds = list(self.requests), list(self.holds)
+            holds = list(self.holds)
         return [[r for r in requests if a <= r.at <= b] for a, b in holds]
 
 
@@ -182,20 +214,132 @@ def traced_app(app: Any, trace: Trace) -> Callable[..., Iterable[bytes]]:
     return middleware
 
 
-@contextmanager
-def s3_server(trace: Trace) -> Iterator[tuple[str, int]]:
+def logged_app(app: Any, log: Path) -> Callable[..., Iterable[bytes]]:
+    """``traced_app`` for a server in another process: each request a JSON line of ``log`` once
+    answered (``Request``'s fields; written and flushed before the answer is sent)."""
+    out = log.open("a", buffering=1)
+    mutex = threading.Lock()
+
+    def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        at = time.monotonic()
+        result: Iterable[bytes] = app(environ, start_response)
+        line = json.dumps(
+            {
+                "method": str(environ.get("REQUEST_METHOD")),
+                "path": str(environ.get("PATH_INFO", "")),
+                "at": at,
+                "expect": environ.get("HTTP_EXPECT") is not None,
+                "done": time.monotonic(),
+            }
+        )
+        with mutex:
+            out.write(line + "\n")
+        return result
+
+    return middleware
+
+
+def _moto_server(log: Path | None, trace: Trace | None) -> Any:
+    import logging
+
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     wsgi = server._server
     assert wsgi is not None
-    wsgi.app = traced_app(wsgi.app, trace)
-    host, port = server.get_host_and_port()
+    wsgi.app = logged_app(wsgi.app, log) if log is not None else traced_app(wsgi.app, trace or Trace())
+    return server
+
+
+def _serve_s3(log: str, conn: Any) -> None:
+    """The S3 server's process: its address sent on ``conn``, served until ``conn`` says stop."""
+    server = _moto_server(Path(log), None)
+    conn.send(server.get_host_and_port())
+    conn.recv()
+    server.stop()
+
+
+def _serve_proxy(upstream: tuple[str, int], one_way_s: float, conn: Any) -> None:
+    """The delay proxy's process: its port sent on ``conn``, served until ``conn`` says stop."""
+    proxy = DelayProxy(upstream, one_way_s)
+    conn.send(proxy.port)
+    conn.recv()
+    proxy.close()
+
+
+class Child:
+    """A process running ``target(*args, conn)``, which sends one value (its address) when ready and
+    stops when it receives anything."""
+
+    def __init__(self, target: Callable[..., None], *args: Any) -> None:
+        context = multiprocessing.get_context("spawn")  # a clean interpreter, no copied threads
+        self.conn, theirs = context.Pipe()
+        self.process = context.Process(target=target, args=(*args, theirs), daemon=True)
+        self.process.start()
+        if not self.conn.poll(60):
+            self.process.kill()
+            raise RuntimeError(f"{target.__name__} did not start")
+        self.ready: Any = self.conn.recv()
+
+    def cpu_s(self) -> float:
+        return process_cpu_s(self.process.pid)
+
+    def stop(self) -> None:
+        with suppress(OSError):
+            self.conn.send("stop")
+        self.process.join(10)
+        if self.process.is_alive():
+            self.process.kill()
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds process ``pid`` has spent (every thread), from ``/proc``."""
+    fields = Path(f"/proc/{pid or os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class S3:
+    """The S3 server's address, the proxy's port and, out of process, both children (for their CPU)."""
+
+    upstream: tuple[str, int]
+    proxy_port: int
+    children: dict[str, Child] = field(default_factory=dict)
+
+    def cpu_s(self) -> dict[str, float]:
+        return {name: child.cpu_s() for name, child in self.children.items()}
+
+
+@contextmanager
+def s3_server(trace: Trace, rtt_ms: float, *, out_of_process: bool) -> Iterator[S3]:
+    """moto's S3 server and the delay proxy in front of it: each in its own process, or both threads of
+    this one. Out of process, ``trace.log`` is set to the server's request log."""
+    if not out_of_process:
+        server = _moto_server(None, trace)
+        upstream = server.get_host_and_port()
+        proxy = DelayProxy(upstream, rtt_ms / 2000)
+        try:
+            yield S3(upstream, proxy.port)
+        finally:
+            proxy.close()
+            server.stop()
+        return
+    log = Path(f"/tmp/bench_s3_latency-{os.getpid()}-{uuid.uuid4().hex[:8]}.log")
+    log.touch()
+    trace.log = log
+    children: dict[str, Child] = {}
     try:
-        yield host, port
+        children["s3_server"] = Child(_serve_s3, str(log))
+        upstream = tuple(children["s3_server"].ready)
+        children["proxy"] = Child(_serve_proxy, upstream, rtt_ms / 2000)
+        yield S3((upstream[0], upstream[1]), children["proxy"].ready, children)
     finally:
-        server.stop()
+        for child in reversed(children.values()):
+            child.stop()
+        trace.log = None
+        log.unlink(missing_ok=True)
 
 
 @contextmanager
@@ -290,7 +434,7 @@ def lone(catalog: Any, name: str, trace: Trace, commits: int, skip: int, *, rtt_
 
 
 def throughput(
-    catalog: Any, name: str, trace: Trace, writers: int, seconds: float, *, grouped: bool
+    catalog: Any, name: str, trace: Trace, s3: S3, *, writers: int, seconds: float, grouped: bool
 ) -> dict[str, Any]:
     table = catalog.create_table(name, SCHEMA, partition_keys=["p"], options=TABLE_OPTIONS)
     groups = GroupCommitter(catalog.lock, lock_settings=catalog.lock_settings) if grouped else None
@@ -301,6 +445,7 @@ def throughput(
     trace.clear()
     done = [0] * writers
     errors: list[BaseException] = []
+    cpu_before = {"writers": process_cpu_s(None), **s3.cpu_s()}
     start = time.monotonic()
     deadline = start + seconds
 
@@ -325,6 +470,7 @@ def throughput(
     for t in threads:
         t.join()
     elapsed = time.monotonic() - start
+    cpu_after = {"writers": process_cpu_s(None), **s3.cpu_s()}
     if groups is not None:
         groups.join(60)  # the hold's end (its after-release writes) before the next phase
     if errors:
@@ -337,6 +483,14 @@ def throughput(
     out: dict[str, Any] = {"commits_per_s": round(total / elapsed, 1), "commits": total}
     if holds:
         out["commits_per_hold"] = round(total / holds, 2)
+    # CPU per commit of each process (the writers' includes, in thread mode, the S3 server and proxy)
+    out["cpu_ms_per_commit"] = {
+        k: round((cpu_after[k] - cpu_before[k]) * 1000 / max(total, 1), 2) for k in cpu_before
+    }
+    # the writers' interpreter at one full core: the rate its CPU per commit allows
+    writer_cpu = cpu_after["writers"] - cpu_before["writers"]
+    out["cpu_bound_commits_per_s"] = round(total / writer_cpu, 1) if writer_cpu > 0 else None
+    out["writers_cpu_share"] = round(writer_cpu / elapsed, 2)
     return out
 
 
@@ -393,43 +547,79 @@ def group_hold(catalog: Any, name: str, trace: Trace, k: int, rtt_ms: float) -> 
     }
 
 
-def run(url: str, rtt_ms: float, args: argparse.Namespace) -> dict[str, Any]:
-    trace = Trace()
-    with s3_server(trace) as (host, port), traced_holds(trace):
-        proxy = DelayProxy((host, port), rtt_ms / 2000)
-        try:
-            import boto3
+@contextmanager
+def staging_ahead(on: bool) -> Iterator[None]:
+    """Off: the committer of snapshot N does not stage N+1's base list (``CommitCoordinator._stage_ahead``
+    answers None, as when nothing else is in flight): the commit path before it, in the same run. A
+    revision without it runs as is."""
+    from paimon_meta.commit.coordinator import CommitCoordinator
 
-            bucket = f"bench-{uuid.uuid4().hex[:10]}"
-            boto3.session.Session().client(
-                "s3",
-                endpoint_url=f"http://{host}:{port}",
-                aws_access_key_id=ACCESS_KEY,
-                aws_secret_access_key=SECRET_KEY,
-                region_name="us-east-1",
-            ).create_bucket(Bucket=bucket)
-            options = {
-                "s3.endpoint": f"http://127.0.0.1:{proxy.port}",
-                "s3.access-key": ACCESS_KEY,
-                "s3.secret-key": SECRET_KEY,
-                "s3.region": "us-east-1",
-                "s3.path-style-access": "true",
-                "s3.conditional-writes": "true",
-            }
-            with paimon_meta.connect(url, f"s3://{bucket}/warehouse", **options) as catalog:
-                result: dict[str, Any] = {"rtt_ms": rtt_ms}
-                n = int(rtt_ms * 1000)  # one scratch database for every RTT: tables per RTT
-                result["lone"] = lone(catalog, f"db.lone_{n}", trace, args.commits, args.skip, rtt_ms=rtt_ms)
-                result["group_hold"] = group_hold(catalog, f"db.group_{n}", trace, args.group, rtt_ms)
-                result["ungrouped"] = throughput(
-                    catalog, f"db.ungrouped_{n}", trace, args.writers, args.seconds, grouped=False
-                )
-                result["grouped"] = throughput(
-                    catalog, f"db.grouped_{n}", trace, args.writers, args.seconds, grouped=True
-                )
-                return result
-        finally:
-            proxy.close()
+    original = getattr(CommitCoordinator, "_stage_ahead", None)
+    if on or original is None:
+        yield
+        return
+    CommitCoordinator._stage_ahead = lambda self, snapshot: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        CommitCoordinator._stage_ahead = original  # type: ignore[method-assign]
+
+
+def run(
+    url: str, rtt_ms: float, args: argparse.Namespace, *, out_of_process: bool, ahead: bool = True
+) -> dict[str, Any]:
+    trace = Trace()
+    with (
+        s3_server(trace, rtt_ms, out_of_process=out_of_process) as s3,
+        traced_holds(trace),
+        staging_ahead(ahead),
+    ):
+        (host, port) = s3.upstream
+        import boto3
+
+        bucket = f"bench-{uuid.uuid4().hex[:10]}"
+        boto3.session.Session().client(
+            "s3",
+            endpoint_url=f"http://{host}:{port}",
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+        ).create_bucket(Bucket=bucket)
+        options = {
+            "s3.endpoint": f"http://127.0.0.1:{s3.proxy_port}",
+            "s3.access-key": ACCESS_KEY,
+            "s3.secret-key": SECRET_KEY,
+            "s3.region": "us-east-1",
+            "s3.path-style-access": "true",
+            "s3.conditional-writes": "true",
+        }
+        with paimon_meta.connect(url, f"s3://{bucket}/warehouse", **options) as catalog:
+            mode = "process" if out_of_process else "thread"
+            result: dict[str, Any] = {"rtt_ms": rtt_ms, "s3": mode, "stage_ahead": ahead}
+            # one scratch database for every RTT and mode: tables per RTT and mode
+            n = f"{int(rtt_ms * 1000)}_{mode}_{'ahead' if ahead else 'plain'}"
+            result["lone"] = lone(catalog, f"db.lone_{n}", trace, args.commits, args.skip, rtt_ms=rtt_ms)
+            result["group_hold"] = group_hold(catalog, f"db.group_{n}", trace, args.group, rtt_ms)
+            result["ungrouped"] = throughput(
+                catalog,
+                f"db.ungrouped_{n}",
+                trace,
+                s3,
+                writers=args.writers,
+                seconds=args.seconds,
+                grouped=False,
+            )
+            result["grouped"] = throughput(
+                catalog,
+                f"db.grouped_{n}",
+                trace,
+                s3,
+                writers=args.writers,
+                seconds=args.seconds,
+                grouped=True,
+            )
+            result["load_average"] = [round(v, 2) for v in os.getloadavg()]
+            return result
 
 
 def main() -> None:
@@ -443,6 +633,20 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--group", type=int, default=8, help="commits in the traced group hold")
+    parser.add_argument(
+        "--s3",
+        choices=["process", "thread", "both"],
+        default="process",
+        help="the S3 server and the delay proxy each in its own process (default), threads of this one,"
+        " or every RTT both ways (thread first)",
+    )
+    parser.add_argument(
+        "--stage-ahead",
+        choices=["on", "off", "both"],
+        default="on",
+        help="the committer of snapshot N stages N+1's base list (on: as the library does; off: the"
+        " path before it; both: off, then on, for every RTT and --s3 mode)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if not args.url:
@@ -453,10 +657,14 @@ def main() -> None:
     print(load(), flush=True)
     results = []
     with scratch_database(args.url) as url:
+        modes = {"process": [True], "thread": [False], "both": [False, True]}[args.s3]
+        aheads = {"on": [True], "off": [False], "both": [False, True]}[args.stage_ahead]
         for rtt in args.rtts:
-            result = run(url, rtt, args)
-            results.append(result)
-            print(json.dumps(result), flush=True)
+            for out_of_process in modes:
+                for ahead in aheads:
+                    result = run(url, rtt, args, out_of_process=out_of_process, ahead=ahead)
+                    results.append(result)
+                    print(json.dumps(result), flush=True)
     print(load(), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -35,9 +35,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,7 @@ from paimon_meta.commit.manifests import (
     ManifestWriter,
     MergeOptions,
     merge_manifests,
+    start_writes,
     write_deferred,
 )
 from paimon_meta.commit.publish import SnapshotRaceLost, advance_hints, create_snapshot_file, earliest_hint
@@ -160,6 +163,35 @@ class PrestagedBase:
     files: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class AheadBase:
+    """The base manifest list of the snapshot after ``on``, staged by the committer of ``on`` while it
+    created ``on`` (concurrently with its ``PUT snapshot-N``), for the next holder of the lock in this
+    process: with other commits of the table object waiting, the next one is staged on ``on`` under
+    the lock, and takes this list instead of merging and PUTting its own there (one S3 round trip
+    less in its hold).
+
+    Invariants (docs/DESIGN.md, commit path step 7): it is offered (``SnapshotManager.offer_next_base``)
+    only once every file of it was written without error and ``on`` was created by us (a snapshot never
+    names a list that is not on storage; on local disk the taker syncs it with its own snapshot, as any
+    list it wrote: ``paths`` join its writer's ``unsynced``); it is taken by one commit only, and only
+    if the latest snapshot read under the lock is ``on`` (same id, uuid and lists: ids are reused after
+    a rollback) and the taker merges with the same options (``schema_id``: the manifests' schema and
+    compression, ``options``), so it is exactly what staging on ``on`` would write (:class:`PrestagedBase`'s
+    argument). Once taken its files are the taker's attempt's (deleted on a definite failure, as
+    anything the attempt wrote); one never taken is named by nothing: deleted when another replaces it or
+    when no commit of the table object is left in flight (``PreparedCommit.settled``), else (a crash)
+    an orphan for orphan cleanup."""
+
+    on: tuple[int, str | None, str, str]
+    schema_id: int
+    options: MergeOptions
+    name: str
+    size: int
+    files: tuple[str, ...]
+    paths: tuple[str, ...]
+
+
 def snapshot_key(snapshot: Snapshot) -> tuple[int, str | None, str, str]:
     """What tells two snapshots apart when ids are reused (a rollback): id, uuid and lists."""
     return (snapshot.id, snapshot.uuid, snapshot.base_manifest_list, snapshot.delta_manifest_list)
@@ -209,7 +241,12 @@ class PreparedCommit:
         """The commit is decided (or will never be attempted): no longer in flight. Idempotent."""
         if self.in_flight:
             self.in_flight = False
-            self.coordinator.snapshots.end_commit()
+            left = self.coordinator.snapshots.end_commit()
+            if isinstance(left, AheadBase):
+                # Staged ahead and never taken, with no commit of the table object left to take it:
+                # named by nothing (AheadBase's invariant). Deleted once the lock is released.
+                coordinator = self.coordinator
+                coordinator.guard.after_release(functools.partial(coordinator.delete_files, left.files))
 
     @property
     def kinds(self) -> tuple[CommitKind, ...]:
@@ -283,6 +320,9 @@ class CommitCoordinator:
         # The last snapshot this coordinator created: exactly the bytes on storage, so when it is still
         # the latest the next commit builds on it without reading it back.
         self._last_published: Snapshot | None = None
+        # Staged-ahead base lists named by nothing, to delete once the lock is released (``_offer_ahead``)
+        self._discarded: list[str] = []
+        self._discarded_lock = threading.Lock()
         self._timeline: int | None = None
 
     # ---- public API -------------------------------------------------------------------------------
@@ -561,8 +601,11 @@ class CommitCoordinator:
             attempt += 1
             mark = len(pending.writer.written)
             try:
-                with self.guard.session(commit_id, attempt) as session:
-                    sid, dedup, hint = self._attempt(session, attempt, pending)
+                try:
+                    with self.guard.session(commit_id, attempt) as session:
+                        sid, dedup, hint = self._attempt(session, attempt, pending)
+                finally:
+                    self._delete_discarded()
                 if hint:
                     # After the lock's release (the publishing transaction released it, or the group's
                     # hold does): LATEST is only a hint, verified by every reader
@@ -621,12 +664,21 @@ class CommitCoordinator:
         # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
         session.before_publish()
         crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
+        # Other commits of this table object waiting: the next holder stages on this snapshot; its base
+        # list is merged now and PUT together with the snapshot (one round trip for both).
+        ahead = self._stage_ahead(staged.snapshot) if self.snapshots.commits_in_flight > 1 else None
+        writes = start_writes(self.file_io, ahead[1]) if ahead is not None else []
+        published = False
         try:
             self._publish(staged, p.writer)
+            published = True
         except SnapshotRaceLost as e:
             if session.storage_unverified():
                 raise StorageAhead(f"{e} (storage was ahead of the metastore's pointer)") from None
             raise
+        finally:
+            if ahead is not None:
+                self._offer_ahead(ahead[0], writes, published=published)
         self.created(staged.snapshot)
         # The hints are written by the caller after the session (the lock released), by the last commit
         # of a group hold (a reader meanwhile lists the directory).
@@ -875,6 +927,13 @@ class CommitCoordinator:
         if pre is not None and latest is not None and pre.on == snapshot_key(latest):
             # Merged before the lock from this very snapshot (PrestagedBase's invariant): no write here.
             base_name, base_size = pre.name, pre.size
+        elif latest is not None and (ahead := self._take_ahead(latest)) is not None:
+            # Staged on this very snapshot by its committer, on storage already (AheadBase's
+            # invariant): this attempt's from now on (deleted if it definitely fails; on local disk
+            # synced with its snapshot).
+            base_name, base_size = ahead.name, ahead.size
+            writer.written.extend(ahead.files)
+            writer.unsynced.extend(ahead.paths)
         else:
             base_name, base_size = self._write_base_list(latest, writer)
         # An OVERWRITE's delta depends on the latest snapshot: its list is written here, each attempt.
@@ -921,6 +980,77 @@ class CommitCoordinator:
             uuid=str(uuid.uuid4()),
         )
         return Staged(snapshot, snapshot_to_json(snapshot).encode())
+
+    def _stage_ahead(self, snapshot: Snapshot) -> tuple[AheadBase, list[tuple[str, bytes]]] | None:
+        """The base list of the snapshot after ``snapshot`` (about to be created), staged in memory by a
+        writer of its own (never this attempt's: nothing of this commit names it), with the files to
+        write; None if merging fails (the next holder stages its own, as without it)."""
+        writer = self._new_writer()
+        deferred: list[tuple[str, bytes]] = []
+        writer.deferred = deferred
+        try:
+            name, size = self._write_base_list(snapshot, writer)
+        except Exception:
+            log.warning("staging the base list after snapshot %s failed", snapshot.id, exc_info=True)
+            return None
+        ahead = AheadBase(
+            snapshot_key(snapshot),
+            self.schema.id,
+            self.merge_options,
+            name,
+            size,
+            tuple(writer.written),
+            tuple(path for path, _ in deferred),
+        )
+        return ahead, deferred
+
+    def _offer_ahead(self, ahead: AheadBase, writes: Sequence[Future[Any]], *, published: bool) -> None:
+        """Once every write of ``ahead`` ended: offer it to the next holder if they all succeeded and
+        its snapshot was created (``published``), else delete it (named by nothing: no one could take
+        it). A list it replaces, never taken, is deleted too. Either once the lock is released."""
+        wait(writes)
+        ok = published and all(f.exception() is None for f in writes)
+        if not ok:
+            self._discard(ahead.files)
+            return
+        replaced = self.snapshots.offer_next_base(ahead)
+        if isinstance(replaced, AheadBase):
+            self._discard(replaced.files)
+
+    def _discard(self, names: Sequence[str]) -> None:
+        """``names``, named by nothing, are deleted once this session's lock is released."""
+        with self._discarded_lock:
+            self._discarded.extend(names)
+
+    def _delete_discarded(self) -> None:
+        """After a session: delete what :meth:`_discard` was given, once the lock is released (at once,
+        or when a group's hold ends)."""
+        with self._discarded_lock:
+            names, self._discarded = self._discarded, []
+        if names:
+            self.guard.after_release(functools.partial(self._delete, names))
+
+    def delete_files(self, names: Sequence[str]) -> None:
+        """Delete manifest files ``names`` (best effort: one that cannot be is left to orphan cleanup).
+
+        I3: only files nothing names and nothing can name any more."""
+        self._delete(names)
+
+    def _take_ahead(self, latest: Snapshot) -> AheadBase | None:
+        """The base list staged ahead on ``latest`` (:class:`AheadBase`), taken, if there is one that
+        fits this commit; None otherwise."""
+        key = snapshot_key(latest)
+
+        def fits(staged: object) -> bool:
+            return (
+                isinstance(staged, AheadBase)
+                and staged.on == key
+                and staged.schema_id == self.schema.id
+                and staged.options == self.merge_options
+            )
+
+        taken = self.snapshots.take_next_base(fits)
+        return taken if isinstance(taken, AheadBase) else None
 
     def _write_base_list(self, latest: Snapshot | None, writer: ManifestWriter) -> tuple[str, int]:
         """The base manifest list of the snapshot after ``latest``: its base and delta lists merged

@@ -18,7 +18,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
@@ -209,6 +209,13 @@ def write_deferred(file_io: FileIO, files: Sequence[tuple[str, bytes]]) -> None:
     wait(futures)
     for future in futures:
         future.result()
+
+
+def start_writes(file_io: FileIO, files: Sequence[tuple[str, bytes]]) -> list[Future[Any]]:
+    """Start writing ``files`` as :func:`write_deferred` does (each create-if-absent, not durable), on the
+    process's pool, without waiting: the caller waits on the futures (never from a task of the pool)."""
+    pool = _pool()
+    return [pool.submit(file_io.create_if_absent, path, data, durable=False) for path, data in files]
 
 
 @dataclass(frozen=True, slots=True)

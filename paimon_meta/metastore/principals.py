@@ -552,19 +552,7 @@ class Principals:
         if not token.startswith(TOKEN_PREFIX) or len(token) > 256:
             return None
         if self.sessions is not None:
-            statements: list[Statement] = []
-            current = budget.current()
-            if current is not None:
-                current.check()
-                left = current.remaining()
-                if left is not None:
-                    # Local to the implicit transaction of the one simple query: it ends with it.
-                    statements.append(
-                        (
-                            "SELECT set_config('statement_timeout', %(t)s, true)",
-                            {"t": f"{max(1, int(left * 1000))}ms"},
-                        )
-                    )
+            statements = _bounded()
             statements.append((_AUTHENTICATE_SQL.replace(":h", "%(h)s"), {"h": hash_token(token)}))
             statements.append((_HELD_OF_TOKEN_SQL, {"h": hash_token(token)}))
             with self.sessions.connection() as raw:
@@ -656,8 +644,10 @@ class Principals:
         identity provider ``created_by`` names (``oidc:<issuer>``): its grants and those of the existing
         principals among ``groups`` (``group:`` names; at most ``MAX_GROUPS``). ``user`` is created
         with no grants on its first sign-in; replicas signing in the same new user at once create it
-        once (``ON CONFLICT DO NOTHING``, then everyone reads the one row). One query when the user
-        exists.
+        once (``ON CONFLICT DO NOTHING``, then everyone reads the one row). When the user exists, with
+        ``sessions``: one Postgres round trip (its two reads in one simple query, bounded by the
+        request's deadline like :meth:`authenticate`); the engine's transaction otherwise, and for
+        the first sign-in.
 
         Raises:
             ValidationError: ``user`` is not a ``user:`` name or a group not a ``group:`` name.
@@ -672,6 +662,23 @@ class Principals:
             if not group.startswith(GROUP_PREFIX):
                 raise ValidationError(f"{group!r} is not a group's principal name", principal=group)
         names = [user, *groups]
+        if self.sessions is not None:
+            # One round trip when the user exists (issue 39): both reads in one simple query on an
+            # autocommit connection (no ping, BEGIN or COMMIT), each statement READ COMMITTED as in the
+            # transaction below. A first sign-in (no row yet) takes the transaction below: once per user.
+            statements = _bounded()
+            statements.append((_NAMED_BATCH_SQL, {"names": names}))
+            statements.append((_HELD_OF_NAMES_BATCH_SQL, {"names": names}))
+            with self.sessions.connection() as raw:
+                *_, found, stored = run_batch(raw, statements)
+            if any(r["name"] == user for r in found):
+                return self._signed_in(
+                    user,
+                    [_Fields(r) for r in found],
+                    created_by=created_by,
+                    valid_until=valid_until,
+                    held_rows=[_Fields(r) for r in stored],
+                )
         with self.engine.begin() as conn:
             rows = self._named(conn, names)
             if not any(r.name == user for r in rows):
@@ -684,6 +691,20 @@ class Principals:
                 # concurrent insert of the same name made ours wait for it and do nothing).
                 rows = self._named(conn, names)
             held_rows = conn.execute(text(_HELD_OF_NAMES_SQL), {"names": names}).all()
+        return self._signed_in(
+            user, rows, created_by=created_by, valid_until=valid_until, held_rows=held_rows
+        )
+
+    @staticmethod
+    def _signed_in(
+        user: str,
+        rows: Sequence[Any],
+        *,
+        created_by: str,
+        valid_until: float | None,
+        held_rows: Sequence[Any],
+    ) -> Access:
+        """The access of :meth:`sign_in` from its two reads (``_named``'s rows and ``_HELD_SQL``'s)."""
         mine = [r for r in rows if r.name == user]
         if not mine:  # dropped by an operator between our insert and our read
             raise PrincipalNotFoundError(f"principal {user!r} was deleted while signing in", principal=user)
@@ -703,16 +724,7 @@ class Principals:
     @staticmethod
     def _named(conn: Connection, names: Sequence[str]) -> Sequence[Row[Any]]:
         """Principals among ``names`` with their grants (one row per grant; grant fields None without)."""
-        return conn.execute(
-            text(
-                "SELECT p.name, p.created_by, g.privilege, g.database_name, g.table_name, g.catalog_key,"
-                " ARRAY(SELECT s.privilege FROM paimon_service_grants s"
-                " WHERE s.principal_id = p.principal_id) AS service"
-                " FROM paimon_principals p LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
-                " WHERE p.name = ANY(:names)"
-            ),
-            {"names": list(names)},
-        ).all()
+        return conn.execute(text(_NAMED_SQL), {"names": list(names)}).all()
 
     @staticmethod
     def _issue(conn: Connection, principal_id: int, expires_in: timedelta | None = None) -> str:
@@ -752,6 +764,36 @@ def _grant_row(g: Grant) -> GrantRow:
     return GrantRow(Privilege(g.privilege), Scope(g.database_name, g.table_name), g.catalog_key)
 
 
+def _bounded() -> list[Statement]:
+    """The statements that bound a one-query batch by the request's deadline (``db.budget``): a local
+    ``statement_timeout`` first (local to the implicit transaction of the one simple query: it ends
+    with it), none without a deadline.
+
+    Raises:
+        RequestBoundError: the request's budget is already spent or cancelled.
+    """
+    current = budget.current()
+    if current is None:
+        return []
+    current.check()
+    left = current.remaining()
+    if left is None:
+        return []
+    return [("SELECT set_config('statement_timeout', %(t)s, true)", {"t": f"{max(1, int(left * 1000))}ms"})]
+
+
+#: Principals among ``:names`` with their grants and service grants (``Principals._named``).
+_NAMED_SQL = (
+    "SELECT p.name, p.created_by, g.privilege, g.database_name, g.table_name, g.catalog_key,"
+    " ARRAY(SELECT s.privilege::text FROM paimon_service_grants s"
+    " WHERE s.principal_id = p.principal_id) AS service"
+    " FROM paimon_principals p LEFT JOIN paimon_grants g ON g.principal_id = p.principal_id"
+    " WHERE p.name = ANY(:names)"
+)
+#: ``_NAMED_SQL`` in psycopg's parameter style (``run_batch``).
+_NAMED_BATCH_SQL = _NAMED_SQL.replace(":names", "%(names)s")
+
+
 #: The principal, grants and service grants of a live static token, in one statement (``:h``: its hash).
 _AUTHENTICATE_SQL = (
     "SELECT p.name, extract(epoch FROM t.expires_at) AS valid_until,"
@@ -786,6 +828,8 @@ _HELD_OF_TOKEN_SQL = _HELD_SQL % (
 )
 #: ``_HELD_SQL`` for the principals named ``:names`` (SQLAlchemy's parameter style).
 _HELD_OF_NAMES_SQL = _HELD_SQL % "SELECT principal_id, name FROM paimon_principals WHERE name = ANY(:names)"
+#: ``_HELD_OF_NAMES_SQL`` in psycopg's parameter style (``run_batch``).
+_HELD_OF_NAMES_BATCH_SQL = _HELD_OF_NAMES_SQL.replace(":names", "%(names)s")
 
 
 def stored_held(rows: Iterable[Any]) -> tuple[tuple[Held, ...], tuple[str, ...]]:

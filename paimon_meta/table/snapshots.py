@@ -61,14 +61,42 @@ class SnapshotManager:
         # some are, a new one will most likely be staged on a snapshot not published yet, so its base
         # list is not staged ahead on the one held now (it would be wasted: a PUT and a DELETE).
         self._in_flight = 0
+        # The base manifest list a committer staged ahead for the snapshot after the one it created
+        # (``CommitCoordinator``'s ``AheadBase``; opaque here), for the next holder of the table's lock
+        # in this process to take: at most one, taken by one.
+        self._next_base: object | None = None
+
+    def offer_next_base(self, staged: object) -> object | None:
+        """Hold ``staged`` for the next commit to take; returns the one it replaces (never taken: the
+        caller deletes its files)."""
+        with self._lock:
+            previous, self._next_base = self._next_base, staged
+        return previous
+
+    def take_next_base(self, fits: Callable[[object], bool]) -> object | None:
+        """The held staged-ahead base list if ``fits`` accepts it, no longer held (taken by one
+        caller only); None otherwise (it stays)."""
+        with self._lock:
+            staged = self._next_base
+            if staged is None or not fits(staged):
+                return None
+            self._next_base = None
+            return staged
 
     def begin_commit(self) -> None:
         with self._lock:
             self._in_flight += 1
 
-    def end_commit(self) -> None:
+    def end_commit(self) -> object | None:
+        """One commit fewer in flight; when none is left, the staged-ahead base list held (no longer
+        held: only a commit in flight can take one, and a commit prepared from now on stages its own
+        before the lock), for the caller to delete."""
         with self._lock:
             self._in_flight = max(0, self._in_flight - 1)
+            if self._in_flight:
+                return None
+            left, self._next_base = self._next_base, None
+            return left
 
     @property
     def commits_in_flight(self) -> int:

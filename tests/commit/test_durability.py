@@ -97,6 +97,40 @@ def test_a_snapshot_is_linked_only_after_every_manifest_it_names_is_durable(
     assert not [p for op, p in fio.log if op == "fsync" and p.endswith("LATEST")]
 
 
+def test_a_base_list_staged_ahead_is_made_durable_by_the_snapshot_that_takes_it(tmp_path: Path) -> None:
+    """Two coordinators of one table object, the second prepared while the first is in flight: the
+    first stages the second's base list with its own snapshot (created not durable, as any list); the
+    second takes it and fsyncs it before its snapshot is linked, with everything else it names."""
+    _, path, _ = make_table(tmp_path, options={"manifest.merge-min-count": "3"})
+    fio = RecordingFileIO()
+    table = FileStoreTable.load(fio, path)
+    a, b = (
+        CommitCoordinator(
+            table, StorageGuard(fio, path, load_snapshot_fn=table.snapshot_manager.snapshot), commit_user=u
+        )
+        for u in ("a", "b")
+    )
+    for i in range(4):
+        first = a.prepare([append_msg(i % 2, i % 2, data_file())], i)
+        second = b.prepare([append_msg(i % 2, i % 2, data_file())], i)
+        assert second.pendings[0].base is None  # the first in flight: nothing staged before the lock
+        assert a.commit_prepared(first).snapshot_ids == (2 * i + 1,)
+        assert b.commit_prepared(second).snapshot_ids == (2 * i + 2,)
+    manifest_dir = Path(path) / "manifest"
+    for sid in range(2, 9, 2):
+        base = str(manifest_dir / table.snapshot_manager.snapshot(sid).base_manifest_list)
+        # staged ahead: created before the snapshot it was staged on (sid - 1) was linked
+        created = fio.log.index(("create", base))
+        assert created < fio.log.index(("link", table.snapshot_manager.snapshot_path(sid - 1))), sid
+        linked_at = fio.log.index(("link", table.snapshot_manager.snapshot_path(sid)))
+        fsynced = {p for op, p in fio.log[:linked_at] if op == "fsync"}
+        for name in referenced_files(table, sid):
+            assert str(manifest_dir / name) in fsynced, (sid, name)
+    # nothing left behind: every list staged ahead was taken
+    referenced = set().union(*(referenced_files(table, sid) for sid in range(1, 9)))
+    assert {f.name for f in manifest_dir.iterdir()} - referenced == set()
+
+
 def test_cached_manifests_and_lists_equal_what_the_files_decode_to(tmp_path: Path) -> None:
     _, path, _ = make_table(tmp_path, options={"manifest.merge-min-count": "4"})
     table = FileStoreTable.open(path)

@@ -317,8 +317,14 @@ def test_cached_access_never_outlives_the_tokens_expiry(
         assert client.get(TABLE, headers=auth(static)).status_code == 401
 
 
-def test_replicas_signing_in_one_new_user_at_once_create_it_once(service_catalog: MetastoreCatalog) -> None:
-    principals = Principals(service_catalog.engine)
+@pytest.mark.parametrize("pooled", [False, True], ids=["engine", "sessions"])
+def test_replicas_signing_in_one_new_user_at_once_create_it_once(
+    service_catalog: MetastoreCatalog, pooled: bool
+) -> None:
+    # ``sessions``: the service's path (one round trip once the user exists, the engine's transaction
+    # to create it).
+    sessions = service_catalog.lock.sessions if pooled else None
+    principals = Principals(service_catalog.engine, sessions=sessions)
     created_by = "oidc:https://idp.example"
     barrier = threading.Barrier(8)
     results: list[Any] = []

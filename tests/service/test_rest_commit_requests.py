@@ -1,6 +1,6 @@
 """The work a REST commit does outside the table lock (issue 39, item 3), counted: the S3 requests of a
 steady-state commit-messages request (the S3 server's request log) and the Postgres round trips of
-authenticating a request (a hook on the driver's connections)."""
+authenticating a request, by a static token or an OIDC JWT (a hook on the driver's connections)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,15 @@ from psycopg import pq
 import paimon_meta
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.db import budget
+from paimon_meta.db.models import Privilege
 from paimon_meta.errors import RequestBoundError
 from paimon_meta.governance.permissions import Access as PermissionAccess
 from paimon_meta.governance.permissions import Resource
+from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
 from paimon_meta.table import schema_change
+from tests.fixtures.oidc import IdentityProvider
 from tests.fixtures.s3 import MotoS3, TracedRequest
 from tests.fixtures.service import FAST_LOCK, make_principal
 from tests.ops.helpers import create, prepare, read_keys
@@ -213,5 +216,48 @@ def test_b_authenticating_a_request_is_one_postgres_round_trip(
             state.authenticate(token)
         state.principals.revoke_tokens("writer")
         assert state.authenticate(token) is None
+    finally:
+        state.close()
+
+
+def test_c_an_oidc_sign_in_of_an_existing_user_is_one_postgres_round_trip(
+    s3_catalog: MetastoreCatalog, round_trips: _RoundTrips, identity_provider: IdentityProvider
+) -> None:
+    """A JWT's user, its groups' grants and its stored assignments come back in one round trip once
+    the user exists (its first sign-in creates it: more); with ``auth_cache_seconds=0`` a grant
+    revoked from its group is gone at the very next request."""
+    principals = Principals(s3_catalog.engine)
+    principals.create_group("writers")
+    principals.grant("group:writers", Privilege.WRITE, database="db", table="t")
+    settings = ServiceSettings(auth_cache_seconds=0, oidc=identity_provider.settings(groups_claim="groups"))
+    state = ServiceState(settings, s3_catalog)
+    token = identity_provider.token("carol", groups=["writers", "nobody"])
+    table = Resource.table("db", "t")
+    s3_catalog.engine.dispose()  # the engine's connections are opened again, traced
+    try:
+        first = state.authenticate(token)  # creates user:carol (its own transaction, once)
+        assert first is not None and first.principal == "user:carol"
+        for _ in range(3):
+            before = round_trips.count()
+            access = state.authenticate(token)
+            assert round_trips.count() - before == 1
+            assert access is not None and access.principal == "user:carol"
+            assert access.groups == ("group:writers",)
+            assert access.may(PermissionAccess.UPDATE, table)
+        assert round_trips.traced, "no connection was traced: the hook measured nothing"
+        with budget.bounded(budget.QueryBudget("read", 5.0)):
+            before = round_trips.count()
+            assert state.authenticate(token) is not None
+            assert round_trips.count() - before == 1
+        spent = budget.QueryBudget("read", 5.0)
+        spent.cancel(budget.DISCONNECT)
+        with budget.bounded(spent), pytest.raises(RequestBoundError):
+            state.authenticate(token)
+        principals.revoke("group:writers", Privilege.WRITE, database="db", table="t")
+        access = state.authenticate(token)
+        assert access is not None and not access.may(PermissionAccess.UPDATE, table)
+        # Another issuer's user of the same name never signs in as it, on the one-round-trip path too.
+        principals.sign_in("user:dave", created_by="oidc:https://old-idp.example")
+        assert state.authenticate(identity_provider.token("dave")) is None
     finally:
         state.close()

@@ -6,6 +6,8 @@ snapshot-N`` with ``If-None-Match: *`` (no HEAD of snapshot-N: the conditional P
 another writer left; the base manifest list staged before the lock; LATEST written after the release),
 and no PUT carries ``Expect: 100-continue`` (a second round trip each). A group of ``k`` commits in one
 hold makes ``k`` snapshot PUTs and a base list PUT for each commit staged on a snapshot of the hold.
+Ungrouped commits of one table object contending make one request under the lock too: the committer of
+snapshot N PUTs N+1's base list together with ``snapshot-N`` and hands it to the next holder.
 
 The window is measured in this process: from the moment the lock's acquiring transaction returned
 (``MetastoreLock.acquire_on``) to the moment its release committed (``LockLease.confirm_release``); the
@@ -32,7 +34,7 @@ from paimon_meta.metastore.lock import LockLease, MetastoreLock
 from tests.commit.conftest import SCHEMA
 from tests.commit.helpers import append_msg, data_file
 from tests.fixtures.s3 import MotoS3, TracedRequest
-from tests.integration.history import check_exactly_once, read_history
+from tests.integration.history import check_exactly_once, check_no_orphan_manifests, read_history
 
 pytestmark = pytest.mark.postgres
 
@@ -167,6 +169,87 @@ def test_a_group_of_k_makes_its_snapshot_puts_and_the_restaged_base_lists_under_
         h, {("u", 0): warm.file_name, **{("u", i + 1): f.file_name for i, f in enumerate(files)}}
     )
     assert table.snapshot_manager.latest_snapshot_id() == k + 1
+
+
+def test_a_contended_commit_holds_the_lock_for_one_s3_request(
+    s3_catalog: MetastoreCatalog, moto_server: MotoS3, holds: _Holds, s3_warehouse: tuple[str, dict[str, str]]
+) -> None:
+    """Two commits of one table object in flight, ungrouped: the second was prepared while the first
+    was in flight, so its base list was not staged before the lock (it would most likely be stale).
+    The first, creating snapshot N, stages N+1's base list with it (both PUTs together: one round
+    trip) and offers it; the second, finding N under the lock, takes it: its hold is one S3 request,
+    ``PUT snapshot-(N+1)``. An offered list fits only the snapshot it was staged on (compared as step 7
+    compares a prestaged one: id, uuid and lists)."""
+    table = s3_catalog.get_table("db.t")
+    warm = data_file(rows=1)
+    s3_catalog.message_committer("db.t", "u", table=table).commit([append_msg(0, 0, warm)], 0)
+    files = [data_file(rows=1) for _ in range(4)]
+    one = s3_catalog.message_committer("db.t", "one", table=table)
+    two = s3_catalog.message_committer("db.t", "two", table=table)
+    first = one.prepare([append_msg(0, 0, files[0])], 1)  # staged ahead on snapshot 1 before the lock
+    second = two.prepare([append_msg(0, 0, files[1])], 1)  # the first in flight: nothing staged ahead
+    assert first.pendings[0].base is not None and second.pendings[0].base is None
+    start = len(holds.acquired)
+    with moto_server.trace() as trace:
+        assert one.commit_prepared(first).snapshot_ids == (2,)
+        assert two.commit_prepared(second).snapshot_ids == (3,)
+    one_hold, two_hold = ([r for r in trace if a <= r.at <= b] for a, b in holds.windows()[start:])
+    # The first: its snapshot and the next one's base list, PUT together.
+    assert sorted((r.method, _key_tail(r).split("-")[0], r.if_none_match) for r in one_hold) == [
+        ("PUT", "manifest/manifest", "*"),
+        ("PUT", "snapshot/snapshot", "*"),
+    ], [(r.method, r.key) for r in one_hold]
+    ahead = next(r for r in one_hold if "/manifest/manifest-list-" in r.key).key.rsplit("/", 1)[-1]
+    # The second: one request.
+    assert [(r.method, _key_tail(r), r.if_none_match) for r in two_hold] == [
+        ("PUT", "snapshot/snapshot-3", "*")
+    ]
+    snapshot_3 = table.snapshot_manager.snapshot(3)
+    assert snapshot_3.base_manifest_list == ahead
+    # Stale: the list offered with snapshot 4 fits only 4. Another engine writes snapshot 5 straight to
+    # storage; the next commit, on the pointer's 4, takes the offered list, loses the create of
+    # snapshot-5 (412), deletes what the attempt wrote (that list too: named by nothing) and commits
+    # snapshot 6 on 5, with a base list of its own.
+    three = s3_catalog.message_committer("db.t", "three", table=table)
+    four = s3_catalog.message_committer("db.t", "four", table=table)
+    held_3 = three.prepare([append_msg(0, 0, files[2])], 1)  # staged ahead on 3 (nothing in flight)
+    held_4 = four.prepare([append_msg(0, 0, files[3])], 1)  # the third in flight: nothing staged ahead
+    start = len(holds.acquired)
+    with moto_server.trace() as trace:
+        assert three.commit_prepared(held_3).snapshot_ids == (4,)
+    (window,) = holds.windows()[start:]
+    offered = [r.key for r in trace if window[0] <= r.at <= window[1] and "/manifest/manifest-list-" in r.key]
+    assert len(offered) == 1
+    _, options = s3_warehouse
+    foreign = paimon_meta.open_table(table.path, {**options, "s3.conditional-writes": "true"})
+    assert foreign.committer_factory is not None
+    outsider = data_file(rows=1)
+    assert foreign.committer_factory(foreign, "x").commit([append_msg(0, 0, outsider)], 1).snapshot_ids == (
+        5,
+    )
+    with moto_server.trace() as trace:
+        result = four.commit_prepared(held_4)
+    assert (result.snapshot_ids, result.attempts) == ((6,), 2)
+    creates = [_key_tail(r) for r in trace if r.method == "PUT" and "/snapshot/snap" in r.key]
+    assert creates == ["snapshot/snapshot-5", "snapshot/snapshot-6"]
+    assert offered[0] in [r.key for r in trace if r.method == "DELETE"]
+    assert table.snapshot_manager.snapshot(6).base_manifest_list != offered[0].rsplit("/", 1)[-1]
+    h = read_history(s3_catalog, "db.t")
+    acked = {
+        ("u", 0): warm.file_name,
+        ("one", 1): files[0].file_name,
+        ("two", 1): files[1].file_name,
+        ("three", 1): files[2].file_name,
+        ("x", 1): outsider.file_name,
+        ("four", 1): files[3].file_name,
+    }
+    assert sorted(h.snapshots) == [1, 2, 3, 4, 5, 6]
+    assert h.live_files == set(acked.values())  # each once
+    assert sorted((s.commit_user, s.commit_identifier) for s in h.snapshots.values()) == sorted(acked)
+    assert [(e["commit_user"], e["snapshot_id"]) for e in h.events_of("external")] == [("x", 5)]
+    assert sorted(e["snapshot_id"] for e in h.events_of("snapshot_published")) == [1, 2, 3, 4, 6]
+    check_no_orphan_manifests(h)  # the offered list the failed attempt took is gone
+    assert h.pointer == 6
 
 
 def _queued_behind_the_first(
