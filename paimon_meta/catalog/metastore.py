@@ -48,6 +48,7 @@ from paimon_meta.io.base import FileIO
 from paimon_meta.metastore.assignments import Policies, refuse_ungoverned_changes
 from paimon_meta.metastore.catalog_objects import CatalogObjects
 from paimon_meta.metastore.catalogs import Catalogs
+from paimon_meta.metastore.event_partitions import EventPartitions
 from paimon_meta.metastore.events import EventLog
 from paimon_meta.metastore.lock import MetastoreLock
 from paimon_meta.metastore.recycle_bin import RecycleBin
@@ -95,6 +96,9 @@ CATALOG_OPTIONS = frozenset(
 
 
 _log = logging.getLogger(__name__)
+
+#: How often a catalog checks that the commit log has its partitions ahead (MetastoreCatalog, on commit).
+PARTITIONS_CHECK_SECONDS = 3600.0
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -159,6 +163,9 @@ class MetastoreCatalog:
             / 1000
         )
         self.events = EventLog(engine)
+        self._partitions_lock = threading.Lock()
+        self._partitions_checked_at = 0.0
+        self._make_partitions_ahead()
         #: Views and functions of the catalog (their rows, versions and events).
         self.objects = CatalogObjects(self.registry)
         self.lock = MetastoreLock(engine)
@@ -653,9 +660,35 @@ class MetastoreCatalog:
             self._guard(row, table.snapshot_manager, principal, branch=table.branch_name), table
         )
 
+    def _make_partitions_ahead(self) -> None:
+        """The commit log's partitions for now and the next two periods made if missing, when this
+        catalog is opened and then at most every :data:`PARTITIONS_CHECK_SECONDS` before a commit.
+
+        Invariant: a process that commits through the library alone (no ``paimon-meta serve``, whose
+        replicas make them in the background) never reaches a time no partition of the log covers while
+        it keeps committing: the check runs hourly and covers two periods (two weeks by default) ahead.
+        A failure (the metastore down, a schema before migration 0024) is logged and left to the next
+        check; the commit goes on (and fails with ``EventLogPartitionMissingError``, a 503, only if its
+        time is really not covered)."""
+        now = time.monotonic()
+        if self._partitions_checked_at and now - self._partitions_checked_at < PARTITIONS_CHECK_SECONDS:
+            return
+        with self._partitions_lock:
+            if self._partitions_checked_at and now - self._partitions_checked_at < PARTITIONS_CHECK_SECONDS:
+                return
+            self._partitions_checked_at = now
+            try:
+                made = EventPartitions(self.engine).ensure_ahead(periods=2)
+            except Exception as e:  # a failed check never fails the open or the commit
+                _log.warning("could not make the commit log's partitions ahead (retried in an hour): %s", e)
+                return
+        if made:
+            _log.info("made the commit log's partitions %s", ", ".join(made))
+
     def _guard(
         self, row: TableRow, snapshots: SnapshotManager, principal: str | None = None, *, branch: str = "main"
     ) -> MetastoreGuard:
+        self._make_partitions_ahead()
         return MetastoreGuard(
             engine=self.engine,
             lock=self.lock,

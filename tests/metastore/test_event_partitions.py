@@ -486,3 +486,57 @@ def test_cli_lists_and_makes_partitions(
     assert [r["name"] for r in listed] == [P0, *made]
     code, out, _ = cli.run("events", "partitions")
     assert code == 0 and P0 in out and "MINVALUE" in out
+
+
+def _drop_partitions_ahead(engine: Engine) -> datetime:
+    """The log's partitions after the one covering now taken away (and unregistered), as if no replica
+    had made any for weeks; returns where the coverage now ends."""
+    with engine.begin() as conn:
+        now: datetime = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+        ahead = (
+            conn.execute(
+                text(
+                    "SELECT name FROM paimon_event_partitions WHERE range_start > :now AND dropped_at IS NULL"
+                ),
+                {"now": now},
+            )
+            .scalars()
+            .all()
+        )
+        for name in ahead:
+            conn.execute(text(f"ALTER TABLE paimon_commit_events DETACH PARTITION {name}"))
+            conn.execute(text(f"DROP TABLE {name}"))
+        conn.execute(text("DELETE FROM paimon_event_partitions WHERE name = ANY(:n)"), {"n": list(ahead)})
+    live = EventPartitions(engine).partitions()
+    assert ahead and live[-1].end < now + timedelta(days=8), (ahead, live)
+    return live[-1].end
+
+
+def test_the_library_makes_partitions_ahead_when_it_opens_and_hourly_on_commit(
+    clean_db: str, clean_engine: Engine, tmp_path: Path
+) -> None:
+    # A process committing through the library alone (no serve) must never run out of partitions.
+    ended = _drop_partitions_ahead(clean_engine)
+    catalog = paimon_meta.connect(clean_db, str(tmp_path / "wh"), **FAST_LOCK)
+    try:
+        live = EventPartitions(clean_engine).partitions()
+        assert live[-1].end >= ended + timedelta(days=7)  # opening the catalog made them
+        catalog.create_database("db")
+        catalog.create_table("db.t", SCHEMA)
+
+        def commit(k: int) -> None:
+            table = catalog.get_table("db.t")
+            builder = table.new_batch_write_builder()
+            write = builder.new_write()
+            write.write_arrow(pa.table({"k": pa.array([k], pa.int64())}, schema=SCHEMA))
+            builder.new_commit().commit(write.prepare_commit())
+
+        commit(1)
+        ended = _drop_partitions_ahead(clean_engine)
+        commit(2)  # checked within the hour: nothing made
+        assert EventPartitions(clean_engine).partitions()[-1].end == ended
+        catalog._partitions_checked_at -= 3601  # an hour later
+        commit(3)
+        assert EventPartitions(clean_engine).partitions()[-1].end >= ended + timedelta(days=7)
+    finally:
+        catalog.close()
