@@ -42,6 +42,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
+from paimon_meta.db.models import TERMINAL_COMMIT_EVENT_TYPES
 from paimon_meta.errors import (
     EventPartitionArchiveConflictError,
     EventPartitionInUseError,
@@ -109,6 +110,16 @@ def partition_name(start: datetime) -> str:
 def period_start(at: datetime, period: timedelta) -> datetime:
     """The start of the period (aligned on :data:`ANCHOR`) that contains ``at``."""
     return ANCHOR + ((at - ANCHOR) // period) * period
+
+
+#: Prepared commits of a partition (``{partition}``) with no terminal event in any partition.
+_UNSETTLED_SQL = (
+    "SELECT count(*) AS n, min(p.commit_id::text) AS ex FROM {partition} p "  # noqa: S608 (our constants)
+    "WHERE p.event_type = 'prepared' AND NOT EXISTS (SELECT 1 FROM paimon_commit_events t "
+    "WHERE t.commit_id = p.commit_id AND t.event_type IN ("
+    + ", ".join(f"'{t.value}'" for t in sorted(TERMINAL_COMMIT_EVENT_TYPES))
+    + "))"
+)
 
 
 def is_partition_missing(error: BaseException) -> bool:
@@ -420,6 +431,19 @@ class EventPartitions:
                         f"archived with another row count): {', '.join(missing)}",
                         partition=name,
                         catalogs=missing,
+                    )
+                # Invariant: a commit still pending (prepared, no terminal event in any partition)
+                # keeps its partition: its `prepared` event carries the CommitMessages recovery needs
+                # to finish or abort it. `paimon-meta recover` (or serve's background recovery) settles
+                # it first.
+                unsettled = conn.execute(text(_UNSETTLED_SQL.format(partition=_quoted(name)))).one()
+                if unsettled.n:
+                    raise EventPartitionInUseError(
+                        f"partition {name!r} of the commit log holds {unsettled.n} prepared commit(s) not "
+                        f"settled (e.g. {unsettled.ex}): their messages are what recovery finishes "
+                        "them from; run `paimon-meta recover` first",
+                        partition=name,
+                        pending=int(unsettled.n),
                     )
         self._detach(name, pending=bool(live["detaching"]))
         with self._engine.begin() as conn:

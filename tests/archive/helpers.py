@@ -18,7 +18,7 @@ from paimon_meta.archive.table import IDENTIFIER
 from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import CommitConflictError
 from paimon_meta.metastore.catalogs import EVENTS_RETENTION, Catalogs
-from paimon_meta.metastore.events import CommitRef, ConflictChecked, EventLog, Prepared, Retried
+from paimon_meta.metastore.events import CommitRef, ConflictChecked, EventLog, Failed, Prepared, Retried
 from paimon_meta.model.snapshot import CommitKind
 
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())])
@@ -55,7 +55,7 @@ def db_now(engine: Engine) -> datetime:
 def seed(catalog: MetastoreCatalog, identifier: str, start: int) -> None:
     """Commits through the commit path: two appends, a commit refused by the conflict check (the same
     files added twice), and a commit that retried (a lost race is not cheap to cause: its events are
-    appended through the event log's API, as the guard writes them)."""
+    appended through the event log's API, as the guard writes them, then settled as failed)."""
     if not catalog.registry.database_exists(identifier.split(".", maxsplit=1)[0]):
         catalog.create_database(identifier.split(".", maxsplit=1)[0])
     try:
@@ -87,6 +87,10 @@ def seed(catalog: MetastoreCatalog, identifier: str, start: int) -> None:
         EventLog.append(conn, Prepared(ref=ref, messages=b"m", messages_version=14, duration_ms=1.5))
         EventLog.append(conn, ConflictChecked(ref=ref, conflict=False, duration_ms=0.5))
         EventLog.append(conn, Retried(ref=ref, reason="lost the race for snapshot 9", wait_ms=12.5))
+        # settled, as a real writer's commit is (a pending one keeps its partition: event_partitions.drop)
+        EventLog.append(
+            conn, Failed(ref=ref, reason="gave up after the lost race", error_type="CommitFailedError")
+        )
 
 
 def normal(value: Any) -> Any:

@@ -540,3 +540,30 @@ def test_the_library_makes_partitions_ahead_when_it_opens_and_hourly_on_commit(
         assert EventPartitions(clean_engine).partitions()[-1].end >= ended + timedelta(days=7)
     finally:
         catalog.close()
+
+
+def test_a_partition_holding_an_unsettled_commit_is_not_dropped(clean_engine: Engine) -> None:
+    # Its `prepared` event carries the messages recovery finishes or aborts the commit from.
+    parts = EventPartitions(clean_engine, actor="test")
+    commit_id = uuid.uuid4()
+    with clean_engine.begin() as conn:
+        tid = _table(conn, "a", "t")
+        conn.execute(
+            text(
+                "INSERT INTO paimon_commit_events (commit_id, table_id, table_identifier, event_type, "
+                "commit_user, commit_identifier, commit_kind, messages, messages_version) VALUES "
+                "(:c, :t, 'db.t', 'prepared', 'u', 1, 'APPEND', '\\x00'::bytea, 3)"
+            ),
+            {"c": commit_id, "t": tid},
+        )
+    p0 = next(p for p in parts.partitions() if p.name == P0)
+    past = p0.end + timedelta(hours=1)
+    parts.mark_archived(P0, catalog_key="a", snapshot_id=1, row_count=1, archived_by="archiver")
+    with pytest.raises(EventPartitionInUseError, match=f"1 prepared commit.*{commit_id}.*recover"):
+        parts.drop(P0, operator="op", now=past)
+    assert P0 in [p.name for p in parts.partitions()]
+    # settled (here: aborted by recovery, in a later partition): the partition may go
+    with clean_engine.begin() as conn:
+        _event(conn, tid, kind="aborted", commit_id=commit_id, at=p0.end + timedelta(minutes=1))
+    parts.drop(P0, operator="op", now=past)
+    assert P0 not in [p.name for p in parts.partitions()]
