@@ -661,12 +661,14 @@ class CommitCoordinator:
         staged = self.stage(session, attempt, p, latest)
         if isinstance(staged, Deduplicated):
             return staged.snapshot_id, True, False
+        # Other commits of this table object waiting: the next holder stages on this snapshot; its base
+        # list is merged now, in memory, before the fencing check (so the publishing transaction's idle
+        # window, bounded by the lease, holds no more local work than before), and PUT together with
+        # the snapshot once fenced (one round trip for both).
+        ahead = self._stage_ahead(staged.snapshot) if self.snapshots.commits_in_flight > 1 else None
         # Fencing: a holder whose lease lapsed must not publish (LockLostError -> definite failure).
         session.before_publish()
         crashpoints.reached(CrashPoint.BEFORE_PUBLISH)
-        # Other commits of this table object waiting: the next holder stages on this snapshot; its base
-        # list is merged now and PUT together with the snapshot (one round trip for both).
-        ahead = self._stage_ahead(staged.snapshot) if self.snapshots.commits_in_flight > 1 else None
         writes = start_writes(self.file_io, ahead[1]) if ahead is not None else []
         published = False
         try:
