@@ -110,18 +110,22 @@ def test_a_base_list_staged_ahead_is_made_durable_by_the_snapshot_that_takes_it(
         )
         for u in ("a", "b")
     )
+    takers_start: dict[int, int] = {}  # where in the log each second commit began
     for i in range(4):
         first = a.prepare([append_msg(i % 2, i % 2, data_file())], i)
         second = b.prepare([append_msg(i % 2, i % 2, data_file())], i)
         assert second.pendings[0].base is None  # the first in flight: nothing staged before the lock
         assert a.commit_prepared(first).snapshot_ids == (2 * i + 1,)
+        takers_start[2 * i + 2] = len(fio.log)
         assert b.commit_prepared(second).snapshot_ids == (2 * i + 2,)
     manifest_dir = Path(path) / "manifest"
     for sid in range(2, 9, 2):
         base = str(manifest_dir / table.snapshot_manager.snapshot(sid).base_manifest_list)
-        # staged ahead: created before the snapshot it was staged on (sid - 1) was linked
+        # staged ahead: created by the commit of the snapshot it was staged on (sid - 1), which waits for
+        # its writes (PUT beside that snapshot's, so in either order) before offering it: before the
+        # commit that took it began
         created = fio.log.index(("create", base))
-        assert created < fio.log.index(("link", table.snapshot_manager.snapshot_path(sid - 1))), sid
+        assert created < takers_start[sid], sid
         linked_at = fio.log.index(("link", table.snapshot_manager.snapshot_path(sid)))
         fsynced = {p for op, p in fio.log[:linked_at] if op == "fsync"}
         for name in referenced_files(table, sid):
