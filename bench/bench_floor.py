@@ -91,6 +91,12 @@ class Call:
     kwargs: dict[str, Any] = field(default_factory=dict)  # dir_fd= / dst_dir_fd= (file descriptors)
 
 
+# A recorded descriptor is named by the open that made it (an id unique in the recording), not by its
+# number: numbers are reused as soon as a file is closed, by any thread (the commit path writes the
+# manifest, the delta list and the staged-ahead base list on helper threads, and one thread may sync
+# or close what another opened).
+
+
 # Threads whose calls are not part of a commit (the lock's heartbeat renews the lease in the background).
 _IGNORED_THREADS = ("paimon-lock-heartbeat",)
 
@@ -105,6 +111,31 @@ class Recorder:
     commit: int = -1
     on: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _open_ids: dict[int, int] = field(default_factory=dict)  # live descriptor number -> its open's id
+    _next_id: int = 0
+
+    def opened(self, fd: int) -> int:
+        """A new descriptor ``fd`` (just returned by ``os.open``): its id."""
+        with self._lock:
+            self._next_id += 1
+            self._open_ids[fd] = self._next_id
+            return self._next_id
+
+    def fd_id(self, fd: Any) -> Any:
+        """The id of the open behind live descriptor ``fd`` (read before the call that uses it, while the
+        caller holds it open); a descriptor opened before the recording began keeps its number, as
+        ``("raw", fd)``, and the replay refuses it by name."""
+        if not isinstance(fd, int):
+            return fd
+        with self._lock:
+            oid = self._open_ids.get(fd)
+        return ("raw", fd) if oid is None else oid
+
+    def closed(self, fd: int, oid: Any) -> None:
+        """``fd`` was closed: forget it, unless another thread's open already got the number again."""
+        with self._lock:
+            if self._open_ids.get(fd) == oid:
+                del self._open_ids[fd]
 
     def add(
         self,
@@ -149,15 +180,28 @@ def recording(rec: Recorder) -> Iterator[None]:
         real = saved[name]
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            # descriptors named by their open's id, read while the caller still holds them open
+            ids = {k: rec.fd_id(v) for k, v in kwargs.items() if k in ("dir_fd", "dst_dir_fd")}
+            if name in ("write", "fsync", "close"):
+                fd_oid = rec.fd_id(args[0])
+            elif name in ("link", "replace", "rename") and str(args[0]).startswith("/proc/self/fd/"):
+                fd_oid = rec.fd_id(int(str(args[0]).rsplit("/", 1)[1]))
             t0 = time.perf_counter()
             result = real(*args, **kwargs)
             if name == "write":
-                fd, data = args
-                rec.add("fs", name, (fd, bytes(memoryview(data)[:result])), t0, result)
+                rec.add("fs", name, (fd_oid, bytes(memoryview(args[1])[:result])), t0, result)
             elif name == "stat":
                 rec.add("fs", name, (args[0],), t0)
+            elif name == "open":
+                rec.add("fs", name, args, t0, rec.opened(result), kwargs=ids)
+            elif name in ("fsync", "close"):
+                rec.add("fs", name, (fd_oid,), t0, result)
+                if name == "close":
+                    rec.closed(args[0], fd_oid)
+            elif name in ("link", "replace", "rename") and str(args[0]).startswith("/proc/self/fd/"):
+                rec.add("fs", name, (("proc-fd", fd_oid), *args[1:]), t0, result, kwargs=ids)
             else:
-                rec.add("fs", name, args, t0, result, kwargs=kwargs)
+                rec.add("fs", name, args, t0, result, kwargs=ids)
             return result
 
         return call
@@ -217,16 +261,26 @@ class Replayer:
 
     def __init__(self, old_root: str, new_root: str, conninfo: str) -> None:
         self.old_root, self.new_root, self.conninfo = old_root, new_root, conninfo
-        self.fds: dict[tuple[int, int], int] = {}
+        self.fds: dict[Any, int] = {}  # a recorded open's id -> the replay's descriptor
+        self._fds_changed = threading.Condition()
         self._workers: dict[int, ThreadPoolExecutor] = {}
         self._pending: list[tuple[float, Future[None]]] = []
         self.conns: dict[int, psycopg.Connection[Any]] = {}
         self.errors: list[str] = []
 
-    def fd(self, thread: int, fd: int) -> int:
-        """The replay's descriptor for a recorded one: opened by this thread, else by the committing
-        thread (the fsync pool syncs files the committing thread opened)."""
-        return self.fds[(thread, fd)] if (thread, fd) in self.fds else self.fds[(0, fd)]
+    def fd(self, oid: Any) -> int:
+        """The replay's descriptor for the recorded open ``oid``. Its open may be queued on another helper
+        thread's worker (one helper opens, another syncs or writes): wait until that worker has run it;
+        it precedes this use in the recording, and a worker only waits on opens recorded before its
+        own calls, so the wait ends."""
+        if isinstance(oid, tuple) and oid[0] == "raw":
+            raise OSError(f"descriptor {oid[1]} was opened before the recording began")
+        with self._fds_changed:
+            # bounded so a recording that lost an open fails the run by name instead of hanging it
+            self._fds_changed.wait_for(lambda: oid in self.fds or bool(self.errors), timeout=120)
+            if oid not in self.fds:
+                raise OSError(f"the open of recorded descriptor #{oid} was not replayed")
+            return self.fds[oid]
 
     def path(self, p: Any) -> Any:
         if isinstance(p, str) and p.startswith(self.old_root):
@@ -278,23 +332,31 @@ class Replayer:
             else:
                 self._db(call)
         except (OSError, psycopg.Error) as e:
-            self.errors.append(f"{call.op}{call.args[:2]!r}: {e}")
+            with self._fds_changed:
+                self.errors.append(f"{call.op}{call.args[:2]!r}: {e}")
+                self._fds_changed.notify_all()
 
     def _fs(self, call: Call) -> None:
-        op, a, t = call.op, call.args, call.thread
-        kw = {k: self.fd(t, v) for k, v in call.kwargs.items() if k in ("dir_fd", "dst_dir_fd")}
+        op, a = call.op, call.args
+        kw = {k: self.fd(v) for k, v in call.kwargs.items() if k in ("dir_fd", "dst_dir_fd")}
         if op == "open":
-            self.fds[(t, call.result)] = _OS["open"](self.path(a[0]), *a[1:], **kw)
+            fd = _OS["open"](self.path(a[0]), *a[1:], **kw)
+            with self._fds_changed:
+                self.fds[call.result] = fd
+                self._fds_changed.notify_all()
         elif op == "close":
-            _OS["close"](self.fds.pop((t, a[0])) if (t, a[0]) in self.fds else self.fds.pop((0, a[0])))
+            fd = self.fd(a[0])
+            with self._fds_changed:
+                del self.fds[a[0]]
+            _OS["close"](fd)
         elif op == "write":
-            _OS["write"](self.fd(t, a[0]), a[1])
+            _OS["write"](self.fd(a[0]), a[1])
         elif op == "fsync":
-            _OS["fsync"](self.fd(t, a[0]))
+            _OS["fsync"](self.fd(a[0]))
         elif op in ("link", "replace", "rename"):
             src = a[0]
-            if isinstance(src, str) and src.startswith("/proc/self/fd/"):  # an O_TMPFILE file, by its fd
-                src = f"/proc/self/fd/{self.fd(t, int(src.rsplit('/', 1)[1]))}"
+            if isinstance(src, tuple) and src[0] == "proc-fd":  # an O_TMPFILE file, by its descriptor
+                src = f"/proc/self/fd/{self.fd(src[1])}"
             _OS[op](self.path(src), self.path(a[1]), **kw)
         elif op in ("unlink", "mkdir", "stat"):
             # as in the recording (e.g. a stat probing for a file that is not there)
