@@ -1190,6 +1190,18 @@ class DroppedTable(Base):
     purge_after: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class RemovedTable(Base):
+    """The catalog of a table that left the registry (migration 0025): a row for every row deleted from
+    ``paimon_tables`` or ``paimon_dropped_tables``, written by their AFTER DELETE triggers, so the events
+    of a purged table still belong to their catalog (``metastore.event_partitions``)."""
+
+    __tablename__ = "paimon_removed_tables"
+
+    table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    catalog_key: Mapped[str] = mapped_column(String(255))
+    removed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
 class PaimonDroppedDatabase(Base):
     """The recycle bin's databases (migration 0021): a dropped database's row and properties as they
     were, its database-level grants, its views, functions and semantic views, and the bin entries

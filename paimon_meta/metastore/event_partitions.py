@@ -24,7 +24,9 @@ Audit: every partition made, archive recorded and partition dropped is a row of 
 /``archived_by``); those rows are never deleted.
 
 Which catalog an event belongs to: its ``table_id``'s catalog in ``paimon_tables``, else in the recycle bin
-(``paimon_dropped_tables``); an event whose table was purged from the bin since is attributed to
+(``paimon_dropped_tables``), else the catalog the table had when it left them (``paimon_removed_tables``,
+kept by triggers since migration 0025: a purged table's events are archived into its own catalog). An
+event whose table was purged before 0025, or whose catalog was dropped since, is attributed to
 :data:`PURGED_CATALOG`, a key no catalog can have, so such events are never lost silently: the partition
 is not dropped until they are archived (or an operator marks them so) like any catalog's.
 """
@@ -485,9 +487,13 @@ class EventPartitions:
         )
 
 
-#: An event's catalog: its table's in the registry, else in the recycle bin, else PURGED_CATALOG.
-_CATALOG_OF = f"COALESCE(t.catalog_key, d.catalog_key, '{PURGED_CATALOG}')"
+#: An event's catalog: its table's in the registry, else in the recycle bin, else the one it had when it
+#: left them (``paimon_removed_tables``, migration 0025) if that catalog still exists, else
+#: PURGED_CATALOG (purged before 0025, or its catalog dropped since: archived into the default catalog).
+_CATALOG_OF = f"COALESCE(t.catalog_key, d.catalog_key, rc.catalog_key, '{PURGED_CATALOG}')"
 _CATALOG_JOINS = (
     "LEFT JOIN paimon_tables t ON t.table_id = e.table_id "
-    "LEFT JOIN paimon_dropped_tables d ON d.table_id = e.table_id"
+    "LEFT JOIN paimon_dropped_tables d ON d.table_id = e.table_id "
+    "LEFT JOIN paimon_removed_tables r ON r.table_id = e.table_id "
+    "LEFT JOIN paimon_catalogs rc ON rc.catalog_key = r.catalog_key"
 )

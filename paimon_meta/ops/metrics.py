@@ -69,12 +69,16 @@ class MetricFamily:
 
 # ---- queries (constant SQL; the only parameters are bound) ----------------------------------------------
 
-# The catalog of an event's table (``{e}``: the alias of a relation with ``table_id``): registered or in
-# its recycle bin; its name, else its catalog key (a metastore with no catalog recorded), else '' (the
-# table was purged). Lock ids start with the catalog key.
+# The catalog of an event's table (``{e}``: the alias of a relation with ``table_id``): registered, in
+# its recycle bin, or the one it had when it was purged (``paimon_removed_tables``, migration 0025); its
+# name, else its catalog key (a metastore with no catalog recorded), else '' (purged before 0025). Lock
+# ids start with the catalog key.
 _TABLE_CATALOG = (
     "LEFT JOIN (SELECT table_id, catalog_key FROM paimon_tables UNION ALL "
-    "SELECT table_id, catalog_key FROM paimon_dropped_tables) tc ON tc.table_id = {e}.table_id "
+    "SELECT table_id, catalog_key FROM paimon_dropped_tables UNION ALL "
+    "SELECT r.table_id, r.catalog_key FROM paimon_removed_tables r WHERE NOT EXISTS "
+    "(SELECT 1 FROM paimon_tables t WHERE t.table_id = r.table_id) AND NOT EXISTS "
+    "(SELECT 1 FROM paimon_dropped_tables d WHERE d.table_id = r.table_id)) tc ON tc.table_id = {e}.table_id "
     "LEFT JOIN paimon_catalogs c ON c.catalog_key = tc.catalog_key"
 )
 _CATALOG = "coalesce(c.name, tc.catalog_key, '')"

@@ -319,6 +319,57 @@ def test_events_of_purged_tables_go_to_the_default_catalogs_archive(
     assert users == {PURGED_USER} and [i for i, _ in _archiver_snapshots(main)] == [0]
 
 
+def test_a_purged_tables_events_are_archived_into_its_own_catalog(
+    main: MetastoreCatalog, clean_db: str, tmp_path: Path
+) -> None:
+    """A table of catalog ``team`` dropped into the recycle bin and purged from it, another dropped and
+    purged at once: their events stay ``team``'s (migration 0025), archived into ``team``'s warehouse,
+    none into the default catalog's. A catalog dropped since: its tables' events go to the default's
+    archive as purged ones (never kept forever for a catalog that is gone)."""
+    from paimon_meta.archive.archiver import PURGED_USER
+    from paimon_meta.ops.tables import drop_table, purge_table
+
+    engine = main.engine
+    Catalogs(engine).ensure_default("main", str(tmp_path / "wh-main"), catalog_key="main")
+    team = make_catalog(clean_db, str(tmp_path / "wh-team"), "team", retention="1 d", key="team-key")
+    gone = make_catalog(clean_db, str(tmp_path / "wh-gone"), "gone", retention="1 d", key="gone-key")
+    try:
+        seed(main, "db.t", 0)
+        seed(team, "db.binned", 0)
+        seed(team, "db.purged", 100)
+        seed(gone, "db.x", 200)
+        drop_table(team, "db.binned")  # into the bin...
+        purge_table(team, "db.binned")  # ...and out of it
+        drop_table(team, "db.purged", purge=True)
+        gone.close()
+        Catalogs(engine).drop("gone", cascade=True)
+        boundary = db_now(engine)
+        seed(main, "db.t", 300)
+        store = WindowStore(engine, [boundary])
+        assert store.catalogs_in("paimon_commit_events_w0") == ["(purged)", "main", "team-key"]
+
+        report = _archiver(engine, store, boundary + timedelta(days=2)).run()
+
+        assert sorted((a.catalog_key, a.catalog) for a in report.archived) == [
+            ("(purged)", "main"),
+            ("main", "main"),
+            ("team-key", "team"),
+        ]
+        assert store.drops == ["paimon_commit_events_w0"] and not report.errors
+        in_team = {r["table_identifier"] for r in archived_rows(team)}
+        assert in_team == {"db.binned", "db.purged"}
+        in_main = archived_rows(main)
+        assert {r["table_identifier"] for r in in_main} == {"db.t", "db.x"}
+        manager = main.get_table(IDENTIFIER).snapshot_manager
+        purged = manager.snapshots_of_user(PURGED_USER, manager.latest_snapshot())
+        assert [s.delta_record_count for s in purged] == [
+            sum(1 for r in in_main if r["table_identifier"] == "db.x")
+        ]
+    finally:
+        team.close()
+        gone.close()
+
+
 @pytest.mark.skipif(
     os.environ.get("PAIMON_META_SLOW") != "1",
     reason="a real process killed mid-commit (a child interpreter and a lease takeover: ~30 s on a loaded "

@@ -17,13 +17,13 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from paimon_meta.errors import ValidationError
+from paimon_meta.metastore import event_partitions
 
-# An event's catalog as the partitioned log attributes it: its table's in the registry, else in the
-# recycle bin, else "(purged)".
-_KEY = "COALESCE(t.catalog_key, d.catalog_key, '(purged)')"
+# An event's catalog as the partitioned log attributes it (the same SQL: registry, recycle bin, the
+# catalog a purged table had, else "(purged)").
+_KEY = event_partitions._CATALOG_OF
 _CATALOG_OF = (
-    "FROM paimon_commit_events e LEFT JOIN paimon_tables t ON t.table_id = e.table_id "
-    "LEFT JOIN paimon_dropped_tables d ON d.table_id = e.table_id "
+    f"FROM paimon_commit_events e {event_partitions._CATALOG_JOINS} "
     "WHERE (CAST(:start AS timestamptz) IS NULL OR e.created_at >= :start) AND e.created_at < :end"
 )
 EVENT_COLUMNS = (
