@@ -95,6 +95,19 @@ _COMMIT_EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def partition_missing(error: BaseException) -> EventLogPartitionMissingError | None:
+    """The typed error for ``error`` (a driver error, or SQLAlchemy's around one) if it is Postgres
+    refusing a commit event no partition of the log covers; else None."""
+    if not is_partition_missing(error):
+        return None
+    return EventLogPartitionMissingError(
+        "the commit log has no partition for the time of this event: the partitions ahead were not made "
+        f"(paimon-meta serve makes them; so does paimon-meta events make-partitions): "
+        f"{getattr(error, 'orig', None) or error}",
+        log="paimon_commit_events",
+    )
+
+
 def commit_event_insert_sql(
     *, key: str = "", source: str | None = None
 ) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -605,13 +618,8 @@ class EventLog:
         try:
             result = conn.execute(statement, event.to_row())
         except IntegrityError as e:
-            if is_partition_missing(e):
-                raise EventLogPartitionMissingError(
-                    "the commit log has no partition for the time of this event: the partitions ahead "
-                    "were not made (paimon-meta serve makes them; so does paimon-meta events "
-                    f"make-partitions): {e.orig}",
-                    log="paimon_commit_events",
-                ) from e
+            if (missing := partition_missing(e)) is not None:
+                raise missing from e
             raise
         return int(result.scalar_one())
 

@@ -76,7 +76,7 @@ from paimon_meta.metastore.deferred import (
     Settlement,
     connection_lost,
 )
-from paimon_meta.metastore.events import EventLog, LockEvent, LockEventType
+from paimon_meta.metastore.events import EventLog, LockEvent, LockEventType, partition_missing
 
 _log = logging.getLogger(__name__)
 
@@ -967,6 +967,10 @@ class MetastoreLock:
                     _InDoubtAcquire(self, request, str(params["attempt"]), t0 + request.lease_seconds),
                     error=exc,
                 )
+            elif (missing := partition_missing(exc)) is not None:
+                # a commit's prepared event carried by the acquire (``first``): rolled back with it,
+                # nothing published; typed (a 503 over HTTP) instead of the driver's CheckViolation
+                raise missing from exc
             raise
         request.first = []
         if first and request.first_committed is not None:

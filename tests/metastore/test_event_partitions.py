@@ -542,6 +542,57 @@ def test_the_library_makes_partitions_ahead_when_it_opens_and_hourly_on_commit(
         catalog.close()
 
 
+def _keys(catalog: Any) -> list[int]:
+    rb = catalog.get_table("db.t").new_read_builder()
+    return sorted(rb.new_read().to_arrow(rb.new_scan().plan().splits()).column("k").to_pylist())
+
+
+def test_a_commit_with_no_partition_for_now_fails_typed_and_publishes_nothing(
+    clean_db: str, clean_engine: Engine, tmp_path: Path
+) -> None:
+    """The log's partition for now taken away (impossible while the service and the library make them
+    ahead; an operator's DETACH): a commit fails with the typed, retryable error naming it, before
+    anything is published; the table stays readable and commits again once the partition is back."""
+    catalog = paimon_meta.connect(clean_db, str(tmp_path / "wh"), **FAST_LOCK)
+    try:
+        catalog.create_database("db")
+        catalog.create_table("db.t", SCHEMA)
+        table = catalog.get_table("db.t")
+
+        def commit(k: int) -> None:
+            builder = catalog.get_table("db.t").new_batch_write_builder()
+            write = builder.new_write()
+            write.write_arrow(pa.table({"k": pa.array([k], pa.int64())}, schema=SCHEMA))
+            builder.new_commit().commit(write.prepare_commit())
+
+        commit(1)
+        with clean_engine.begin() as conn:
+            now = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+        [current] = [
+            p
+            for p in EventPartitions(clean_engine).partitions()
+            if (p.start is None or p.start <= now) and now < p.end
+        ]
+        with clean_engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE paimon_commit_events DETACH PARTITION {current.name}"))
+        with pytest.raises(EventLogPartitionMissingError, match="no partition"):
+            commit(2)
+        assert table.snapshot_manager.latest_snapshot_id() == 1
+        assert _keys(catalog) == [1]
+        bounds = "FROM (MINVALUE)" if current.start is None else f"FROM ('{current.start.isoformat()}')"
+        with clean_engine.begin() as conn:
+            conn.execute(
+                text(
+                    f"ALTER TABLE paimon_commit_events ATTACH PARTITION {current.name} "
+                    f"FOR VALUES {bounds} TO ('{current.end.isoformat()}')"
+                )
+            )
+        commit(3)
+        assert _keys(catalog) == [1, 3]
+    finally:
+        catalog.close()
+
+
 def test_a_partition_holding_an_unsettled_commit_is_not_dropped(clean_engine: Engine) -> None:
     # Its `prepared` event carries the messages recovery finishes or aborts the commit from.
     parts = EventPartitions(clean_engine, actor="test")

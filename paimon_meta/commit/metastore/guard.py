@@ -109,6 +109,7 @@ from paimon_meta.metastore.events import (
     commit_event_insert,
     commit_event_insert_sql,
     commit_event_params,
+    partition_missing,
     rest_snapshot_uuid,
 )
 from paimon_meta.metastore.lock import LockLease, MetastoreLock
@@ -784,6 +785,10 @@ class MetastoreGuard(CommitGuard):
                 run_batch(conn, [("BEGIN", {}), *statements, ("COMMIT", {})])
         except _METASTORE_FAILURES:
             log.warning("could not record %s", [e.event_type.value for e in events], exc_info=True)
+        except psycopg.errors.CheckViolation as err:
+            if (missing := partition_missing(err)) is None:
+                raise
+            log.warning("could not record %s: %s", [e.event_type.value for e in events], missing)
 
     def prepared(self, record: CommitRecord) -> None:
         ref = CommitRef(
