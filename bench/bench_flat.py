@@ -173,6 +173,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "console table page (hot)": ("/ui/tables/big/r0000", {}, "admin"),
         "console table page, older commits (hot)": ("/ui/tables/big/r0000", {"deep": "commits"}, "admin"),
         "console maintenance": ("/ui/maintenance", {}, "admin"),
+        # the listings (issue 39: the grant filter read every row for a 5-table principal)
+        "list databases (admin)": ("/v1/paimon/databases", {}, "admin"),
+        "list tables of a database (admin)": ("/v1/paimon/databases/db0000/tables", {}, "admin"),
+        "list tables globally (admin)": ("/v1/paimon/tables", {}, "admin"),
+        "list tables globally (5-table reader)": ("/v1/paimon/tables", {}, "five"),
+        "list tables globally, pattern (5-table reader)": (
+            "/v1/paimon/tables",
+            {"tableNamePattern": "t0000%"},
+            "five",
+        ),
+        "/metrics scrape": ("/metrics", {}, "admin"),
     }
     del prefix
     results: dict[str, Any] = {"tree": os.environ.get("PYTHONPATH", ""), **state}

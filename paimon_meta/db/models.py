@@ -172,6 +172,8 @@ TXID_DEFAULT = "(pg_current_xact_id())::text::bigint"
 # The keys of the change feed's lanes (metastore/feed.py, migration 0015): a table identifier's database,
 # a lock id's catalog key and database (``<catalog key>.<database>.<table>``; none of them has a dot).
 _DATABASE_OF_TABLE = text("split_part(table_identifier, '.', 1)")
+#: The maintenance log's feed kind (``metastore.feed``): ``<operation>.<event type>``.
+_MAINTENANCE_KIND = text("((operation || '.'::text) || event_type)")
 _CATALOG_OF_LOCK = text("split_part(lock_id, '.', 1)")
 _DATABASE_OF_LOCK = text("split_part(lock_id, '.', 2)")
 
@@ -316,6 +318,8 @@ class CommitEventRecord(Base):
         # The change feed's lanes (migration 0015): one table's, one database's events in feed order.
         Index("ix_paimon_commit_events_feed_table", "table_identifier", "txid", "event_id"),
         Index("ix_paimon_commit_events_feed_database", _DATABASE_OF_TABLE, "txid", "event_id"),
+        # The feed's kind lanes (migration 0026): one kind's events in feed order.
+        Index("ix_paimon_commit_events_feed_kind", "event_type", "txid", "event_id"),
         Index("ix_paimon_commit_events_table", "table_id", "event_id"),
         # The audit listing of a table by name, newest first from a position (migration 0023).
         Index("ix_paimon_commit_events_identifier", "table_identifier", "event_id"),
@@ -465,6 +469,7 @@ class LockEventRecord(Base):
         ),
         Index("ix_paimon_lock_events_lock", "lock_id", "event_id"),
         Index("ix_paimon_lock_events_feed", "txid", "event_id"),
+        Index("ix_paimon_lock_events_feed_kind", "event_type", "txid", "event_id"),
         Index("ix_paimon_lock_events_feed_table", "lock_id", "txid", "event_id"),
         Index(
             "ix_paimon_lock_events_feed_database",
@@ -512,6 +517,8 @@ class MaintenanceEventRecord(Base):
         Index("ix_paimon_maintenance_events_feed", "txid", "event_id"),
         Index("ix_paimon_maintenance_events_feed_table", "table_identifier", "txid", "event_id"),
         Index("ix_paimon_maintenance_events_feed_database", _DATABASE_OF_TABLE, "txid", "event_id"),
+        # The feed's kind lanes (migration 0026): the maintenance log's feed kind, in feed order.
+        Index("ix_paimon_maintenance_events_feed_kind", _MAINTENANCE_KIND, "txid", "event_id"),
         Index(
             "uq_paimon_maintenance_events_run_started",
             "run_id",

@@ -34,7 +34,7 @@ from typing import Any
 
 from sqlalchemy import Engine, TextClause, text
 
-from paimon_meta.db.models import GovernanceEventType
+from paimon_meta.db.models import CommitEventType, GovernanceEventType, LockEventType
 from paimon_meta.db.plans import ORDERED_READS
 from paimon_meta.errors import ValidationError
 from paimon_meta.governance.permissions import Access as PermissionAccess
@@ -130,7 +130,11 @@ class FeedFilter:
 #
 # Lanes (what each branch reads): every event of the catalog (``all``), or only the events of some
 # tables (``subjects``) and databases (``databases``), each key one index range on (key, txid, event_id)
-# (migration 0015), so a reader of one quiet table reads that table's events and nothing else.
+# (migration 0015), so a reader of one quiet table reads that table's events and nothing else. A read of
+# every event filtered by kinds reads, per table log, one range of its kind index (kind, txid, event_id)
+# (migration 0026) for each kind the log can have, and skips a log that can have none (``kinds``): a
+# rare kind (``failed``) from an old position reads the events it keeps, not the scan cap's worth of
+# others.
 _MAX_ID = 2**63 - 1
 
 _COMMIT = (
@@ -172,6 +176,16 @@ class _Log:
     every: str
     subject: str
     database: str
+    #: The event's feed kind as the log's kind index has it (its leading column: migration 0026).
+    kind: str = "e.event_type"
+
+    def has_kind(self, kind: str) -> bool:
+        """Whether an event of this log can have feed kind ``kind``."""
+        if self.rank == 0:
+            return kind in _COMMIT_KINDS
+        if self.rank == 1:
+            return kind in _LOCK_KINDS
+        return "." in kind  # maintenance: <operation>.<event type>
 
 
 #: The commit and maintenance logs name tables by id and ``db.t``, not by catalog: an event is of the
@@ -187,6 +201,9 @@ _OF_CATALOG = (
     " UNION ALL SELECT 1 FROM paimon_dropped_tables d WHERE d.table_id = e.table_id"
     " AND d.catalog_key = :catalog_key)"
 )
+
+_COMMIT_KINDS = frozenset(CommitEventType)
+_LOCK_KINDS = frozenset(LockEventType)
 
 _LOGS = (
     _Log(
@@ -212,6 +229,7 @@ _LOGS = (
         _OF_CATALOG,
         f"e.table_identifier = k.key AND {_OF_CATALOG}",
         f"split_part(e.table_identifier, '.', 1) = k.key AND {_OF_CATALOG}",
+        "(e.operation || '.' || e.event_type)",
     ),
 )
 #: The governance log has one lane, every event of the catalog (its index (txid, event_id)), each decided
@@ -231,11 +249,19 @@ class Lanes:
     subjects: tuple[str, ...] = ()
     databases: tuple[str, ...] = ()
     governance: bool = False
+    #: With ``every``: the feed kinds each table log (by rank) is read for, one index range per kind on
+    #: its kind index (an empty tuple: that log is not read); ``()``: every kind of every log.
+    kinds: tuple[tuple[str, ...], ...] = ()
+
+    def kinds_of(self, rank: int) -> tuple[str, ...] | None:
+        """The kinds table log ``rank`` is read for under ``every`` (None: every kind)."""
+        return self.kinds[rank] if self.kinds else None
 
     @property
     def tables(self) -> bool:
         """Whether any log of table events is read."""
-        return bool(self.every or self.subjects or self.databases)
+        every = self.every and (not self.kinds or any(self.kinds))
+        return bool(every or self.subjects or self.databases)
 
     @property
     def empty(self) -> bool:
@@ -322,7 +348,7 @@ def _table_lanes(keep: FeedFilter, reach: Reach) -> Lanes:
         tables = sorted(f"{d}.{t}" for d, t in reach.tables if d == keep.database)
         lanes = Lanes(subjects=tuple(tables))
     elif reach.catalog:
-        return Lanes(every=True)
+        return Lanes(every=True, kinds=_kind_lanes(keep.kinds))
     else:
         databases = tuple(sorted(reach.databases))
         tables = sorted(f"{d}.{t}" for d, t in reach.tables if d not in reach.databases)
@@ -332,6 +358,22 @@ def _table_lanes(keep: FeedFilter, reach: Reach) -> Lanes:
     return lanes
 
 
+def _kind_lanes(kinds: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """The kinds each table log is read for when ``kinds`` filters a read of every event (module
+    docstring of the lanes): a log named by ``kinds`` is read whole; otherwise only the kinds it can
+    have, each one index range, and not at all when it can have none of them (``kind=failed`` reads the
+    commit log's failed events, not every event of the three logs up to the scan cap). ``()``: no
+    filter."""
+    if not kinds:
+        return ()
+    if any(LOGS[log.rank] in kinds for log in _LOGS):
+        return ()  # a whole log is wanted: every log is read whole (bounded by the scan cap), as before
+    out = tuple(tuple(sorted({k for k in kinds if log.has_kind(k)})) for log in _LOGS)
+    if sum(len(k) for k in out) > MAX_LANES:
+        return ()  # too many branches: every event, each checked (bounded by the scan cap)
+    return out
+
+
 def _branch(log: _Log, lanes: Lanes) -> str:
     if log.rank == GOVERNANCE:
         lanes = Lanes(every=lanes.governance)
@@ -339,27 +381,36 @@ def _branch(log: _Log, lanes: Lanes) -> str:
     inner = (
         f"SELECT {rank} AS rank, e.event_id, e.txid, {log.select} FROM {log.table} e "  # noqa: S608 - constants
         f"WHERE {{lane}} AND (e.txid, e.event_id) > (:txid, :bound_{rank}) AND e.txid < h.horizon "
-        "ORDER BY e.txid, e.event_id LIMIT :scan"
+        "ORDER BY {order}e.txid, e.event_id LIMIT :scan"
     )
     parts: list[str] = []
-    if lanes.every:
-        parts.append(f"(SELECT x.* FROM h, LATERAL ({inner.format(lane=log.every)}) x)")  # noqa: S608
+    kinds = lanes.kinds_of(rank) if rank != GOVERNANCE else None
+    if lanes.every and kinds is not None:
+        # one range of the log's kind index per kind, each row checked for its catalog; the kind a
+        # parameter of its own branch, planned with its value (KIND_READS): a rare kind reads its
+        # index range, a common one may read the feed index and filter (its LIMIT fills at once)
+        for i in range(len(kinds)):
+            by_kind = inner.format(lane=f"{log.kind} = :kind_{rank}_{i} AND {log.every}", order="")
+            parts.append(f"(SELECT x.* FROM h, LATERAL ({by_kind}) x)")  # noqa: S608 - constants
+    elif lanes.every:
+        parts.append(f"(SELECT x.* FROM h, LATERAL ({inner.format(lane=log.every, order='')}) x)")  # noqa: S608
     if lanes.subjects:
         parts.append(
             "(SELECT x.* FROM h, unnest(CAST(:subjects AS text[])) k(key), "  # noqa: S608 - constants
-            f"LATERAL ({inner.format(lane=log.subject)}) x)"
+            f"LATERAL ({inner.format(lane=log.subject, order='')}) x)"
         )
     if lanes.databases:
         parts.append(
             "(SELECT x.* FROM h, unnest(CAST(:databases AS text[])) k(key), "  # noqa: S608 - constants
-            f"LATERAL ({inner.format(lane=log.database)}) x)"
+            f"LATERAL ({inner.format(lane=log.database, order='')}) x)"
         )
     return " UNION ALL ".join(parts)
 
 
 def _branches(lanes: Lanes) -> str:
     logs = [*(_LOGS if lanes.tables else ()), *((_GOVERNANCE_LOG,) if lanes.governance else ())]
-    return " UNION ALL ".join(_branch(log, lanes) for log in logs)
+    # a log no kind of the filter can come from has no branch (its lane would be empty)
+    return " UNION ALL ".join(b for log in logs if (b := _branch(log, lanes)))
 
 
 def _feed_sql(lanes: Lanes, keep: FeedFilter) -> TextClause:
@@ -393,6 +444,29 @@ def _feed_sql(lanes: Lanes, keep: FeedFilter) -> TextClause:
         f"CASE WHEN {condition} THEN s.data END AS data "
         "FROM s ORDER BY s.txid, s.rank, s.event_id"
     )
+
+
+#: The plan setting of a read with kind lanes: :data:`ORDERED_READS`, each execution planned with its
+#: parameters' values (``plan_cache_mode``: never a generic plan of a prepared statement). A lane's kind
+#: is a parameter; planned without its value, Postgres estimates every kind at the average kind's share
+#: of the log and may read the log's feed index filtering by kind, every event after the position for a
+#: kind that is rare or absent, instead of the kind's own index range.
+KIND_READS = text(
+    "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), "
+    "set_config('plan_cache_mode', 'force_custom_plan', true)"
+)
+
+
+def reads_of(lanes: Lanes) -> TextClause:
+    """The plan setting a read of ``lanes`` runs first in its transaction."""
+    return KIND_READS if any(lanes.kinds) else ORDERED_READS
+
+
+def kind_params(lanes: Lanes) -> dict[str, str]:
+    """The kind lanes' parameters of :func:`_feed_sql`'s statement (``kind_<rank>_<i>``)."""
+    return {
+        f"kind_{rank}_{i}": kind for rank, kinds in enumerate(lanes.kinds) for i, kind in enumerate(kinds)
+    }
 
 
 def _bounds(after: Position) -> dict[str, int]:
@@ -457,6 +531,7 @@ def scan_feed(
         "f_until": keep.until,
         "subjects": list(lanes.subjects),
         "databases": list(lanes.databases),
+        **kind_params(lanes),
         "catalog_key": catalog_key,
         "default_catalog": default,
     }
@@ -466,7 +541,7 @@ def scan_feed(
             return FeedPage(out, cursor, True, scanned)
         params = {**filters, **_bounds(cursor), "txid": cursor.txid, "scan": batch}
         with engine.connect() as conn:
-            conn.execute(ORDERED_READS)
+            conn.execute(reads_of(lanes))
             rows = conn.execute(statement, params).mappings().all()
         scanned += len(rows)
         for row in rows:

@@ -172,6 +172,7 @@ def _feed_params(
         "f_until": keep.until,
         "subjects": list(lanes.subjects),
         "databases": list(lanes.databases),
+        **feed.kind_params(lanes),
         "catalog_key": CATALOG,
         "default_catalog": default,
         **feed._bounds(after),
@@ -180,9 +181,18 @@ def _feed_params(
     }
 
 
+_KINDS = FeedFilter(kinds=("retried", "lost", "expire_snapshots.failed"))
+
 FEEDS = {
     "every event": (feed.EVERY, FeedFilter()),
-    "kind=failed": (feed.EVERY, FeedFilter(kinds=("failed",))),
+    # kind lanes (migration 0026): one range of a log's kind index per kind it can have
+    "kind=failed": (feed.lanes_for(FeedFilter(kinds=("failed",)), None), FeedFilter(kinds=("failed",))),
+    "three kinds of three logs": (
+        feed.lanes_for(_KINDS, None),
+        _KINDS,
+    ),
+    # a whole log named: every log read whole, as before (bounded by the scan cap)
+    "kind=lock": (feed.lanes_for(FeedFilter(kinds=("lock",)), None), FeedFilter(kinds=("lock",))),
     "five tables": (Lanes(subjects=tuple(f"db0000.t{i * 100:06d}" for i in range(5))), FeedFilter()),
     "one database": (Lanes(databases=("db0042",)), FeedFilter(database="db0042")),
     # the governance log's one lane: every governance event of the catalog (a tenth of the log is
@@ -207,15 +217,24 @@ def test_feed_reads_one_index_range_from_any_position(seeded: tuple[Engine, Seed
                 # each table log's branch reads at most :scan rows per lane key, each row checked once
                 # for its catalog; the governance branch :scan rows of the catalog plus the other
                 # catalogs' it passes (a fifth of the log here)
-                keys = max(1, len(lanes.subjects) + len(lanes.databases)) if lanes.tables else 0
+                kinds = sum(len(k) for k in lanes.kinds)
+                keys = max(1, len(lanes.subjects) + len(lanes.databases) + kinds) if lanes.tables else 0
                 governance = 1000 * 5 // 4 if lanes.governance else 0
-                check_plan(
+                plan = check_plan(
                     engine,
                     statement,
                     _feed_params(lanes, keep, after, 1000, default=default),
                     keyset=("txid",),
                     budget=3 * 1000 * keys + governance + 100,
+                    setup=feed.reads_of(lanes),
                 )
+                if kinds:  # every log scan that reads a row reads by kind, on its kind index
+                    odd = [
+                        (n.get("Relation Name"), n.get("Index Name"), _rows_read(n))
+                        for n in _nodes(plan)
+                        if _of_log(n) and _rows_read(n) and "event_type" not in n.get("Index Cond", "")
+                    ]
+                    assert not odd, odd
 
 
 def _hot_table(engine: Engine) -> tuple[int, str]:

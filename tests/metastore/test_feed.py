@@ -87,6 +87,27 @@ def test_order_resume_and_filters(clean_db: str, tmp_path: Path) -> None:
         assert only_u and {e.subject for e in only_u} == {"db.u"}
         kinds, _ = read_feed(catalog.engine, catalog_key=KEY, keep=FeedFilter(kinds=("snapshot_published",)))
         assert kinds == published
+        # kind lanes (one index range per kind and log, a log no kind can come from not read): the same
+        # events as the whole feed filtered, in pages resumed from their positions, from any position
+        for wanted in (
+            ("acquired", "create_tag.finished", "prepared"),
+            ("released",),
+            ("create_tag.started", "bogus"),
+            ("bogus",),
+            ("lock", "snapshot_published"),  # a whole log named: every log read whole
+        ):
+            expected = [e for e in everything if e.kind in wanted or e.log in wanted]
+            for start in (START, everything[len(everything) // 2].position):
+                got, cursor = [], start
+                while True:
+                    page, cursor = read_feed(
+                        catalog.engine, catalog_key=KEY, after=cursor, limit=2, keep=FeedFilter(kinds=wanted)
+                    )
+                    if not page:
+                        break
+                    got += page
+                assert got == [e for e in expected if e.position > start], wanted
+        assert any(e.kind == "acquired" for e in everything)
         hidden, _ = read_feed(catalog.engine, catalog_key=KEY, visible=lambda e: e.subject != "db.t")
         assert hidden == [e for e in everything if e.subject != "db.t"]
         by_alice, _ = read_feed(catalog.engine, catalog_key=KEY, keep=FeedFilter(principal="alice"))
