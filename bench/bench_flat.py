@@ -173,6 +173,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "console table page (hot)": ("/ui/tables/big/r0000", {}, "admin"),
         "console table page, older commits (hot)": ("/ui/tables/big/r0000", {"deep": "commits"}, "admin"),
         "console maintenance": ("/ui/maintenance", {}, "admin"),
+        "console overview (5-table reader)": ("/ui/", {}, "five"),
+        "console maintenance (5-table reader)": ("/ui/maintenance", {}, "five"),
         # the listings (issue 39: the grant filter read every row for a 5-table principal)
         "list databases (admin)": ("/v1/paimon/databases", {}, "admin"),
         "list tables of a database (admin)": ("/v1/paimon/databases/db0000/tables", {}, "admin"),

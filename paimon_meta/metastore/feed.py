@@ -40,6 +40,7 @@ from paimon_meta.errors import ValidationError
 from paimon_meta.governance.permissions import Access as PermissionAccess
 from paimon_meta.governance.permissions import Resource, ResourceType
 from paimon_meta.metastore.principals import Access
+from paimon_meta.metastore.registry import Within
 
 #: The channel a transaction that writes events NOTIFYs (a trigger of migration 0011; no payload): a
 #: reader LISTENing on it reads the log at once instead of at its next poll.
@@ -289,6 +290,14 @@ class Reach:
 
     def allows(self, database: str, table: str) -> bool:
         return self.catalog or database in self.databases or (database, table) in self.tables
+
+    def within(self, *, max_databases: int = 256) -> Within | None:
+        """What a listing of tables of this reach reads (``Registry.table_rows_page``): the databases
+        and tables reached; None (the registry in order, each row checked) for the whole catalog or
+        more than ``max_databases`` databases."""
+        if self.catalog or len(self.databases) > max_databases:
+            return None
+        return Within(tuple(sorted(self.databases)), tuple(sorted(self.tables)))
 
     @classmethod
     def of(cls, access: Access, at: datetime | None = None) -> Reach:

@@ -31,6 +31,7 @@ from sqlalchemy import (
     text,
     tuple_,
     union,
+    union_all,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -79,6 +80,17 @@ class DatabaseRow:
     location: str | None
     properties: dict[str, str] = field(default_factory=dict)
     created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Within:
+    """A listing limited to some databases (every table of each) and some tables (``(database, name)``):
+    what a caller's grants reach, so a page of a principal allowed a few tables reads those rows, never
+    every row of the registry (issue 39 item 5). A superset of what the caller may read is harmless:
+    the caller checks each row again."""
+
+    databases: tuple[str, ...] = ()
+    tables: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -618,35 +630,78 @@ class Registry:
         after: tuple[str, str] | None = None,
         limit: int,
         summaries: bool = False,
+        within: Within | None = None,
         conn: Connection | None = None,
     ) -> list[TableRow]:
         """At most ``limit`` rows ordered by (database, table), after ``after`` (keyset paging on the
         primary key's index: a page costs the same at the 1st or the 1,000th table). Patterns are SQL
         LIKE with ``%`` and ``_`` and no escape character, as ``convert.like_match`` reads them. Each
         row's stored schema summary only with ``summaries`` (``table-details``: the other listings do
-        not carry every table's schema JSON).
+        not carry every table's schema JSON). ``within``: only those databases' and tables' rows.
 
         Raises:
             DatabaseNotFoundError: ``database`` given and unknown.
         """
-        key = self.catalog_key
-        columns = [c for c in PaimonTable.__table__.c if summaries or c.name != "schema_summary"]
-        query = select(*columns).where(PaimonTable.catalog_key == key)
-        if database is not None:
-            query = query.where(PaimonTable.database_name == database)
-        if database_pattern:
-            query = query.where(PaimonTable.database_name.like(database_pattern, escape=""))
-        if table_pattern:
-            query = query.where(PaimonTable.table_name.like(table_pattern, escape=""))
-        if after is not None:
-            query = query.where(
-                tuple_(PaimonTable.database_name, PaimonTable.table_name) > tuple_(after[0], after[1])
-            )
-        query = query.order_by(PaimonTable.database_name, PaimonTable.table_name).limit(limit)
+        query = self.table_rows_query(
+            database=database,
+            database_pattern=database_pattern,
+            table_pattern=table_pattern,
+            after=after,
+            limit=limit,
+            summaries=summaries,
+            within=within,
+        )
         with self._tx(conn) as c:
             if database is not None and not self.database_exists(database, conn=c):
                 raise DatabaseNotFoundError(f"database {database!r} does not exist", database=database)
-            return [TableRow.from_row(r) for r in c.execute(query)]
+            return [] if query is None else [TableRow.from_row(r) for r in c.execute(query)]
+
+    def table_rows_query(
+        self,
+        *,
+        database: str | None = None,
+        database_pattern: str | None = None,
+        table_pattern: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int,
+        summaries: bool = False,
+        within: Within | None = None,
+    ) -> Any:
+        """The SELECT of :meth:`table_rows_page` (None: ``within`` reaches nothing there)."""
+        key = self.catalog_key
+        columns = [c for c in PaimonTable.__table__.c if summaries or c.name != "schema_summary"]
+
+        def page(*conditions: Any) -> Any:
+            query = select(*columns).where(PaimonTable.catalog_key == key, *conditions)
+            if database is not None:
+                query = query.where(PaimonTable.database_name == database)
+            if database_pattern:
+                query = query.where(PaimonTable.database_name.like(database_pattern, escape=""))
+            if table_pattern:
+                query = query.where(PaimonTable.table_name.like(table_pattern, escape=""))
+            if after is not None:
+                query = query.where(
+                    tuple_(PaimonTable.database_name, PaimonTable.table_name) > tuple_(after[0], after[1])
+                )
+            return query.order_by(PaimonTable.database_name, PaimonTable.table_name).limit(limit)
+
+        if within is None:
+            return page()
+        # one index range per database reached (each stopped by the page's LIMIT) and one probe per
+        # table reached, merged: the page reads what the grants reach, not the registry
+        databases = [d for d in within.databases if database is None or d == database]
+        tables = [
+            t for t in within.tables if (database is None or t[0] == database) and t[0] not in databases
+        ]
+        parts = [page(PaimonTable.database_name == d).subquery() for d in databases]
+        if tables:
+            parts.append(
+                page(tuple_(PaimonTable.database_name, PaimonTable.table_name).in_(tables)).subquery()
+            )
+        if not parts:
+            return None
+        merged = union_all(*(select(p) for p in parts)).subquery()
+        return select(merged).order_by(merged.c.database_name, merged.c.table_name).limit(limit)
 
     def get_table_row_by_uuid(self, table_uuid: uuid.UUID, *, conn: Connection | None = None) -> TableRow:
         """The row of this catalog key whose table uuid is ``table_uuid`` (the protocol's table id).

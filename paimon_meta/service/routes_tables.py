@@ -19,6 +19,7 @@ from paimon_meta.catalog.metastore import MetastoreCatalog
 from paimon_meta.errors import TableNotFoundError, ValidationError
 from paimon_meta.governance.permissions import Access as A
 from paimon_meta.governance.permissions import Resource
+from paimon_meta.metastore.feed import Reach
 from paimon_meta.metastore.principals import Access, utc_now
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.model.identifier import validate_identifier
@@ -80,6 +81,7 @@ def _visible_page(
     out: list[TableRow] = []
     cursor = after
     now = utc_now()
+    within = Reach.of(access, now).within()  # the rows its grants reach, never the whole registry
     while True:
         batch = catalog.registry.table_rows_page(
             database=database,
@@ -88,6 +90,7 @@ def _visible_page(
             after=cursor,
             limit=_BATCH,
             summaries=summaries,
+            within=within,
         )
         for row in batch:
             if access.may(A.SELECT, Resource.table(row.database, row.name), at=now):

@@ -83,6 +83,13 @@ def test_global_listing_pages_by_key_and_shows_only_readable_tables(
     assert [[f"{t['database']}.{t['object']}" for t in p] for p in pages] == [["a.t5", "b.x"], ["b.y"]]
     nobody = auth(make_principal(catalog_of_tables, "nobody"))
     assert _pages(service_client, f"{P}/tables", "tables", nobody) == [[]]
+    # the same reach (read through the grants, not the registry) with patterns and a database filter
+    found = _pages(service_client, f"{P}/tables", "tables", some, tableNamePattern="%y%")
+    assert [(t["database"], t["object"]) for t in found[0]] == [("b", "y")]
+    found = _pages(service_client, f"{P}/tables", "tables", some, databaseNamePattern="a")
+    assert [(t["database"], t["object"]) for t in found[0]] == [("a", "t5")]
+    details = _pages(service_client, f"{P}/databases/b/table-details", "tableDetails", some, maxResults=1)
+    assert [[d["name"] for d in p] for p in details] == [["x"], ["y"]]
 
     # patterns on both names (SQL LIKE)
     found = _pages(

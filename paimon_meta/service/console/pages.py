@@ -18,6 +18,7 @@ from paimon_meta.maintenance.queue import MaintenanceQueue
 from paimon_meta.maintenance.scheduler import debts
 from paimon_meta.metastore.assignments import Assignments, Policies, StoredAssignment, StoredPolicy
 from paimon_meta.metastore.catalogs import Catalogs
+from paimon_meta.metastore.feed import Reach
 from paimon_meta.metastore.principals import Access, utc_now
 from paimon_meta.metastore.registry import TableRow
 from paimon_meta.metastore.statistics import table_statistics
@@ -49,8 +50,9 @@ def overview(
     cursor = _split(after)
     rows: list[TableRow] = []
     more = False
+    within = Reach.of(access, now).within()  # the rows its grants reach, never the whole registry
     while len(rows) <= TABLES_PAGE:
-        page = catalog.registry.table_rows_page(database=database, after=cursor, limit=_SCAN)
+        page = catalog.registry.table_rows_page(database=database, after=cursor, limit=_SCAN, within=within)
         rows.extend(r for r in page if access.may(A.SELECT, Resource.table(r.database, r.name), at=now))
         if len(page) < _SCAN:
             break
@@ -300,8 +302,9 @@ def _readable_table_ids(catalog: MetastoreCatalog, access: Access) -> list[int]:
     ids: list[int] = []
     cursor: tuple[str, str] | None = None
     now = utc_now()
+    within = Reach.of(access, now).within()
     while True:
-        page = catalog.registry.table_rows_page(after=cursor, limit=_SCAN * 5)
+        page = catalog.registry.table_rows_page(after=cursor, limit=_SCAN * 5, within=within)
         ids.extend(
             r.table_id for r in page if access.may(A.SELECT, Resource.table(r.database, r.name), at=now)
         )
