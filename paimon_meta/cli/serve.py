@@ -210,6 +210,12 @@ def register(commands: Commands) -> None:
         default=5.0,
         help="reuse the event log's part of /metrics for this long (0: query on every scrape)",
     )
+    p.add_argument(
+        "--no-event-log-metrics",
+        action="store_true",
+        help="leave the event log's families out of /metrics (they aggregate the whole log on each "
+        "scrape, with series per table: minutes on a log of 10^7 events; docs/OPERATIONS.md)",
+    )
     # Vended credentials (README, "Vended credentials"): STS AssumeRole scoped to each table.
     p.add_argument(
         "--sts-role-arn",
@@ -392,6 +398,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         auth_failure_burst=args.auth_failure_burst,
         auth_failure_refill_seconds=args.auth_failure_refill_seconds,
         metrics_cache_seconds=args.metrics_cache_seconds,
+        event_log_metrics=not args.no_event_log_metrics,
         max_in_flight=args.max_in_flight,
         max_feed_streams=args.max_feed_streams,
         max_feed_streams_per_principal=args.max_feed_streams_per_principal,

@@ -415,3 +415,25 @@ def test_creating_what_exists_is_409_for_whoever_may_see_it_and_403_for_others(
     service_catalog.create_database("new", True)
     with pytest.raises(DatabaseAlreadyExistsError):
         service_catalog.create_database("new", False)
+
+
+def test_event_log_metrics_can_be_left_out(service_catalog: MetastoreCatalog) -> None:
+    """``serve --no-event-log-metrics`` (docs/OPERATIONS.md: they aggregate the whole log per scrape):
+    /metrics keeps the process's families and leaves the event log's out."""
+    from fastapi.testclient import TestClient
+
+    from paimon_meta.cli.main import build_parser
+    from paimon_meta.service.app import create_app
+    from paimon_meta.service.state import ServiceSettings, ServiceState
+
+    args = build_parser().parse_args(["serve", "--no-event-log-metrics"])
+    assert args.no_event_log_metrics is True
+    assert build_parser().parse_args(["serve"]).no_event_log_metrics is False
+    admin = {"Authorization": "Bearer " + make_principal(service_catalog, "root", [("admin", None, None)])}
+    for on in (True, False):
+        settings = ServiceSettings(auth_cache_seconds=0, event_log_metrics=on)
+        app = create_app(settings, state=ServiceState(settings, service_catalog))
+        with TestClient(app, raise_server_exceptions=False) as client:
+            metrics = client.get("/metrics", headers=admin).text
+        assert "paimon_meta_service_requests_total" in metrics
+        assert ("# TYPE paimon_meta_commits_total counter" in metrics) is on
