@@ -108,7 +108,7 @@ suite: venv deps
 ## CI machine); `make test` is what CI runs.
 test-fast: venv
 	$(VENV)/bin/pytest tests -q $(PYTEST_PARALLEL) --durations=15 \
-	  -m "not interop and not spark and not browser and not slow" \
+	  -m "not interop and not spark and not browser and not slow and not heavy" \
 	  --ignore=tests/torture --ignore=tests/chaos --ignore=tests/interop --ignore=tests/spark \
 	  --ignore=tests/browser --ignore=tests/bench
 
