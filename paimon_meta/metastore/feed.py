@@ -390,7 +390,7 @@ def _branch(log: _Log, lanes: Lanes) -> str:
     inner = (
         f"SELECT {rank} AS rank, e.event_id, e.txid, {log.select} FROM {log.table} e "  # noqa: S608 - constants
         f"WHERE {{lane}} AND (e.txid, e.event_id) > (:txid, :bound_{rank}) AND e.txid < h.horizon "
-        "ORDER BY {order}e.txid, e.event_id LIMIT :scan"
+        "ORDER BY e.txid, e.event_id LIMIT :scan"
     )
     parts: list[str] = []
     kinds = lanes.kinds_of(rank) if rank != GOVERNANCE else None
@@ -399,19 +399,19 @@ def _branch(log: _Log, lanes: Lanes) -> str:
         # parameter of its own branch, planned with its value (KIND_READS): a rare kind reads its
         # index range, a common one may read the feed index and filter (its LIMIT fills at once)
         for i in range(len(kinds)):
-            by_kind = inner.format(lane=f"{log.kind} = :kind_{rank}_{i} AND {log.every}", order="")
+            by_kind = inner.format(lane=f"{log.kind} = :kind_{rank}_{i} AND {log.every}")
             parts.append(f"(SELECT x.* FROM h, LATERAL ({by_kind}) x)")  # noqa: S608 - constants
     elif lanes.every:
-        parts.append(f"(SELECT x.* FROM h, LATERAL ({inner.format(lane=log.every, order='')}) x)")  # noqa: S608
+        parts.append(f"(SELECT x.* FROM h, LATERAL ({inner.format(lane=log.every)}) x)")  # noqa: S608
     if lanes.subjects:
         parts.append(
             "(SELECT x.* FROM h, unnest(CAST(:subjects AS text[])) k(key), "  # noqa: S608 - constants
-            f"LATERAL ({inner.format(lane=log.subject, order='')}) x)"
+            f"LATERAL ({inner.format(lane=log.subject)}) x)"
         )
     if lanes.databases:
         parts.append(
             "(SELECT x.* FROM h, unnest(CAST(:databases AS text[])) k(key), "  # noqa: S608 - constants
-            f"LATERAL ({inner.format(lane=log.database, order='')}) x)"
+            f"LATERAL ({inner.format(lane=log.database)}) x)"
         )
     return " UNION ALL ".join(parts)
 
