@@ -487,13 +487,23 @@ class EventPartitions:
         )
 
 
-#: An event's catalog: its table's in the registry, else in the recycle bin, else the one it had when it
-#: left them (``paimon_removed_tables``, migration 0025) if that catalog still exists, else
-#: PURGED_CATALOG (purged before 0025, or its catalog dropped since: archived into the default catalog).
+def table_catalog_joins(e: str) -> str:
+    """The joins giving an event's table (``e``: the alias of a relation with ``table_id``) its catalog
+    key, registered (``t``), in the recycle bin (``d``) or as it was when the table left them (``r``,
+    ``paimon_removed_tables``, migration 0025): :data:`TABLE_CATALOG_KEY`. Each is unique on ``table_id``,
+    so the joins never multiply a row."""
+    return (
+        f"LEFT JOIN paimon_tables t ON t.table_id = {e}.table_id "
+        f"LEFT JOIN paimon_dropped_tables d ON d.table_id = {e}.table_id "
+        f"LEFT JOIN paimon_removed_tables r ON r.table_id = {e}.table_id"
+    )
+
+
+#: The catalog key of an event's table over :func:`table_catalog_joins` (NULL: purged before 0025).
+TABLE_CATALOG_KEY = "COALESCE(t.catalog_key, d.catalog_key, r.catalog_key)"
+
+#: An event's catalog for archiving: its table's (:data:`TABLE_CATALOG_KEY`) if that catalog still exists
+#: or the table is registered or in the bin, else PURGED_CATALOG (purged before 0025, or its catalog
+#: dropped since: archived into the default catalog).
 _CATALOG_OF = f"COALESCE(t.catalog_key, d.catalog_key, rc.catalog_key, '{PURGED_CATALOG}')"
-_CATALOG_JOINS = (
-    "LEFT JOIN paimon_tables t ON t.table_id = e.table_id "
-    "LEFT JOIN paimon_dropped_tables d ON d.table_id = e.table_id "
-    "LEFT JOIN paimon_removed_tables r ON r.table_id = e.table_id "
-    "LEFT JOIN paimon_catalogs rc ON rc.catalog_key = r.catalog_key"
-)
+_CATALOG_JOINS = f"{table_catalog_joins('e')} LEFT JOIN paimon_catalogs rc ON rc.catalog_key = r.catalog_key"

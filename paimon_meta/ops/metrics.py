@@ -27,6 +27,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from paimon_meta.metastore.event_partitions import TABLE_CATALOG_KEY, table_catalog_joins
+
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -70,18 +72,13 @@ class MetricFamily:
 # ---- queries (constant SQL; the only parameters are bound) ----------------------------------------------
 
 # The catalog of an event's table (``{e}``: the alias of a relation with ``table_id``): registered, in
-# its recycle bin, or the one it had when it was purged (``paimon_removed_tables``, migration 0025); its
+# its recycle bin, or the one it had when it was purged (``event_partitions.table_catalog_joins``); its
 # name, else its catalog key (a metastore with no catalog recorded), else '' (purged before 0025). Lock
 # ids start with the catalog key.
 _TABLE_CATALOG = (
-    "LEFT JOIN (SELECT table_id, catalog_key FROM paimon_tables UNION ALL "
-    "SELECT table_id, catalog_key FROM paimon_dropped_tables UNION ALL "
-    "SELECT r.table_id, r.catalog_key FROM paimon_removed_tables r WHERE NOT EXISTS "
-    "(SELECT 1 FROM paimon_tables t WHERE t.table_id = r.table_id) AND NOT EXISTS "
-    "(SELECT 1 FROM paimon_dropped_tables d WHERE d.table_id = r.table_id)) tc ON tc.table_id = {e}.table_id "
-    "LEFT JOIN paimon_catalogs c ON c.catalog_key = tc.catalog_key"
+    table_catalog_joins("{e}") + f" LEFT JOIN paimon_catalogs c ON c.catalog_key = {TABLE_CATALOG_KEY}"
 )
-_CATALOG = "coalesce(c.name, tc.catalog_key, '')"
+_CATALOG = f"coalesce(c.name, {TABLE_CATALOG_KEY}, '')"
 _LOCK_CATALOG = "LEFT JOIN paimon_catalogs c ON c.catalog_key = split_part({e}.lock_id, '.', 1)"
 _LOCK_CATALOG_NAME = "coalesce(c.name, split_part({e}.lock_id, '.', 1))"
 
