@@ -7,7 +7,9 @@ files: what ``table-details`` reads), then seeds in SQL (tests/fixtures/seeded_l
 registry rows and ``--events`` commit events over 365 days (plus lock events and maintenance runs).
 ``measure`` times each path ``--requests`` times (after one warm-up) in-process through the app
 (``TestClient``) as the admin principal the seed made, and prints p50/p99 with the load average.
-``upgrade`` migrates the database with the tree this runs from (the "after" tree's migrations). The
+``upgrade`` migrates the database with the tree this runs from (the "after" tree's migrations). ``fold``
+times the metrics rollup's first fold of the whole log (``telemetry.rollup``, after the upgrade to 0027;
+``measure``'s scrapes then fold only what came since). The
 steps share their state (URL, warehouse, tokens) in ``$PAIMON_META_BENCH_FLAT_STATE``
 (/tmp/paimon_meta_bench_flat).
 
@@ -117,6 +119,37 @@ def upgrade(args: argparse.Namespace) -> dict[str, Any]:
     return {"upgrade_s": round(time.perf_counter() - t0, 1)}
 
 
+def fold(args: argparse.Namespace) -> dict[str, Any]:
+    """The metrics rollup's first fold of the whole seeded log (what follows the upgrade to 0027)."""
+    from sqlalchemy import create_engine, text
+
+    from paimon_meta.telemetry import rollup
+
+    state = json.loads((STATE / "state.json").read_text())
+    engine = create_engine(state["url"])
+    t0 = time.perf_counter()
+    report = rollup.fold(engine)
+    took = time.perf_counter() - t0
+    with engine.connect() as conn:
+        sizes = {
+            name: conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one()  # noqa: S608 - constants
+            for name in (
+                "paimon_metric_series",
+                "paimon_metric_subjects",
+                "paimon_metric_open_commits",
+                "paimon_metric_open_locks",
+            )
+        }
+    engine.dispose()
+    return {
+        "fold_s": round(took, 1),
+        "events": report.events,
+        "events_per_s": round(report.events / took),
+        "caught_up": report.caught_up,
+        "rows": sizes,
+    }
+
+
 def _quantile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
@@ -190,7 +223,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     del prefix
     results: dict[str, Any] = {"tree": os.environ.get("PYTHONPATH", ""), **state}
     results.pop("admin"), results.pop("five")
-    settings = ServiceSettings(auth_cache_seconds=60)
+    # /metrics uncached: every scrape folds what came since the last one and reads the rollup
+    settings = ServiceSettings(auth_cache_seconds=60, metrics_cache_seconds=0)
     app = create_app(settings, state=ServiceState(settings, catalog))
     try:
         with TestClient(app, raise_server_exceptions=False) as client:
@@ -226,12 +260,46 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 results[name]["load"] = round(os.getloadavg()[0], 2)
                 print(name, results[name], flush=True)
+            if not args.only or any(o in "/metrics after 20 commits" for o in args.only):
+                name = "/metrics after 20 commits"
+                results[name] = _scrapes_after_commits(client, catalog, state["admin"], args.requests)
+                print(name, results[name], flush=True)
         if not args.only or any(o in "commit (library, one row)" for o in args.only):
             results["commit (library, one row)"] = _commits(catalog, args.requests)
             print("commit (library, one row)", results["commit (library, one row)"], flush=True)
     finally:
         catalog.close()
     return results
+
+
+def _scrapes_after_commits(client: Any, catalog: Any, token: str, n: int) -> dict[str, Any]:
+    """``n`` rounds of 20 one-row commits then one uncached scrape: what a scrape costs when it folds the
+    events since the last one (each commit writes a few commit and lock events)."""
+    import pyarrow as pa
+
+    table = catalog.get_table("big.r0002")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    times, size, lines = [], 0, 0
+    for r in range(n + 1):
+        for i in range(20):
+            builder = table.new_batch_write_builder()
+            write = builder.new_write()
+            write.write_arrow(pa.table({"k": [r * 100 + i], "v": ["x"]}, schema=schema))
+            builder.new_commit().commit(write.prepare_commit())
+            write.close()
+        t0 = time.perf_counter()
+        answer = client.get("/metrics", headers={"Authorization": "Bearer " + token})
+        if r:
+            times.append(time.perf_counter() - t0)
+        assert answer.status_code == 200, answer.text[:300]
+        size, lines = len(answer.content), answer.text.count("\n")
+    return {
+        "p50_ms": _quantile(times, 0.5),
+        "p99_ms": _quantile(times, 0.99),
+        "bytes": size,
+        "lines": lines,
+        "load": round(os.getloadavg()[0], 2),
+    }
 
 
 def _commits(catalog: Any, n: int) -> dict[str, Any]:
@@ -272,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("step", choices=("seed", "upgrade", "measure", "drop"))
+    parser.add_argument("step", choices=("seed", "upgrade", "fold", "measure", "drop"))
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--database", default="paimon_meta_bench_flat")
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -284,7 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = {"seed": seed, "upgrade": upgrade, "measure": measure, "drop": drop}[args.step](args)
+    result = {"seed": seed, "upgrade": upgrade, "fold": fold, "measure": measure, "drop": drop}[args.step](
+        args
+    )
     result["loadavg"] = os.getloadavg()
     print(json.dumps(result, indent=2, default=str))
     if args.json:

@@ -12,11 +12,22 @@ from paimon_meta.cli.context import ENV_CATALOG, ENV_TOKEN, ENV_URL, ENV_WAREHOU
 
 Handler = Callable[[Context, argparse.Namespace], Output]
 
+#: ``--metrics-table-series``' and ``metrics --table-series``' default: ``telemetry.rollup.TABLE_SERIES``
+#: (the CLI's parser does not import the package; tests/telemetry check the two agree).
+METRICS_TABLE_SERIES = 100
+
 
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
@@ -31,6 +42,7 @@ def _port(text: str) -> int:
 # functions keep the names they had when the CLI was one module, so those messages stay as they were.
 positive = _positive
 port = _port
+non_negative_int = _non_negative_int
 
 
 def add_globals(parser: argparse.ArgumentParser, default: Any, *, service: bool = True) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paimon_meta.cli import logs
-from paimon_meta.cli.args import Commands
+from paimon_meta.cli.args import METRICS_TABLE_SERIES, Commands, non_negative_int
 from paimon_meta.cli.context import ENV_URL, Context, Output
 
 if TYPE_CHECKING:
@@ -213,8 +213,22 @@ def register(commands: Commands) -> None:
     p.add_argument(
         "--no-event-log-metrics",
         action="store_true",
-        help="leave the event log's families out of /metrics (they aggregate the whole log on each "
-        "scrape, with series per table: minutes on a log of 10^7 events; docs/OPERATIONS.md)",
+        help="leave the event log's families out of /metrics, and fold no rollup in the background",
+    )
+    p.add_argument(
+        "--metrics-table-series",
+        type=non_negative_int,
+        default=METRICS_TABLE_SERIES,
+        metavar="N",
+        help=f"tables (and locks) with series of their own in the event log's metrics, the first met; "
+        f"the others are counted in their catalog's (other) series (default {METRICS_TABLE_SERIES})",
+    )
+    p.add_argument(
+        "--metrics-fold-seconds",
+        type=float,
+        default=2.0,
+        help="fold the event log's new events into the metrics rollup this often in the background "
+        "(0: only when /metrics is scraped; default 2)",
     )
     # Vended credentials (README, "Vended credentials"): STS AssumeRole scoped to each table.
     p.add_argument(
@@ -399,6 +413,8 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         auth_failure_refill_seconds=args.auth_failure_refill_seconds,
         metrics_cache_seconds=args.metrics_cache_seconds,
         event_log_metrics=not args.no_event_log_metrics,
+        metrics_table_series=args.metrics_table_series,
+        metrics_fold_seconds=args.metrics_fold_seconds,
         max_in_flight=args.max_in_flight,
         max_feed_streams=args.max_feed_streams,
         max_feed_streams_per_principal=args.max_feed_streams_per_principal,

@@ -1272,3 +1272,66 @@ class PaimonCatalog(Base):
     options: Mapped[dict[str, str]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_by: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
+
+
+class MetricFold(Base):
+    """How far the event log's metrics rollup folded each log (migration 0027; ``paimon_meta.telemetry``):
+    the feed position (txid, event_id) of the last event folded, the events folded, and the fold's layout
+    (a rollup of another layout is folded again from the log)."""
+
+    __tablename__ = "paimon_metric_folds"
+
+    log: Mapped[str] = mapped_column(Text, primary_key=True)
+    txid: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    event_id: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    events: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    layout: Mapped[str] = mapped_column(Text)
+    folded_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class MetricSeries(Base):
+    """One series of the metrics rollup (migration 0027): a counter's value, or a histogram's sum with its
+    count per bucket. ``subject``: a table's ``db.t``, a lock id, ``(other)``, or '' for none."""
+
+    __tablename__ = "paimon_metric_series"
+
+    family: Mapped[str] = mapped_column(Text, primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    subject: Mapped[str] = mapped_column(Text, primary_key=True)
+    labels: Mapped[list[str]] = mapped_column(ARRAY(Text), primary_key=True)
+    value: Mapped[float] = mapped_column(Double)
+    buckets: Mapped[list[float] | None] = mapped_column(ARRAY(Double))
+
+
+class MetricSubject(Base):
+    """A table (``kind`` 'table') or lock ('lock') the metrics rollup gives series of its own (migration
+    0027); the others are counted in their catalog's ``(other)`` series."""
+
+    __tablename__ = "paimon_metric_subjects"
+
+    kind: Mapped[str] = mapped_column(Text, primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    subject: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
+class MetricOpenCommit(Base):
+    """A commit the metrics rollup saw prepared and not yet concluded (migration 0027)."""
+
+    __tablename__ = "paimon_metric_open_commits"
+
+    commit_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    catalog_key: Mapped[str] = mapped_column(Text)
+    table_identifier: Mapped[str] = mapped_column(Text)
+    commit_kind: Mapped[str] = mapped_column(Text)
+    first_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    attempt: Mapped[int] = mapped_column(Integer)
+
+
+class MetricOpenLock(Base):
+    """A lock acquisition the metrics rollup saw and no end of yet (migration 0027)."""
+
+    __tablename__ = "paimon_metric_open_locks"
+
+    lock_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    fencing_token: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -1,15 +1,17 @@
-"""Commit and lock metrics computed from the event log, in the Prometheus text format (0.0.4).
+"""Commit and lock metrics from the event log, in the Prometheus text format (0.0.4).
 
-Everything is derived on each scrape from ``paimon_commit_events`` (through the ``paimon_commit_history``
-view), ``paimon_lock_events`` and ``paimon_distributed_locks``: no process has to stay up to count, and
-every writer (Python, Spark, recovery) is included. Counters are totals since the log began; histograms
-are computed in SQL over the whole log (fine for millions of events; a very long log would want a
-time-windowed view).
+The log's counters and histograms come from its rollup (:mod:`paimon_meta.telemetry.rollup`): each scrape
+first folds the events written since the last fold, then reads the rollup, so a scrape costs the events
+since the last one and the series shown, not the size of the log (issue 39). The live state (lock rows,
+the maintenance queue and debts) is read as it is. Every writer (Python, Java through the lock's events,
+Spark, recovery) is included, and no process has to stay up to count: the rollup is in the metastore.
 
 Every family about tables, locks or maintenance carries a ``catalog`` label (issue 35): the name of the
 table's catalog (``paimon_catalogs``; the catalog key when the metastore records none; '' for a table
-purged since), so ``db.t`` of two catalogs are two series. Its values are catalogs operators created: the
-label adds no cardinality beyond the ``table`` and ``lock`` labels the series already had.
+purged before migration 0025), so ``db.t`` of two catalogs are two series. Tables and locks have series
+of their own up to ``table_series`` of each (the first met); the rest are counted in their catalog's
+``table="(other)"`` / ``lock="(other)"`` series, so the scrape stays bounded on a metastore of 10^5
+tables.
 
 ``paimon-meta metrics`` prints one scrape; ``paimon-meta metrics --serve PORT`` answers ``GET /metrics``
 on 127.0.0.1.
@@ -20,35 +22,22 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine, text
 
-from paimon_meta.metastore.event_partitions import TABLE_CATALOG_KEY, table_catalog_joins
+from paimon_meta.telemetry import rollup
 
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-#: Seconds; commit durations and lock waits from a few ms (uncontended) to a minute (lock timeout).
-DURATION_BUCKETS: tuple[float, ...] = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-)
+#: Events a scrape served by ``serve`` folds at most before it answers (the background fold does the
+#: rest), and how long it waits for a fold under way elsewhere.
+SCRAPE_FOLD_EVENTS = 20_000
+SCRAPE_FOLD_WAIT_SECONDS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,32 +60,11 @@ class MetricFamily:
 
 # ---- queries (constant SQL; the only parameters are bound) ----------------------------------------------
 
-# The catalog of an event's table (``{e}``: the alias of a relation with ``table_id``): registered, in
-# its recycle bin, or the one it had when it was purged (``event_partitions.table_catalog_joins``); its
-# name, else its catalog key (a metastore with no catalog recorded), else '' (purged before 0025). Lock
-# ids start with the catalog key.
-_TABLE_CATALOG = (
-    table_catalog_joins("{e}") + f" LEFT JOIN paimon_catalogs c ON c.catalog_key = {TABLE_CATALOG_KEY}"
-)
-_CATALOG = f"coalesce(c.name, {TABLE_CATALOG_KEY}, '')"
+# The live state (lock rows, the maintenance queue and debts) is read as it is now: each is as large as
+# the locks held, the jobs queued and the tables, not the log. Lock ids start with the catalog key.
 _LOCK_CATALOG = "LEFT JOIN paimon_catalogs c ON c.catalog_key = split_part({e}.lock_id, '.', 1)"
 _LOCK_CATALOG_NAME = "coalesce(c.name, split_part({e}.lock_id, '.', 1))"
 
-_COMMITS = text(
-    f"SELECT {_CATALOG} AS catalog, h.table_identifier AS table, coalesce(h.commit_kind, '') AS kind, "  # noqa: S608
-    "h.outcome, count(*) AS n, coalesce(sum(h.attempts), 0) AS attempts, "
-    "coalesce(sum(h.retries), 0) AS retries "
-    f"FROM paimon_commit_history h {_TABLE_CATALOG.format(e='h')} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
-)
-_CONFLICTS = text(
-    f"SELECT {_CATALOG} AS catalog, x.table_identifier AS table, coalesce(x.reason, 'unknown') AS reason, "  # noqa: S608
-    f"count(*) AS n FROM paimon_commit_conflicts x {_TABLE_CATALOG.format(e='x')} "
-    "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
-)
-_LOCK_EVENTS = text(
-    f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id, l.event_type, count(*) AS n "  # noqa: S608
-    f"FROM paimon_lock_events l {_LOCK_CATALOG.format(e='l')} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
-)
 _LOCKS = text(
     f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id, l.owner IS NULL AS java, "  # noqa: S608
     "(l.expire_time_seconds - EXTRACT(EPOCH FROM AGE(NOW(), l.acquired_at)))::float8 AS lease_left "
@@ -107,74 +75,55 @@ _MAINTENANCE_JOBS = text(
     "FROM paimon_maintenance_jobs j LEFT JOIN paimon_catalogs c ON c.catalog_key = j.catalog_key "
     "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 )
-_MAINTENANCE_RUNS = text(
-    f"SELECT {_CATALOG} AS catalog, coalesce(m.payload ->> 'kind', '') AS kind, "  # noqa: S608
-    "coalesce(m.payload ->> 'outcome', m.event_type) AS outcome, "
-    "count(*) AS n, coalesce(sum((m.payload ->> 'duration_ms')::float8), 0) / 1000.0 AS seconds "
-    f"FROM paimon_maintenance_events m {_TABLE_CATALOG.format(e='m')} "
-    "WHERE m.operation = 'maintain' AND m.event_type <> 'started' "
-    "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
-)
+# A table's debts under its own name if the rollup gives it series (``paimon_metric_subjects``), else in
+# its catalog's ``(other)``: the most of any such table for runs, small files and stopped buckets, the
+# sum for snapshots and files.
 _MAINTENANCE_DEBTS = text(
-    "SELECT coalesce(c.name, t.catalog_key) AS catalog, d.table_identifier AS table, "
-    "coalesce((d.debt ->> 'max_sorted_runs')::float8, 0) AS runs, "
-    "coalesce((d.debt ->> 'max_small_files')::float8, 0) AS small, "
-    "coalesce((d.debt ->> 'snapshots')::float8, 0) AS snapshots, "
-    "coalesce((d.debt ->> 'files')::float8, 0) AS files, "
-    "coalesce((d.debt ->> 'buckets_over_stop_trigger')::float8, 0) AS stopped "
+    "SELECT coalesce(c.name, t.catalog_key) AS catalog, "
+    "CASE WHEN m.subject IS NULL THEN :other ELSE d.table_identifier END AS table, "
+    "max(coalesce((d.debt ->> 'max_sorted_runs')::float8, 0)) AS runs, "
+    "max(coalesce((d.debt ->> 'max_small_files')::float8, 0)) AS small, "
+    "sum(coalesce((d.debt ->> 'snapshots')::float8, 0)) AS snapshots, "
+    "sum(coalesce((d.debt ->> 'files')::float8, 0)) AS files, "
+    "max(coalesce((d.debt ->> 'buckets_over_stop_trigger')::float8, 0)) AS stopped "
     "FROM paimon_maintenance_debts d "
     "JOIN paimon_tables t ON t.table_id = d.table_id "
-    "LEFT JOIN paimon_catalogs c ON c.catalog_key = t.catalog_key ORDER BY 1, d.table_identifier"
-)
-# (catalog, label, seconds) rows per histogram; each is wrapped by _HISTOGRAM below.
-_COMMIT_SECONDS = (
-    f"SELECT {_CATALOG} AS catalog, h.table_identifier AS label, h.elapsed_ms / 1000.0 AS seconds "  # noqa: S608
-    f"FROM paimon_commit_history h {_TABLE_CATALOG.format(e='h')} "
-    "WHERE h.outcome <> 'pending' AND h.elapsed_ms IS NOT NULL"
-)
-_CHECK_SECONDS = (
-    f"SELECT {_CATALOG} AS catalog, e.table_identifier AS label, e.duration_ms / 1000.0 AS seconds "  # noqa: S608
-    f"FROM paimon_commit_events e {_TABLE_CATALOG.format(e='e')} "
-    "WHERE e.event_type = 'conflict_checked' AND e.duration_ms IS NOT NULL"
-)
-_LOCK_WAIT_SECONDS = (
-    f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id AS label, "  # noqa: S608
-    f"l.wait_ms / 1000.0 AS seconds FROM paimon_lock_events l {_LOCK_CATALOG.format(e='l')} "
-    "WHERE l.event_type = 'acquired' AND l.wait_ms IS NOT NULL"
-)
-_LOCK_HOLD_SECONDS = (
-    f"SELECT {_LOCK_CATALOG_NAME.format(e='l')} AS catalog, l.lock_id AS label, "  # noqa: S608
-    f"l.held_ms / 1000.0 AS seconds FROM paimon_lock_activity l {_LOCK_CATALOG.format(e='l')} "
-    "WHERE l.held_ms IS NOT NULL"
-)
-_HISTOGRAM = (
-    "WITH v AS ({inner}) "
-    "SELECT v.catalog, v.label, b.le, count(*) FILTER (WHERE v.seconds <= b.le) AS n, "
-    "sum(v.seconds) AS total, count(*) AS cnt "
-    "FROM v CROSS JOIN unnest(CAST(:buckets AS double precision[])) AS b(le) "
-    "GROUP BY v.catalog, v.label, b.le ORDER BY v.catalog, v.label, b.le"
+    "LEFT JOIN paimon_metric_subjects m ON m.kind = 'table' AND m.catalog_key = t.catalog_key "
+    "AND m.subject = d.table_identifier "
+    "LEFT JOIN paimon_catalogs c ON c.catalog_key = t.catalog_key GROUP BY 1, 2 ORDER BY 1, 2"
 )
 
 
-def _histogram(
-    conn: Connection, family: MetricFamily, inner: str, label: str, buckets: Sequence[float]
-) -> None:
-    # ``inner`` is one of this module's constants above, never user input.
-    statement = text(_HISTOGRAM.format(inner=inner))
-    per_label: dict[tuple[str, str], tuple[float, int]] = {}
-    for r in conn.execute(statement, {"buckets": list(buckets)}):
-        family.add(int(r.n), "_bucket", catalog=r.catalog, **{label: r.label, "le": _number(float(r.le))})
-        per_label[(r.catalog, r.label)] = (float(r.total or 0.0), int(r.cnt))
-    for (catalog, value), (total, count) in per_label.items():
-        family.add(count, "_bucket", catalog=catalog, **{label: value, "le": "+Inf"})
-        family.add(total, "_sum", catalog=catalog, **{label: value})
-        family.add(count, "_count", catalog=catalog, **{label: value})
+def _histogram(family: MetricFamily, s: rollup.Series) -> None:
+    assert s.buckets is not None
+    labels = {"catalog": s.catalog, s.family.subject: s.subject}
+    cumulative = 0.0
+    for bound, n in zip(rollup.DURATION_BUCKETS, s.buckets, strict=False):
+        cumulative += n
+        family.add(cumulative, "_bucket", **labels, le=_number(bound))
+    count = float(sum(s.buckets))
+    family.add(count, "_bucket", **labels, le="+Inf")
+    family.add(s.value, "_sum", **labels)
+    family.add(count, "_count", **labels)
 
 
-def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> list[MetricFamily]:
-    """One consistent read of every metric (a REPEATABLE READ transaction)."""
+def collect(
+    engine: Engine,
+    *,
+    fold_events: int | None = None,
+    table_series: int = rollup.TABLE_SERIES,
+    fold_wait_seconds: float = 10.0,
+) -> list[MetricFamily]:
+    """Fold the events written since the last fold (up to about ``fold_events``; None: all of them) into
+    the rollup, then read it and the live state in one consistent read (a REPEATABLE READ transaction).
+    ``table_series``: the tables (and locks) given series of their own (``telemetry.rollup``)."""
+    report = rollup.fold(
+        engine, max_events=fold_events, table_series=table_series, wait_seconds=fold_wait_seconds
+    )
     commits = MetricFamily("paimon_meta_commits_total", "counter", "Commits by table, kind and outcome.")
-    attempts = MetricFamily("paimon_meta_commit_attempts_total", "counter", "Commit attempts (tries).")
+    attempts = MetricFamily(
+        "paimon_meta_commit_attempts_total", "counter", "Attempts (tries) of the commits concluded."
+    )
     retries = MetricFamily(
         "paimon_meta_commit_retries_total", "counter", "Commit attempts that were retried."
     )
@@ -214,51 +163,73 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
     debt_runs = MetricFamily(
         "paimon_meta_maintenance_debt_sorted_runs",
         "gauge",
-        "Most sorted runs of any bucket of a table (primary key) as last measured.",
+        "Most sorted runs of any bucket of a table (primary key) as last measured ((other): the most of "
+        "the tables without series of their own).",
     )
     debt_small = MetricFamily(
         "paimon_meta_maintenance_debt_small_files",
         "gauge",
-        "Most small files of any bucket, as last measured.",
+        "Most small files of any bucket, as last measured ((other): the most of the other tables).",
     )
     debt_snapshots = MetricFamily(
-        "paimon_meta_maintenance_debt_snapshots", "gauge", "Snapshots a table keeps, as last measured."
+        "paimon_meta_maintenance_debt_snapshots",
+        "gauge",
+        "Snapshots a table keeps, as last measured ((other): the sum of the other tables).",
     )
     debt_files = MetricFamily(
-        "paimon_meta_maintenance_debt_files", "gauge", "Live data files of a table, as last measured."
+        "paimon_meta_maintenance_debt_files",
+        "gauge",
+        "Live data files of a table, as last measured ((other): the sum of the other tables).",
     )
     debt_stopped = MetricFamily(
         "paimon_meta_maintenance_debt_buckets_over_stop_trigger",
         "gauge",
         "Buckets of a primary-key table with more sorted runs than num-sorted-run.stop-trigger (where Java "
-        "writers would wait for compaction), as last measured.",
+        "writers would wait for compaction), as last measured ((other): the most of the other tables).",
     )
+    caught_up = MetricFamily(
+        "paimon_meta_event_log_metrics_caught_up",
+        "gauge",
+        "1 when this scrape's fold reached the head of every log (0: the rollup is still folding a backlog, "
+        "e.g. the whole log after the upgrade to migration 0027; its counters lag the log meanwhile).",
+    )
+    folded = MetricFamily(
+        "paimon_meta_event_log_metrics_folded_events_total",
+        "counter",
+        "Events of each log folded into the metrics rollup.",
+    )
+    by_code: dict[str, MetricFamily] = {
+        rollup.COMMITS.code: commits,
+        rollup.ATTEMPTS.code: attempts,
+        rollup.RETRIES.code: retries,
+        rollup.CONFLICTS.code: conflicts,
+        rollup.COMMIT_SECONDS.code: duration,
+        rollup.CHECK_SECONDS.code: check,
+        rollup.LOCK_EVENTS.code: lock_events,
+        rollup.LOCK_WAIT_SECONDS.code: lock_wait,
+        rollup.LOCK_HOLD_SECONDS.code: lock_hold,
+        rollup.MAINTENANCE_RUNS.code: runs,
+        rollup.MAINTENANCE_SECONDS.code: run_seconds,
+    }
 
     with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-        # per table of a catalog: ``db.t`` of two catalogs are two tables
-        per_table_attempts: dict[tuple[str, str], float] = {}
-        per_table_retries: dict[tuple[str, str], float] = {}
-        per_table_pending: dict[tuple[str, str], float] = {}
-        for r in conn.execute(_COMMITS):
-            commits.add(r.n, catalog=r.catalog, table=r.table, kind=r.kind, outcome=r.outcome)
-            key = (r.catalog, r.table)
-            per_table_attempts[key] = per_table_attempts.get(key, 0) + float(r.attempts)
-            per_table_retries[key] = per_table_retries.get(key, 0) + float(r.retries)
-            per_table_pending.setdefault(key, 0)
-            if r.outcome == "pending":
-                per_table_pending[key] += float(r.n)
-        for (c, t), v in per_table_attempts.items():
-            attempts.add(v, catalog=c, table=t)
-            retries.add(per_table_retries[(c, t)], catalog=c, table=t)
-            pending.add(per_table_pending[(c, t)], catalog=c, table=t)
-        for r in conn.execute(_CONFLICTS):
-            conflicts.add(r.n, catalog=r.catalog, table=r.table, reason=r.reason)
-        _histogram(conn, duration, _COMMIT_SECONDS, "table", buckets)
-        _histogram(conn, check, _CHECK_SECONDS, "table", buckets)
-        for r in conn.execute(_LOCK_EVENTS):
-            lock_events.add(r.n, catalog=r.catalog, lock=r.lock_id, event=r.event_type)
-        _histogram(conn, lock_wait, _LOCK_WAIT_SECONDS, "lock", buckets)
-        _histogram(conn, lock_hold, _LOCK_HOLD_SECONDS, "lock", buckets)
+        tables: list[tuple[str, str]] = []
+        for s in rollup.read_series(conn):
+            family = by_code[s.family.code]
+            if s.family.histogram:
+                _histogram(family, s)
+                continue
+            labels = {"catalog": s.catalog}
+            if s.family.subject:
+                labels[s.family.subject] = s.subject
+            labels.update(zip(s.family.labels, s.labels, strict=True))
+            family.add(s.value, **labels)
+            if s.family is rollup.ATTEMPTS:
+                tables.append((s.catalog, s.subject))
+        open_commits = rollup.read_pending(conn)
+        for key in sorted({*tables, *open_commits}):
+            pending.add(open_commits.get(key, 0), catalog=key[0], table=key[1])
+        state = rollup.read_state(conn)
         counts = {"java": 0, "paimon_meta": 0}
         n_stale = 0
         for r in conn.execute(_LOCKS):
@@ -267,14 +238,7 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
             lease_left.add(r.lease_left, catalog=r.catalog, lock=r.lock_id)
         for r in conn.execute(_MAINTENANCE_JOBS):
             queue.add(r.n, catalog=r.catalog, kind=r.kind, state=r.state)
-        per_kind_seconds: dict[tuple[str, str], float] = {}
-        for r in conn.execute(_MAINTENANCE_RUNS):
-            runs.add(r.n, catalog=r.catalog, kind=r.kind, outcome=r.outcome)
-            key = (r.catalog, r.kind)
-            per_kind_seconds[key] = per_kind_seconds.get(key, 0.0) + float(r.seconds)
-        for (c, kind), seconds in per_kind_seconds.items():
-            run_seconds.add(seconds, catalog=c, kind=kind)
-        for r in conn.execute(_MAINTENANCE_DEBTS):
+        for r in conn.execute(_MAINTENANCE_DEBTS, {"other": rollup.OTHER}):
             debt_runs.add(r.runs, catalog=r.catalog, table=r.table)
             debt_small.add(r.small, catalog=r.catalog, table=r.table)
             debt_snapshots.add(r.snapshots, catalog=r.catalog, table=r.table)
@@ -284,6 +248,9 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
     for kind, n in counts.items():
         held.add(n, holder=kind)
     stale.add(n_stale)
+    caught_up.add(1 if report.caught_up else 0)
+    for name, n in sorted(state.events.items()):
+        folded.add(n, log=name)
     return [
         commits,
         attempts,
@@ -306,6 +273,8 @@ def collect(engine: Engine, *, buckets: Sequence[float] = DURATION_BUCKETS) -> l
         debt_snapshots,
         debt_files,
         debt_stopped,
+        caught_up,
+        folded,
     ]
 
 
@@ -340,9 +309,19 @@ def render(families: Iterable[MetricFamily]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scrape(engine: Engine) -> str:
+def scrape(
+    engine: Engine,
+    *,
+    fold_events: int | None = None,
+    table_series: int = rollup.TABLE_SERIES,
+    fold_wait_seconds: float = 10.0,
+) -> str:
     """:func:`collect` + :func:`render`."""
-    return render(collect(engine))
+    return render(
+        collect(
+            engine, fold_events=fold_events, table_series=table_series, fold_wait_seconds=fold_wait_seconds
+        )
+    )
 
 
 # ---- a tiny HTTP endpoint --------------------------------------------------------------------------------
@@ -351,7 +330,9 @@ def scrape(engine: Engine) -> str:
 class MetricsServer:
     """``GET /metrics`` on ``host:port`` (port 0 picks a free one; see :attr:`port`)."""
 
-    def __init__(self, engine: Engine, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, engine: Engine, port: int, host: str = "127.0.0.1", *, table_series: int = rollup.TABLE_SERIES
+    ) -> None:
         self.engine = engine
 
         class Handler(BaseHTTPRequestHandler):
@@ -360,7 +341,7 @@ class MetricsServer:
                     self.send_error(404, "try /metrics")
                     return
                 try:
-                    body = scrape(engine).encode()
+                    body = scrape(engine, table_series=table_series).encode()
                 except Exception as e:  # a scrape failure is reported, never fatal to the server
                     log.exception("metrics scrape failed")
                     self.send_error(500, f"scrape failed: {type(e).__name__}")

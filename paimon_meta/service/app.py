@@ -618,13 +618,21 @@ def _install_ops(app: FastAPI) -> None:
     )
     def prometheus(request: Request) -> Response:
         """This process's request, commit and auth metrics, then the event log's commit and lock
-        metrics (every writer's, computed in SQL, reused for ``metrics_cache_seconds``). Needs ``ALTER``
-        on the catalog (they name every table: only catalog administrators hold it)."""
+        metrics (every writer's, from the metastore's rollup of the log after folding what came since
+        the last fold, reused for ``metrics_cache_seconds``). Needs ``ALTER``
+        on the catalog (they name tables: only catalog administrators hold it)."""
         service: ServiceState = request.app.state.service
         text = generate_latest(service.metrics.registry).decode("utf-8")
         if service.settings.event_log_metrics:
             engine = service.catalog.engine
-            text += service.event_log_scrape(lambda: event_log_metrics.scrape(engine))
+            text += service.event_log_scrape(
+                lambda: event_log_metrics.scrape(
+                    engine,
+                    fold_events=event_log_metrics.SCRAPE_FOLD_EVENTS,
+                    table_series=service.settings.metrics_table_series,
+                    fold_wait_seconds=event_log_metrics.SCRAPE_FOLD_WAIT_SECONDS,
+                )
+            )
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     # The document and its viewers need a token (any grant): they are the same for every principal,

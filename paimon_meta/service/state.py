@@ -44,6 +44,7 @@ from paimon_meta.service.tenancy.served import DEFAULT_REFRESH_SECONDS, ServedCa
 from paimon_meta.service.vending import CredentialVending
 from paimon_meta.table.snapshots import SchemaManager, SnapshotManager
 from paimon_meta.table.table import FileStoreTable
+from paimon_meta.telemetry import rollup
 
 log = logging.getLogger("paimon_meta.service")
 
@@ -74,6 +75,10 @@ log = logging.getLogger(__name__)
 EVENT_PARTITIONS_AHEAD = 2
 EVENT_PARTITIONS_CHECK_SECONDS = 600.0
 EVENT_PARTITIONS_RETRY_SECONDS = 30.0
+#: Events a background fold of the metrics rollup folds before it checks for the drain (then goes on).
+FOLD_BATCH_EVENTS = 50_000
+#: Seconds before a failed background fold is tried again (at least ``metrics_fold_seconds``).
+FOLD_RETRY_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +97,10 @@ class ServiceSettings:
     event_log_metrics: bool = True
     #: Seconds a scrape of the event log's metrics is reused by the next scrapes (0: every scrape asks).
     metrics_cache_seconds: float = 5.0
+    #: Tables (and locks) with series of their own in the event log's metrics (``telemetry.rollup``).
+    metrics_table_series: int = 100
+    #: Seconds between background folds of the event log into the metrics rollup (0: scrapes fold).
+    metrics_fold_seconds: float = 0.0
     # Against hostile or broken clients (README, "Hardening"): a request body must arrive within
     # ``body_timeout_seconds`` (else 408), request headers within ``header_timeout_seconds`` and at most
     # ``max_header_bytes`` (else the connection is closed), an idle connection is closed after
@@ -543,6 +552,10 @@ class ServiceState:
                 target=self._partitions_loop, name="event-partitions", daemon=True
             )
             self._partitioner.start()
+        self._folder: threading.Thread | None = None
+        if settings.event_log_metrics and settings.metrics_fold_seconds > 0:
+            self._folder = threading.Thread(target=self._fold_loop, name="metrics-fold", daemon=True)
+            self._folder.start()
         self._sweeper: threading.Thread | None = None
         if settings.catalog_sweep_seconds > 0:
             self._sweeper = threading.Thread(target=self._sweep_loop, name="catalog-sweep", daemon=True)
@@ -574,6 +587,28 @@ class ServiceState:
         )
         outbox.start()
         return outbox
+
+    def _fold_loop(self) -> None:
+        """Fold the event log's new events into the metrics rollup (``telemetry.rollup``) until the drain:
+        batch after batch while a backlog remains (after the upgrade to 0027: the whole log), then every
+        ``metrics_fold_seconds``. One replica folds at a time (the rollup's advisory lock); a scrape then
+        folds only what came since."""
+        interval = self.settings.metrics_fold_seconds
+        while True:
+            wait = interval
+            try:
+                report = rollup.fold(
+                    self.catalog.engine,
+                    max_events=FOLD_BATCH_EVENTS,
+                    table_series=self.settings.metrics_table_series,
+                )
+                if report.events and not report.caught_up:
+                    wait = 0.0
+            except Exception:
+                wait = max(interval, FOLD_RETRY_SECONDS)
+                log.warning("folding the event log's metrics failed; next try in %gs", wait, exc_info=True)
+            if self._stop_recovery.wait(wait):
+                return
 
     def _sweep_loop(self) -> None:
         """Serve every catalog of the metastore (``ServedCatalogs.sweep``) now and every
@@ -1111,6 +1146,8 @@ class ServiceState:
             self.archiver.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))
         if self._partitioner is not None:
             self._partitioner.join(timeout=30.0)  # a partition being made commits or rolls back first
+        if self._folder is not None:
+            self._folder.join(timeout=30.0)  # a fold's chunk commits or rolls back (either is safe)
         if self._sweeper is not None:
             self._sweeper.join(timeout=30.0)  # a sweep connecting a catalog finishes before they close
         self.maintainer.stop(timeout=min(30.0, max(1.0, self.settings.drain_seconds)))

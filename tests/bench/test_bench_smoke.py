@@ -173,10 +173,13 @@ def test_flat_metastore_paths(pg_server: PgServer, tmp_path: Path) -> None:
     seed = ("--events", "3000", "--tables", "300", "--databases", "3", "--real", "3", "--xids", "300")
     run_bench("bench_flat.py", "seed", *common, *seed, env=env)
     try:
+        folded = run_bench("bench_flat.py", "fold", *common, env=env)
         out = run_bench("bench_flat.py", "measure", *common, "--requests", "1", env=env)
     finally:
         run_bench("bench_flat.py", "drop", *common, env=env)
+    assert '"events_per_s"' in folded and '"caught_up": true' in folded
     assert '"table-details (big, 100 tables)"' in out and '"commits, 30th page (hot table)"' in out
+    assert '"/metrics after 20 commits"' in out
     assert '"status"' not in out, out[-3000:]
 
 

@@ -19,6 +19,7 @@ from paimon_meta.ops import metrics
 from paimon_meta.ops.common import RefusedError
 from paimon_meta.ops.locks import list_locks, release_lock
 from tests.commit.helpers import append_msg, compact_msg, data_file
+from tests.fixtures.horizon import wait_for_horizon
 from tests.ops.helpers import FAST_LOCK
 
 pytestmark = pytest.mark.postgres
@@ -169,6 +170,7 @@ def test_metrics_from_the_event_log_in_prometheus_format(catalog: MetastoreCatal
                 [compact_msg(0, 0, [f], [data_file(name=f"data-{name}.parquet")])], 1
             )
 
+    wait_for_horizon(catalog.engine)
     exposition = metrics.scrape(catalog.engine)
     s = _samples(exposition)
     assert s['paimon_meta_commits_total{catalog="jdbc",table="db.m",kind="APPEND",outcome="published"}'] == 1
@@ -254,6 +256,7 @@ def test_the_event_log_metrics_of_two_catalogs_are_apart(catalog: MetastoreCatal
             MaintenanceQueue(cat.engine, cat.registry.catalog_key).enqueue(
                 cat.table_row("db.t").table_id, "db.t", MaintenanceKind.COMPACT, reason="debt"
             )
+    wait_for_horizon(catalog.engine)
     s = _samples(metrics.scrape(catalog.engine))
     assert s['paimon_meta_commits_total{catalog="jdbc",table="db.t",kind="APPEND",outcome="published"}'] == 1
     assert s['paimon_meta_commits_total{catalog="b",table="db.t",kind="APPEND",outcome="published"}'] == 2

@@ -34,6 +34,7 @@ from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.principals import Principals
 from paimon_meta.service.app import create_app
 from paimon_meta.service.state import ServiceSettings, ServiceState
+from tests.fixtures.horizon import wait_for_horizon
 from tests.fixtures.service import FAST_LOCK, make_principal
 from tests.service.helpers import auth, seed, state_of_storage
 
@@ -510,6 +511,7 @@ def test_metrics_name_the_catalog(rig: Rig) -> None:
     ]
     stale = _status(c.post(f"{B}/databases/db/tables/u/commit", json=commit_body(base), headers=bob), 200)
     assert stale == {"success": False}
+    wait_for_horizon(rig.a.engine)  # the rollup folds what every running transaction is past
     text = c.get("/metrics", headers=alice).text
     family = "paimon_meta_service_commits_total"
     assert f'{family}{{catalog="b",outcome="published",route="snapshot"}} 1.0' in text
