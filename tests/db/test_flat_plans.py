@@ -320,6 +320,30 @@ def test_console_reads_one_index_range_from_any_position(seeded: tuple[Engine, S
         keyset=("table_id",),
         budget=50 * (activity.RATE_SCAN + 1),
     )
+    # tables without an event in the rate's window: their newest event only, none of the window's scan
+    with engine.connect() as conn:
+        cold = list(
+            conn.scalars(
+                text(
+                    "SELECT t.table_id FROM paimon_tables t WHERE t.table_id > :hot AND NOT EXISTS ("
+                    "SELECT 1 FROM paimon_commit_events e WHERE e.table_id = t.table_id "
+                    "AND e.created_at > now() - make_interval(mins => :minutes)) ORDER BY t.table_id LIMIT 50"
+                ),
+                {"hot": table_id + 500, "minutes": activity.RATE_WINDOW_MINUTES + 1},
+            )
+        )
+    assert len(cold) == 50
+    plan = check_plan(
+        engine,
+        activity._LAST_ACTIVITY,
+        {"ids": cold, "minutes": activity.RATE_WINDOW_MINUTES, "scan": activity.RATE_SCAN},
+        keyset=("table_id",),
+        budget=50,
+    )
+    rate = [n for n in _nodes(plan) if n["Node Type"] == "Aggregate"]
+    assert rate and all(_rows_read(s) == 0 for a in rate for s in _nodes(a) if _of_log(s)), json.dumps(
+        plan, default=str
+    )[:4000]
     check_plan(
         engine,
         activity._CATALOG_RATE,
