@@ -150,6 +150,60 @@ def fold(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def commit_ab(args: argparse.Namespace) -> dict[str, Any]:
+    """The same one-row library commit to ``big.r0001`` on the seeded metastore and on an empty one
+    (``<database>_empty``: made, migrated and given the same table if missing), alternated round by round
+    (``--rounds`` of ``--requests`` commits after three warm-ups each): the p50 of each round and their
+    ratios (issue 39: commit p50 within 1.1x of an empty metastore)."""
+    import pyarrow as pa
+
+    import paimon_meta
+    from paimon_meta.db import migrate
+
+    state = json.loads((STATE / "state.json").read_text())
+    empty_db = state["url"].rsplit("/", 1)[-1] + "_empty"
+    empty_url = state["url"].rsplit("/", 1)[0] + "/" + empty_db
+    with psycopg.connect(_admin(args.url), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (empty_db,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(empty_db)))
+    migrate.upgrade(empty_url)
+    empty_warehouse = STATE / "warehouse-empty"
+    catalogs = {
+        "empty": paimon_meta.connect(empty_url, str(empty_warehouse)),
+        "seeded": paimon_meta.connect(state["url"], state["warehouse"]),
+    }
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    rounds: dict[str, list[float]] = {"empty": [], "seeded": []}
+    try:
+        if "big.r0001" not in [f"big.{t}" for t in _tables(catalogs["empty"], "big")]:
+            catalogs["empty"].create_table("big.r0001", schema, options={"bucket": "2", "bucket-key": "k"})
+        for r in range(args.rounds):
+            order = ("empty", "seeded") if r % 2 == 0 else ("seeded", "empty")
+            for name in order:
+                rounds[name].append(_commits(catalogs[name], args.requests)["p50_ms"])
+                print(name, r, rounds[name][-1], flush=True)
+    finally:
+        for catalog in catalogs.values():
+            catalog.close()
+    ratios = sorted(s / e for s, e in zip(rounds["seeded"], rounds["empty"], strict=True))
+    return {
+        "empty_p50_ms": rounds["empty"],
+        "seeded_p50_ms": rounds["seeded"],
+        "ratios": [round(x, 3) for x in ratios],
+        "median_ratio": round(ratios[len(ratios) // 2], 3),
+        "load": round(os.getloadavg()[0], 2),
+    }
+
+
+def _tables(catalog: Any, database: str) -> list[str]:
+    from paimon_meta.errors import NotFoundError
+
+    try:
+        return list(catalog.list_tables(database))
+    except NotFoundError:  # the database does not exist yet
+        return []
+
+
 def _quantile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
@@ -332,7 +386,8 @@ def drop(args: argparse.Namespace) -> dict[str, Any]:
     state = json.loads((STATE / "state.json").read_text())
     database = state["url"].rsplit("/", 1)[-1]
     with psycopg.connect(_admin(args.url), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
+        for name in (database, database + "_empty"):
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
     return {"dropped": database}
 
 
@@ -340,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("step", choices=("seed", "upgrade", "fold", "measure", "drop"))
+    parser.add_argument("step", choices=("seed", "upgrade", "fold", "measure", "commit-ab", "drop"))
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--database", default="paimon_meta_bench_flat")
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -349,12 +404,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--real", type=int, default=100)
     parser.add_argument("--xids", type=int, default=50_000)
     parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=6, help="commit-ab: rounds on each metastore")
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = {"seed": seed, "upgrade": upgrade, "fold": fold, "measure": measure, "drop": drop}[args.step](
-        args
-    )
+    result = {
+        "seed": seed,
+        "upgrade": upgrade,
+        "fold": fold,
+        "measure": measure,
+        "commit-ab": commit_ab,
+        "drop": drop,
+    }[args.step](args)
     result["loadavg"] = os.getloadavg()
     print(json.dumps(result, indent=2, default=str))
     if args.json:

@@ -11,10 +11,17 @@ advances by the events since the last one (``paimon_meta.telemetry.rollup``):
 * ``paimon_metric_open_commits`` / ``paimon_metric_open_locks``: commits prepared and not concluded,
   acquisitions not ended, as far as the fold has read.
 
+And three indexes of ``paimon_maintenance_debts`` (one row per table): the debt pressure per catalog
+(``(catalog_key, greatest(sorted runs, small files), table_identifier)``, read backward: the console's
+tables most in debt and ``/metrics``' worst table per catalog), the tables over the stop trigger (partial:
+counted per catalog), and (catalog_key, table_identifier) (the debt gauges of the tables with series).
+Before, the console's maintenance page and each scrape read every table's debt (5.2 s and 123 ms at
+10^5 tables).
+
 They start empty: the first fold after the upgrade reads the log from its start (in the background of
 ``serve``, a chunk per transaction; ``paimon_meta_event_log_metrics_caught_up`` says when it is done).
 
-Kind: expand (new tables only; the previous release neither reads nor writes them).
+Kind: expand (new tables and indexes only; the previous release neither reads nor writes the tables).
 
 Revision ID: 0027
 Revises: 0026
@@ -83,8 +90,39 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("lock_id", "fencing_token", name=op.f("pk_paimon_metric_open_locks")),
     )
 
+    # Every fold updates the same few hundred series and the positions: room on each page for the new
+    # versions (HOT updates, pruned on the page) and a vacuum after a few thousand dead versions, not
+    # after a fifth of a table this small (the first fold of a large log left 250,000 behind).
+    for table in ("paimon_metric_series", "paimon_metric_folds"):
+        op.execute(
+            f"ALTER TABLE {table} SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, "
+            "autovacuum_vacuum_threshold = 5000)"
+        )
+    for name, columns, where in _DEBT_INDEXES:
+        op.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON paimon_maintenance_debts ({columns})"
+            + (f" WHERE {where}" if where else "")
+        )
+
+
+_PRESSURE = (
+    "greatest(COALESCE(((debt ->> 'max_sorted_runs'::text))::double precision, (0)::double precision), "
+    "COALESCE(((debt ->> 'max_small_files'::text))::double precision, (0)::double precision))"
+)
+_DEBT_INDEXES = (
+    ("ix_paimon_maintenance_debts_pressure", f"catalog_key, ({_PRESSURE}), table_identifier", None),
+    (
+        "ix_paimon_maintenance_debts_stopped",
+        "catalog_key",
+        "((debt ->> 'buckets_over_stop_trigger'::text))::double precision > (0)::double precision",
+    ),
+    ("ix_paimon_maintenance_debts_identifier", "catalog_key, table_identifier", None),
+)
+
 
 def downgrade() -> None:
+    for name, _, _ in _DEBT_INDEXES:
+        op.execute(f"DROP INDEX IF EXISTS {name}")
     for table in (
         "paimon_metric_open_locks",
         "paimon_metric_open_commits",

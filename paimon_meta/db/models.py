@@ -1133,11 +1133,42 @@ class MaintenanceJob(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"))
 
 
+#: A table's debt pressure: its worst bucket's sorted runs or small files, whichever is more (migration
+#: 0027 indexes it per catalog: ``ix_paimon_maintenance_debts_pressure``, read backward: most first,
+#: ties by name descending). ``{d}``: the alias of the debts relation with its dot, or ''.
+DEBT_PRESSURE = (
+    "greatest(coalesce(({d}debt ->> 'max_sorted_runs')::double precision, 0), "
+    "coalesce(({d}debt ->> 'max_small_files')::double precision, 0))"
+)
+
+
 class MaintenanceDebt(Base):
     """A table's maintenance debt as last measured from its latest snapshot (migration 0017), and when
     each kind of job last succeeded on it (``last_runs``: kind -> ISO time), for the schedules."""
 
     __tablename__ = "paimon_maintenance_debts"
+    __table_args__ = (
+        # Migration 0027: the debt pressure per catalog, most first; the tables over the stop trigger;
+        # a table's debt by name (``maintenance.scheduler.most_in_debt``, ``ops.metrics``).
+        Index(
+            "ix_paimon_maintenance_debts_pressure",
+            "catalog_key",
+            text(
+                "GREATEST(COALESCE((debt ->> 'max_sorted_runs'::text)::double precision, "
+                "0::double precision), "
+                "COALESCE((debt ->> 'max_small_files'::text)::double precision, 0::double precision))"
+            ),
+            "table_identifier",
+        ),
+        Index(
+            "ix_paimon_maintenance_debts_stopped",
+            "catalog_key",
+            postgresql_where=text(
+                "(((debt ->> 'buckets_over_stop_trigger'::text))::double precision > (0)::double precision)"
+            ),
+        ),
+        Index("ix_paimon_maintenance_debts_identifier", "catalog_key", "table_identifier"),
+    )
 
     catalog_key: Mapped[str] = mapped_column(String(255), primary_key=True)
     table_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
-from paimon_meta.db.models import MaintenanceKind
+from paimon_meta.db.models import DEBT_PRESSURE, MaintenanceKind
+from paimon_meta.db.plans import ORDERED_READS
 from paimon_meta.errors import NotFoundError, PaimonMetaError
 from paimon_meta.maintenance.debt import Debt, measure
 from paimon_meta.maintenance.options import MaintenanceOptions
@@ -260,5 +261,26 @@ def debts(catalog: MetastoreCatalog) -> list[dict[str, Any]]:
                 "WHERE d.catalog_key = :key ORDER BY d.table_identifier"
             ),
             {"key": catalog.registry.catalog_key},
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+def most_in_debt(
+    catalog: MetastoreCatalog, *, limit: int, table_ids: Sequence[int] | None = None
+) -> list[dict[str, Any]]:
+    """The ``limit`` registered tables (of ``table_ids``; None: any) with the most debt pressure (the
+    worst bucket's sorted runs or small files), most first: one range of the pressure index, never every
+    table's debt (10^5 tables: 5 s for the console's page before)."""
+    among = "" if table_ids is None else "AND d.table_id = ANY(CAST(:ids AS bigint[])) "
+    with catalog.engine.connect() as conn:
+        conn.execute(ORDERED_READS)
+        rows = conn.execute(
+            text(
+                "SELECT d.table_id, d.table_identifier, d.snapshot_id, d.debt, d.last_runs, d.updated_at "  # noqa: S608 - constants
+                "FROM paimon_maintenance_debts d WHERE d.catalog_key = :key "
+                f"{among}AND EXISTS (SELECT 1 FROM paimon_tables t WHERE t.table_id = d.table_id) "
+                f"ORDER BY {DEBT_PRESSURE.format(d='d.')} DESC, d.table_identifier DESC LIMIT :limit"
+            ),
+            {"key": catalog.registry.catalog_key, "ids": list(table_ids or ()), "limit": limit},
         ).mappings()
         return [dict(r) for r in rows]

@@ -211,7 +211,7 @@ class _Histogram:
 class _Chunk:
     """What one transaction adds to the rollup."""
 
-    subjects: dict[str, dict[tuple[str, str], bool]]
+    subjects: dict[str, set[tuple[str, str]]]
     cap: int
     counters: dict[tuple[str, str, str, tuple[str, ...]], float] = field(default_factory=dict)
     histograms: dict[tuple[str, str, str], _Histogram] = field(default_factory=dict)
@@ -219,12 +219,12 @@ class _Chunk:
 
     def subject(self, kind: str, catalog_key: str, name: str) -> str:
         """``name``, or :data:`OTHER` when the cap of ``kind``'s subjects is reached without it."""
-        known = self.subjects.setdefault(kind, {})
+        known = self.subjects.setdefault(kind, set())
         key = (catalog_key, name)
         if key in known:
             return name
         if len(known) < self.cap:
-            known[key] = True
+            known.add(key)
             self.new_subjects.append((kind, catalog_key, name))
             return name
         return OTHER
@@ -310,11 +310,11 @@ def _fold_chunk(engine: Engine, size: int, cap: int, wait_seconds: float) -> tup
         conn.execute(text("SELECT set_config('lock_timeout', '0', true)"))
         positions = _positions(conn)
         conn.execute(ORDERED_READS)
-        subjects: dict[str, dict[tuple[str, str], bool]] = {}
+        subjects: dict[str, set[tuple[str, str]]] = {}
         for kind, catalog_key, subject in conn.execute(
             text("SELECT kind, catalog_key, subject FROM paimon_metric_subjects")
         ):
-            subjects.setdefault(kind, {})[(catalog_key, subject)] = True
+            subjects.setdefault(kind, set()).add((catalog_key, subject))
         work = _Chunk(subjects, cap)
         folded, caught_up = 0, True
         for name in LOGS:

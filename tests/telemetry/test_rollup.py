@@ -4,6 +4,7 @@ transactions that commit out of order; bounded series per table; folded again un
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -529,3 +530,63 @@ def test_serve_folds_in_the_background_and_stops_with_the_service(
     finally:
         state.close()
     assert not folder.is_alive()
+
+
+def test_debt_gauges_of_tables_with_series_and_each_catalogs_worst_table(
+    catalog: MetastoreCatalog, writer: _Writer
+) -> None:
+    """The debt gauges name only the tables with series (never every table's debt per scrape); per
+    catalog, the worst table's pressure and the tables over the stop trigger count every registered
+    table, not one in the recycle bin."""
+    for _ in range(40):
+        writer.step()
+    settled_scrape(catalog, table_series=2)
+    with catalog.engine.begin() as conn:
+        with_series = set(
+            conn.scalars(text("SELECT subject FROM paimon_metric_subjects WHERE kind = 'table'"))
+        )
+        debts = {
+            "db.a": {"max_sorted_runs": 3, "max_small_files": 1, "buckets_over_stop_trigger": 0},
+            "db.b": {"max_sorted_runs": 9, "max_small_files": 2, "buckets_over_stop_trigger": 1},
+            "other.c": {"max_sorted_runs": 0, "max_small_files": 12, "buckets_over_stop_trigger": 1},
+        }
+        for table_id, name in writer.tables[:3]:
+            conn.execute(
+                text(
+                    "INSERT INTO paimon_maintenance_debts (catalog_key, table_id, table_identifier, debt) "
+                    "VALUES ('jdbc', :id, :name, CAST(:debt AS jsonb))"
+                ),
+                {"id": table_id, "name": name, "debt": json.dumps(debts[name])},
+            )
+        # a dropped table's debt (kept for an undrop) counts nowhere
+        conn.execute(
+            text(
+                "INSERT INTO paimon_maintenance_debts (catalog_key, table_id, table_identifier, debt) "
+                "VALUES ('jdbc', 555555, 'db.dropped', "
+                '\'{"max_sorted_runs": 99, "buckets_over_stop_trigger": 5}\')'
+            )
+        )
+    s = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in settled_scrape(catalog, table_series=2).splitlines()
+        if line.startswith("paimon_meta_maintenance_")
+    }
+    runs = {k: v for k, v in s.items() if k.startswith("paimon_meta_maintenance_debt_sorted_runs{")}
+    expected = {
+        f'paimon_meta_maintenance_debt_sorted_runs{{catalog="jdbc",table="{name}"}}': debts[name][
+            "max_sorted_runs"
+        ]
+        for name in with_series & set(debts)
+    }
+    assert expected and len(expected) < len(debts)  # some tables with series, some without
+    assert runs == expected
+    assert s['paimon_meta_maintenance_debt_pressure_max{catalog="jdbc"}'] == 12
+    assert s['paimon_meta_maintenance_tables_over_stop_trigger{catalog="jdbc"}'] == 2
+    # the console's tables most in debt: the same index, most first, registered tables only
+    from paimon_meta.maintenance.scheduler import most_in_debt
+
+    assert [d["table_identifier"] for d in most_in_debt(catalog, limit=2)] == ["other.c", "db.b"]
+    b_id = next(i for i, n in writer.tables if n == "db.b")
+    assert [d["table_identifier"] for d in most_in_debt(catalog, limit=5, table_ids=[b_id, 555555])] == [
+        "db.b"
+    ]

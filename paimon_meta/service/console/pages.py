@@ -15,7 +15,7 @@ from paimon_meta.errors import PaimonMetaError
 from paimon_meta.governance.permissions import APPLICABLE, Resource, ResourceType
 from paimon_meta.governance.permissions import Access as A
 from paimon_meta.maintenance.queue import MaintenanceQueue
-from paimon_meta.maintenance.scheduler import debts
+from paimon_meta.maintenance.scheduler import most_in_debt
 from paimon_meta.metastore.assignments import Assignments, Policies, StoredAssignment, StoredPolicy
 from paimon_meta.metastore.catalogs import Catalogs
 from paimon_meta.metastore.feed import Reach
@@ -29,6 +29,8 @@ from paimon_meta.table.table import FileStoreTable
 
 #: Rows per page of each listing.
 TABLES_PAGE = 50
+#: The tables most in debt the maintenance page shows (the rest: `paimon-meta maintenance debts`).
+DEBTS_SHOWN = 50
 COMMITS_PAGE = 50
 SNAPSHOTS_PAGE = 60
 EVENTS_PAGE = 25
@@ -273,8 +275,8 @@ def locks_page(catalog: MetastoreCatalog, access: Access, *, default: bool = Tru
 
 def maintenance_runs(catalog: MetastoreCatalog, access: Access, *, before: int | None) -> dict[str, Any]:
     """A page of maintenance runs of the tables the principal may read (every table's for a catalog
-    reader; else those of its tables, by id), with the maintenance queue and each table's debt (the same
-    tables)."""
+    reader; else those of its tables, by id), with the maintenance queue and the :data:`DEBTS_SHOWN`
+    tables most in debt (the same tables)."""
     ids: list[int] | None = None
     if catalog_reader(access):
         runs = activity.maintenance_page(catalog.engine, None, before=before)
@@ -286,8 +288,7 @@ def maintenance_runs(catalog: MetastoreCatalog, access: Access, *, before: int |
     jobs = [j.to_dict() for j in queue.jobs() if readable is None or j.table_id in readable]
     owed = [
         {**d, **(d.get("debt") or {})}
-        for d in (debts(catalog) if before is None else [])
-        if readable is None or d["table_id"] in readable
+        for d in (most_in_debt(catalog, limit=DEBTS_SHOWN, table_ids=ids) if before is None else [])
     ]
     return {
         "runs": runs,
