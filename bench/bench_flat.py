@@ -278,7 +278,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"tree": os.environ.get("PYTHONPATH", ""), **state}
     results.pop("admin"), results.pop("five")
     # /metrics uncached: every scrape folds what came since the last one and reads the rollup
-    settings = ServiceSettings(auth_cache_seconds=60, metrics_cache_seconds=0)
+    settings = ServiceSettings(auth_cache_seconds=60, metrics_cache_seconds=0, gc_freeze_at_start=True)
     app = create_app(settings, state=ServiceState(settings, catalog))
     try:
         with TestClient(app, raise_server_exceptions=False) as client:

@@ -415,6 +415,7 @@ def _serve(ctx: Context, args: argparse.Namespace) -> Output:
         event_log_metrics=not args.no_event_log_metrics,
         metrics_table_series=args.metrics_table_series,
         metrics_fold_seconds=args.metrics_fold_seconds,
+        gc_freeze_at_start=True,
         max_in_flight=args.max_in_flight,
         max_feed_streams=args.max_feed_streams,
         max_feed_streams_per_principal=args.max_feed_streams_per_principal,

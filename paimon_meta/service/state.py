@@ -101,6 +101,9 @@ class ServiceSettings:
     metrics_table_series: int = 100
     #: Seconds between background folds of the event log into the metrics rollup (0: scrapes fold).
     metrics_fold_seconds: float = 0.0
+    #: Freeze the objects built at start out of the garbage collector's full collections (``serve``: on;
+    #: off for apps built in a process that builds many, as tests do: frozen garbage is never freed).
+    gc_freeze_at_start: bool = False
     # Against hostile or broken clients (README, "Hardening"): a request body must arrive within
     # ``body_timeout_seconds`` (else 408), request headers within ``header_timeout_seconds`` and at most
     # ``max_header_bytes`` (else the connection is closed), an idle connection is closed after
