@@ -140,13 +140,18 @@ _AFTER = (
 )
 
 
+#: What the fold's reads of the logs start with: an operator (or a test) tells them from the change feed's
+#: reads in ``pg_stat_activity``.
+FOLD_QUERY_TAG = "/* paimon-meta: metrics fold */ "
+
+
 def _chunk_sql(log: str, columns: str, *, of_table: bool) -> TextClause:
     """The read of a chunk of ``log``; ``of_table``: with each event's table's catalog key."""
     inner = _AFTER.format(log=log, columns=columns)
     if not of_table:
-        return text(inner)
+        return text(FOLD_QUERY_TAG + inner)
     return text(
-        f"SELECT x.*, {TABLE_CATALOG_KEY} AS catalog_key FROM ({inner}) x "  # noqa: S608 - constants
+        f"{FOLD_QUERY_TAG}SELECT x.*, {TABLE_CATALOG_KEY} AS catalog_key FROM ({inner}) x "  # noqa: S608 - constants
         f"{table_catalog_joins('x')} ORDER BY x.txid, x.event_id"
     )
 

@@ -590,3 +590,10 @@ def test_debt_gauges_of_tables_with_series_and_each_catalogs_worst_table(
     assert [d["table_identifier"] for d in most_in_debt(catalog, limit=5, table_ids=[b_id, 555555])] == [
         "db.b"
     ]
+
+
+def test_the_folds_reads_are_tagged_apart_from_the_feeds() -> None:
+    """``pg_stat_activity`` tells a fold's reads of the logs from the change feed's (both start from the
+    horizon): every chunk read starts with the tag, never with the feed's ``WITH h AS``."""
+    for statement in (rollup._COMMIT_CHUNK, rollup._LOCK_CHUNK, rollup._MAINTENANCE_CHUNK):
+        assert statement.text.startswith(rollup.FOLD_QUERY_TAG)
